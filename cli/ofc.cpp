@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// ofc: compile an ONNX model into a plan (and its weights file beside it).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "cli/cli_main.h"
+#include "compiler/compile.h"
+#include "compiler/plan/plan_writer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ofc: compile an ONNX model into an of plan"};
+  std::string model, output;
+  of::compiler::CompileOptions options;
+  app.add_option("model", model, "ONNX model file (as torch.onnx.export writes it)")->required();
+  app.add_option("-o,--output", output, "plan file to write (weights go beside it as <stem>.safetensors)")->required();
+  app.add_option("--slots", options.slots, "slots per streamed register (>= 2 pipelines)")->check(CLI::Range(1, 64));
+  app.add_option("--pieces", options.pieces, "default number of pieces ofrun streams (0: as many as fed)")->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+  return of::cli::guarded_main("ofc", [&] {
+    of::compiler::Compilation c = of::compiler::compile_model(model, options);
+    std::string weights = of::compiler::write_plan(c, output);
+    uint64_t arena = 0;
+    for (const auto& a : c.tasks.arenas) arena += a.bytes;
+    fmt::print("ofc: wrote {} ({} tasks, {} registers, {:.1f} MiB arena) and {}\n", output, c.tasks.tasks.size(),
+               c.tasks.regsts.size(), double(arena) / (1 << 20), weights);
+    return 0;
+  });
+}

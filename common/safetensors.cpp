@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/safetensors.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_util.h"
+
+namespace of {
+namespace {
+
+struct DtypeName {
+  const char* name;
+  DType dtype;
+};
+constexpr DtypeName kNames[] = {{"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16},
+                                {"I32", DType::i32}, {"I64", DType::i64}, {"U8", DType::u8},
+                                {"I8", DType::i8},   {"BOOL", DType::bool_}};
+
+const char* name_of(DType t) {
+  for (const DtypeName& n : kNames)
+    if (n.dtype == t) return n.name;
+  return "?";
+}
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::string& path) {
+  if (size < 8) fail({.file = path}, "not a safetensors file (shorter than its 8-byte header length)");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
+  if (header_len > size - 8) fail({.file = path}, "safetensors header length {} exceeds the file size {}", header_len, size);
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+  } catch (const nlohmann::json::exception& e) {
+    fail({.file = path}, "safetensors header is not valid JSON");
+  }
+  if (!header.is_object()) fail({.file = path}, "safetensors header is not a JSON object");
+  SafetensorsFile file;
+  uint64_t data_size = size - 8 - header_len;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const std::string field = "tensor '" + it.key() + "'";
+    const nlohmann::json& v = it.value();
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets") ||
+        !v["dtype"].is_string() || !v["shape"].is_array() || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2)
+      fail({.file = path, .field = field}, "needs dtype, shape and data_offsets");
+    SafetensorsEntry e;
+    bool known = false;
+    for (const DtypeName& n : kNames)
+      if (v["dtype"] == n.name) e.dtype = n.dtype, known = true;
+    if (!known) fail({.file = path, .field = field}, "unsupported dtype {}", v["dtype"].dump());
+    uint64_t count = 1;
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned()) fail({.file = path, .field = field}, "shape has a non-natural dimension");
+      uint64_t dim = d.get<uint64_t>();
+      if (dim != 0 && count > data_size / dim) fail({.file = path, .field = field}, "shape is larger than the file");
+      count *= dim;
+      e.shape.push_back(int64_t(dim));
+    }
+    const auto& off = v["data_offsets"];
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      fail({.file = path, .field = field}, "data_offsets are not natural numbers");
+    uint64_t b = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (b > end || end > data_size)
+      fail({.file = path, .field = field}, "data_offsets [{},{}] outside the data section ({} bytes)", b, end, data_size);
+    e.offset = b;
+    e.bytes = end - b;
+    if (e.bytes != count * uint64_t(dtype_size(e.dtype)))
+      fail({.file = path, .field = field}, "holds {} bytes but shape {} of {} needs {}", e.bytes,
+           shape_str(e.shape), name_of(e.dtype), count * uint64_t(dtype_size(e.dtype)));
+    file.entries.emplace(it.key(), std::move(e));
+  }
+  file.data.assign(bytes + 8 + header_len, bytes + size);
+  return file;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  std::vector<uint8_t> bytes = read_file(path);
+  return parse_safetensors(bytes.data(), bytes.size(), path);
+}
+
+void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& shape, const void* data) {
+  items_.push_back(Item{name, dtype, shape, data});
+}
+
+std::vector<uint8_t> SafetensorsWriter::serialize() const {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const Item& it : items_) {
+    uint64_t bytes = uint64_t(numel(it.shape) * dtype_size(it.dtype));
+    header[it.name] = {{"dtype", name_of(it.dtype)}, {"shape", it.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
+  std::vector<uint8_t> out(8 + h.size() + offset);
+  uint64_t len = h.size();
+  for (int i = 0; i < 8; ++i) out[i] = uint8_t(len >> (8 * i));
+  std::memcpy(out.data() + 8, h.data(), h.size());
+  uint8_t* p = out.data() + 8 + h.size();
+  for (const Item& it : items_) {
+    size_t bytes = size_t(numel(it.shape) * dtype_size(it.dtype));
+    if (bytes) std::memcpy(p, it.data, bytes);
+    p += bytes;
+  }
+  return out;
+}
+
+void SafetensorsWriter::write(const std::string& path) const { write_file_atomic(path, serialize()); }
+
+}  // namespace of

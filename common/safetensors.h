@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// The safetensors format (8-byte little-endian header length, a JSON header, raw data), used for
+// the weights beside a plan and for checkpoints, so PyTorch can read them. Reading verifies
+// every entry (dtype, shape, offsets inside the data, sizes that agree) before use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/shape.h"
+
+namespace of {
+
+struct SafetensorsEntry {
+  DType dtype = DType::f32;
+  Shape shape;
+  uint64_t offset = 0;  // into SafetensorsFile::data
+  uint64_t bytes = 0;
+};
+
+struct SafetensorsFile {
+  std::map<std::string, SafetensorsEntry> entries;
+  std::vector<uint8_t> data;  // the data section
+  const uint8_t* ptr(const SafetensorsEntry& e) const { return data.data() + e.offset; }
+};
+
+SafetensorsFile read_safetensors(const std::string& path);
+SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::string& path);
+
+class SafetensorsWriter {
+ public:
+  // `data` must stay valid until write().
+  void add(const std::string& name, DType dtype, const Shape& shape, const void* data);
+  // Serializes in memory; write() stores it atomically.
+  std::vector<uint8_t> serialize() const;
+  void write(const std::string& path) const;
+
+ private:
+  struct Item {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    const void* data;
+  };
+  std::vector<Item> items_;
+};
+
+}  // namespace of

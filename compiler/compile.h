@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+// ofc's library entry: model file in, plan and weights files out.
+#pragma once
+
+#include <string>
+
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+
+// Imports the model and runs the pass pipeline; throws of::Error for bad input.
+Compilation compile_model(const std::string& model_path, const CompileOptions& options);
+
+}  // namespace of::compiler

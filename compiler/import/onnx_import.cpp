@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reads ONNX protobuf into Graph: initializers and Constant nodes become constant values, graph
+// inputs (minus initializers) become fed inputs, every node must name a supported operator.
+#include "compiler/import/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "common/file_util.h"
+#include "compiler/ops/registry.h"
+
+namespace of::compiler {
+namespace {
+
+constexpr int64_t kMinOpset = 13;
+
+DType dtype_of(int32_t onnx_type, const Where& where) {
+  switch (onnx_type) {
+    case onnx::TensorProto::FLOAT: return DType::f32;
+    case onnx::TensorProto::FLOAT16: return DType::f16;
+    case onnx::TensorProto::BFLOAT16: return DType::bf16;
+    case onnx::TensorProto::INT32: return DType::i32;
+    case onnx::TensorProto::INT64: return DType::i64;
+    case onnx::TensorProto::UINT8: return DType::u8;
+    case onnx::TensorProto::INT8: return DType::i8;
+    case onnx::TensorProto::BOOL: return DType::bool_;
+    default: fail(where, "unsupported element type {} (ONNX TensorProto.DataType)", onnx_type);
+  }
+}
+
+// Copies a TensorProto's contents (raw_data or the typed repeated fields) after checking sizes.
+std::vector<uint8_t> tensor_bytes(const onnx::TensorProto& t, const TensorDesc& desc, const Where& where) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    fail(where, "tensor '{}' keeps its data in an external file, which is not supported", t.name());
+  const int64_t n = numel(desc.shape);
+  const size_t bytes = size_t(n * dtype_size(desc.dtype));
+  std::vector<uint8_t> out(bytes);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      fail(where, "tensor '{}' has {} bytes of data, shape {} needs {}", t.name(), t.raw_data().size(), shape_str(desc.shape), bytes);
+    std::memcpy(out.data(), t.raw_data().data(), bytes);
+    return out;
+  }
+  auto take = [&](const auto& field, auto as) {
+    if (int64_t(field.size()) != n)
+      fail(where, "tensor '{}' has {} values, shape {} needs {}", t.name(), field.size(), shape_str(desc.shape), n);
+    for (int64_t i = 0; i < n; ++i) {
+      auto v = static_cast<decltype(as)>(field.Get(int(i)));
+      std::memcpy(out.data() + i * sizeof v, &v, sizeof v);
+    }
+  };
+  switch (desc.dtype) {
+    case DType::f32: take(t.float_data(), float{}); break;
+    case DType::i64: take(t.int64_data(), int64_t{}); break;
+    case DType::i32: take(t.int32_data(), int32_t{}); break;
+    default: fail(where, "tensor '{}': {} data must be stored as raw_data", t.name(), dtype_name(desc.dtype));
+  }
+  return out;
+}
+
+TensorDesc tensor_desc(const onnx::TensorProto& t, const Where& where) {
+  TensorDesc d;
+  d.dtype = dtype_of(t.data_type(), where);
+  for (int64_t dim : t.dims()) {
+    if (dim < 0) fail(where, "tensor '{}' has a negative dimension {}", t.name(), dim);
+    d.shape.push_back(dim);
+  }
+  // Reject shapes whose element count overflows before anything is sized from them.
+  int64_t n = 1;
+  for (int64_t dim : d.shape) {
+    if (dim != 0 && n > std::numeric_limits<int64_t>::max() / 8 / dim) fail(where, "tensor '{}' is too large", t.name());
+    n *= dim;
+  }
+  return d;
+}
+
+void import_attrs(const onnx::NodeProto& node, Attrs& attrs, const Where& where) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    switch (a.type()) {
+      case onnx::AttributeProto::INT: attrs.set_int(a.name(), a.i()); break;
+      case onnx::AttributeProto::FLOAT: attrs.set_float(a.name(), a.f()); break;
+      case onnx::AttributeProto::STRING: attrs.set_str(a.name(), a.s()); break;
+      case onnx::AttributeProto::INTS: attrs.set_ints(a.name(), {a.ints().begin(), a.ints().end()}); break;
+      case onnx::AttributeProto::FLOATS: attrs.set_floats(a.name(), {a.floats().begin(), a.floats().end()}); break;
+      default: fail(where, "attribute '{}' has a type (AttributeProto {}) that is not supported", a.name(), int(a.type()));
+    }
+  }
+}
+
+// A Constant node's value: the `value` tensor or one of the value_* shorthands.
+void import_constant(Graph& g, const onnx::NodeProto& node, const Where& where) {
+  if (node.output_size() != 1) fail(where, "expects 1 output");
+  ValueId v = g.add_value(node.output(0));
+  Value& val = g.values[v];
+  val.known = true;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == "value") {
+      val.desc = tensor_desc(a.t(), where);
+      val.data = tensor_bytes(a.t(), val.desc, where);
+      return;
+    }
+    if (a.name() == "value_float" || a.name() == "value_floats") {
+      std::vector<float> f = a.name() == "value_float" ? std::vector<float>{a.f()} : std::vector<float>(a.floats().begin(), a.floats().end());
+      val.desc = {a.name() == "value_float" ? Shape{} : Shape{int64_t(f.size())}, DType::f32};
+      val.data = std::vector<uint8_t>(f.size() * 4);
+      std::memcpy(val.data->data(), f.data(), f.size() * 4);
+      return;
+    }
+    if (a.name() == "value_int" || a.name() == "value_ints") {
+      std::vector<int64_t> i = a.name() == "value_int" ? std::vector<int64_t>{a.i()} : std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      val.desc = {a.name() == "value_int" ? Shape{} : Shape{int64_t(i.size())}, DType::i64};
+      val.data = std::vector<uint8_t>(i.size() * 8);
+      std::memcpy(val.data->data(), i.data(), i.size() * 8);
+      return;
+    }
+  }
+  fail(where, "Constant without a supported value attribute (value, value_float(s), value_int(s))");
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) {
+  const Where file{.file = path};
+  onnx::ModelProto model;
+  if (size > size_t(std::numeric_limits<int>::max()))
+    fail(file, "model is larger than 2 GiB; external-data models are not supported");
+  if (!model.ParseFromArray(data, int(size)) || !model.has_graph() || model.ir_version() <= 0)
+    fail(file, "not an ONNX model (it does not parse as an ONNX ModelProto)");
+
+  int64_t opset = -1;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  if (opset >= 0 && opset < kMinOpset)
+    fail(file, "opset {} is not supported; export with opset_version >= {}", opset, kMinOpset);
+
+  const onnx::GraphProto& gp = model.graph();
+  Graph g;
+  // Name lookups go through a hash map: models reach tens of thousands of values.
+  std::unordered_map<std::string, ValueId> by_name;
+  auto find = [&by_name](const std::string& n) {
+    auto it = by_name.find(n);
+    return it == by_name.end() ? kNoValue : it->second;
+  };
+  auto add = [&](const std::string& n) { return by_name[n] = g.add_value(n); };
+  g.name = gp.name().empty() ? "model" : gp.name();
+  g.source_file = path;
+
+  for (const onnx::TensorProto& t : gp.initializer()) {
+    Where w{.file = path, .field = "initializer '" + t.name() + "'"};
+    if (find(t.name()) != kNoValue) fail(w, "defined twice");
+    ValueId v = add(t.name());
+    g.values[v].desc = tensor_desc(t, w);
+    g.values[v].data = tensor_bytes(t, g.values[v].desc, w);
+    g.values[v].known = true;
+  }
+  for (const onnx::ValueInfoProto& in : gp.input()) {
+    if (find(in.name()) != kNoValue) continue;  // older exporters list initializers as inputs
+    Where w{.file = path, .field = "input '" + in.name() + "'"};
+    if (!in.type().has_tensor_type()) fail(w, "is not a tensor");
+    const auto& tt = in.type().tensor_type();
+    ValueId v = add(in.name());
+    Value& val = g.values[v];
+    val.desc.dtype = dtype_of(tt.elem_type(), w);
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value())
+        fail(w, "dimension '{}' is dynamic; export with fixed sizes (no dynamic_axes)", d.dim_param());
+      if (d.dim_value() < 0) fail(w, "has a negative dimension {}", d.dim_value());
+      val.desc.shape.push_back(d.dim_value());
+    }
+    val.known = true;
+    val.graph_input = true;
+    g.inputs.push_back(v);
+  }
+  if (g.inputs.empty()) fail(file, "the graph has no inputs to feed");
+
+  int index = 0;
+  for (const onnx::NodeProto& np : gp.node()) {
+    std::string name = np.name().empty() ? fmt::format("{}_{}", np.op_type(), index) : np.name();
+    ++index;
+    Where w{.file = path, .node = name, .op = np.op_type()};
+    if (np.op_type() == "Constant" && (np.domain().empty() || np.domain() == "ai.onnx")) {
+      if (np.output_size() != 1 || find(np.output(0)) != kNoValue) fail(w, "needs one output with a new name");
+      import_constant(g, np, w);
+      by_name[np.output(0)] = ValueId(g.values.size() - 1);
+      continue;
+    }
+    if (!find_op(np.domain(), np.op_type()))
+      fail(w, "unsupported operator '{}{}'; supported: {}", np.domain().empty() ? "" : np.domain() + ".",
+           np.op_type(), supported_op_list());
+    Node node{.name = name, .op_type = np.op_type(), .domain = np.domain()};
+    import_attrs(np, node.attrs, w);
+    const auto self = NodeId(g.nodes.size());
+    for (const std::string& in : np.input()) {
+      if (in.empty()) {
+        node.inputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId v = find(in);
+      if (v == kNoValue) fail(w, "input '{}' is not produced before this node (nodes must be topologically sorted)", in);
+      g.values[v].consumers.push_back(self);
+      node.inputs.push_back(v);
+    }
+    // Unused optional outputs are named "" by exporters: drop trailing ones.
+    int n_out = np.output_size();
+    while (n_out > 0 && np.output(n_out - 1).empty()) --n_out;
+    for (int k = 0; k < n_out; ++k) {
+      const std::string& out = np.output(k);
+      if (out.empty()) fail(w, "output {} is unnamed; only trailing optional outputs may be omitted", k);
+      if (find(out) != kNoValue) fail(w, "output '{}' is defined twice", out);
+      ValueId v = add(out);
+      g.values[v].producer = self;
+      node.outputs.push_back(v);
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  for (const onnx::ValueInfoProto& out : gp.output()) {
+    ValueId v = find(out.name());
+    if (v == kNoValue) fail({.file = path, .field = "output '" + out.name() + "'"}, "is never produced");
+    g.values[v].graph_output = true;
+    g.outputs.push_back(v);
+  }
+  if (g.outputs.empty()) fail(file, "the graph has no outputs");
+  verify(g, "import");
+  return g;
+}
+
+Graph import_onnx_file(const std::string& path) {
+  std::vector<uint8_t> bytes = read_file(path);
+  return import_onnx_bytes(bytes.data(), bytes.size(), path);
+}
+
+}  // namespace of::compiler

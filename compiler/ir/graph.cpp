@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/ir/graph.h"
+
+#include <fmt/core.h>
+
+#include "common/error.h"
+
+namespace of::compiler {
+
+ValueId Graph::add_value(std::string name) {
+  values.push_back(Value{.name = std::move(name)});
+  return ValueId(values.size() - 1);
+}
+
+ValueId Graph::find_value(const std::string& name) const {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].name == name) return ValueId(i);
+  return kNoValue;
+}
+
+void verify(const Graph& g, const std::string& after) {
+  auto check = [&](bool ok, const std::string& what) {
+    if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what));
+  };
+  const auto n_values = ValueId(g.values.size());
+  std::vector<bool> available(g.values.size(), false);
+  for (ValueId v = 0; v < n_values; ++v)
+    available[v] = g.values[v].producer < 0;
+  for (NodeId n = 0; n < NodeId(g.nodes.size()); ++n) {
+    const Node& node = g.nodes[n];
+    for (ValueId v : node.inputs) {
+      if (v == kNoValue) continue;
+      check(v >= 0 && v < n_values, fmt::format("node '{}' input id {} out of range", node.name, v));
+      check(available[v], fmt::format("node '{}' reads '{}' before it is produced", node.name, g.values[v].name));
+    }
+    for (ValueId v : node.outputs) {
+      check(v >= 0 && v < n_values, fmt::format("node '{}' output id {} out of range", node.name, v));
+      check(g.values[v].producer == n, fmt::format("value '{}' does not name node '{}' as producer", g.values[v].name, node.name));
+      available[v] = true;
+    }
+  }
+  for (ValueId v : g.outputs) check(v >= 0 && v < n_values && available[v], "graph output never produced");
+}
+
+}  // namespace of::compiler

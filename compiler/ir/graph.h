@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The logical graph: values (tensors) and nodes (ops) as the model file states them, with the
+// shapes and dtypes that infer-shapes fills in and the kernel choice that each op's lower() makes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/attrs.h"
+#include "common/shape.h"
+
+namespace of::compiler {
+
+using ValueId = int32_t;
+using NodeId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+struct Value {
+  std::string name;
+  TensorDesc desc;
+  bool known = false;                       // desc filled in (by import or infer-shapes)
+  NodeId producer = -1;                     // -1: graph input or constant
+  std::vector<NodeId> consumers;
+  std::optional<std::vector<uint8_t>> data; // constant contents (initializer or Constant node)
+  bool graph_input = false;
+  bool graph_output = false;
+};
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;                       // "" for the default ONNX domain
+  std::vector<ValueId> inputs;              // kNoValue for an absent optional input
+  std::vector<ValueId> outputs;
+  Attrs attrs;                              // as imported
+  // Filled by the op's lower(): the kernel to run, its normalized attributes, and which of the
+  // inputs the kernel reads at run time (compile-time-only inputs such as Reshape's shape drop out).
+  std::string kernel;
+  Attrs kernel_attrs;
+  std::vector<ValueId> runtime_inputs;
+};
+
+struct Graph {
+  std::string name;
+  std::string source_file;                  // names the model in errors
+  std::vector<Value> values;
+  std::vector<Node> nodes;                  // in topological order (import checks this)
+  std::vector<ValueId> inputs;              // graph inputs fed at run time
+  std::vector<ValueId> outputs;
+
+  ValueId add_value(std::string name);
+  ValueId find_value(const std::string& name) const;  // kNoValue if absent
+};
+
+// Structural invariants (ids in range, producer/consumer links agree, topological order,
+// every value produced at most once). Throws an internal error naming `after` (a pass name).
+void verify(const Graph& g, const std::string& after);
+
+}  // namespace of::compiler

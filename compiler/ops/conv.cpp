@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conv (2-D only): X [N,C,H,W], W [M,C/group,kH,kW], optional B [M] -> [N,M,oH,oW], with
+// auto_pad resolved into explicit pads for the kernel.
+#include <fmt/format.h>
+
+#include "compiler/ops/ops.h"
+#include "compiler/ops/window.h"
+
+namespace of::compiler {
+namespace {
+
+Window2d conv_window(const OpCtx& c) {
+  const Shape& x = c.in(0).shape;
+  const Shape& w = c.in(1).shape;
+  int64_t group = c.attrs().get_int("group", 1);
+  if (group < 1) c.fail("attribute group = {} must be >= 1", group);
+  if (w.size() != 4) c.fail("input 1 (weight) has shape {}, expected rank 4 [M,C/group,kH,kW]", shape_str(w));
+  if (x[1] % group != 0) c.fail("input channels {} are not divisible by group {}", x[1], group);
+  if (w[1] != x[1] / group)
+    c.fail("input 1 (weight) has shape {}, expected [*,{},*,*] (input channels {} / group {})", shape_str(w),
+           x[1] / group, x[1], group);
+  if (w[0] % group != 0) c.fail("input 1 (weight) has {} output channels, not divisible by group {}", w[0], group);
+  if (c.has_in(2) && c.in(2).shape != Shape{w[0]})
+    c.fail("input 2 (bias) has shape {}, expected [{}]", shape_str(c.in(2).shape), w[0]);
+  if (c.attrs().has("kernel_shape") && c.attrs().get_ints("kernel_shape") != std::vector<int64_t>{w[2], w[3]})
+    c.fail("attribute kernel_shape = [{}] does not match the weight's spatial shape [{},{}]",
+           fmt::join(c.attrs().get_ints("kernel_shape"), ","), w[2], w[3]);
+  return window_2d(c, x, {w[2], w[3]}, false);
+}
+
+void infer_conv(OpCtx& c) {
+  c.expect_arity(2, 3);
+  for (size_t i = 0; i < 3; ++i)
+    if (c.has_in(i)) c.expect_float(i);
+  expect_2d(c, "convolution");
+  Window2d win = conv_window(c);
+  c.out(0) = TensorDesc{{c.in(0).shape[0], c.in(1).shape[0], win.out[0], win.out[1]}, DType::f32};
+}
+
+void lower_conv(OpCtx& c) {
+  Window2d win = conv_window(c);
+  Attrs a;
+  a.set_ints("strides", {win.strides.begin(), win.strides.end()});
+  a.set_ints("pads", {win.pads.begin(), win.pads.end()});
+  a.set_ints("dilations", {win.dilations.begin(), win.dilations.end()});
+  a.set_int("group", c.attrs().get_int("group", 1));
+  c.set_kernel("conv", std::move(a));
+}
+
+}  // namespace
+
+OpDef conv_def() { return {"Conv", infer_conv, lower_conv}; }
+
+}  // namespace of::compiler

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gemm: Y = alpha * op(A) * op(B) + beta * C, A and B 2-D, C unidirectionally broadcast to [M,N].
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+namespace {
+
+void infer_gemm(OpCtx& c) {
+  c.expect_arity(2, 3);
+  for (size_t i = 0; i < 3; ++i)
+    if (c.has_in(i)) c.expect_float(i);
+  const Shape& a = c.in(0).shape;
+  const Shape& b = c.in(1).shape;
+  if (a.size() != 2) c.fail("input 0 (A) has shape {}, expected rank 2", shape_str(a));
+  if (b.size() != 2) c.fail("input 1 (B) has shape {}, expected rank 2", shape_str(b));
+  bool ta = c.attrs().get_int("transA", 0) != 0, tb = c.attrs().get_int("transB", 0) != 0;
+  int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
+  int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (kb != k)
+    c.fail("input 1 (B) has shape {}, expected {} to match K = {} of input 0 (A) {} (transA={}, transB={})",
+           shape_str(b), tb ? fmt::format("[*,{}]", k) : fmt::format("[{},*]", k), k, shape_str(a), int(ta), int(tb));
+  if (c.has_in(2)) {
+    // Unidirectional broadcast: C's dims, aligned right, are 1 or equal to [M,N]'s.
+    const Shape& cs = c.in(2).shape;
+    Shape mn{m, n};
+    bool ok = cs.size() <= 2;
+    for (size_t i = 0; ok && i < cs.size(); ++i) ok = cs[i] == 1 || cs[i] == mn[2 - cs.size() + i];
+    if (!ok) c.fail("input 2 (C) has shape {}, which does not broadcast to the output [M,N] = {}", shape_str(cs), shape_str(mn));
+  }
+  c.out(0) = TensorDesc{{m, n}, DType::f32};
+}
+
+void lower_gemm(OpCtx& c) {
+  Attrs a;
+  a.set_float("alpha", c.attrs().get_float("alpha", 1.0f));
+  a.set_float("beta", c.attrs().get_float("beta", 1.0f));
+  a.set_int("trans_a", c.attrs().get_int("transA", 0) != 0);
+  a.set_int("trans_b", c.attrs().get_int("transB", 0) != 0);
+  c.set_kernel("gemm", std::move(a));
+}
+
+}  // namespace
+
+OpDef gemm_def() { return {"Gemm", infer_gemm, lower_gemm}; }
+
+}  // namespace of::compiler

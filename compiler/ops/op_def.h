@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpDef: everything the compiler knows about one operator, defined once in compiler/ops/<op>.cpp
+// and listed in compiler/ops/registry.cpp. infer() computes output shapes and dtypes and rejects
+// what does not fit (naming the node); lower() picks the kernel, writes its normalized attributes
+// and says which inputs the kernel reads at run time.
+#pragma once
+
+#include <fmt/core.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "compiler/ir/graph.h"
+
+namespace of::compiler {
+
+class OpCtx {
+ public:
+  OpCtx(Graph& g, Node& node) : g_(g), node_(node) {}
+
+  Node& node() { return node_; }
+  const Attrs& attrs() const { return node_.attrs; }
+  size_t num_inputs() const { return node_.inputs.size(); }
+  size_t num_outputs() const { return node_.outputs.size(); }
+  bool has_in(size_t i) const { return i < node_.inputs.size() && node_.inputs[i] != kNoValue; }
+  const TensorDesc& in(size_t i) const;            // fails (naming the node) when absent
+  // Constant contents of input i, or nullptr when it is not known at compile time.
+  const std::vector<uint8_t>* const_data(size_t i) const;
+  // Integer contents of a constant int64/int32 input (e.g. Reshape's shape); fails if not constant.
+  std::vector<int64_t> const_ints(size_t i) const;
+  TensorDesc& out(size_t i);                        // marks output i known
+
+  // Checks the input count is within [lo, hi] and the output count within [1, max_out].
+  void expect_arity(size_t lo, size_t hi, size_t max_out = 1) const;
+  void expect_float(size_t i) const;                // input i must be f32
+  // Normalizes an axis attribute against a rank (negative counts from the end).
+  int64_t axis(int64_t axis, int64_t rank, std::string_view what = "axis") const;
+
+  // lower(): the kernel and its attributes; by default every present input is read at run time.
+  void set_kernel(std::string name, Attrs attrs = {});
+  void set_runtime_inputs(std::vector<size_t> input_indices);
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    throw Error(where(), fmt::format(f, std::forward<Args>(args)...));
+  }
+
+ private:
+  Where where() const {
+    return Where{.file = g_.source_file, .node = node_.name, .op = node_.op_type, .rank = -1, .field = {}};
+  }
+  Graph& g_;
+  Node& node_;
+};
+
+struct OpDef {
+  std::string_view onnx_type;
+  void (*infer)(OpCtx&);
+  void (*lower)(OpCtx&);
+};
+
+// Shared shape rules (compiler/ops/op_ctx.cpp).
+// numpy multidirectional broadcasting; fails through ctx when the shapes do not broadcast.
+Shape broadcast_shapes(const OpCtx& ctx, const Shape& a, const Shape& b);
+
+}  // namespace of::compiler

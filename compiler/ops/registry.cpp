@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every operator ofc supports, in one alphabetical list. Nothing registers itself.
+#include "compiler/ops/registry.h"
+
+#include <fmt/format.h>
+
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+
+const std::vector<OpDef>& all_ops() {
+  static const std::vector<OpDef> ops = {
+      add_def(),
+      average_pool_def(),
+      batch_norm_def(),
+      concat_def(),
+      conv_def(),
+      div_def(),
+      flatten_def(),
+      gemm_def(),
+      global_average_pool_def(),
+      identity_def(),
+      log_softmax_def(),
+      matmul_def(),
+      max_pool_def(),
+      mul_def(),
+      relu_def(),
+      reshape_def(),
+      sigmoid_def(),
+      softmax_def(),
+      sub_def(),
+      tanh_def(),
+      transpose_def(),
+      delay_def(),  // custom ops (domain-qualified) last
+  };
+  return ops;
+}
+
+const OpDef* find_op(std::string_view domain, std::string_view onnx_type) {
+  // Custom ops live in their own domain (e.g. "of.test" for Delay); ONNX's default domain is "".
+  for (const OpDef& op : all_ops()) {
+    bool custom = op.onnx_type.find('.') != std::string_view::npos;
+    if (custom ? fmt::format("{}.{}", domain, onnx_type) == op.onnx_type
+               : (domain.empty() || domain == "ai.onnx") && op.onnx_type == onnx_type)
+      return &op;
+  }
+  return nullptr;
+}
+
+std::string supported_op_list() {
+  std::vector<std::string_view> names;
+  for (const OpDef& op : all_ops()) names.push_back(op.onnx_type);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace of::compiler

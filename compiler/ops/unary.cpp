@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Relu, Sigmoid, Tanh: element-wise, output shape = input shape.
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+namespace {
+
+void infer_unary(OpCtx& c) {
+  c.expect_arity(1, 1);
+  c.expect_float(0);
+  c.out(0) = c.in(0);
+}
+
+template <const char* kKernel>
+void lower_unary(OpCtx& c) { c.set_kernel(kKernel); }
+
+constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh";
+
+}  // namespace
+
+OpDef relu_def() { return {"Relu", infer_unary, lower_unary<kRelu>}; }
+OpDef sigmoid_def() { return {"Sigmoid", infer_unary, lower_unary<kSigmoid>}; }
+OpDef tanh_def() { return {"Tanh", infer_unary, lower_unary<kTanh>}; }
+
+}  // namespace of::compiler

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// infer-shapes: afterwards every value has a shape and dtype, and every node a kernel (from its
+// OpDef's lower()) that exists in the kernel registry for the node's device and dtype.
+#include "common/error.h"
+#include "compiler/ops/registry.h"
+#include "compiler/passes/pass.h"
+#include "kernels/registry.h"
+
+namespace of::compiler {
+
+bool InferShapes::run(Compilation& c) {
+  Graph& g = c.graph;
+  for (Node& node : g.nodes) {
+    const OpDef* def = find_op(node.domain, node.op_type);
+    OF_ASSERT(def, "import let an unsupported op through: " + node.op_type);
+    OpCtx ctx(g, node);
+    def->infer(ctx);
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);
+    def->lower(ctx);
+    // The kernel runs on the dtype of the node's first output.
+    DType dtype = g.values[node.outputs[0]].desc.dtype;
+    if (!kernels::find_kernel(node.kernel, kernels::DeviceKind::cpu, dtype))
+      ctx.fail("no kernel '{}' for cpu:{}", node.kernel, dtype_name(dtype));
+  }
+  return true;
+}
+
+}  // namespace of::compiler

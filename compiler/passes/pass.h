@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// A compiler pass: a small step over the compilation state that reports whether it changed it.
+// build_pipeline() orders them; the graph verifier runs after every pass that changed something.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/task_graph.h"
+
+namespace of::compiler {
+
+struct CompileOptions {
+  int32_t slots = 2;   // slots per streamed register
+  int64_t pieces = 0;  // default pieces to stream (0: as many as the input holds)
+};
+
+struct Compilation {
+  Graph graph;
+  TaskGraph tasks;
+  CompileOptions options;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string name() const = 0;
+  virtual bool run(Compilation& c) = 0;
+};
+
+class Pipeline {
+ public:
+  template <typename P>
+  void add() { passes_.push_back(std::make_unique<P>()); }
+  void run(Compilation& c) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+Pipeline build_pipeline(const CompileOptions& options);
+
+// Declared here because build_pipeline is their only user besides the tests.
+class InferShapes final : public Pass {
+ public:
+  std::string name() const override { return "infer-shapes"; }
+  bool run(Compilation& c) override;
+};
+
+class LowerToTasks final : public Pass {
+ public:
+  std::string name() const override { return "lower-to-tasks"; }
+  bool run(Compilation& c) override;
+};
+
+class PlanMemory final : public Pass {
+ public:
+  std::string name() const override { return "plan-memory"; }
+  bool run(Compilation& c) override;
+};
+
+}  // namespace of::compiler

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pass order, one line per pass, each saying why it comes where it does.
+#include "compiler/ir/graph.h"
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+
+Pipeline build_pipeline(const CompileOptions&) {
+  Pipeline p;
+  p.add<InferShapes>();   // every later pass reads shapes, dtypes and the lowered kernels
+  p.add<LowerToTasks>();  // needs kernels and shapes; builds tasks and registers
+  p.add<PlanMemory>();    // needs every register's size and slot count
+  return p;
+}
+
+void Pipeline::run(Compilation& c) const {
+  for (const auto& pass : passes_)
+    if (pass->run(c)) verify(c.graph, pass->name());
+}
+
+std::vector<std::string> Pipeline::names() const {
+  std::vector<std::string> out;
+  for (const auto& pass : passes_) out.push_back(pass->name());
+  return out;
+}
+
+}  // namespace of::compiler

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// plan-memory: afterwards every register slot and variable has an offset in its device's arena
+// and every arena its size. Lifetimes: variables live for the whole run, and so does every slot
+// of a streamed register, because actors work on different pieces at once, so any two slots can
+// be in flight together. Sharing bytes between registers needs ordering edges between their
+// tasks, which the pipeline-stage work adds. TODO(issue-4): ordering edges + in-stage reuse.
+#include <algorithm>
+#include <numeric>
+
+#include "compiler/passes/memory_planner.h"
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+
+MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
+  // Greedy best-fit by decreasing size: place each buffer at the lowest offset where it does not
+  // collide with any already-placed buffer whose lifetime overlaps its own.
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
+  MemoryPlan plan;
+  plan.offsets.assign(requests.size(), 0);
+  struct Placed {
+    uint64_t begin, end;
+    int64_t first, last;
+  };
+  std::vector<Placed> placed;
+  std::vector<std::pair<uint64_t, uint64_t>> busy;
+  for (size_t i : order) {
+    const BufferRequest& r = requests[i];
+    uint64_t size = align_up(r.bytes);
+    busy.clear();
+    for (const Placed& p : placed)
+      if (p.first <= r.last && r.first <= p.last) busy.emplace_back(p.begin, p.end);
+    std::sort(busy.begin(), busy.end());
+    uint64_t offset = 0;
+    for (const auto& [b, e] : busy) {
+      if (offset + size <= b) break;
+      offset = std::max(offset, e);
+    }
+    plan.offsets[i] = offset;
+    plan.total = std::max(plan.total, offset + size);
+    placed.push_back(Placed{offset, offset + size, r.first, r.last});
+  }
+  return plan;
+}
+
+bool PlanMemory::run(Compilation& c) {
+  TaskGraph& tg = c.tasks;
+  const int64_t whole_run_end = int64_t(tg.tasks.size());
+  for (Arena& arena : tg.arenas) {
+    std::vector<BufferRequest> requests;
+    std::vector<std::pair<bool, size_t>> owner;  // (is variable, index); slot index follows
+    std::vector<int32_t> slot_of;
+    for (size_t v = 0; v < tg.variables.size(); ++v) {
+      if (tg.variables[v].arena != arena.id) continue;
+      requests.push_back({tg.variables[v].bytes, 0, whole_run_end});
+      owner.emplace_back(true, v);
+      slot_of.push_back(0);
+    }
+    for (size_t r = 0; r < tg.regsts.size(); ++r) {
+      Regst& regst = tg.regsts[r];
+      if (regst.arena != arena.id) continue;
+      regst.offsets.assign(size_t(regst.slots), 0);
+      for (int32_t s = 0; s < regst.slots; ++s) {
+        requests.push_back({regst.slot_bytes, 0, whole_run_end});
+        owner.emplace_back(false, r);
+        slot_of.push_back(s);
+      }
+    }
+    MemoryPlan plan = plan_offsets(requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (owner[i].first)
+        tg.variables[owner[i].second].offset = plan.offsets[i];
+      else
+        tg.regsts[owner[i].second].offsets[size_t(slot_of[i])] = plan.offsets[i];
+    }
+    arena.bytes = plan.total;
+  }
+  return true;
+}
+
+}  // namespace of::compiler

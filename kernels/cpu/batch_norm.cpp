@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// batch_norm, inference form: Y = (X - mean) / sqrt(var + eps) * scale + B per channel of
+// X [N,C,...]. Weights may change between runs, so the per-channel a, b are recomputed in run()
+// into member buffers sized at prepare time.
+#include <cmath>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+class BatchNorm final : public Kernel {
+ public:
+  BatchNorm(const KernelConfig& cfg);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  int64_t n_ = 0, c_ = 0, inner_ = 1;
+  float epsilon_ = 1e-5f;
+  std::vector<float> a_, b_;  // y = a*x + b, per channel
+};
+
+BatchNorm::BatchNorm(const KernelConfig& cfg) {
+  check_arity(cfg, "batch_norm", 5, 5, 1);
+  check_dtypes(cfg, "batch_norm", DType::f32);
+  const Shape& x = cfg.inputs[0].shape;
+  if (x.size() < 2) fail(where_of(cfg), "batch_norm: X {} needs rank >= 2", shape_str(x));
+  n_ = x[0];
+  c_ = x[1];
+  for (size_t i = 2; i < x.size(); ++i) inner_ *= x[i];
+  static const char* const names[] = {"", "scale", "B", "mean", "var"};
+  for (int i = 1; i < 5; ++i)
+    if (cfg.inputs[i].shape != Shape{c_})
+      fail(where_of(cfg), "batch_norm: {} has shape {}, expected [{}]", names[i],
+           shape_str(cfg.inputs[i].shape), c_);
+  check_output_shape(cfg, "batch_norm", 0, x);
+  epsilon_ = cfg.attrs.get_float("epsilon", 1e-5f);
+  a_.resize(c_);
+  b_.resize(c_);
+}
+
+void BatchNorm::run(const void* const* in, void* const* out) {
+  const float* x = static_cast<const float*>(in[0]);
+  const float* scale = static_cast<const float*>(in[1]);
+  const float* bias = static_cast<const float*>(in[2]);
+  const float* mean = static_cast<const float*>(in[3]);
+  const float* var = static_cast<const float*>(in[4]);
+  float* y = static_cast<float*>(out[0]);
+  for (int64_t c = 0; c < c_; ++c) {
+    a_[c] = scale[c] / std::sqrt(var[c] + epsilon_);
+    b_[c] = bias[c] - mean[c] * a_[c];
+  }
+  for (int64_t b = 0; b < n_; ++b)
+    for (int64_t c = 0; c < c_; ++c, x += inner_, y += inner_) {
+      const float a = a_[c], s = b_[c];
+      for (int64_t i = 0; i < inner_; ++i) y[i] = a * x[i] + s;
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg) {
+  return std::make_unique<BatchNorm>(cfg);
+}
+
+}  // namespace of::kernels::cpu

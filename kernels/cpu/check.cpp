@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// Config checks shared by the CPU kernel factories (see check.h).
+#include "kernels/cpu/check.h"
+
+#include <fmt/format.h>
+
+namespace of::kernels::cpu {
+
+void check_arity(const KernelConfig& cfg, std::string_view kernel, int min_in, int max_in,
+                 int n_out) {
+  const int n_in = static_cast<int>(cfg.inputs.size());
+  if (n_in < min_in || n_in > max_in) {
+    if (min_in == max_in)
+      fail(where_of(cfg), "{}: expected {} inputs, got {}", kernel, min_in, n_in);
+    fail(where_of(cfg), "{}: expected {} to {} inputs, got {}", kernel, min_in, max_in, n_in);
+  }
+  if (static_cast<int>(cfg.outputs.size()) != n_out)
+    fail(where_of(cfg), "{}: expected {} outputs, got {}", kernel, n_out, cfg.outputs.size());
+}
+
+void check_dtypes(const KernelConfig& cfg, std::string_view kernel, DType t) {
+  for (size_t i = 0; i < cfg.inputs.size(); ++i)
+    if (cfg.inputs[i].dtype != t)
+      fail(where_of(cfg), "{}: input {} has dtype {}, expected {}", kernel, i,
+           dtype_name(cfg.inputs[i].dtype), dtype_name(t));
+  for (size_t i = 0; i < cfg.outputs.size(); ++i)
+    if (cfg.outputs[i].dtype != t)
+      fail(where_of(cfg), "{}: output {} has dtype {}, expected {}", kernel, i,
+           dtype_name(cfg.outputs[i].dtype), dtype_name(t));
+}
+
+void check_output_shape(const KernelConfig& cfg, std::string_view kernel, int i, const Shape& s) {
+  if (cfg.outputs[i].shape != s)
+    fail(where_of(cfg), "{}: output {} has shape {}, expected {}", kernel, i,
+         shape_str(cfg.outputs[i].shape), shape_str(s));
+}
+
+std::vector<int64_t> get_ints_n(const KernelConfig& cfg, std::string_view kernel, const char* name,
+                                size_t n, std::vector<int64_t> fallback) {
+  std::vector<int64_t> v = cfg.attrs.get_ints(name, std::move(fallback));
+  if (v.size() != n)
+    fail(where_of(cfg), "{}: attribute '{}' has {} values, expected {}", kernel, name, v.size(), n);
+  return v;
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Config checks shared by the CPU kernel factories, so that every factory reports a bad input
+// count, dtype or shape with the same wording: "node 'n': conv: input 1 has shape [..], ...".
+#pragma once
+
+#include <string_view>
+
+#include "common/error.h"
+#include "kernels/kernel.h"
+
+namespace of::kernels::cpu {
+
+// Where a factory failure happened: the node. (Not `Where{.node = ..}`, which -Wextra flags.)
+inline Where where_of(const KernelConfig& cfg) {
+  Where w;
+  w.node = cfg.node;
+  return w;
+}
+
+// Throws unless cfg has [min_in, max_in] inputs and exactly n_out outputs.
+void check_arity(const KernelConfig& cfg, std::string_view kernel, int min_in, int max_in,
+                 int n_out);
+// Throws unless every input and output has dtype t.
+void check_dtypes(const KernelConfig& cfg, std::string_view kernel, DType t);
+// Throws unless outputs[i] has shape s.
+void check_output_shape(const KernelConfig& cfg, std::string_view kernel, int i, const Shape& s);
+// Reads an ints attribute of exactly n values (fallback when absent).
+std::vector<int64_t> get_ints_n(const KernelConfig& cfg, std::string_view kernel, const char* name,
+                                size_t n, std::vector<int64_t> fallback);
+
+}  // namespace of::kernels::cpu

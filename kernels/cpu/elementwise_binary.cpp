@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// add, sub, mul, div with numpy (multidirectional) broadcasting. The factory collapses adjacent
+// dimensions that both operands walk contiguously (or both broadcast), so identical shapes,
+// scalar operands and the trailing case ([M,N] op [N]) become one or two flat, vectorizable loops.
+#include <algorithm>
+#include <array>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+constexpr size_t max_rank = 8;
+
+struct AddOp {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct SubOp {
+  float operator()(float a, float b) const { return a - b; }
+};
+struct MulOp {
+  float operator()(float a, float b) const { return a * b; }
+};
+struct DivOp {
+  float operator()(float a, float b) const { return a / b; }
+};
+
+// One row of the innermost dimension; the stride pairs (1,1), (1,0), (0,1) get their own loops
+// so that the compiler vectorizes them.
+template <class Op>
+void row(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
+  const Op op;
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const float bv = *b;
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
+  } else if (sa == 0 && sb == 1) {
+    const float av = *a;
+    for (int64_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
+  }
+}
+
+template <class Op>
+class Binary final : public Kernel {
+ public:
+  Binary(const KernelConfig& cfg, const char* name);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  // Collapsed iteration space: dims_[0..rank_) with per-operand strides (0 = broadcast).
+  size_t rank_ = 0;
+  std::array<int64_t, max_rank> dims_{}, a_strides_{}, b_strides_{};
+  int64_t total_ = 0;
+};
+
+template <class Op>
+Binary<Op>::Binary(const KernelConfig& cfg, const char* name) {
+  check_arity(cfg, name, 2, 2, 1);
+  check_dtypes(cfg, name, DType::f32);
+  const Shape& a = cfg.inputs[0].shape;
+  const Shape& b = cfg.inputs[1].shape;
+  const size_t rank = std::max(a.size(), b.size());
+  if (rank > max_rank) fail(where_of(cfg), "{}: rank {} exceeds {}", name, rank, max_rank);
+
+  // Right-align both shapes, broadcast, and compute element strides (0 along broadcast axes).
+  Shape y(rank);
+  std::vector<int64_t> sa(rank), sb(rank);
+  int64_t ta = 1, tb = 1;
+  for (size_t i = rank; i-- > 0;) {
+    const size_t off_a = rank - a.size(), off_b = rank - b.size();
+    const int64_t da = i >= off_a ? a[i - off_a] : 1;
+    const int64_t db = i >= off_b ? b[i - off_b] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(where_of(cfg), "{}: shapes {} and {} do not broadcast", name, shape_str(a),
+           shape_str(b));
+    y[i] = da == 1 ? db : da;
+    sa[i] = da == 1 ? 0 : ta;
+    sb[i] = db == 1 ? 0 : tb;
+    ta *= da;
+    tb *= db;
+  }
+  check_output_shape(cfg, name, 0, y);
+  total_ = numel(y);
+
+  // Drop size-1 dims, then merge dim i into i+1 when both operands step through them as one.
+  for (size_t i = 0; i < rank; ++i) {
+    if (y[i] == 1) continue;
+    if (rank_ > 0) {
+      const size_t j = rank_ - 1;
+      if (a_strides_[j] == sa[i] * y[i] && b_strides_[j] == sb[i] * y[i]) {
+        dims_[j] *= y[i];
+        a_strides_[j] = sa[i];
+        b_strides_[j] = sb[i];
+        continue;
+      }
+    }
+    dims_[rank_] = y[i];
+    a_strides_[rank_] = sa[i];
+    b_strides_[rank_] = sb[i];
+    ++rank_;
+  }
+  if (rank_ == 0) {  // a single element
+    dims_[0] = 1;
+    rank_ = 1;
+  }
+}
+
+template <class Op>
+void Binary<Op>::run(const void* const* in, void* const* out) {
+  const float* a = static_cast<const float*>(in[0]);
+  const float* b = static_cast<const float*>(in[1]);
+  float* y = static_cast<float*>(out[0]);
+  if (total_ == 0) return;
+  const size_t last = rank_ - 1;
+  const int64_t n = dims_[last];
+  std::array<int64_t, max_rank> idx{};
+  int64_t oa = 0, ob = 0;
+  for (int64_t done = 0; done < total_; done += n) {
+    row<Op>(a + oa, a_strides_[last], b + ob, b_strides_[last], y + done, n);
+    for (size_t i = last; i-- > 0;) {  // odometer over the outer dims
+      oa += a_strides_[i];
+      ob += b_strides_[i];
+      if (++idx[i] < dims_[i]) break;
+      oa -= a_strides_[i] * dims_[i];
+      ob -= b_strides_[i] * dims_[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_add(const KernelConfig& cfg) {
+  return std::make_unique<Binary<AddOp>>(cfg, "add");
+}
+std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg) {
+  return std::make_unique<Binary<SubOp>>(cfg, "sub");
+}
+std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) {
+  return std::make_unique<Binary<MulOp>>(cfg, "mul");
+}
+std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) {
+  return std::make_unique<Binary<DivOp>>(cfg, "div");
+}
+
+}  // namespace of::kernels::cpu

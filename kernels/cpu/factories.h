@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU kernel factories that kernels/registry.cpp lists. Each validates its KernelConfig
+// (throwing of::Error that names cfg.node) and returns a kernel whose run() cannot fail.
+#pragma once
+
+#include <memory>
+
+#include "kernels/kernel.h"
+
+namespace of::kernels::cpu {
+
+std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_delay(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_global_average_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_max_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_transpose(const KernelConfig& cfg);
+
+}  // namespace of::kernels::cpu

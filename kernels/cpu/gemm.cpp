@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// gemm (ONNX Gemm): Y[M,N] = alpha * op(A) * op(B) + beta * C, with C unidirectionally
+// broadcast to [M,N]. oneDNN's row-major dnnl_sgemm does the product.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+class Gemm final : public Kernel {
+ public:
+  Gemm(const KernelConfig& cfg);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  char trans_a_ = 'N', trans_b_ = 'N';
+  int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 1, ldb_ = 1;
+  float alpha_ = 1, beta_ = 1;
+  bool has_c_ = false;
+  int64_t c_row_stride_ = 0, c_col_stride_ = 0;  // 0 along broadcast axes
+};
+
+Gemm::Gemm(const KernelConfig& cfg) {
+  check_arity(cfg, "gemm", 2, 3, 1);
+  check_dtypes(cfg, "gemm", DType::f32);
+  const Shape& a = cfg.inputs[0].shape;
+  const Shape& b = cfg.inputs[1].shape;
+  if (a.size() != 2 || b.size() != 2)
+    fail(where_of(cfg), "gemm: A {} and B {} must be 2-D", shape_str(a), shape_str(b));
+  const bool ta = cfg.attrs.get_int("trans_a", 0) != 0;
+  const bool tb = cfg.attrs.get_int("trans_b", 0) != 0;
+  trans_a_ = ta ? 'T' : 'N';
+  trans_b_ = tb ? 'T' : 'N';
+  m_ = ta ? a[1] : a[0];
+  k_ = ta ? a[0] : a[1];
+  n_ = tb ? b[0] : b[1];
+  const int64_t kb = tb ? b[1] : b[0];
+  if (kb != k_)
+    fail(where_of(cfg), "gemm: inner dimensions differ: A {} (trans_a={}), B {} (trans_b={})",
+         shape_str(a), int(ta), shape_str(b), int(tb));
+  check_output_shape(cfg, "gemm", 0, {m_, n_});
+  lda_ = std::max<int64_t>(1, a[1]);
+  ldb_ = std::max<int64_t>(1, b[1]);
+  alpha_ = cfg.attrs.get_float("alpha", 1.0f);
+  beta_ = cfg.attrs.get_float("beta", 1.0f);
+
+  has_c_ = cfg.inputs.size() == 3 && beta_ != 0.0f;
+  if (cfg.inputs.size() == 3) {
+    const Shape& c = cfg.inputs[2].shape;
+    if (c.size() > 2) fail(where_of(cfg), "gemm: C {} has rank > 2", shape_str(c));
+    const int64_t rows = c.size() == 2 ? c[0] : 1;
+    const int64_t cols = c.empty() ? 1 : c.back();
+    if ((rows != 1 && rows != m_) || (cols != 1 && cols != n_))
+      fail(where_of(cfg), "gemm: C {} does not broadcast to [{},{}]", shape_str(c), m_, n_);
+    c_row_stride_ = rows == 1 ? 0 : cols;
+    c_col_stride_ = cols == 1 ? 0 : 1;
+  }
+}
+
+void Gemm::run(const void* const* in, void* const* out) {
+  const float* a = static_cast<const float*>(in[0]);
+  const float* b = static_cast<const float*>(in[1]);
+  float* y = static_cast<float*>(out[0]);
+  float beta = 0.0f;
+  if (has_c_) {
+    // Fill Y with beta*C first so that sgemm's own beta=1 adds the product to it.
+    const float* c = static_cast<const float*>(in[2]);
+    for (int64_t i = 0; i < m_; ++i) {
+      const float* c_row = c + i * c_row_stride_;
+      float* y_row = y + i * n_;
+      for (int64_t j = 0; j < n_; ++j) y_row[j] = beta_ * c_row[j * c_col_stride_];
+    }
+    beta = 1.0f;
+  }
+  if (m_ == 0 || n_ == 0) return;
+  if (k_ == 0) {  // empty product: Y is beta*C (or zero); sgemm rejects K=0 leading dims
+    if (!has_c_) std::fill(y, y + m_ * n_, 0.0f);
+    return;
+  }
+  dnnl_sgemm(trans_a_, trans_b_, m_, n_, k_, alpha_, a, lda_, b, ldb_, beta, y, n_);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg) { return std::make_unique<Gemm>(cfg); }
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// softmax and log_softmax along one axis (opset-13 semantics), subtracting the max for stability.
+// The tensor is viewed as [outer, n, inner]; for inner > 1 the reductions run across a row of
+// `inner` lanes at once (member buffers sized at prepare time), so every loop stays contiguous.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+class Softmax final : public Kernel {
+ public:
+  Softmax(const KernelConfig& cfg, const char* name, bool log);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  void run_rows(const float* x, float* y) const;  // inner == 1
+  bool log_ = false;
+  int64_t outer_ = 1, n_ = 1, inner_ = 1;
+  std::vector<float> max_, sum_;  // inner_ lanes each
+};
+
+Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
+  check_arity(cfg, name, 1, 1, 1);
+  check_dtypes(cfg, name, DType::f32);
+  const Shape& s = cfg.inputs[0].shape;
+  check_output_shape(cfg, name, 0, s);
+  const int64_t axis = cfg.attrs.get_int("axis", static_cast<int64_t>(s.size()) - 1);
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size()))
+    fail(where_of(cfg), "{}: axis {} out of range for shape {}", name, axis, shape_str(s));
+  for (int64_t i = 0; i < axis; ++i) outer_ *= s[i];
+  n_ = s[axis];
+  for (size_t i = axis + 1; i < s.size(); ++i) inner_ *= s[i];
+  if (inner_ > 1) {
+    max_.resize(inner_);
+    sum_.resize(inner_);
+  }
+}
+
+void Softmax::run_rows(const float* x, float* y) const {
+  for (int64_t o = 0; o < outer_; ++o, x += n_, y += n_) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t k = 0; k < n_; ++k) m = std::max(m, x[k]);
+    float sum = 0.0f;
+    if (log_) {  // y is written only after the last read of x, so x may alias y
+      for (int64_t k = 0; k < n_; ++k) sum += std::exp(x[k] - m);
+      // (x - m) - log(sum), not x - (m + log(sum)): m + log(sum) would round at |m|'s scale.
+      const float log_sum = std::log(sum);
+      for (int64_t k = 0; k < n_; ++k) y[k] = (x[k] - m) - log_sum;
+    } else {
+      for (int64_t k = 0; k < n_; ++k) {
+        y[k] = std::exp(x[k] - m);
+        sum += y[k];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t k = 0; k < n_; ++k) y[k] *= inv;
+    }
+  }
+}
+
+void Softmax::run(const void* const* in, void* const* out) {
+  const float* x = static_cast<const float*>(in[0]);
+  float* y = static_cast<float*>(out[0]);
+  if (n_ == 0) return;
+  if (inner_ == 1) return run_rows(x, y);
+  float* mx = max_.data();
+  float* sum = sum_.data();
+  const int64_t plane = n_ * inner_;
+  for (int64_t o = 0; o < outer_; ++o, x += plane, y += plane) {
+    std::fill(mx, mx + inner_, -std::numeric_limits<float>::infinity());
+    for (int64_t k = 0; k < n_; ++k)
+      for (int64_t j = 0; j < inner_; ++j) mx[j] = std::max(mx[j], x[k * inner_ + j]);
+    std::fill(sum, sum + inner_, 0.0f);
+    if (log_) {
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) sum[j] += std::exp(x[k * inner_ + j] - mx[j]);
+      for (int64_t j = 0; j < inner_; ++j) sum[j] = std::log(sum[j]);
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j)
+          y[k * inner_ + j] = (x[k * inner_ + j] - mx[j]) - sum[j];
+    } else {
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) {
+          const float e = std::exp(x[k * inner_ + j] - mx[j]);
+          y[k * inner_ + j] = e;
+          sum[j] += e;
+        }
+      for (int64_t j = 0; j < inner_; ++j) sum[j] = 1.0f / sum[j];
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) y[k * inner_ + j] *= sum[j];
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg) {
+  return std::make_unique<Softmax>(cfg, "softmax", false);
+}
+std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg) {
+  return std::make_unique<Softmax>(cfg, "log_softmax", true);
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel interface shared by compiler (what exists) and runtime (what to call).
+// A kernel is prepared once, when a plan is loaded, from its attributes and tensor shapes;
+// run() is then called once per act with pointers into the arena. run() must not allocate,
+// lock or throw: prepare() has already checked everything the inputs could get wrong.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/attrs.h"
+#include "common/shape.h"
+
+namespace of::kernels {
+
+enum class DeviceKind : int8_t { cpu = 0, cuda = 1 };
+
+struct KernelConfig {
+  const Attrs& attrs;
+  std::vector<TensorDesc> inputs;   // in the op's input order (absent optional inputs omitted)
+  std::vector<TensorDesc> outputs;
+  std::string node;                 // for error messages only
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // in[i] / out[i] point at buffers of the shapes given to prepare().
+  virtual void run(const void* const* in, void* const* out) = 0;
+};
+
+// Throws of::Error (naming cfg.node) when the configuration is not supported.
+using KernelFactory = std::unique_ptr<Kernel> (*)(const KernelConfig& cfg);
+
+}  // namespace of::kernels

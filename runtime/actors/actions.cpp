@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/actors/actions.h"
+
+#include <cstring>
+
+#include "kernels/registry.h"
+
+namespace of::runtime {
+
+void KernelAction::act(int64_t, const void* const* in, void* const* out) {
+  // Actors migrate between worker threads; the OpenMP limit is per thread, so set it where we run.
+  thread_local int threads_set = 0;
+  if (threads_set != kernel_threads_) {
+    kernels::set_kernel_threads(kernel_threads_);
+    threads_set = kernel_threads_;
+  }
+  kernel_->run(in, out);
+}
+
+void SourceAction::act(int64_t piece, const void* const*, void* const* out) {
+  for (size_t i = 0; i < feeds_.size(); ++i) {
+    const Feed& f = feeds_[i];
+    std::memcpy(out[i], f.data + uint64_t(piece % f.pieces) * f.piece_bytes, f.piece_bytes);
+  }
+}
+
+void SinkAction::act(int64_t piece, const void* const* in, void* const*) {
+  for (size_t i = 0; i < collect_.size(); ++i) {
+    const Collect& c = collect_[i];
+    if (c.data && piece < c.pieces) std::memcpy(c.data + uint64_t(piece) * c.piece_bytes, in[i], c.piece_bytes);
+  }
+}
+
+}  // namespace of::runtime

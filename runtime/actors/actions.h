@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// What each kind of task does per piece: run a prepared kernel, copy a piece in from fed
+// inputs (source), or copy a piece out to collected outputs (sink). All buffers are sized
+// before the run starts; act() only copies and computes.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "runtime/actors/task_state.h"
+
+namespace of::runtime {
+
+class KernelAction final : public Action {
+ public:
+  KernelAction(std::unique_ptr<kernels::Kernel> kernel, int kernel_threads)
+      : kernel_(std::move(kernel)), kernel_threads_(kernel_threads) {}
+  void act(int64_t piece, const void* const* in, void* const* out) override;
+
+ private:
+  std::unique_ptr<kernels::Kernel> kernel_;
+  int kernel_threads_;
+};
+
+// Piece p of blob i is bytes [ (p % rows_i) * piece_bytes_i, +piece_bytes_i ) of feeds[i]:
+// a feed holding k pieces is streamed round and round when more pieces are asked for.
+class SourceAction final : public Action {
+ public:
+  struct Feed {
+    const uint8_t* data;
+    int64_t pieces;       // how many pieces the feed holds
+    uint64_t piece_bytes;
+  };
+  explicit SourceAction(std::vector<Feed> feeds) : feeds_(std::move(feeds)) {}
+  void act(int64_t piece, const void* const* in, void* const* out) override;
+
+ private:
+  std::vector<Feed> feeds_;
+};
+
+// Copies input i of piece p to collect[i] + p * piece_bytes_i (when collect[i] is not null).
+class SinkAction final : public Action {
+ public:
+  struct Collect {
+    uint8_t* data;        // null: output not requested
+    int64_t pieces;       // capacity in pieces
+    uint64_t piece_bytes;
+  };
+  explicit SinkAction(std::vector<Collect> collect) : collect_(std::move(collect)) {}
+  void act(int64_t piece, const void* const* in, void* const* out) override;
+
+ private:
+  std::vector<Collect> collect_;
+};
+
+}  // namespace of::runtime

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runs a set of TaskStates as CAF actors, one actor per task, until every task is done or one
+// fails. The only runtime header that knows CAF exists is messages.h; this one does not.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/actors/task_state.h"
+
+namespace of::runtime {
+
+struct SchedulerOptions {
+  int threads = 0;          // CAF worker threads; 0: one per core
+  std::string policy = "sharing";  // or "stealing"
+};
+
+// Blocks until all tasks finished. Returns the first failure's message, or "" on success.
+std::string run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options);
+
+}  // namespace of::runtime

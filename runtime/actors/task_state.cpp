@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/actors/task_state.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace of::runtime {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, int32_t slots) {
+  std::vector<uint8_t*> out;
+  for (int32_t s = 0; s < slots; ++s) out.push_back(arenas[r.arena] + r.offsets[size_t(s)]);
+  return out;
+}
+
+}  // namespace
+
+TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
+                     int32_t slot_limit, int64_t pieces, int64_t trace_capacity)
+    : id_(id), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
+      tracing_(trace_capacity > 0) {
+  const plan::Task& t = p.tasks[size_t(id)];
+  auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
+  for (plan::RegstId r : t.in_regsts) {
+    const plan::Regst& regst = p.regsts[size_t(r)];
+    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst))};
+    in.ring.resize(size_t(slots_of(regst)));
+    ins_.push_back(std::move(in));
+  }
+  for (plan::RegstId r : t.out_regsts) {
+    const plan::Regst& regst = p.regsts[size_t(r)];
+    int32_t slots = slots_of(regst);
+    outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots),
+                        .outstanding = std::vector<int32_t>(size_t(slots), 0)});
+  }
+  for (const plan::TaskInput& in : t.inputs) {
+    if (in.variable) {
+      const plan::Variable& v = p.variables[size_t(in.id)];
+      in_args_.push_back(Arg{-1, 0, arenas[v.arena] + v.offset});
+    } else {
+      auto port = int32_t(std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) - t.in_regsts.begin());
+      in_args_.push_back(Arg{port, p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset, nullptr});
+    }
+  }
+  for (size_t o = 0; o < outs_.size(); ++o)
+    for (const plan::Blob& b : p.regsts[size_t(outs_[o].regst)].blobs) out_args_.push_back(Arg{int32_t(o), b.offset, nullptr});
+  in_ptrs_.resize(in_args_.size());
+  out_ptrs_.resize(out_args_.size());
+  if (tracing_) trace_.reserve(size_t(trace_capacity));
+}
+
+TaskState::In& TaskState::in_of(plan::RegstId regst) {
+  for (In& in : ins_)
+    if (in.regst == regst) return in;
+  internal_error(__FILE__, __LINE__, fmt::format("task {} got a message for register {} it does not read", id_, regst));
+}
+
+TaskState::Out& TaskState::out_of(plan::RegstId regst) {
+  for (Out& o : outs_)
+    if (o.regst == regst) return o;
+  internal_error(__FILE__, __LINE__, fmt::format("task {} got a free for register {} it does not write", id_, regst));
+}
+
+void TaskState::start(Outbox& out) {
+  try_act(out);
+  maybe_finish(out);
+}
+
+void TaskState::on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out) {
+  In& in = in_of(regst);
+  OF_ASSERT(in.count < in.ring.size(), "more ready slots than the register has");
+  in.ring[(in.head + in.count) % in.ring.size()] = Pending{slot, piece};
+  ++in.count;
+  try_act(out);
+  maybe_finish(out);
+}
+
+void TaskState::on_free(plan::RegstId regst, int32_t slot, Outbox& out) {
+  Out& o = out_of(regst);
+  OF_ASSERT(o.outstanding[size_t(slot)] > 0, "slot freed more often than it was lent");
+  --o.outstanding[size_t(slot)];
+  try_act(out);
+  maybe_finish(out);
+}
+
+void TaskState::on_eos(plan::RegstId regst, Outbox& out) {
+  in_of(regst).eos = true;
+  maybe_finish(out);
+}
+
+void TaskState::try_act(Outbox& out) {
+  for (;;) {
+    if (source_ && emitted_ >= pieces_) return;
+    for (const In& in : ins_)
+      if (in.count == 0) return;
+    for (const Out& o : outs_)
+      if (o.outstanding[size_t(o.next)] != 0) return;
+    const int64_t piece = source_ ? emitted_ : ins_[0].ring[ins_[0].head].piece;
+    for (const In& in : ins_) OF_ASSERT(in.ring[in.head].piece == piece, "inputs out of step");
+
+    for (size_t a = 0; a < in_args_.size(); ++a) {
+      const Arg& arg = in_args_[a];
+      in_ptrs_[a] = arg.port < 0 ? arg.fixed : ins_[size_t(arg.port)].slot_base[size_t(ins_[size_t(arg.port)].ring[ins_[size_t(arg.port)].head].slot)] + arg.offset;
+    }
+    for (size_t a = 0; a < out_args_.size(); ++a) {
+      const Out& o = outs_[size_t(out_args_[a].port)];
+      out_ptrs_[a] = o.slot_base[size_t(o.next)] + out_args_[a].offset;
+    }
+    const int64_t begin = tracing_ ? now_ns() : 0;
+    action_->act(piece, in_ptrs_.data(), out_ptrs_.data());
+    if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{piece, begin, now_ns()});
+    ++acts_;
+
+    for (Out& o : outs_) {
+      const int32_t slot = o.next;
+      o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
+      o.next = (o.next + 1) % int32_t(o.outstanding.size());
+      for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, piece);
+    }
+    for (In& in : ins_) {
+      const Pending done = in.ring[in.head];
+      in.head = (in.head + 1) % in.ring.size();
+      --in.count;
+      out.free(in.producer, in.regst, done.slot);
+    }
+    if (source_) ++emitted_;
+  }
+}
+
+void TaskState::maybe_finish(Outbox& out) {
+  if (eos_sent_) return;
+  if (source_) {
+    if (emitted_ < pieces_) return;
+  } else {
+    for (const In& in : ins_)
+      if (!in.eos || in.count != 0) return;
+  }
+  eos_sent_ = true;
+  for (const Out& o : outs_)
+    for (plan::TaskId c : o.consumers) out.eos(c, o.regst);
+}
+
+bool TaskState::done() const {
+  if (!eos_sent_) return false;
+  for (const Out& o : outs_)
+    for (int32_t n : o.outstanding)
+      if (n != 0) return false;
+  return true;
+}
+
+}  // namespace of::runtime

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// The actor protocol of one task, without CAF: slot bookkeeping, when to act, what to tell whom.
+// task_actor.cpp wraps it; tests drive it directly.
+//
+// A task acts on piece n when every input register has piece n ready at the front of its queue
+// and every output register's next slot has been freed by all its consumers. After acting it
+// sends ready(regst, slot, n) to each consumer of each output and free(regst, slot) to the
+// producer of each input. End of stream (eos) follows the last piece on every edge; a task is
+// done once it has passed eos on and every slot it lent out has come back.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "schemas/plan_model.h"
+
+namespace of::runtime {
+
+// What a task does with one piece: `in` and `out` hold the addresses of the blobs it reads and
+// writes for this piece (variables and register slots alike). Must not allocate or throw.
+class Action {
+ public:
+  virtual ~Action() = default;
+  virtual void act(int64_t piece, const void* const* in, void* const* out) = 0;
+};
+
+// Where the task's messages go (CAF in production, a recorder in tests).
+class Outbox {
+ public:
+  virtual ~Outbox() = default;
+  virtual void ready(plan::TaskId to, plan::RegstId regst, int32_t slot, int64_t piece) = 0;
+  virtual void free(plan::TaskId to, plan::RegstId regst, int32_t slot) = 0;
+  virtual void eos(plan::TaskId to, plan::RegstId regst) = 0;
+};
+
+struct ActRecord {
+  int64_t piece;
+  int64_t begin_ns;
+  int64_t end_ns;
+};
+
+class TaskState {
+ public:
+  // `slot_limit` caps every register's slot count (ofrun --slots); `pieces` is what a source
+  // emits. `trace_capacity` > 0 preallocates that many act records.
+  TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas, int32_t slot_limit,
+            int64_t pieces, int64_t trace_capacity);
+
+  void start(Outbox& out);  // a source begins emitting; others wait for messages
+  void on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out);
+  void on_free(plan::RegstId regst, int32_t slot, Outbox& out);
+  void on_eos(plan::RegstId regst, Outbox& out);
+  bool done() const;
+
+  plan::TaskId id() const { return id_; }
+  int64_t acts() const { return acts_; }
+  const std::vector<ActRecord>& trace() const { return trace_; }
+
+ private:
+  struct Pending {
+    int32_t slot;
+    int64_t piece;
+  };
+  struct In {
+    plan::RegstId regst;
+    plan::TaskId producer;
+    std::vector<uint8_t*> slot_base;
+    std::vector<Pending> ring;  // fixed capacity = slots; FIFO because producers act in order
+    size_t head = 0, count = 0;
+    bool eos = false;
+  };
+  struct Out {
+    plan::RegstId regst;
+    std::vector<plan::TaskId> consumers;
+    std::vector<uint8_t*> slot_base;
+    std::vector<int32_t> outstanding;  // consumers that have not freed the slot yet
+    int32_t next = 0;
+  };
+  // A kernel argument: a fixed address (variable) or an offset into an input/output slot.
+  struct Arg {
+    int32_t port;  // index into ins_/outs_, or -1 for a fixed address
+    uint64_t offset;
+    uint8_t* fixed;
+  };
+
+  void try_act(Outbox& out);
+  void maybe_finish(Outbox& out);
+  In& in_of(plan::RegstId regst);
+  Out& out_of(plan::RegstId regst);
+
+  plan::TaskId id_;
+  bool source_;
+  Action* action_;
+  int64_t pieces_;  // source only
+  int64_t emitted_ = 0;
+  int64_t acts_ = 0;
+  bool eos_sent_ = false;
+  std::vector<In> ins_;
+  std::vector<Out> outs_;
+  std::vector<Arg> in_args_, out_args_;
+  std::vector<const void*> in_ptrs_;  // filled per act, sized once
+  std::vector<void*> out_ptrs_;
+  std::vector<ActRecord> trace_;
+  bool tracing_;
+};
+
+}  // namespace of::runtime

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/plan/dump.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace of::runtime {
+namespace {
+
+const char* kind_name(plan::TaskKind k) {
+  switch (k) {
+    case plan::TaskKind::source: return "source";
+    case plan::TaskKind::compute: return "compute";
+    case plan::TaskKind::sink: return "sink";
+  }
+  return "?";
+}
+
+std::string device_name(const plan::DeviceRef& d) {
+  return fmt::format("rank{}/{}:{}", d.rank, d.kind == 0 ? "cpu" : "cuda", d.index);
+}
+
+std::string human_bytes(uint64_t b) {
+  if (b < 1024) return fmt::format("{} B", b);
+  if (b < (1u << 20)) return fmt::format("{:.1f} KiB", double(b) / 1024);
+  if (b < (1u << 30)) return fmt::format("{:.1f} MiB", double(b) / (1 << 20));
+  return fmt::format("{:.2f} GiB", double(b) / (1 << 30));
+}
+
+std::string input_name(const plan::TaskInput& in) {
+  return in.variable ? fmt::format("v{}", in.id) : fmt::format("r{}.{}", in.id, in.blob);
+}
+
+}  // namespace
+
+std::string dump_text(const plan::Plan& p, const std::string& path) {
+  std::string out;
+  auto line = [&out](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("plan     {} (version {})", path, p.version));
+  line(fmt::format("model    {}", p.model));
+  line(fmt::format("job      {}, batch {}, pieces {}", p.job.kind == plan::JobKind::infer ? "infer" : "train", p.job.batch,
+                   p.job.pieces > 0 ? std::to_string(p.job.pieces) : "as fed"));
+  std::vector<std::string> devices;
+  for (const auto& d : p.devices) devices.push_back(device_name(d));
+  line(fmt::format("devices  {} ({})", p.devices.size(), fmt::join(devices, ", ")));
+  uint64_t weight_bytes = 0;
+  for (const auto& v : p.variables) weight_bytes += v.bytes;
+  line(fmt::format("tasks    {}   registers {}   variables {} ({})", p.tasks.size(), p.regsts.size(), p.variables.size(),
+                   human_bytes(weight_bytes)));
+  line(fmt::format("weights  {} ({} bytes)", p.weights, p.weights_bytes));
+  for (const auto& a : p.arenas)
+    line(fmt::format("arena {}  {}: {} bytes ({})", a.id, device_name(p.devices[size_t(a.device)]), a.bytes, human_bytes(a.bytes)));
+  line("");
+  line(fmt::format("{:>4}  {:<8} {:<20} {:<18} {:<14} {:<28} {}", "id", "kind", "op", "name", "device", "inputs", "outputs"));
+  for (const auto& t : p.tasks) {
+    std::vector<std::string> ins;
+    for (const auto& in : t.inputs) ins.push_back(input_name(in));
+    std::vector<std::string> outs;
+    for (plan::RegstId r : t.out_regsts) {
+      const plan::Regst& regst = p.regsts[size_t(r)];
+      outs.push_back(fmt::format("r{} {}x{}", r, regst.slots, human_bytes(regst.slot_bytes)));
+    }
+    std::string name = t.name.size() > 18 ? t.name.substr(0, 17) + "~" : t.name;
+    std::string io = t.io_names.empty() ? "" : fmt::format(" [{}]", fmt::join(t.io_names, ", "));
+    line(fmt::format("{:>4}  {:<8} {:<20} {:<18} {:<14} {:<28} {}{}", t.id, kind_name(t.kind), t.op, name,
+                     device_name(p.devices[size_t(t.device)]), ins.empty() ? "-" : fmt::format("{}", fmt::join(ins, ",")),
+                     outs.empty() ? "-" : fmt::format("{}", fmt::join(outs, ", ")), io));
+  }
+  return out;
+}
+
+std::string dump_json(const plan::Plan& p) {
+  using nlohmann::json;
+  auto device = [](const plan::DeviceRef& d) { return json{{"rank", d.rank}, {"kind", d.kind == 0 ? "cpu" : "cuda"}, {"index", d.index}}; };
+  json j;
+  j["version"] = p.version;
+  j["model"] = p.model;
+  j["job"] = {{"kind", p.job.kind == plan::JobKind::infer ? "infer" : "train"}, {"batch", p.job.batch}, {"pieces", p.job.pieces}, {"seed", p.job.seed}};
+  j["devices"] = json::array();
+  for (const auto& d : p.devices) j["devices"].push_back(device(d));
+  j["weights"] = {{"file", p.weights}, {"bytes", p.weights_bytes}, {"crc32", p.weights_crc32}};
+  j["arenas"] = json::array();
+  for (const auto& a : p.arenas) j["arenas"].push_back({{"id", a.id}, {"device", device(p.devices[size_t(a.device)])}, {"bytes", a.bytes}});
+  j["tensors"] = json::array();
+  for (const auto& t : p.tensors)
+    j["tensors"].push_back({{"name", t.name}, {"shape", t.desc.shape}, {"dtype", dtype_name(t.desc.dtype)},
+                            {"placement", "rank0/cpu:0"}, {"sbp", json::array({"B"})}});
+  j["variables"] = json::array();
+  for (const auto& v : p.variables)
+    j["variables"].push_back({{"id", v.id}, {"tensor", v.tensor}, {"key", v.key}, {"arena", v.arena}, {"offset", v.offset}, {"bytes", v.bytes}});
+  j["regsts"] = json::array();
+  for (const auto& r : p.regsts) {
+    json blobs = json::array();
+    for (const auto& b : r.blobs)
+      blobs.push_back({{"tensor", b.tensor}, {"shape", b.desc.shape}, {"dtype", dtype_name(b.desc.dtype)}, {"offset", b.offset}, {"bytes", b.bytes}});
+    j["regsts"].push_back({{"id", r.id}, {"producer", r.producer}, {"consumers", r.consumers}, {"slots", r.slots},
+                           {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}});
+  }
+  j["tasks"] = json::array();
+  for (const auto& t : p.tasks) {
+    json inputs = json::array();
+    for (const auto& in : t.inputs) inputs.push_back({{"kind", in.variable ? "variable" : "regst"}, {"id", in.id}, {"blob", in.blob}});
+    json attrs = json::object();
+    for (const Attr& a : t.attrs.all())
+      attrs[a.name] = !a.floats.empty() ? json(a.floats) : !a.str.empty() ? json(a.str) : json(a.ints);
+    j["tasks"].push_back({{"id", t.id}, {"kind", kind_name(t.kind)}, {"name", t.name}, {"op", t.op}, {"kernel", t.kernel},
+                          {"device", device(p.devices[size_t(t.device)])}, {"stream", t.stream}, {"inputs", inputs},
+                          {"in_regsts", t.in_regsts}, {"out_regsts", t.out_regsts}, {"attrs", attrs}, {"io_names", t.io_names}});
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string dump_dot(const plan::Plan& p) {
+  auto quote = [](const std::string& s) { return nlohmann::json(s).dump(); };  // DOT accepts JSON-style escapes
+  std::string out = "digraph plan {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (const auto& t : p.tasks) {
+    const char* shape = t.kind == plan::TaskKind::compute ? "box" : "ellipse";
+    out += fmt::format("  t{} [shape={}, label={}];\n", t.id, shape, quote(fmt::format("{} {}\\n{}", t.id, t.op, t.name)));
+  }
+  for (const auto& r : p.regsts)
+    for (plan::TaskId c : r.consumers)
+      out += fmt::format("  t{} -> t{} [label={}];\n", r.producer, c, quote(fmt::format("r{} x{} {}B", r.id, r.slots, r.slot_bytes)));
+  out += "}\n";
+  return out;
+}
+
+}  // namespace of::runtime

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+// ofdump's views of a plan: a summary and task table for people, JSON for programs (field names
+// are stable: tests and scripts depend on them), and Graphviz DOT.
+#pragma once
+
+#include <string>
+
+#include "schemas/plan_model.h"
+
+namespace of::runtime {
+
+std::string dump_text(const plan::Plan& p, const std::string& path);
+std::string dump_json(const plan::Plan& p);
+std::string dump_dot(const plan::Plan& p);
+
+}  // namespace of::runtime

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// The semantic plan verifier. The compiler writes tasks in topological order (every input
+// register is produced by a task with a smaller id), and the verifier insists on it: that one
+// rule excludes cycles in the task graph.
+#include "runtime/plan/load.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "common/error.h"
+#include "common/file_util.h"
+#include "kernels/registry.h"
+#include "schemas/plan_codec.h"
+
+namespace of::runtime {
+namespace {
+
+constexpr int32_t kMaxSlots = 1024;
+
+uint64_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : std::numeric_limits<uint64_t>::max();
+}
+
+// Element count times element size, or fails when it overflows.
+uint64_t checked_bytes(const TensorDesc& d, const Where& w) {
+  uint64_t n = uint64_t(dtype_size(d.dtype));
+  for (int64_t dim : d.shape) {
+    if (dim < 0) fail(w, "negative dimension {}", dim);
+    if (dim != 0 && n > std::numeric_limits<uint64_t>::max() / 4 / uint64_t(dim)) fail(w, "shape {} overflows", shape_str(d.shape));
+    n *= uint64_t(dim);
+  }
+  return n;
+}
+
+bool inside(uint64_t offset, uint64_t bytes, uint64_t limit) { return offset <= limit && bytes <= limit - offset; }
+
+}  // namespace
+
+void verify_plan(const plan::Plan& p, const std::string& path) {
+  auto at = [&path](std::string field) { return Where{.file = path, .field = std::move(field)}; };
+  const auto n_tasks = int32_t(p.tasks.size()), n_regsts = int32_t(p.regsts.size());
+  const auto n_vars = int32_t(p.variables.size()), n_arenas = int32_t(p.arenas.size());
+  if (p.devices.empty()) fail(at("cluster.devices"), "empty");
+  if (p.job.batch < 1) fail(at("job.batch"), "must be at least 1, is {}", p.job.batch);
+  if (p.job.pieces < 0) fail(at("job.pieces"), "negative ({})", p.job.pieces);
+
+  const uint64_t memory = physical_memory();
+  for (int32_t i = 0; i < n_arenas; ++i) {
+    const plan::Arena& a = p.arenas[size_t(i)];
+    if (a.id != i) fail(at(fmt::format("arenas[{}].id", i)), "is {}, expected {}", a.id, i);
+    if (a.bytes > memory) fail(at(fmt::format("arenas[{}].bytes", i)), "{} bytes exceed this machine's memory ({})", a.bytes, memory);
+  }
+  for (size_t i = 0; i < p.tensors.size(); ++i) checked_bytes(p.tensors[i].desc, at(fmt::format("tensors[{}].shape", i)));
+
+  for (int32_t i = 0; i < n_regsts; ++i) {
+    const plan::Regst& r = p.regsts[size_t(i)];
+    std::string f = fmt::format("regsts[{}]", i);
+    if (r.id != i) fail(at(f + ".id"), "is {}, expected {}", r.id, i);
+    if (r.producer < 0 || r.producer >= n_tasks) fail(at(f + ".producer"), "task {} out of range ({} tasks)", r.producer, n_tasks);
+    if (r.arena < 0 || r.arena >= n_arenas) fail(at(f + ".arena"), "{} out of range ({} arenas)", r.arena, n_arenas);
+    if (r.slots < 1 || r.slots > kMaxSlots) fail(at(f + ".slots"), "{} is outside [1, {}]", r.slots, kMaxSlots);
+    if (r.offsets.size() != size_t(r.slots)) fail(at(f + ".offsets"), "has {} entries for {} slots", r.offsets.size(), r.slots);
+    const uint64_t arena_bytes = p.arenas[size_t(r.arena)].bytes;
+    for (size_t s = 0; s < r.offsets.size(); ++s)
+      if (!inside(r.offsets[s], r.slot_bytes, arena_bytes))
+        fail(at(fmt::format("{}.offsets[{}]", f, s)), "slot [{}, +{}) lies outside arena {} ({} bytes)", r.offsets[s], r.slot_bytes, r.arena, arena_bytes);
+    for (size_t b = 0; b < r.blobs.size(); ++b) {
+      const plan::Blob& blob = r.blobs[b];
+      std::string bf = fmt::format("{}.blobs[{}]", f, b);
+      if (checked_bytes(blob.desc, at(bf + ".shape")) != blob.bytes) fail(at(bf + ".bytes"), "{} does not match shape {}", blob.bytes, shape_str(blob.desc.shape));
+      if (!inside(blob.offset, blob.bytes, r.slot_bytes)) fail(at(bf + ".offset"), "blob lies outside its slot ({} bytes)", r.slot_bytes);
+      if (blob.offset % plan::kAlignment != 0) fail(at(bf + ".offset"), "{} is not {}-byte aligned", blob.offset, plan::kAlignment);
+    }
+    for (size_t s = 0; s < r.offsets.size(); ++s)
+      if (r.offsets[s] % plan::kAlignment != 0) fail(at(fmt::format("{}.offsets[{}]", f, s)), "not {}-byte aligned", plan::kAlignment);
+    for (size_t c = 0; c < r.consumers.size(); ++c) {
+      int32_t t = r.consumers[c];
+      if (t < 0 || t >= n_tasks) fail(at(fmt::format("{}.consumers[{}]", f, c)), "task {} out of range ({} tasks)", t, n_tasks);
+      const auto& in = p.tasks[size_t(t)].in_regsts;
+      if (std::find(in.begin(), in.end(), i) == in.end()) fail(at(fmt::format("{}.consumers[{}]", f, c)), "task {} does not read this register", t);
+    }
+  }
+  for (int32_t i = 0; i < n_vars; ++i) {
+    const plan::Variable& v = p.variables[size_t(i)];
+    std::string f = fmt::format("variables[{}]", i);
+    if (v.id != i) fail(at(f + ".id"), "is {}, expected {}", v.id, i);
+    if (v.arena < 0 || v.arena >= n_arenas) fail(at(f + ".arena"), "{} out of range", v.arena);
+    if (v.tensor < 0 || size_t(v.tensor) >= p.tensors.size()) fail(at(f + ".tensor"), "{} out of range", v.tensor);
+    if (uint64_t(p.tensors[size_t(v.tensor)].desc.bytes()) != v.bytes) fail(at(f + ".bytes"), "{} does not match its tensor", v.bytes);
+    if (!inside(v.offset, v.bytes, p.arenas[size_t(v.arena)].bytes)) fail(at(f + ".offset"), "lies outside arena {}", v.arena);
+    if (v.offset % plan::kAlignment != 0) fail(at(f + ".offset"), "not {}-byte aligned", plan::kAlignment);
+  }
+
+  int sources = 0, sinks = 0;
+  for (int32_t i = 0; i < n_tasks; ++i) {
+    const plan::Task& t = p.tasks[size_t(i)];
+    std::string f = fmt::format("tasks[{}]", i);
+    if (t.id != i) fail(at(f + ".id"), "is {}, expected {}", t.id, i);
+    if (t.device < 0 || size_t(t.device) >= p.devices.size()) fail(at(f + ".device"), "out of range");
+    for (size_t k = 0; k < t.in_regsts.size(); ++k) {
+      int32_t r = t.in_regsts[k];
+      if (r < 0 || r >= n_regsts) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} out of range ({} registers)", r, n_regsts);
+      if (p.regsts[size_t(r)].producer >= i) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} is produced by task {}, not an earlier task (cycle)", r, p.regsts[size_t(r)].producer);
+      const auto& cons = p.regsts[size_t(r)].consumers;
+      if (std::find(cons.begin(), cons.end(), i) == cons.end()) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} does not list this task as a consumer", r);
+    }
+    for (size_t k = 0; k < t.out_regsts.size(); ++k) {
+      int32_t r = t.out_regsts[k];
+      if (r < 0 || r >= n_regsts) fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "register {} out of range ({} registers)", r, n_regsts);
+      if (p.regsts[size_t(r)].producer != i) fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "register {} names task {} as producer", r, p.regsts[size_t(r)].producer);
+    }
+    for (size_t k = 0; k < t.inputs.size(); ++k) {
+      const plan::TaskInput& in = t.inputs[k];
+      std::string inf = fmt::format("{}.inputs[{}]", f, k);
+      if (in.variable) {
+        if (in.id < 0 || in.id >= n_vars) fail(at(inf), "variable {} out of range ({} variables)", in.id, n_vars);
+      } else {
+        if (std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) == t.in_regsts.end()) fail(at(inf), "register {} is not among the task's in_regsts", in.id);
+        if (in.blob < 0 || size_t(in.blob) >= p.regsts[size_t(in.id)].blobs.size()) fail(at(inf), "blob {} out of range", in.blob);
+      }
+    }
+    switch (t.kind) {
+      case plan::TaskKind::source:
+        ++sources;
+        if (!t.inputs.empty() || t.out_regsts.size() != 1) fail(at(f), "a source task reads nothing and writes one register");
+        if (t.io_names.size() != p.regsts[size_t(t.out_regsts[0])].blobs.size()) fail(at(f + ".io_names"), "one name per source blob");
+        break;
+      case plan::TaskKind::sink:
+        ++sinks;
+        if (!t.out_regsts.empty()) fail(at(f), "a sink task writes nothing");
+        if (t.io_names.size() != t.inputs.size()) fail(at(f + ".io_names"), "one name per sink input");
+        break;
+      case plan::TaskKind::compute: {
+        if (t.out_regsts.size() != 1) fail(at(f + ".out_regsts"), "a compute task writes exactly one register");
+        const auto& blobs = p.regsts[size_t(t.out_regsts[0])].blobs;
+        if (blobs.empty()) fail(at(f + ".out_regsts"), "the output register has no blobs");
+        DType dtype = blobs[0].desc.dtype;
+        if (!kernels::find_kernel(t.kernel, kernels::DeviceKind::cpu, dtype))
+          fail(at(f + ".kernel"), "no kernel '{}' for cpu:{}", t.kernel, dtype_name(dtype));
+        break;
+      }
+    }
+  }
+  if (sources != 1 || sinks != 1) fail(at("tasks"), "needs exactly one source and one sink task (has {} and {})", sources, sinks);
+}
+
+plan::Plan load_plan(const std::string& path) {
+  std::vector<uint8_t> bytes = read_file(path);
+  plan::Plan p = plan::decode(bytes.data(), bytes.size(), path);
+  verify_plan(p, path);
+  return p;
+}
+
+}  // namespace of::runtime

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// Loading a plan for execution: decode (framing, checksum, FlatBuffers verifier) and then the
+// semantic checks, so that nothing downstream indexes out of range or writes outside an arena.
+#pragma once
+
+#include <string>
+
+#include "schemas/plan_model.h"
+
+namespace of::runtime {
+
+plan::Plan load_plan(const std::string& path);
+
+// Throws of::Error naming the file and the first offending field.
+void verify_plan(const plan::Plan& p, const std::string& path);
+
+}  // namespace of::runtime

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// ofrun's library entry: load and verify a plan and its weights, bind fed inputs and requested
+// outputs, allocate each arena once, run one actor per task, write outputs and the trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace of::runtime {
+
+struct RunOptions {
+  std::string plan_path;
+  std::vector<std::pair<std::string, std::string>> inputs;   // graph input -> .npy file
+  std::vector<std::pair<std::string, std::string>> outputs;  // graph output -> .npy file
+  int64_t pieces = 0;        // 0: the plan's default, else as many as the inputs hold
+  int32_t slots = 0;         // 0: the plan's slot counts; else at most this many per register
+  int threads = 0;           // actor worker threads; 0: one per core
+  int kernel_threads = 1;    // threads each kernel may use (OpenMP inside oneDNN)
+  std::string policy = "sharing";
+  std::string trace_path;
+};
+
+struct RunResult {
+  int64_t pieces = 0;
+  double seconds = 0;  // from the first act to the last, excluding loading
+  int64_t acts = 0;    // over all tasks
+};
+
+// Throws of::Error for bad plans, weights, inputs or a failed run.
+RunResult run(const RunOptions& options);
+
+}  // namespace of::runtime

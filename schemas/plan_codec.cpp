@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "schemas/plan_codec.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/file_util.h"
+#include "schemas/plan_format.h"
+#include "schemas/plan_generated.h"
+
+namespace of::plan {
+namespace {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+fb::Device device_of(const DeviceRef& d) { return fb::Device(d.rank, fb::DeviceKind(d.kind), d.index); }
+DeviceRef device_from(const fb::Device& d) { return DeviceRef{d.rank(), int8_t(d.kind()), d.index()}; }
+
+// Decoding helpers: a missing field fails naming it.
+struct Reader {
+  const std::string& path;
+
+  template <typename T>
+  const T* need(const T* p, const std::string& field) const {
+    if (!p) fail({.file = path, .field = field}, "missing");
+    return p;
+  }
+  std::string str(const flatbuffers::String* s, const std::string& field) const { return need(s, field)->str(); }
+  template <typename T>
+  std::vector<T> vec(const flatbuffers::Vector<T>* v, const std::string& field) const {
+    need(v, field);
+    return std::vector<T>(v->begin(), v->end());
+  }
+  DType dtype(fb::DType t, const std::string& field) const {
+    if (!dtype_valid(int(t))) fail({.file = path, .field = field}, "unknown dtype {}", int(t));
+    return DType(t);
+  }
+  Shape shape(const flatbuffers::Vector<int64_t>* v, const std::string& field) const {
+    Shape s = vec(v, field);
+    for (int64_t d : s)
+      if (d < 0) fail({.file = path, .field = field}, "negative dimension {}", d);
+    return s;
+  }
+};
+
+}  // namespace
+
+std::vector<uint8_t> encode(const Plan& p) {
+  FlatBufferBuilder b(1 << 16);
+  std::vector<fb::Device> devices;
+  for (const DeviceRef& d : p.devices) devices.push_back(device_of(d));
+  auto cluster = fb::CreateCluster(b, 1, b.CreateVectorOfStructs(devices));
+
+  // Everything runs on one device for now: every tensor is placed there, broadcast.
+  std::vector<Offset<fb::LogicalTensor>> tensors;
+  for (const LogicalTensor& t : p.tensors) {
+    auto placement = fb::CreatePlacement(b, b.CreateVectorOfStructs(devices), b.CreateVector(std::vector<int32_t>{1}));
+    std::vector<Offset<fb::Sbp>> sbp{fb::CreateSbp(b, fb::SbpKind::broadcast, 0)};
+    tensors.push_back(fb::CreateLogicalTensor(b, b.CreateString(t.name), b.CreateVector(t.desc.shape),
+                                              fb::DType(t.desc.dtype), placement, b.CreateVector(sbp)));
+  }
+  std::vector<Offset<fb::Arena>> arenas;
+  for (const Arena& a : p.arenas) {
+    fb::Device d = device_of(p.devices.at(size_t(a.device)));
+    arenas.push_back(fb::CreateArena(b, a.id, &d, a.bytes));
+  }
+  std::vector<Offset<fb::Regst>> regsts;
+  for (const Regst& r : p.regsts) {
+    std::vector<Offset<fb::Blob>> blobs;
+    for (const Blob& bl : r.blobs)
+      blobs.push_back(fb::CreateBlob(b, bl.tensor, b.CreateVector(bl.desc.shape), fb::DType(bl.desc.dtype), bl.offset, bl.bytes));
+    regsts.push_back(fb::CreateRegst(b, r.id, r.producer, b.CreateVector(r.consumers), r.slots, r.slot_bytes, r.arena,
+                                     b.CreateVector(r.offsets), b.CreateVector(blobs)));
+  }
+  std::vector<Offset<fb::Variable>> variables;
+  for (const Variable& v : p.variables)
+    variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes));
+  std::vector<Offset<fb::Task>> tasks;
+  for (const Task& t : p.tasks) {
+    std::vector<Offset<fb::TaskInput>> inputs;
+    for (const TaskInput& in : t.inputs)
+      inputs.push_back(fb::CreateTaskInput(b, in.variable ? fb::InputKind::variable : fb::InputKind::regst, in.id, in.blob));
+    std::vector<Offset<fb::Attr>> attrs;
+    for (const Attr& a : t.attrs.all())
+      attrs.push_back(fb::CreateAttr(b, b.CreateString(a.name), b.CreateVector(a.ints), b.CreateVector(a.floats),
+                                     b.CreateString(a.str)));
+    fb::Device d = device_of(p.devices.at(size_t(t.device)));
+    tasks.push_back(fb::CreateTask(b, t.id, fb::TaskKind(t.kind), b.CreateString(t.name), b.CreateString(t.op),
+                                   b.CreateString(t.kernel), &d, t.stream, b.CreateVector(inputs),
+                                   b.CreateVector(t.in_regsts), b.CreateVector(t.out_regsts), b.CreateVector(attrs),
+                                   b.CreateVectorOfStrings(t.io_names)));
+  }
+  auto job = fb::CreateJob(b, fb::JobKind(p.job.kind), p.job.batch, p.job.pieces, p.job.seed);
+  auto root = fb::CreatePlan(b, plan_format::kVersion, b.CreateString(p.model), job, cluster, b.CreateVector(tensors),
+                             b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
+                             b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32);
+  fb::FinishPlanBuffer(b, root);
+  if (b.GetSize() >= (1ull << 31) - 1) fail({}, "plan exceeds the FlatBuffers limit of 2 GiB");
+
+  std::vector<uint8_t> file(plan_format::kHeaderBytes + b.GetSize());
+  uint64_t size = b.GetSize();
+  uint32_t crc = crc32_of(b.GetBufferPointer(), b.GetSize());
+  uint32_t version = plan_format::kVersion;
+  std::memcpy(file.data(), plan_format::kMagic, 8);
+  std::memcpy(file.data() + 8, &size, 8);
+  std::memcpy(file.data() + 16, &crc, 4);
+  std::memcpy(file.data() + 20, &version, 4);
+  std::memcpy(file.data() + plan_format::kHeaderBytes, b.GetBufferPointer(), b.GetSize());
+  return file;
+}
+
+Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
+  const Where file{.file = path};
+  if (size < plan_format::kHeaderBytes || std::memcmp(bytes, plan_format::kMagic, 8) != 0)
+    fail(file, "not an of plan (bad magic)");
+  uint64_t fb_size;
+  uint32_t crc, version;
+  std::memcpy(&fb_size, bytes + 8, 8);
+  std::memcpy(&crc, bytes + 16, 4);
+  std::memcpy(&version, bytes + 20, 4);
+  if (version != plan_format::kVersion)
+    fail(file, "plan version {} is not supported (this ofrun reads version {})", version, plan_format::kVersion);
+  if (fb_size != size - plan_format::kHeaderBytes)
+    fail(file, "truncated or padded: header says {} bytes of plan, file holds {}", fb_size, size - plan_format::kHeaderBytes);
+  const uint8_t* buf = bytes + plan_format::kHeaderBytes;
+  if (crc32_of(buf, fb_size) != crc) fail(file, "checksum mismatch: the plan is corrupt");
+  // The buffer is copied so that FlatBuffers reads aligned data.
+  std::vector<uint8_t> aligned(buf, buf + fb_size);
+  flatbuffers::Verifier verifier(aligned.data(), aligned.size());
+  if (!fb::VerifyPlanBuffer(verifier)) fail(file, "FlatBuffers verification failed: the plan is corrupt");
+  const fb::Plan* root = fb::GetPlan(aligned.data());
+
+  Reader r{path};
+  Plan p;
+  p.version = root->version();
+  p.model = r.str(root->model(), "model");
+  const fb::Job* job = r.need(root->job(), "job");
+  p.job = Job{JobKind(job->kind()), job->batch(), job->pieces(), job->seed()};
+  const fb::Cluster* cluster = r.need(root->cluster(), "cluster");
+  for (const fb::Device* d : *r.need(cluster->devices(), "cluster.devices")) p.devices.push_back(device_from(*d));
+
+  // Devices are stored by value; the model refers to them by index into the cluster's list.
+  auto device_index = [&](const fb::Device* d, const std::string& field) {
+    r.need(d, field);
+    for (size_t k = 0; k < p.devices.size(); ++k)
+      if (p.devices[k].rank == d->rank() && p.devices[k].kind == int8_t(d->kind()) && p.devices[k].index == d->index())
+        return int32_t(k);
+    fail({.file = path, .field = field}, "rank {} device {} is not in cluster.devices", d->rank(), d->index());
+  };
+
+  auto tensors = r.need(root->tensors(), "tensors");
+  for (flatbuffers::uoffset_t i = 0; i < tensors->size(); ++i) {
+    std::string f = fmt::format("tensors[{}]", i);
+    const fb::LogicalTensor* t = tensors->Get(i);
+    p.tensors.push_back({r.str(t->name(), f + ".name"), {r.shape(t->shape(), f + ".shape"), r.dtype(t->dtype(), f + ".dtype")}});
+  }
+  auto arenas = r.need(root->arenas(), "arenas");
+  for (flatbuffers::uoffset_t i = 0; i < arenas->size(); ++i) {
+    const fb::Arena* a = arenas->Get(i);
+    p.arenas.push_back(Arena{a->id(), device_index(a->device(), fmt::format("arenas[{}].device", i)), a->bytes()});
+  }
+  auto regsts = r.need(root->regsts(), "regsts");
+  for (flatbuffers::uoffset_t i = 0; i < regsts->size(); ++i) {
+    std::string f = fmt::format("regsts[{}]", i);
+    const fb::Regst* g = regsts->Get(i);
+    Regst out{.id = g->id(), .producer = g->producer(), .consumers = r.vec(g->consumers(), f + ".consumers"),
+              .slots = g->slots(), .slot_bytes = g->slot_bytes(), .arena = g->arena(),
+              .offsets = r.vec(g->offsets(), f + ".offsets")};
+    auto blobs = r.need(g->blobs(), f + ".blobs");
+    for (flatbuffers::uoffset_t k = 0; k < blobs->size(); ++k) {
+      std::string bf = fmt::format("{}.blobs[{}]", f, k);
+      const fb::Blob* bl = blobs->Get(k);
+      out.blobs.push_back(Blob{bl->tensor(), {r.shape(bl->shape(), bf + ".shape"), r.dtype(bl->dtype(), bf + ".dtype")},
+                               bl->offset(), bl->bytes()});
+    }
+    p.regsts.push_back(std::move(out));
+  }
+  auto variables = r.need(root->variables(), "variables");
+  for (flatbuffers::uoffset_t i = 0; i < variables->size(); ++i) {
+    const fb::Variable* v = variables->Get(i);
+    p.variables.push_back(Variable{v->id(), v->tensor(), r.str(v->key(), fmt::format("variables[{}].key", i)),
+                                   v->arena(), v->offset(), v->bytes()});
+  }
+  auto tasks = r.need(root->tasks(), "tasks");
+  for (flatbuffers::uoffset_t i = 0; i < tasks->size(); ++i) {
+    std::string f = fmt::format("tasks[{}]", i);
+    const fb::Task* t = tasks->Get(i);
+    if (int(t->kind()) < 0 || int(t->kind()) > 2) fail({.file = path, .field = f + ".kind"}, "unknown task kind {}", int(t->kind()));
+    Task out{.id = t->id(), .kind = TaskKind(t->kind()), .name = r.str(t->name(), f + ".name"),
+             .op = r.str(t->op(), f + ".op"), .kernel = r.str(t->kernel(), f + ".kernel"),
+             .device = device_index(t->device(), f + ".device"),
+             .stream = t->stream(), .in_regsts = r.vec(t->in_regsts(), f + ".in_regsts"),
+             .out_regsts = r.vec(t->out_regsts(), f + ".out_regsts")};
+    for (const fb::TaskInput* in : *r.need(t->inputs(), f + ".inputs"))
+      out.inputs.push_back(TaskInput{in->kind() == fb::InputKind::variable, in->id(), in->blob()});
+    for (const fb::Attr* a : *r.need(t->attrs(), f + ".attrs")) {
+      std::string af = f + ".attrs";
+      std::string name = r.str(a->name(), af + ".name");
+      if (a->ints() && a->ints()->size()) out.attrs.set_ints(name, r.vec(a->ints(), af));
+      else if (a->floats() && a->floats()->size()) out.attrs.set_floats(name, r.vec(a->floats(), af));
+      else if (a->str() && a->str()->size()) out.attrs.set_str(name, a->str()->str());
+      else out.attrs.set_ints(name, {});
+    }
+    for (const flatbuffers::String* s : *r.need(t->io_names(), f + ".io_names")) out.io_names.push_back(r.need(s, f + ".io_names")->str());
+    p.tasks.push_back(std::move(out));
+  }
+  p.weights = r.str(root->weights(), "weights");
+  p.weights_bytes = root->weights_bytes();
+  p.weights_crc32 = root->weights_crc32();
+  return p;
+}
+
+}  // namespace of::plan

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plan as plain C++ values: what ofc builds (lower-to-tasks, plan-memory) and what ofrun and
+// ofdump get back from schemas/plan_codec.h. Tasks (one per op per device, plus source and
+// sink), the registers they write, the variables they read, and the arenas both live in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/attrs.h"
+#include "common/shape.h"
+
+namespace of::plan {
+
+using TaskId = int32_t;
+using RegstId = int32_t;
+using VariableId = int32_t;
+
+enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2 };
+
+struct TaskInput {
+  bool variable = false;  // true: variables[id]; false: blob `blob` of regsts[id]
+  int32_t id = 0;
+  int32_t blob = 0;
+};
+
+struct Task {
+  TaskId id = 0;
+  TaskKind kind = TaskKind::compute;
+  std::string name;   // ONNX node name, or "source"/"sink"
+  std::string op;     // ONNX op type
+  std::string kernel;
+  Attrs attrs;
+  int32_t device = 0;  // index into TaskGraph::devices
+  int32_t stream = 0;
+  std::vector<TaskInput> inputs;
+  std::vector<RegstId> in_regsts;   // distinct, first-use order
+  std::vector<RegstId> out_regsts;
+  std::vector<std::string> io_names;  // source: graph inputs; sink: graph outputs
+};
+
+struct Blob {
+  int32_t tensor = 0;  // logical tensor (graph value id)
+  TensorDesc desc;
+  uint64_t offset = 0;  // in the slot
+  uint64_t bytes = 0;
+};
+
+struct Regst {
+  RegstId id = 0;
+  TaskId producer = 0;
+  std::vector<TaskId> consumers;
+  int32_t slots = 1;
+  uint64_t slot_bytes = 0;
+  int32_t arena = 0;
+  std::vector<uint64_t> offsets;  // per slot; filled by plan-memory
+  std::vector<Blob> blobs;
+};
+
+struct Variable {
+  VariableId id = 0;
+  int32_t tensor = 0;
+  std::string key;  // entry in the weights file
+  int32_t arena = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct DeviceRef {
+  int32_t rank = 0;
+  int8_t kind = 0;  // 0 cpu, 1 cuda (plan.fbs DeviceKind)
+  int32_t index = 0;
+};
+
+struct Arena {
+  int32_t id = 0;
+  int32_t device = 0;  // index into TaskGraph::devices
+  uint64_t bytes = 0;
+};
+
+struct LogicalTensor {
+  std::string name;
+  TensorDesc desc;
+};
+
+enum class JobKind : int8_t { infer = 0, train = 1 };
+
+struct Job {
+  JobKind kind = JobKind::infer;
+  int64_t batch = 1;   // rows per piece of the first graph input
+  int64_t pieces = 0;  // default pieces to stream (0: as many as the input holds)
+  uint64_t seed = 0;
+};
+
+struct Plan {
+  uint32_t version = 0;
+  std::string model;
+  Job job;
+  std::vector<LogicalTensor> tensors;
+  std::vector<DeviceRef> devices;
+  std::vector<Task> tasks;
+  std::vector<Regst> regsts;
+  std::vector<Variable> variables;
+  std::vector<Arena> arenas;
+  std::string weights;  // companion safetensors file, relative to the plan's folder
+  uint64_t weights_bytes = 0;
+  uint32_t weights_crc32 = 0;
+};
+
+// Every blob and slot starts at this alignment (a cache line; AVX-512 loads).
+inline constexpr uint64_t kAlignment = 64;
+inline uint64_t align_up(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+}  // namespace of::plan

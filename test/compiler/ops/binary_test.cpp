@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <catch2/catch.hpp>
+
+#include "compiler/ops/ops.h"
+#include "op_test_util.h"
+
+namespace of::compiler::test {
+
+TEST_CASE("binary: Add broadcasts numpy-style", "[compiler]") {
+  OneNode t(add_def(), {f32({2, 1, 4}), f32({3, 1})});
+  CHECK(t.shape() == Shape{2, 3, 4});
+  CHECK(t.kernel() == "add");
+  CHECK(OneNode(div_def(), {f32({}), f32({5})}).kernel() == "div");
+}
+
+TEST_CASE("binary: a broadcast failure names the node and both shapes", "[compiler]") {
+  REQUIRE_THROWS_AS(OneNode(mul_def(), {f32({2, 3}), f32({4})}), of::Error);
+  REQUIRE_THROWS_WITH(OneNode(mul_def(), {f32({2, 3}), f32({4})}),
+                      Catch::Contains("node 'Mul_0' (Mul)") &&
+                          Catch::Contains("shapes [2,3] and [4] do not broadcast (axis 1: 3 vs 4)"));
+}
+
+}  // namespace of::compiler::test

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "compiler/ops/registry.h"
+
+namespace of::compiler::test {
+
+TEST_CASE("registry: ONNX ops are listed alphabetically, custom ops last", "[compiler]") {
+  const std::vector<OpDef>& ops = all_ops();
+  std::vector<std::string_view> onnx;
+  for (const OpDef& op : ops)
+    if (op.onnx_type.find('.') == std::string_view::npos) onnx.push_back(op.onnx_type);
+  CHECK(std::is_sorted(onnx.begin(), onnx.end()));
+  CHECK(ops.back().onnx_type == "of.test.Delay");
+  for (const OpDef& op : ops) {
+    CHECK(op.infer != nullptr);
+    CHECK(op.lower != nullptr);
+  }
+}
+
+TEST_CASE("registry: find_op resolves the default domain and custom domains", "[compiler]") {
+  REQUIRE(find_op("", "Conv") != nullptr);
+  CHECK(find_op("ai.onnx", "MaxPool")->onnx_type == "MaxPool");
+  REQUIRE(find_op("of.test", "Delay") != nullptr);
+  CHECK(find_op("", "Delay") == nullptr);
+  CHECK(find_op("", "Gelu") == nullptr);
+  CHECK(supported_op_list().find("AveragePool, BatchNormalization") != std::string::npos);
+}
+
+}  // namespace of::compiler::test

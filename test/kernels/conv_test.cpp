@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// conv (im2col + sgemm) against a direct 2-D convolution in double: padding, strides,
+// dilations, groups, depthwise, bias, and the 1x1 path that skips im2col.
+#include "kernel_test_util.h"
+
+namespace of::kernels {
+namespace {
+
+struct ConvCase {
+  Shape x, w;  // [N,C,H,W], [M,C/g,kH,kW]
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group;
+  bool bias;
+};
+
+void check_conv(const ConvCase& c) {
+  const int64_t n = c.x[0], ch = c.x[1], h = c.x[2], w = c.x[3];
+  const int64_t m = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3], mg = m / c.group;
+  const int64_t oh = (h + c.pads[0] + c.pads[2] - c.dilations[0] * (kh - 1) - 1) / c.strides[0] + 1;
+  const int64_t ow = (w + c.pads[1] + c.pads[3] - c.dilations[1] * (kw - 1) - 1) / c.strides[1] + 1;
+  std::mt19937 rng(17);
+  std::vector<Shape> shapes{c.x, c.w};
+  std::vector<std::vector<float>> data{testing::random_floats(numel(c.x), rng),
+                                       testing::random_floats(numel(c.w), rng)};
+  if (c.bias) {
+    shapes.push_back({m});
+    data.push_back(testing::random_floats(m, rng));
+  }
+  const auto& xv = data[0];
+  const auto& wv = data[1];
+  std::vector<double> ref;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oc = 0; oc < m; ++oc)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x) {
+          double s = c.bias ? data[2][oc] : 0.0;
+          const int64_t g = oc / mg;
+          for (int64_t ic = 0; ic < cg; ++ic)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t iy = y * c.strides[0] - c.pads[0] + i * c.dilations[0];
+                const int64_t ix = x * c.strides[1] - c.pads[1] + j * c.dilations[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                s += double(xv[((b * ch + g * cg + ic) * h + iy) * w + ix]) *
+                     wv[((oc * cg + ic) * kh + i) * kw + j];
+              }
+          ref.push_back(s);
+        }
+  Attrs attrs;
+  attrs.set_ints("strides", c.strides);
+  attrs.set_ints("pads", c.pads);
+  attrs.set_ints("dilations", c.dilations);
+  attrs.set_int("group", c.group);
+  testing::check_close(testing::run_f32("conv", attrs, shapes, data, {n, m, oh, ow}), ref);
+}
+
+TEST_CASE("conv: 3x3 pad 1 stride 2 matches direct reference", "[kernels]") {
+  check_conv({{2, 3, 9, 8}, {4, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true});
+  check_conv({{1, 3, 7, 7}, {5, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, false});
+}
+
+TEST_CASE("conv: 1x1 stride 1 (no im2col) matches direct reference", "[kernels]") {
+  check_conv({{2, 8, 5, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true});
+  check_conv({{1, 8, 5, 6}, {6, 4, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, false});
+}
+
+TEST_CASE("conv: groups, depthwise, dilations and asymmetric pads match direct reference",
+          "[kernels]") {
+  check_conv({{2, 4, 8, 8}, {6, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, true});
+  check_conv({{1, 6, 10, 9}, {6, 1, 3, 3}, {1, 2}, {1, 0, 2, 1}, {1, 1}, 6, true});  // depthwise
+  check_conv({{1, 2, 11, 12}, {3, 2, 3, 2}, {1, 1}, {2, 2, 2, 2}, {2, 3}, 1, false});
+  check_conv({{1, 3, 6, 7}, {2, 3, 5, 5}, {3, 2}, {0, 3, 1, 0}, {1, 1}, 1, true});
+  check_conv({{1, 1, 4, 4}, {1, 1, 3, 3}, {1, 1}, {4, 4, 4, 4}, {1, 1}, 1, true});  // pad > kernel
+  check_conv({{1, 2, 3, 3}, {2, 2, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true});  // 1x1 output
+}
+
+TEST_CASE("conv: bad configs throw of::Error", "[kernels]") {
+  Attrs none;
+  testing::check_rejects("conv", none, {{1, 3, 5, 5}, {4, 3, 3, 3}}, {{1, 4, 4, 4}});  // out shape
+  testing::check_rejects("conv", none, {{1, 3, 5, 5}, {4, 2, 3, 3}}, {{1, 4, 3, 3}});  // C/group
+  testing::check_rejects("conv", none, {{1, 3, 5, 5}, {4, 3, 3, 3}, {3}}, {{1, 4, 3, 3}});  // bias
+  testing::check_rejects("conv", none, {{1, 3, 5}, {4, 3, 3}}, {{1, 4, 3}});                // 1-D
+  testing::check_rejects("conv", none, {{1, 3, 2, 2}, {4, 3, 3, 3}}, {{1, 4, 0, 0}});  // too small
+  Attrs g2;
+  g2.set_int("group", 2);
+  testing::check_rejects("conv", g2, {{1, 3, 5, 5}, {4, 1, 3, 3}}, {{1, 4, 3, 3}});  // 3 % 2
+  Attrs bad_pads;
+  bad_pads.set_ints("pads", {1, 1});
+  testing::check_rejects("conv", bad_pads, {{1, 3, 5, 5}, {4, 3, 3, 3}}, {{1, 4, 3, 3}});
+}
+
+}  // namespace
+}  // namespace of::kernels

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// gemm against a naive double reference: transposes, alpha/beta, every broadcastable C shape.
+#include <optional>
+
+#include "kernel_test_util.h"
+
+namespace of::kernels {
+namespace {
+
+using testing::check_close;
+using testing::random_floats;
+
+struct GemmCase {
+  int64_t m, n, k;
+  bool ta, tb;
+  float alpha, beta;
+  std::optional<Shape> c;  // nullopt: no C input
+};
+
+std::vector<double> reference(const GemmCase& g, const std::vector<float>& a,
+                              const std::vector<float>& b, const std::vector<float>* c) {
+  std::vector<double> y(g.m * g.n);
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < g.k; ++p) {
+        const double av = g.ta ? a[p * g.m + i] : a[i * g.k + p];
+        const double bv = g.tb ? b[j * g.k + p] : b[p * g.n + j];
+        s += av * bv;
+      }
+      double cv = 0;
+      if (c) {
+        const Shape& cs = *g.c;
+        const int64_t rows = cs.size() == 2 ? cs[0] : 1, cols = cs.empty() ? 1 : cs.back();
+        cv = (*c)[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+      }
+      y[i * g.n + j] = g.alpha * s + g.beta * cv;
+    }
+  return y;
+}
+
+void check_gemm(const GemmCase& g) {
+  std::mt19937 rng(42);
+  const Shape a_shape = g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k};
+  const Shape b_shape = g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n};
+  std::vector<Shape> shapes{a_shape, b_shape};
+  std::vector<std::vector<float>> data{random_floats(numel(a_shape), rng),
+                                       random_floats(numel(b_shape), rng)};
+  if (g.c) {
+    shapes.push_back(*g.c);
+    data.push_back(random_floats(numel(*g.c), rng));
+  }
+  Attrs attrs;
+  attrs.set_int("trans_a", g.ta);
+  attrs.set_int("trans_b", g.tb);
+  attrs.set_float("alpha", g.alpha);
+  attrs.set_float("beta", g.beta);
+  const auto y = testing::run_f32("gemm", attrs, shapes, data, {g.m, g.n});
+  check_close(y, reference(g, data[0], data[1], g.c ? &data[2] : nullptr));
+}
+
+TEST_CASE("gemm: all transposes with alpha and beta match naive reference", "[kernels]") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      INFO("trans_a=" << ta << " trans_b=" << tb);
+      check_gemm({7, 5, 9, ta, tb, 1.0f, 1.0f, Shape{7, 5}});
+      check_gemm({7, 5, 9, ta, tb, 0.5f, -2.0f, Shape{5}});
+      check_gemm({33, 17, 65, ta, tb, 1.5f, 0.0f, std::nullopt});
+    }
+}
+
+TEST_CASE("gemm: C broadcasts from [N], [1,N], [M,1], [M,N], [1] and rank 0", "[kernels]") {
+  for (const Shape& c : {Shape{6}, Shape{1, 6}, Shape{4, 1}, Shape{4, 6}, Shape{1}, Shape{}}) {
+    INFO("C " << shape_str(c));
+    check_gemm({4, 6, 3, false, true, 1.0f, 0.75f, c});
+  }
+}
+
+TEST_CASE("gemm: K = 0 yields beta*C", "[kernels]") {
+  check_gemm({3, 4, 0, false, false, 1.0f, 2.0f, Shape{4}});
+  check_gemm({3, 4, 0, false, false, 1.0f, 1.0f, std::nullopt});
+}
+
+TEST_CASE("gemm: bad configs throw of::Error", "[kernels]") {
+  Attrs none;
+  testing::check_rejects("gemm", none, {{3, 4}, {5, 6}}, {{3, 6}});             // inner dims
+  testing::check_rejects("gemm", none, {{3, 4}, {4, 6}}, {{3, 5}});             // output shape
+  testing::check_rejects("gemm", none, {{3, 4}, {4, 6}, {3, 5}}, {{3, 6}});     // C shape
+  testing::check_rejects("gemm", none, {{3, 4}, {4, 6}, {2, 3, 6}}, {{3, 6}});  // C rank
+  testing::check_rejects("gemm", none, {{3, 4, 1}, {4, 6}}, {{3, 6}});          // A rank
+  testing::check_rejects("gemm", none, {{3, 4}}, {{3, 6}});                     // arity
+  Attrs ta;
+  ta.set_int("trans_a", 1);
+  testing::check_rejects("gemm", ta, {{3, 4}, {4, 6}}, {{3, 6}});
+  Attrs attrs;
+  KernelConfig cfg{
+      attrs, {{{3, 4}, DType::f32}, {{4, 6}, DType::i64}}, {{{3, 6}, DType::f32}}, "n"};
+  CHECK_THROWS_AS(make_kernel("gemm", DeviceKind::cpu, DType::f32, cfg), Error);
+}
+
+}  // namespace
+}  // namespace of::kernels
