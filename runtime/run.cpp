@@ -2,7 +2,6 @@
 #include "runtime/run.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -158,12 +157,10 @@ RunResult run(const RunOptions& o) {
   for (const plan::Task& t : p.tasks)
     tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), arena_ptrs.data(), slot_limit, pieces, trace_capacity));
 
-  auto begin = std::chrono::steady_clock::now();
-  std::string error = run_actors(tasks, SchedulerOptions{o.threads, o.policy});
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  if (!error.empty()) fail({.file = o.plan_path}, "run failed: {}", error);
+  ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy});
+  if (!ran.error.empty()) fail({.file = o.plan_path}, "run failed: {}", ran.error);
 
-  RunResult result{.pieces = pieces, .seconds = seconds};
+  RunResult result{.pieces = pieces, .seconds = ran.seconds};
   for (const auto& t : tasks) result.acts += t->acts();
   for (const auto& [name, file] : o.outputs) {
     size_t i = size_t(std::find(sink->io_names.begin(), sink->io_names.end(), name) - sink->io_names.begin());

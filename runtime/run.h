@@ -24,7 +24,7 @@ struct RunOptions {
 
 struct RunResult {
   int64_t pieces = 0;
-  double seconds = 0;  // from the first act to the last, excluding loading
+  double seconds = 0;  // streaming time: actors started to all done (no loading, no start-up)
   int64_t acts = 0;    // over all tasks
 };
 

@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 #include <fmt/core.h>
 
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -69,20 +70,24 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
 
 }  // namespace
 
-std::string run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options) {
+ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options) {
   caf::actor_system_config cfg;
   size_t threads = options.threads > 0 ? size_t(options.threads) : std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", threads);
   cfg.set("scheduler.policy", caf::atom_from_string(options.policy));
   RunContext ctx;
+  ActorRunResult result;
   {
     caf::actor_system system{cfg};
     for (auto& t : tasks) ctx.actors.push_back(system.spawn(task_actor, &ctx, t.get()));
+    auto begin = std::chrono::steady_clock::now();
     for (const caf::actor& a : ctx.actors) caf::anon_send(a, start_atom::value);
     system.await_all_actors_done();
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     ctx.actors.clear();
   }
-  return ctx.first_error;
+  result.error = ctx.first_error;
+  return result;
 }
 
 }  // namespace of::runtime

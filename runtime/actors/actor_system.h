@@ -16,7 +16,12 @@ struct SchedulerOptions {
   std::string policy = "sharing";  // or "stealing"
 };
 
-// Blocks until all tasks finished. Returns the first failure's message, or "" on success.
-std::string run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options);
+struct ActorRunResult {
+  std::string error;   // the first failure's message; empty on success
+  double seconds = 0;  // from the start messages to the last actor's exit (no system start-up)
+};
+
+// Blocks until all tasks finished or one failed.
+ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options);
 
 }  // namespace of::runtime
