@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "compiler/compile.h"
+#include "compiler/import/onnx_import.h"
+
+using namespace of::compiler;
+
+static std::string fixture(const std::string& name) { return std::string(OF_FIXTURES_DIR) + "/" + name; }
+
+TEST_CASE("onnx_import: the MLP becomes 5 nodes with constant weights", "[compiler]") {
+  Graph g = import_onnx_file(fixture("mlp.onnx"));
+  REQUIRE(g.inputs.size() == 1);
+  CHECK(g.values[g.inputs[0]].name == "input");
+  CHECK(g.values[g.inputs[0]].desc.shape == of::Shape{64, 784});
+  REQUIRE(g.nodes.size() == 5);
+  CHECK(g.nodes[0].op_type == "Gemm");
+  CHECK(g.nodes[1].op_type == "Relu");
+  int constants = 0;
+  for (const Value& v : g.values) constants += v.data.has_value();
+  CHECK(constants == 6);
+  REQUIRE(g.outputs.size() == 1);
+  CHECK(g.values[g.outputs[0]].name == "logits");
+}
+
+TEST_CASE("onnx_import: Constant nodes become constant values, not nodes", "[compiler]") {
+  Graph g = import_onnx_file(fixture("ops/constant_add.onnx"));
+  REQUIRE(g.nodes.size() == 1);
+  CHECK(g.nodes[0].op_type == "Add");
+  CHECK(g.values[g.nodes[0].inputs[1]].data.has_value());
+}
+
+TEST_CASE("onnx_import: bytes that are not ONNX are refused by name", "[compiler]") {
+  std::string junk = "definitely not a protobuf \x01\x02";
+  REQUIRE_THROWS_WITH(import_onnx_bytes(junk.data(), junk.size(), "junk.onnx"),
+                      Catch::Contains("junk.onnx") && Catch::Contains("not an ONNX model"));
+}
+
+TEST_CASE("onnx_import: an unsupported operator names type, node and the supported list", "[compiler]") {
+  REQUIRE_THROWS_WITH(import_onnx_file(fixture("unsupported.onnx")),
+                      Catch::Contains("Hardmax") && Catch::Contains("supported: Add, AveragePool"));
+}
+
+TEST_CASE("compile: infer-shapes and lowering give every task a kernel", "[compiler]") {
+  Compilation c = compile_model(fixture("cnn.onnx"), CompileOptions{});
+  CHECK(c.tasks.tasks.size() == c.graph.nodes.size() + 2);
+  for (const Task& t : c.tasks.tasks)
+    if (t.kind == TaskKind::compute) CHECK_FALSE(t.kernel.empty());
+  // Every register slot and variable got a place inside the arena.
+  for (const Regst& r : c.tasks.regsts) {
+    REQUIRE(r.offsets.size() == size_t(r.slots));
+    for (uint64_t off : r.offsets) CHECK(off + r.slot_bytes <= c.tasks.arenas[0].bytes);
+  }
+  CHECK(c.tasks.variables.size() == 8);
+}
+
+TEST_CASE("compile: --slots sets every register's slot count", "[compiler]") {
+  Compilation c = compile_model(fixture("mlp.onnx"), CompileOptions{.slots = 3});
+  for (const Regst& r : c.tasks.regsts) CHECK(r.slots == 3);
+}
