@@ -129,8 +129,9 @@ class OfBackend:
 class TorchBackend:
     PATTERN = r"^torch: (\d+) runs, ([0-9.]+) s"
 
-    def __init__(self, threads, timeout):
+    def __init__(self, threads, timeout, extra_env):
         self.threads, self.timeout = threads, timeout
+        self.env = {"GOMP_SPINCOUNT": "1000", **extra_env}
 
     def info(self):
         return run([sys.executable, os.path.join(HERE, "torch_infer.py"), "--info"],
@@ -138,7 +139,7 @@ class TorchBackend:
 
     def __call__(self, wl, runs, repeats):
         out = run([sys.executable, os.path.join(HERE, "torch_infer.py"), wl.name, str(runs),
-                   str(self.threads), str(repeats)], self.timeout, env={"GOMP_SPINCOUNT": "1000"})
+                   str(self.threads), str(repeats)], self.timeout, env=self.env)
         return parse(out, self.PATTERN, "torch_infer.py")
 
 
@@ -227,18 +228,23 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=float, default=3.0, help="target length of one timed run")
     p.add_argument("--workloads", default="mlp,cnn,chain")
+    p.add_argument("--torch-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra environment for the PyTorch runs (repeatable), e.g. "
+                        "MALLOC_MMAP_THRESHOLD_=4000000000")
     a = p.parse_args()
     build = os.path.join(ROOT, a.build) if not os.path.isabs(a.build) else a.build
     timeout = 60 + 4 * a.seconds * a.repeats
 
     with tempfile.TemporaryDirectory(prefix="of-bench-") as tmp:
         backends = {"of": OfBackend(build, a.threads, tmp, timeout),
-                    "torch": TorchBackend(a.threads, timeout),
+                    "torch": TorchBackend(a.threads, timeout,
+                                          dict(kv.split("=", 1) for kv in a.torch_env)),
                     "ort": OrtBackend(a.threads, timeout)}
         print(f"threads {a.threads}, {a.repeats} repeats of ~{a.seconds:g} s; median (min–max)")
         print("of: oneDNN matmul/conv, CPU actors")
         try:
             print(backends["torch"].info())
+            print(f"PyTorch environment: {backends['torch'].env}")
         except BenchError as e:
             print(f"PyTorch: {e}")
         ort = backends["ort"]

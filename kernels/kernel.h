@@ -21,6 +21,9 @@ struct KernelConfig {
   std::vector<TensorDesc> inputs;   // in the op's input order (absent optional inputs omitted)
   std::vector<TensorDesc> outputs;
   std::string node;                 // for error messages only
+  // Per input: its contents when they stay fixed for the whole run (a weight in an inference
+  // plan), else nullptr. A kernel may repack such an input once here and ignore it in run().
+  std::vector<const void*> constants = {};
 };
 
 class Kernel {

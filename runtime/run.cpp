@@ -146,6 +146,12 @@ RunResult run(const RunOptions& o) {
         std::vector<TensorDesc> outs;
         for (const plan::Blob& b : p.regsts[size_t(t.out_regsts[0])].blobs) outs.push_back(b.desc);
         kernels::KernelConfig cfg{t.attrs, input_descs(p, t), outs, t.name};
+        // Weights never change in an inference plan: kernels may repack them once, now.
+        for (const plan::TaskInput& in : t.inputs) {
+          const plan::Variable* v = in.variable ? &p.variables[size_t(in.id)] : nullptr;
+          bool fixed = v && p.job.kind == plan::JobKind::infer;
+          cfg.constants.push_back(fixed ? arena_ptrs[size_t(v->arena)] + v->offset : nullptr);
+        }
         auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, outs[0].dtype, cfg);
         actions.push_back(std::make_unique<KernelAction>(std::move(kernel), o.kernel_threads));
         break;

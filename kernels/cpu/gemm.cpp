@@ -87,6 +87,9 @@ void Gemm::run(const void* const* in, void* const* out) {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg) { return std::make_unique<Gemm>(cfg); }
+std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg) {
+  if (auto packed = make_packed_gemm(cfg)) return packed;
+  return std::make_unique<Gemm>(cfg);
+}
 
 }  // namespace of::kernels::cpu
