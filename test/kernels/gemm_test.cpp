@@ -100,3 +100,35 @@ TEST_CASE("gemm: bad configs throw of::Error", "[kernels]") {
 
 }  // namespace
 }  // namespace of::kernels
+
+namespace of::kernels {
+
+TEST_CASE("gemm: a constant B takes the packed oneDNN path and matches the reference", "[kernels]") {
+  // Linear layers as PyTorch exports them: B [N,K] read transposed, bias [N]; and B [K,N], no bias.
+  for (bool tb : {true, false}) {
+    for (bool bias : {true, false}) {
+      const int64_t m = 5, n = 33, k = 70;
+      std::mt19937 rng(3);
+      const Shape b_shape = tb ? Shape{n, k} : Shape{k, n};
+      std::vector<float> a = testing::random_floats(m * k, rng), b = testing::random_floats(n * k, rng),
+                         c = testing::random_floats(n, rng);
+      Attrs attrs;
+      attrs.set_int("trans_b", tb);
+      std::vector<Shape> shapes{{m, k}, b_shape};
+      if (bias) shapes.push_back({n});
+      KernelConfig cfg{attrs, testing::f32_descs(shapes), testing::f32_descs({{m, n}}), "test_node"};
+      cfg.constants = {nullptr, b.data(), nullptr};
+      auto kernel = make_kernel("gemm", DeviceKind::cpu, DType::f32, cfg);
+      std::vector<float> b_garbage(b.size(), 1e9f);  // run() must use the packed copy, not in[1]
+      std::vector<float> y(size_t(m * n));
+      const void* ins[] = {a.data(), b_garbage.data(), c.data()};
+      void* outs[] = {y.data()};
+      kernel->run(ins, outs);
+      GemmCase g{m, n, k, false, tb, 1.0f, 1.0f, bias ? std::optional<Shape>(Shape{n}) : std::nullopt};
+      INFO("trans_b " << tb << " bias " << bias);
+      testing::check_close(y, reference(g, a, b, bias ? &c : nullptr));
+    }
+  }
+}
+
+}  // namespace of::kernels
