@@ -111,7 +111,8 @@ class OfBackend:
         if wl.name not in self.plans:
             for exe in (self.ofc, self.ofrun):
                 if not os.access(exe, os.X_OK):
-                    raise BenchError(f"{os.path.relpath(exe, ROOT)} not built")
+                    shown = os.path.relpath(exe, ROOT) if exe.startswith(ROOT + os.sep) else exe
+                    raise BenchError(f"{shown} not built")
             path = os.path.join(self.tmp, wl.name + ".ofp")
             run([self.ofc, wl.model, "-o", path], self.timeout)
             self.plans[wl.name] = path

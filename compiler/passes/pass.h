@@ -50,6 +50,12 @@ class InferShapes final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class FuseActivations final : public Pass {
+ public:
+  std::string name() const override { return "fuse-activations"; }
+  bool run(Compilation& c) override;
+};
+
 class LowerToTasks final : public Pass {
  public:
   std::string name() const override { return "lower-to-tasks"; }

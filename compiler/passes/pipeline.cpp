@@ -7,9 +7,10 @@ namespace of::compiler {
 
 Pipeline build_pipeline(const CompileOptions&) {
   Pipeline p;
-  p.add<InferShapes>();   // every later pass reads shapes, dtypes and the lowered kernels
-  p.add<LowerToTasks>();  // needs kernels and shapes; builds tasks and registers
-  p.add<PlanMemory>();    // needs every register's size and slot count
+  p.add<InferShapes>();      // every later pass reads shapes, dtypes and the lowered kernels
+  p.add<FuseActivations>();  // rewrites the kernels infer-shapes chose; before lowering
+  p.add<LowerToTasks>();     // needs kernels and shapes; builds tasks and registers
+  p.add<PlanMemory>();       // needs every register's size and slot count
   return p;
 }
 

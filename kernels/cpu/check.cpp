@@ -44,3 +44,18 @@ std::vector<int64_t> get_ints_n(const KernelConfig& cfg, std::string_view kernel
 }
 
 }  // namespace of::kernels::cpu
+
+namespace of::kernels::cpu {
+
+bool fused_relu(const KernelConfig& cfg, std::string_view kernel) {
+  const Attr* a = cfg.attrs.find("activation");
+  if (!a) return false;
+  if (a->str != "relu") fail(where_of(cfg), "{}: fused activation '{}' is not supported (only relu)", kernel, a->str);
+  return true;
+}
+
+void relu_inplace(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
+}  // namespace of::kernels::cpu

@@ -29,3 +29,14 @@ std::vector<int64_t> get_ints_n(const KernelConfig& cfg, std::string_view kernel
                                 size_t n, std::vector<int64_t> fallback);
 
 }  // namespace of::kernels::cpu
+
+namespace of::kernels::cpu {
+
+// The fused activation the compiler asked for (attribute "activation"): true for "relu", false
+// when absent; anything else is refused.
+bool fused_relu(const KernelConfig& cfg, std::string_view kernel);
+
+// y[i] = max(y[i], 0) over n floats.
+void relu_inplace(float* y, int64_t n);
+
+}  // namespace of::kernels::cpu

@@ -43,7 +43,7 @@ class Conv final : public Kernel {
   int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0, m_ = 0, kh_ = 0, kw_ = 0, oh_ = 0, ow_ = 0;
   int64_t group_ = 1, cg_ = 0, mg_ = 0;
   int64_t stride_h_ = 1, stride_w_ = 1, pad_t_ = 0, pad_l_ = 0, dil_h_ = 1, dil_w_ = 1;
-  bool has_bias_ = false, direct_ = false;
+  bool has_bias_ = false, direct_ = false, relu_ = false;
   std::vector<Range> rows_, cols_;  // per kernel row kh / column kw: outputs inside the input
   std::vector<float> col_;          // im2col workspace for one (batch, group)
 };
@@ -60,6 +60,7 @@ Conv::Conv(const KernelConfig& cfg) {
   m_ = wt[0], kh_ = wt[2], kw_ = wt[3];
   if (c_ < 1 || kh_ < 1 || kw_ < 1)
     fail(where_of(cfg), "conv: empty channels or kernel: X {}, W {}", shape_str(x), shape_str(wt));
+  relu_ = fused_relu(cfg, "conv");
   group_ = cfg.attrs.get_int("group", 1);
   if (group_ < 1 || c_ % group_ != 0 || m_ % group_ != 0 || wt[1] != c_ / group_)
     fail(where_of(cfg), "conv: X {} and W {} do not fit group={}", shape_str(x), shape_str(wt),
@@ -129,13 +130,9 @@ void Conv::im2col(const float* x, float* col) const {
 void Conv::run(const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   const float* wt = static_cast<const float*>(in[1]);
+  const float* bias = has_bias_ ? static_cast<const float*>(in[2]) : nullptr;
   float* y = static_cast<float*>(out[0]);
   const int64_t spatial = oh_ * ow_, kdim = cg_ * kh_ * kw_;
-  if (has_bias_) {  // pre-fill Y with the bias so that sgemm adds to it (beta = 1)
-    const float* bias = static_cast<const float*>(in[2]);
-    for (int64_t i = 0; i < n_ * m_; ++i)
-      std::fill(y + i * spatial, y + (i + 1) * spatial, bias[i % m_]);
-  }
   const float beta = has_bias_ ? 1.0f : 0.0f;
   for (int64_t b = 0; b < n_; ++b) {
     for (int64_t g = 0; g < group_; ++g) {
@@ -145,8 +142,12 @@ void Conv::run(const void* const* in, void* const* out) {
         im2col(xg, col_.data());
         col = col_.data();
       }
-      dnnl_sgemm('N', 'N', mg_, spatial, kdim, 1.0f, wt + g * mg_ * kdim, kdim, col, spatial, beta,
-                 y + (b * m_ + g * mg_) * spatial, spatial);
+      // Bias and ReLU touch one (batch, group) block while it is still in cache.
+      float* yg = y + (b * m_ + g * mg_) * spatial;
+      if (bias)  // pre-fill with the bias so that sgemm adds to it (beta = 1)
+        for (int64_t i = 0; i < mg_; ++i) std::fill(yg + i * spatial, yg + (i + 1) * spatial, bias[g * mg_ + i]);
+      dnnl_sgemm('N', 'N', mg_, spatial, kdim, 1.0f, wt + g * mg_ * kdim, kdim, col, spatial, beta, yg, spatial);
+      if (relu_) relu_inplace(yg, mg_ * spatial);
     }
   }
 }

@@ -21,7 +21,7 @@ class Gemm final : public Kernel {
   char trans_a_ = 'N', trans_b_ = 'N';
   int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 1, ldb_ = 1;
   float alpha_ = 1, beta_ = 1;
-  bool has_c_ = false;
+  bool has_c_ = false, relu_ = false;
   int64_t c_row_stride_ = 0, c_col_stride_ = 0;  // 0 along broadcast axes
 };
 
@@ -46,6 +46,7 @@ Gemm::Gemm(const KernelConfig& cfg) {
   check_output_shape(cfg, "gemm", 0, {m_, n_});
   lda_ = std::max<int64_t>(1, a[1]);
   ldb_ = std::max<int64_t>(1, b[1]);
+  relu_ = fused_relu(cfg, "gemm");
   alpha_ = cfg.attrs.get_float("alpha", 1.0f);
   beta_ = cfg.attrs.get_float("beta", 1.0f);
 
@@ -80,9 +81,10 @@ void Gemm::run(const void* const* in, void* const* out) {
   if (m_ == 0 || n_ == 0) return;
   if (k_ == 0) {  // empty product: Y is beta*C (or zero); sgemm rejects K=0 leading dims
     if (!has_c_) std::fill(y, y + m_ * n_, 0.0f);
-    return;
+  } else {
+    dnnl_sgemm(trans_a_, trans_b_, m_, n_, k_, alpha_, a, lda_, b, ldb_, beta, y, n_);
   }
-  dnnl_sgemm(trans_a_, trans_b_, m_, n_, k_, alpha_, a, lda_, b, ldb_, beta, y, n_);
+  if (relu_) relu_inplace(y, m_ * n_);
 }
 
 }  // namespace

@@ -91,3 +91,24 @@ TEST_CASE("conv: bad configs throw of::Error", "[kernels]") {
 
 }  // namespace
 }  // namespace of::kernels
+
+TEST_CASE("conv: a fused relu equals relu(conv)", "[kernels]") {
+  using namespace of;
+  using namespace of::kernels;
+  std::mt19937 rng(5);
+  const Shape xs{2, 4, 6, 6}, ws{6, 2, 3, 3}, ys{2, 6, 6, 6};
+  auto x = testing::random_floats(numel(xs), rng), w = testing::random_floats(numel(ws), rng), b = testing::random_floats(6, rng);
+  Attrs attrs;
+  attrs.set_ints("strides", {1, 1});
+  attrs.set_ints("pads", {1, 1, 1, 1});
+  attrs.set_ints("dilations", {1, 1});
+  attrs.set_int("group", 2);
+  auto plain = testing::run_f32("conv", attrs, {xs, ws, {6}}, {x, w, b}, ys);
+  attrs.set_str("activation", "relu");
+  auto fused = testing::run_f32("conv", attrs, {xs, ws, {6}}, {x, w, b}, ys);
+  std::vector<double> want;
+  for (float v : plain) want.push_back(v > 0 ? v : 0);
+  testing::check_close(fused, want);
+  attrs.set_str("activation", "gelu");
+  testing::check_rejects("conv", attrs, {xs, ws, {6}}, {ys});
+}

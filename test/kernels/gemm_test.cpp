@@ -132,3 +132,30 @@ TEST_CASE("gemm: a constant B takes the packed oneDNN path and matches the refer
 }
 
 }  // namespace of::kernels
+
+namespace of::kernels {
+
+TEST_CASE("gemm: a fused relu equals relu(gemm), packed and unpacked", "[kernels]") {
+  const int64_t m = 4, n = 9, k = 12;
+  std::mt19937 rng(9);
+  std::vector<float> a = testing::random_floats(m * k, rng), b = testing::random_floats(n * k, rng), c = testing::random_floats(n, rng);
+  Attrs attrs;
+  attrs.set_int("trans_b", 1);
+  attrs.set_str("activation", "relu");
+  GemmCase g{m, n, k, false, true, 1.0f, 1.0f, Shape{n}};
+  std::vector<double> want = reference(g, a, b, &c);
+  for (double& v : want) v = v > 0 ? v : 0;
+  for (bool packed : {false, true}) {
+    KernelConfig cfg{attrs, testing::f32_descs({{m, k}, {n, k}, {n}}), testing::f32_descs({{m, n}}), "test_node"};
+    if (packed) cfg.constants = {nullptr, b.data(), nullptr};
+    auto kernel = make_kernel("gemm", DeviceKind::cpu, DType::f32, cfg);
+    std::vector<float> y(size_t(m * n));
+    const void* ins[] = {a.data(), b.data(), c.data()};
+    void* outs[] = {y.data()};
+    kernel->run(ins, outs);
+    INFO("packed " << packed);
+    testing::check_close(y, want);
+  }
+}
+
+}  // namespace of::kernels

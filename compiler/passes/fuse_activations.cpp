@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// fuse-activations: afterwards no Relu reads the output of a Gemm or Conv that nothing else
+// reads; the producer applies the ReLU itself (kernel attribute activation = "relu"). This
+// saves an act, a register and a full pass over memory per fused pair.
+#include <unordered_map>
+
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+namespace {
+
+bool fusable_producer(const Node& n) { return (n.kernel == "gemm" || n.kernel == "conv") && !n.kernel_attrs.has("activation"); }
+
+// Recomputes producer and consumer links after nodes were removed.
+void relink(Graph& g) {
+  for (Value& v : g.values) {
+    v.producer = -1;
+    v.consumers.clear();
+  }
+  for (NodeId n = 0; n < NodeId(g.nodes.size()); ++n) {
+    for (ValueId v : g.nodes[n].inputs)
+      if (v != kNoValue) g.values[v].consumers.push_back(n);
+    for (ValueId v : g.nodes[n].outputs) g.values[v].producer = n;
+  }
+}
+
+}  // namespace
+
+bool FuseActivations::run(Compilation& c) {
+  Graph& g = c.graph;
+  std::vector<bool> removed(g.nodes.size(), false);
+  bool changed = false;
+  for (NodeId r = 0; r < NodeId(g.nodes.size()); ++r) {
+    Node& relu = g.nodes[r];
+    if (relu.kernel != "relu") continue;
+    const ValueId x = relu.inputs[0];
+    const Value& xv = g.values[x];
+    if (xv.producer < 0 || xv.graph_output || xv.consumers.size() != 1) continue;
+    Node& producer = g.nodes[xv.producer];
+    if (!fusable_producer(producer) || producer.outputs.size() != 1) continue;
+    // The producer now writes the Relu's output value directly; the intermediate is dead.
+    producer.kernel_attrs.set_str("activation", "relu");
+    producer.outputs[0] = relu.outputs[0];
+    removed[r] = true;
+    changed = true;
+  }
+  if (!changed) return false;
+  std::vector<Node> kept;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!removed[n]) kept.push_back(std::move(g.nodes[n]));
+  g.nodes = std::move(kept);
+  relink(g);
+  return true;
+}
+
+}  // namespace of::compiler
