@@ -41,6 +41,7 @@ class Workload:
     batch: int
     ops: int = 0     # > 0: report µs per op (chain) instead of samples/s
     calib: int = 20  # runs (pieces) of the first, warm-up and calibration run
+    threads: int = 0  # > 0: overrides --threads for every column (the chain runs on one)
 
 
 def make_chain(tmp):
@@ -62,7 +63,9 @@ def make_chain(tmp):
     onnx_save(model, path)
     x = os.path.join(tmp, "chain_input.npy")
     np.save(x, np.random.default_rng(0).standard_normal((1, 16)).astype(np.float32))
-    return Workload("chain", path, x, "x", 1, ops=2 * CHAIN_PAIRS, calib=20)
+    # One thread everywhere: the chain measures each framework's own cost per op, and PyTorch
+    # eager and ORT's sequential executor run one op at a time anyway.
+    return Workload("chain", path, x, "x", 1, ops=2 * CHAIN_PAIRS, calib=20, threads=1)
 
 
 def workloads(tmp):
@@ -122,7 +125,7 @@ class OfBackend:
         plan, res = self.plan(wl), []
         for _ in range(repeats):  # one ofrun process per repeat
             out = run([self.ofrun, plan, "--input", f"{wl.input_name}={wl.input}",
-                       "--pieces", str(runs), "--threads", str(self.threads)], self.timeout)
+                       "--pieces", str(runs), "--threads", str(wl.threads or self.threads)], self.timeout)
             res.append(parse(out, self.PATTERN, "ofrun")[-1])
         return res
 
@@ -132,7 +135,11 @@ class TorchBackend:
 
     def __init__(self, threads, timeout, extra_env):
         self.threads, self.timeout = threads, timeout
-        self.env = {"GOMP_SPINCOUNT": "1000", **extra_env}
+        # GOMP_SPINCOUNT: OpenMP threads otherwise spin against each other on 2 cores (DEPS.md).
+        # The malloc thresholds keep glibc from returning PyTorch's large activation buffers to
+        # the OS after every call (fresh mmaps page-fault; 3x on cnn here): its best figure.
+        self.env = {"GOMP_SPINCOUNT": "1000", "MALLOC_MMAP_THRESHOLD_": "4000000000",
+                    "MALLOC_TRIM_THRESHOLD_": "4000000000", **extra_env}
 
     def info(self):
         return run([sys.executable, os.path.join(HERE, "torch_infer.py"), "--info"],
@@ -140,7 +147,7 @@ class TorchBackend:
 
     def __call__(self, wl, runs, repeats):
         out = run([sys.executable, os.path.join(HERE, "torch_infer.py"), wl.name, str(runs),
-                   str(self.threads), str(repeats)], self.timeout, env=self.env)
+                   str(wl.threads or self.threads), str(repeats)], self.timeout, env=self.env)
         return parse(out, self.PATTERN, "torch_infer.py")
 
 
@@ -171,7 +178,7 @@ class OrtBackend:
         if self.error:
             raise BenchError(self.error)
         out = run(["node", os.path.join(HERE, "ort_infer.js"), wl.model, wl.input, str(runs),
-                   str(self.threads), str(repeats)], self.timeout)
+                   str(wl.threads or self.threads), str(repeats)], self.timeout)
         return parse(out, self.PATTERN, "ort_infer.js")
 
 
@@ -264,7 +271,7 @@ def main():
                     res[name] = str(e)
                     print(f"{wl.name}/{name}: {e}", file=sys.stderr, flush=True)
             unit = "us" if wl.ops else "samples/s"
-            label = (f"chain (µs/op, {CHAIN_PAIRS} Mul + {CHAIN_PAIRS} Add)" if wl.ops
+            label = (f"chain (µs/op, {CHAIN_PAIRS} Mul + {CHAIN_PAIRS} Add, 1 thread)" if wl.ops
                      else f"{wl.name} (b{wl.batch}, samples/s)")
             rows.append([label] + [fmt(res[n], unit) for n in ("of", "torch", "ort")] +
                         [ratio(res["of"], res[n], unit) for n in ("torch", "ort")])

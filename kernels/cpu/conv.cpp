@@ -154,6 +154,9 @@ void Conv::run(const void* const* in, void* const* out) {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg) { return std::make_unique<Conv>(cfg); }
+std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg) {
+  if (auto dnnl = make_dnnl_conv(cfg)) return dnnl;
+  return std::make_unique<Conv>(cfg);
+}
 
 }  // namespace of::kernels::cpu

@@ -14,6 +14,8 @@ std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
+// nullptr unless the weight is constant, group 1 and >= 16 input channels (then oneDNN's primitive).
+std::unique_ptr<Kernel> make_dnnl_conv(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_delay(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);

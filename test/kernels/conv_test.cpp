@@ -2,6 +2,7 @@
 // conv (im2col + sgemm) against a direct 2-D convolution in double: padding, strides,
 // dilations, groups, depthwise, bias, and the 1x1 path that skips im2col.
 #include "kernel_test_util.h"
+#include "kernels/cpu/factories.h"
 
 namespace of::kernels {
 namespace {
@@ -111,4 +112,49 @@ TEST_CASE("conv: a fused relu equals relu(conv)", "[kernels]") {
   testing::check_close(fused, want);
   attrs.set_str("activation", "gelu");
   testing::check_rejects("conv", attrs, {xs, ws, {6}}, {ys});
+}
+
+TEST_CASE("conv: a constant weight with >= 16 channels (oneDNN primitive) matches im2col", "[kernels]") {
+  using namespace of;
+  using namespace of::kernels;
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, pads, dilations;
+    bool bias, relu;
+  };
+  const Case cases[] = {
+      {{2, 16, 9, 9}, {8, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true},
+      {{1, 32, 10, 7}, {5, 32, 3, 2}, {2, 1}, {0, 1, 1, 0}, {1, 1}, false, false},
+      {{2, 16, 11, 11}, {4, 16, 3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 2}, true, false},
+  };
+  for (const Case& c : cases) {
+    std::mt19937 rng(11);
+    auto out_dim = [&](int i) {
+      return (c.x[2 + i] + c.pads[i] + c.pads[i + 2] - c.dilations[i] * (c.w[2 + i] - 1) - 1) / c.strides[i] + 1;
+    };
+    const Shape ys{c.x[0], c.w[0], out_dim(0), out_dim(1)};
+    Attrs attrs;
+    attrs.set_ints("strides", c.strides);
+    attrs.set_ints("pads", c.pads);
+    attrs.set_ints("dilations", c.dilations);
+    attrs.set_int("group", 1);
+    if (c.relu) attrs.set_str("activation", "relu");
+    auto x = testing::random_floats(numel(c.x), rng), w = testing::random_floats(numel(c.w), rng),
+         b = testing::random_floats(c.w[0], rng);
+    std::vector<Shape> shapes{c.x, c.w};
+    std::vector<std::vector<float>> data{x, w};
+    if (c.bias) shapes.push_back({c.w[0]}), data.push_back(b);
+    auto im2col = testing::run_f32("conv", attrs, shapes, data, ys);
+
+    KernelConfig cfg{attrs, testing::f32_descs(shapes), testing::f32_descs({ys}), "test_node"};
+    cfg.constants = {nullptr, w.data(), nullptr};
+    REQUIRE(cpu::make_dnnl_conv(cfg) != nullptr);  // the oneDNN path is the one under test
+    auto kernel = make_kernel("conv", DeviceKind::cpu, DType::f32, cfg);
+    std::vector<float> y(size_t(numel(ys)));
+    const void* ins[] = {x.data(), w.data(), b.data()};
+    void* outs[] = {y.data()};
+    kernel->run(ins, outs);
+    kernel->run(ins, outs);  // twice: the preset arguments must stay valid
+    testing::check_close(y, std::vector<double>(im2col.begin(), im2col.end()));
+  }
 }

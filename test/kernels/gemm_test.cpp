@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/factories.h"
 
 namespace of::kernels {
 namespace {
@@ -118,6 +119,7 @@ TEST_CASE("gemm: a constant B takes the packed oneDNN path and matches the refer
       if (bias) shapes.push_back({n});
       KernelConfig cfg{attrs, testing::f32_descs(shapes), testing::f32_descs({{m, n}}), "test_node"};
       cfg.constants = {nullptr, b.data(), nullptr};
+      REQUIRE(cpu::make_packed_gemm(cfg) != nullptr);  // the packed path is the one under test
       auto kernel = make_kernel("gemm", DeviceKind::cpu, DType::f32, cfg);
       std::vector<float> b_garbage(b.size(), 1e9f);  // run() must use the packed copy, not in[1]
       std::vector<float> y(size_t(m * n));
