@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -38,16 +39,17 @@ std::vector<uint8_t> tensor_bytes(const onnx::TensorProto& t, const TensorDesc& 
     fail(where, "tensor '{}' keeps its data in an external file, which is not supported", t.name());
   const int64_t n = numel(desc.shape);
   const size_t bytes = size_t(n * dtype_size(desc.dtype));
-  std::vector<uint8_t> out(bytes);
+  // Sizes are checked against the data present before anything is allocated for them.
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       fail(where, "tensor '{}' has {} bytes of data, shape {} needs {}", t.name(), t.raw_data().size(), shape_str(desc.shape), bytes);
-    std::memcpy(out.data(), t.raw_data().data(), bytes);
-    return out;
+    return std::vector<uint8_t>(t.raw_data().begin(), t.raw_data().end());
   }
+  std::vector<uint8_t> out;
   auto take = [&](const auto& field, auto as) {
     if (int64_t(field.size()) != n)
       fail(where, "tensor '{}' has {} values, shape {} needs {}", t.name(), field.size(), shape_str(desc.shape), n);
+    out.resize(bytes);
     for (int64_t i = 0; i < n; ++i) {
       auto v = static_cast<decltype(as)>(field.Get(int(i)));
       std::memcpy(out.data() + i * sizeof v, &v, sizeof v);
@@ -60,6 +62,16 @@ std::vector<uint8_t> tensor_bytes(const onnx::TensorProto& t, const TensorDesc& 
     default: fail(where, "tensor '{}': {} data must be stored as raw_data", t.name(), dtype_name(desc.dtype));
   }
   return out;
+}
+
+// Weights with NaN or infinity poison every output: refuse them where they enter.
+void check_finite(const std::vector<uint8_t>& data, const TensorDesc& desc, const Where& where) {
+  if (desc.dtype != DType::f32) return;
+  for (size_t i = 0; i < data.size() / 4; ++i) {
+    float x;
+    std::memcpy(&x, data.data() + 4 * i, 4);
+    if (!std::isfinite(x)) fail(where, "holds {} at flat index {}", x, i);
+  }
 }
 
 TensorDesc tensor_desc(const onnx::TensorProto& t, const Where& where) {
@@ -156,6 +168,7 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     g.values[v].desc = tensor_desc(t, w);
     g.values[v].data = tensor_bytes(t, g.values[v].desc, w);
     g.values[v].known = true;
+    check_finite(*g.values[v].data, g.values[v].desc, w);
   }
   for (const onnx::ValueInfoProto& in : gp.input()) {
     if (find(in.name()) != kNoValue) continue;  // older exporters list initializers as inputs

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for SECONDS (default 60) on a
+# corpus seeded from the test fixtures. A crash leaves its input in build-fuzz/artifacts/ and
+# fails the script; turn it into a regression test (test/fuzz/regressions/) when fixed.
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]      targets: plan onnx safetensors npy
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(plan onnx safetensors npy)
+
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DOF_FUZZ=ON -DOF_BUILD_TESTS=OFF -DOF_ENABLE_CUDA=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target ofc $(printf 'fuzz_%s ' "${targets[@]}")
+
+# Seed corpora from the fixtures: small models, the plans and weights ofc makes of them, arrays.
+seeds=build-fuzz/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds"/{plan,onnx,safetensors,npy} build-fuzz/artifacts
+for m in test/fixtures/ops/*.onnx test/fixtures/delay_chain.onnx test/fixtures/unsupported.onnx; do
+  name=$(basename "$m" .onnx)
+  cp "$m" "$seeds/onnx/"
+  if ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc "$m" -o "$seeds/plan/$name.ofp" >/dev/null 2>&1; then
+    mv "$seeds/plan/$name.safetensors" "$seeds/safetensors/"
+  fi
+done
+cp test/fixtures/ops/*.npy "$seeds/npy/"
+for t in "${targets[@]}"; do cp -r "test/fuzz/regressions/$t/." "$seeds/$t/" 2>/dev/null || true; done
+
+status=0
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t
+  mkdir -p "$corpus"
+  echo "== fuzz_$t: ${seconds}s"
+  # Leak checking is off: protobuf and CAF keep process-lifetime allocations on purpose.
+  if ! ASAN_OPTIONS=detect_leaks=0 build-fuzz/test/fuzz/fuzz_$t "$corpus" "$seeds/$t" \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+      -artifact_prefix=build-fuzz/artifacts/"$t"- -print_final_stats=1 2>build-fuzz/fuzz_$t.log; then
+    status=1
+    tail -40 build-fuzz/fuzz_$t.log
+  fi
+  grep -E "^Done|stat::number_of_executed_units" build-fuzz/fuzz_$t.log || true
+done
+exit $status
