@@ -12,12 +12,6 @@ ValueId Graph::add_value(std::string name) {
   return ValueId(values.size() - 1);
 }
 
-ValueId Graph::find_value(const std::string& name) const {
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].name == name) return ValueId(i);
-  return kNoValue;
-}
-
 void verify(const Graph& g, const std::string& after) {
   auto check = [&](bool ok, const std::string& what) {
     if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what));

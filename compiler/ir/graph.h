@@ -51,7 +51,6 @@ struct Graph {
   std::vector<ValueId> outputs;
 
   ValueId add_value(std::string name);
-  ValueId find_value(const std::string& name) const;  // kNoValue if absent
 };
 
 // Structural invariants (ids in range, producer/consumer links agree, topological order,

@@ -13,13 +13,25 @@
 namespace of::compiler {
 
 MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
+  MemoryPlan plan;
+  plan.offsets.assign(requests.size(), 0);
+  // When every buffer lives for the same span (all of a streamed plan today), nothing can share:
+  // lay them out in order, in linear time, instead of the quadratic search below.
+  bool same_lifetime = std::all_of(requests.begin(), requests.end(), [&](const BufferRequest& r) {
+    return r.first == requests[0].first && r.last == requests[0].last;
+  });
+  if (same_lifetime) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      plan.offsets[i] = plan.total;
+      plan.total += align_up(requests[i].bytes);
+    }
+    return plan;
+  }
   // Greedy best-fit by decreasing size: place each buffer at the lowest offset where it does not
   // collide with any already-placed buffer whose lifetime overlaps its own.
   std::vector<size_t> order(requests.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
-  MemoryPlan plan;
-  plan.offsets.assign(requests.size(), 0);
   struct Placed {
     uint64_t begin, end;
     int64_t first, last;

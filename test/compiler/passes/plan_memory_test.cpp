@@ -54,3 +54,11 @@ TEST_CASE("plan_offsets: random lifetimes, no live overlap, total within the sum
     check_plan(req, plan_offsets(req));
   }
 }
+
+TEST_CASE("plan_offsets: buffers that all live together are laid out end to end", "[compiler]") {
+  std::vector<BufferRequest> req = {{100, 0, 9}, {64, 0, 9}, {1, 0, 9}};
+  MemoryPlan plan = plan_offsets(req);
+  check_plan(req, plan);
+  CHECK(plan.offsets == std::vector<uint64_t>{0, 128, 192});
+  CHECK(plan.total == 256);
+}
