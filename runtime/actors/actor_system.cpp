@@ -13,34 +13,11 @@
 
 #include "runtime/actors/messages.h"
 
-// TSan cannot see inside Debian's (uninstrumented) libcaf_core, where mailboxes and the
-// scheduler synchronize. We state CAF's guarantee to it instead: a message send releases and
-// its handling acquires, per receiving actor. That covers consecutive handlers of one actor
-// (on any worker) and a producer's slot writes before the consumer's reads; every other
-// access TSan still checks.
-#if defined(__SANITIZE_THREAD__)
-#define OF_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define OF_TSAN 1
-#endif
-#endif
-#ifdef OF_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#define OF_HAPPENS_AFTER(addr) __tsan_acquire(addr)
-#define OF_HAPPENS_BEFORE(addr) __tsan_release(addr)
-#else
-#define OF_HAPPENS_AFTER(addr) ((void)(addr))
-#define OF_HAPPENS_BEFORE(addr) ((void)(addr))
-#endif
-
 namespace of::runtime {
 namespace {
 
 struct RunContext {
   std::vector<caf::actor> actors;  // filled before any actor is started; read-only afterwards
-  std::vector<TaskState*> tasks;   // the same order; only their addresses are used here
   std::mutex error_mutex;          // taken only on failure
   std::string first_error;
 
@@ -54,15 +31,12 @@ class CafOutbox final : public Outbox {
  public:
   CafOutbox(caf::event_based_actor* self, const RunContext* ctx) : self_(self), ctx_(ctx) {}
   void ready(plan::TaskId to, plan::RegstId regst, int32_t slot, int64_t piece) override {
-    OF_HAPPENS_BEFORE(ctx_->tasks[size_t(to)]);
     self_->send(ctx_->actors[size_t(to)], ready_atom::value, regst, slot, piece);
   }
   void free(plan::TaskId to, plan::RegstId regst, int32_t slot) override {
-    OF_HAPPENS_BEFORE(ctx_->tasks[size_t(to)]);
     self_->send(ctx_->actors[size_t(to)], free_atom::value, regst, slot);
   }
   void eos(plan::TaskId to, plan::RegstId regst) override {
-    OF_HAPPENS_BEFORE(ctx_->tasks[size_t(to)]);
     self_->send(ctx_->actors[size_t(to)], eos_atom::value, regst);
   }
 
@@ -75,10 +49,8 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
   auto outbox = std::make_shared<CafOutbox>(self, ctx);
   // Every handler runs the protocol step, then quits when the task is done.
   auto step = [self, ctx, task](auto&& fn) {
-    OF_HAPPENS_AFTER(task);
     try {
       fn();
-      OF_HAPPENS_BEFORE(task);
     } catch (const std::exception& e) {
       ctx->record(fmt::format("task {}: {}", task->id(), e.what()));
       for (const caf::actor& a : ctx->actors) caf::anon_send(a, stop_atom::value);
@@ -108,8 +80,6 @@ ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const 
   {
     caf::actor_system system{cfg};
     for (auto& t : tasks) {
-      OF_HAPPENS_BEFORE(t.get());  // the task was built on this thread
-      ctx.tasks.push_back(t.get());
       ctx.actors.push_back(system.spawn(task_actor, &ctx, t.get()));
     }
     auto begin = std::chrono::steady_clock::now();
