@@ -14,9 +14,12 @@
 
 #include "runtime/actors/actions.h"
 #include "runtime/actors/task_state.h"
+#include "runtime/actors/chain_plan.h"
 
 using namespace of;
 using namespace of::runtime;
+using of::runtime::testing::AddOne;
+using of::runtime::testing::chain;
 
 namespace {
 
@@ -113,37 +116,6 @@ class MiniScheduler {
   std::deque<plan::TaskId> runnable_;
   size_t done_ = 0;
 };
-
-// x -> x + 1, on one float.
-struct AddOne final : Action {
-  void act(int64_t, const void* const* in, void* const* out) override {
-    *static_cast<float*>(out[0]) = *static_cast<const float*>(in[0]) + 1.0f;
-  }
-};
-
-// source -> `stages` AddOne tasks -> sink, every register `slots` deep, one float per slot.
-plan::Plan chain(int stages, int32_t slots) {
-  plan::Plan p;
-  p.devices = {plan::DeviceRef{}};
-  uint64_t offset = 0;
-  for (int r = 0; r <= stages; ++r) {
-    plan::Regst regst{.id = r, .producer = r, .consumers = {r + 1}, .slots = slots, .slot_bytes = 64};
-    for (int s = 0; s < slots; ++s, offset += 64) regst.offsets.push_back(offset);
-    regst.blobs = {plan::Blob{0, {{1}, DType::f32}, 0, 4}};
-    p.regsts.push_back(regst);
-  }
-  p.arenas = {plan::Arena{0, 0, offset}};
-  for (int t = 0; t <= stages + 1; ++t) {
-    plan::Task task{.id = t, .kind = t == 0 ? plan::TaskKind::source : t == stages + 1 ? plan::TaskKind::sink : plan::TaskKind::compute};
-    if (t > 0) {
-      task.inputs = {plan::TaskInput{false, t - 1, 0}};
-      task.in_regsts = {t - 1};
-    }
-    if (t <= stages) task.out_regsts = {t};
-    p.tasks.push_back(task);
-  }
-  return p;
-}
 
 }  // namespace
 
