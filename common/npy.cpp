@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -105,8 +106,13 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path) {
   size_t data_start = header_start + header_len;
   size_t have = size - data_start;
   uint64_t want = uint64_t(dtype_size(arr.dtype));
+  bool empty = std::find(arr.shape.begin(), arr.shape.end(), 0) != arr.shape.end();
   for (int64_t d : arr.shape) {
-    if (d != 0 && want > have / uint64_t(d)) fail({.file = path}, "npy shape {} needs more bytes than the file holds ({})", shape_str(arr.shape), have);
+    if (empty) {
+      want = 0;
+      break;
+    }
+    if (want > have / uint64_t(d)) fail({.file = path}, "npy shape {} needs more bytes than the file holds ({})", shape_str(arr.shape), have);
     want *= uint64_t(d);
   }
   if (want != have)

@@ -3,13 +3,13 @@
 # Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for SECONDS (default 60) on a
 # corpus seeded from the test fixtures. A crash leaves its input in build-fuzz/artifacts/ and
 # fails the script; turn it into a regression test (test/fuzz/regressions/) when fixed.
-#   bash scripts/fuzz.sh [SECONDS] [TARGET...]      targets: plan onnx safetensors npy
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]      targets: plan onnx safetensors npy idx
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(plan onnx safetensors npy)
+[ ${#targets[@]} -gt 0 ] || targets=(plan onnx safetensors npy idx)
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DOF_FUZZ=ON -DOF_BUILD_TESTS=OFF -DOF_ENABLE_CUDA=OFF >/dev/null
@@ -18,7 +18,7 @@ cmake --build build-fuzz -j"$(nproc)" --target ofc $(printf 'fuzz_%s ' "${target
 # Seed corpora from the fixtures: small models, the plans and weights ofc makes of them, arrays.
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{plan,onnx,safetensors,npy} build-fuzz/artifacts
+mkdir -p "$seeds"/{plan,onnx,safetensors,npy,idx} build-fuzz/artifacts
 for m in test/fixtures/ops/*.onnx test/fixtures/delay_chain.onnx test/fixtures/unsupported.onnx; do
   name=$(basename "$m" .onnx)
   cp "$m" "$seeds/onnx/"
@@ -27,6 +27,14 @@ for m in test/fixtures/ops/*.onnx test/fixtures/delay_chain.onnx test/fixtures/u
   fi
 done
 cp test/fixtures/ops/*.npy "$seeds/npy/"
+# IDX seeds in fuzz_idx's layout (u16 images length, flags, images file, labels file): plain and gzipped.
+python3 - "$seeds/idx" <<'PY'
+import gzip, struct, sys
+images = struct.pack(">IIII", 0x803, 3, 2, 2) + bytes(range(0, 240, 20))
+labels = struct.pack(">II", 0x801, 3) + bytes([1, 9, 4])
+for name, a, b, flags in [("plain", images, labels, 1), ("gzip", gzip.compress(images), gzip.compress(labels), 0)]:
+    open(f"{sys.argv[1]}/{name}", "wb").write(struct.pack("<HB", len(a), flags) + a + b)
+PY
 for t in "${targets[@]}"; do cp -r "test/fuzz/regressions/$t/." "$seeds/$t/" 2>/dev/null || true; done
 
 status=0

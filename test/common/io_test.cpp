@@ -84,3 +84,12 @@ TEST_CASE("write_file_atomic: the file appears whole, no temporary remains", "[c
   CHECK_THROWS_WITH(write_file_atomic("/nonexistent-dir/x.bin", bytes), Catch::Contains("/nonexistent-dir/x.bin"));
   std::remove(path.c_str());
 }
+
+TEST_CASE("npy: zero-size arrays read back", "[common]") {
+  std::string path = "/tmp/of_io_zero.npy";
+  write_npy(path, DType::f32, {4, 0}, nullptr);
+  NpyArray a = read_npy(path);
+  CHECK(a.shape == Shape{4, 0});
+  CHECK(a.data.empty());
+  std::remove(path.c_str());
+}

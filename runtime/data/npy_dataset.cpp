@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/data/npy_dataset.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/npy.h"
+#include "runtime/data/dataset.h"
+
+namespace of::runtime::data {
+namespace {
+
+class NpyDataset final : public Dataset {
+ public:
+  NpyDataset(NpyArray features, std::vector<int64_t> labels)
+      : features_(std::move(features)),
+        labels_(std::move(labels)),
+        feature_desc_{Shape(features_.shape.begin() + 1, features_.shape.end()), DType::f32},
+        label_desc_{{}, DType::i64} {}
+
+  int64_t size() const override { return int64_t(labels_.size()); }
+  const TensorDesc& features() const override { return feature_desc_; }
+  const TensorDesc& labels() const override { return label_desc_; }
+
+  void read(int64_t index, void* features, void* labels) const override {
+    OF_ASSERT(index >= 0 && index < size(), "npy sample index out of range");
+    size_t bytes = size_t(feature_desc_.bytes());
+    std::memcpy(features, features_.data.data() + size_t(index) * bytes, bytes);
+    *static_cast<int64_t*>(labels) = labels_[size_t(index)];
+  }
+
+ private:
+  NpyArray features_;
+  std::vector<int64_t> labels_;
+  TensorDesc feature_desc_;
+  TensorDesc label_desc_;
+};
+
+}  // namespace
+
+std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, const std::string& labels_path,
+                                          int64_t num_classes) {
+  NpyArray features = read_npy(features_path);
+  if (features.dtype != DType::f32)
+    fail({.file = features_path}, "features must be f32 (<f4), not {}", dtype_name(features.dtype));
+  if (features.shape.empty()) fail({.file = features_path}, "features must be [n, ...], not a scalar");
+  if (features.shape[0] == 0) fail({.file = features_path}, "holds no samples (shape {})", shape_str(features.shape));
+  if (numel(features.shape) == 0)
+    fail({.file = features_path}, "features {} have no elements per sample", shape_str(features.shape));
+
+  NpyArray labels = read_npy(labels_path);
+  if (labels.dtype != DType::i64 && labels.dtype != DType::i32)
+    fail({.file = labels_path}, "labels must be i64 (<i8) or i32 (<i4), not {}", dtype_name(labels.dtype));
+  if (labels.shape.size() != 1) fail({.file = labels_path}, "labels must be [n], not {}", shape_str(labels.shape));
+  if (labels.shape[0] != features.shape[0])
+    fail({.file = labels_path}, "holds {} labels but {} holds {} samples", labels.shape[0], features_path,
+         features.shape[0]);
+
+  std::vector<int64_t> values(size_t(labels.shape[0]));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (labels.dtype == DType::i64) {
+      std::memcpy(&values[i], labels.data.data() + 8 * i, 8);
+    } else {
+      int32_t v;
+      std::memcpy(&v, labels.data.data() + 4 * i, 4);
+      values[i] = v;
+    }
+    if (values[i] < 0) fail({.file = labels_path}, "label {} at index {} is negative", values[i], i);
+    if (num_classes > 0 && values[i] >= num_classes)
+      fail({.file = labels_path}, "label {} at index {} is out of range (num_classes {})", values[i], i, num_classes);
+  }
+  return std::make_unique<NpyDataset>(std::move(features), std::move(values));
+}
+
+}  // namespace of::runtime::data
