@@ -8,6 +8,8 @@
 // buffers and scratchpads: it allocates nothing.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/cpu/dnnl_util.h"
+
 #include <vector>
 
 #include "kernels/cpu/check.h"
@@ -21,11 +23,6 @@ using tag = memory::format_tag;
 using dt = memory::data_type;
 
 constexpr int64_t kMinChannels = 16;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 // One primitive with its arguments bound once; handles of user buffers are set per act.
 struct Step {
@@ -50,9 +47,7 @@ class DnnlConv final : public Kernel {
 };
 
 void DnnlConv::add_reorder(const memory& from, const memory& to) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::reorder::primitive_desc pd(from, to, attr);
+  dnnl::reorder::primitive_desc pd(from, to, primitive_attr(false));
   Step s{dnnl::reorder(pd), {}, memory(pd.scratchpad_desc(), cpu_engine())};
   s.args = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}, {DNNL_ARG_SCRATCHPAD, s.scratchpad.get()}};
   steps_.push_back(std::move(s));
@@ -71,13 +66,7 @@ DnnlConv::DnnlConv(const KernelConfig& cfg, const memory::dims& strides, const m
   memory::desc bias_md({w[0]}, dt::f32, tag::x);
   auto any = [](const memory::desc& md) { return memory::desc(md.dims(), dt::f32, tag::any); };
 
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
+  dnnl::primitive_attr attr = primitive_attr(relu);
   // oneDNN counts dilation from 0 (no dilation), ONNX from 1.
   memory::dims dil0 = {dilations[0] - 1, dilations[1] - 1};
   auto desc = has_bias_ ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -88,10 +77,7 @@ DnnlConv::DnnlConv(const KernelConfig& cfg, const memory::dims& strides, const m
                                                           strides, dil0, pad_l, pad_r);
   dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
 
-  memory weights_user(weights_user_md, eng, const_cast<void*>(cfg.constants[1]));
-  weights_ = memory(pd.weights_desc(), eng);
-  dnnl::reorder(weights_user, weights_).execute(stream_, weights_user, weights_);
-  stream_.wait();
+  weights_ = pack_weights(weights_user_md, cfg.constants[1], pd.weights_desc());
 
   src_user_ = memory(src_user_md, eng, DNNL_MEMORY_NONE);
   dst_user_ = memory(dst_user_md, eng, DNNL_MEMORY_NONE);

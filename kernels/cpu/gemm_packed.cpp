@@ -6,6 +6,8 @@
 // a kernel-owned scratchpad, so it allocates nothing.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/cpu/dnnl_util.h"
+
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 
@@ -15,11 +17,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 class PackedGemm final : public Kernel {
  public:
@@ -44,22 +41,12 @@ PackedGemm::PackedGemm(const KernelConfig& cfg, int64_t m, int64_t n, int64_t k,
   memory::desc packed_md({k, n}, dt::f32, tag::any);
   memory::desc bias_md({1, n}, dt::f32, tag::ab);
   memory::desc dst_md({m, n}, dt::f32, tag::ab);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
+  dnnl::primitive_attr attr = primitive_attr(relu);
   auto desc = has_bias ? dnnl::matmul::desc(src_md, packed_md, bias_md, dst_md) : dnnl::matmul::desc(src_md, packed_md, dst_md);
   dnnl::matmul::primitive_desc pd(desc, attr, eng);
   matmul_ = dnnl::matmul(pd);
 
-  // Repack the constant weight once.
-  memory user_weights(user_weights_md, eng, const_cast<void*>(cfg.constants[1]));
-  weights_ = memory(pd.weights_desc(), eng);
-  dnnl::reorder(user_weights, weights_).execute(stream_, user_weights, weights_);
-  stream_.wait();
+  weights_ = pack_weights(user_weights_md, cfg.constants[1], pd.weights_desc());
 
   src_ = memory(src_md, eng, DNNL_MEMORY_NONE);
   dst_ = memory(dst_md, eng, DNNL_MEMORY_NONE);
