@@ -4,6 +4,7 @@
 
 #include <deque>
 
+#include "runtime/actors/chain_plan.h"
 #include "runtime/actors/task_state.h"
 
 using namespace of;
@@ -32,36 +33,25 @@ struct CountingAction final : Action {
   void act(int64_t piece, const void* const*, void* const*) override { pieces.push_back(piece); }
 };
 
-plan::Plan chain(int32_t slots) {
+// One source -> one task -> one sink, with the buffers and recorders a test steps it with.
+struct Harness {
   plan::Plan p;
-  p.devices = {plan::DeviceRef{}};
-  p.arenas = {plan::Arena{0, 0, 4096}};
-  std::vector<uint64_t> off0, off1;
-  for (int s = 0; s < slots; ++s) off0.push_back(uint64_t(64 * s)), off1.push_back(uint64_t(1024 + 64 * s));
-  p.regsts = {plan::Regst{0, 0, {1}, slots, 64, 0, off0, {plan::Blob{0, {{4}, DType::f32}, 0, 16}}},
-              plan::Regst{1, 1, {2}, slots, 64, 0, off1, {plan::Blob{1, {{4}, DType::f32}, 0, 16}}}};
-  plan::Task src{.id = 0, .kind = plan::TaskKind::source};
-  src.out_regsts = {0};
-  plan::Task mid{.id = 1, .kind = plan::TaskKind::compute};
-  mid.inputs = {plan::TaskInput{false, 0, 0}};
-  mid.in_regsts = {0};
-  mid.out_regsts = {1};
-  plan::Task sink{.id = 2, .kind = plan::TaskKind::sink};
-  sink.inputs = {plan::TaskInput{false, 1, 0}};
-  sink.in_regsts = {1};
-  p.tasks = {src, mid, sink};
-  return p;
-}
+  std::vector<uint8_t> arena;
+  uint8_t* arenas[1];
+  CountingAction act;
+  Recorder out;
+  explicit Harness(int32_t slots) : p(testing::chain(1, slots)), arena(p.arenas[0].bytes), arenas{arena.data()} {}
+  TaskState task(plan::TaskId id, int64_t pieces = 0, int64_t trace = 0) {
+    return TaskState(p, id, &act, arenas, p.regsts[0].slots, pieces, trace);
+  }
+};
 
 }  // namespace
 
 TEST_CASE("task_state: a source fills every free slot, then waits for a free", "[runtime]") {
-  plan::Plan p = chain(2);
-  std::vector<uint8_t> arena(4096);
-  uint8_t* arenas[] = {arena.data()};
-  CountingAction act;
-  TaskState source(p, 0, &act, arenas, 2, 5, 0);
-  Recorder out;
+  Harness h(2);
+  TaskState source = h.task(0, 5);
+  Recorder& out = h.out;
   source.start(out);
   REQUIRE(out.sent.size() == 2);
   CHECK(out.sent[0] == Msg{'r', 1, 0, 0, 0});
@@ -74,12 +64,9 @@ TEST_CASE("task_state: a source fills every free slot, then waits for a free", "
 }
 
 TEST_CASE("task_state: with 1 slot a source waits for each free; eos after the last piece", "[runtime]") {
-  plan::Plan p = chain(1);
-  std::vector<uint8_t> arena(4096);
-  uint8_t* arenas[] = {arena.data()};
-  CountingAction act;
-  TaskState source(p, 0, &act, arenas, 1, 2, 0);
-  Recorder out;
+  Harness h(1);
+  TaskState source = h.task(0, 2);
+  Recorder& out = h.out;
   source.start(out);
   REQUIRE(out.sent.size() == 1);
   source.on_free(0, 0, out);
@@ -92,12 +79,9 @@ TEST_CASE("task_state: with 1 slot a source waits for each free; eos after the l
 }
 
 TEST_CASE("task_state: a compute task needs a ready input and a free output slot", "[runtime]") {
-  plan::Plan p = chain(1);
-  std::vector<uint8_t> arena(4096);
-  uint8_t* arenas[] = {arena.data()};
-  CountingAction act;
-  TaskState mid(p, 1, &act, arenas, 1, 0, 0);
-  Recorder out;
+  Harness h(1);
+  TaskState mid = h.task(1);
+  Recorder& out = h.out;
   mid.on_ready(0, 0, 0, out);
   REQUIRE(out.sent.size() == 2);
   CHECK(out.sent[0] == Msg{'r', 2, 1, 0, 0});  // downstream first...
@@ -105,7 +89,7 @@ TEST_CASE("task_state: a compute task needs a ready input and a free output slot
   out.sent.clear();
   mid.on_ready(0, 0, 1, out);  // piece 1 arrives but the only output slot is still lent
   CHECK(out.sent.empty());
-  CHECK(act.pieces == std::vector<int64_t>{0});
+  CHECK(h.act.pieces == std::vector<int64_t>{0});
   mid.on_eos(0, out);          // eos waits behind the pending piece
   CHECK(out.sent.empty());
   mid.on_free(1, 0, out);      // the sink returns slot 0: piece 1 runs, then eos goes on
@@ -113,23 +97,20 @@ TEST_CASE("task_state: a compute task needs a ready input and a free output slot
   CHECK(out.sent[0] == Msg{'r', 2, 1, 0, 1});
   CHECK(out.sent[1] == Msg{'f', 0, 0, 0, -1});
   CHECK(out.sent[2] == Msg{'e', 2, 1, -1, -1});
-  CHECK(act.pieces == std::vector<int64_t>{0, 1});
+  CHECK(h.act.pieces == std::vector<int64_t>{0, 1});
   mid.on_free(1, 0, out);
   CHECK(mid.done());
 }
 
 TEST_CASE("task_state: a sink is done after eos and no pending pieces", "[runtime]") {
-  plan::Plan p = chain(2);
-  std::vector<uint8_t> arena(4096);
-  uint8_t* arenas[] = {arena.data()};
-  CountingAction act;
-  TaskState sink(p, 2, &act, arenas, 2, 0, 4);
-  Recorder out;
+  Harness h(2);
+  TaskState sink = h.task(2, 0, 4);
+  Recorder& out = h.out;
   sink.on_ready(1, 0, 0, out);
   sink.on_ready(1, 1, 1, out);
   sink.on_eos(1, out);
   CHECK(sink.done());
-  CHECK(act.pieces == std::vector<int64_t>{0, 1});
+  CHECK(h.act.pieces == std::vector<int64_t>{0, 1});
   CHECK(sink.trace().size() == 2);
   CHECK(out.sent.size() == 2);
 }
