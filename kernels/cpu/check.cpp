@@ -29,6 +29,27 @@ void check_dtypes(const KernelConfig& cfg, std::string_view kernel, DType t) {
            dtype_name(cfg.outputs[i].dtype), dtype_name(t));
 }
 
+void check_dtypes(const KernelConfig& cfg, std::string_view kernel, const std::vector<DType>& in,
+                  const std::vector<DType>& out) {
+  OF_ASSERT(in.size() == cfg.inputs.size() && out.size() == cfg.outputs.size(),
+            "check_dtypes: dtype lists do not match the checked arity");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (cfg.inputs[i].dtype != in[i])
+      fail(where_of(cfg), "{}: input {} has dtype {}, expected {}", kernel, i,
+           dtype_name(cfg.inputs[i].dtype), dtype_name(in[i]));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (cfg.outputs[i].dtype != out[i])
+      fail(where_of(cfg), "{}: output {} has dtype {}, expected {}", kernel, i,
+           dtype_name(cfg.outputs[i].dtype), dtype_name(out[i]));
+}
+
+void check_input_shape(const KernelConfig& cfg, std::string_view kernel, int i,
+                       std::string_view what, const Shape& s) {
+  if (cfg.inputs[i].shape != s)
+    fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected {}", kernel, i, what,
+         shape_str(cfg.inputs[i].shape), shape_str(s));
+}
+
 void check_output_shape(const KernelConfig& cfg, std::string_view kernel, int i, const Shape& s) {
   if (cfg.outputs[i].shape != s)
     fail(where_of(cfg), "{}: output {} has shape {}, expected {}", kernel, i,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "kernels/kernel.h"
@@ -22,6 +23,13 @@ void check_arity(const KernelConfig& cfg, std::string_view kernel, int min_in, i
                  int n_out);
 // Throws unless every input and output has dtype t.
 void check_dtypes(const KernelConfig& cfg, std::string_view kernel, DType t);
+// Per-tensor variant for kernels with mixed dtypes (labels i64 beside f32 logits); the lists
+// must have the arity that check_arity has already enforced.
+void check_dtypes(const KernelConfig& cfg, std::string_view kernel, const std::vector<DType>& in,
+                  const std::vector<DType>& out);
+// Throws unless inputs[i] has shape s (`what` names it: "dy", "labels").
+void check_input_shape(const KernelConfig& cfg, std::string_view kernel, int i,
+                       std::string_view what, const Shape& s);
 // Throws unless outputs[i] has shape s.
 void check_output_shape(const KernelConfig& cfg, std::string_view kernel, int i, const Shape& s);
 // Reads an ints attribute of exactly n values (fallback when absent).

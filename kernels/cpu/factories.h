@@ -9,13 +9,17 @@
 
 namespace of::kernels::cpu {
 
+std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
 // nullptr unless the weight is constant, group 1 and >= 16 input channels (then oneDNN's primitive).
 std::unique_ptr<Kernel> make_dnnl_conv(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_delay(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
@@ -23,15 +27,28 @@ std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
 // nullptr unless B is constant and the gemm is a plain Linear layer (then a packed oneDNN matmul).
 std::unique_ptr<Kernel> make_packed_gemm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_global_average_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_global_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_log_softmax_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_max_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_max_pool_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_mse_loss(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_mse_loss_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_tanh_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_transpose(const KernelConfig& cfg);
 
 }  // namespace of::kernels::cpu

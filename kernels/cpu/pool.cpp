@@ -1,89 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 // max_pool, average_pool (2-D, NCHW) and global_average_pool. The compiler has resolved
 // ceil_mode into the output shape; per output row and column the factory precomputes which kernel
-// taps land inside the input, so run() has no bounds checks and padding never takes part.
+// taps land inside the input (pool_window.h), so run() has no bounds checks and padding never
+// takes part.
 #include <algorithm>
 #include <limits>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/pool_window.h"
 
 namespace of::kernels::cpu {
 
 namespace {
 
-// For one output index: kernel taps [lo, hi) read inside the input; `start` is the first input
-// index of the window (may be negative) and `padded` the window length clipped to the padded
-// input's end (count_include_pad=1 divides by it).
-struct Window {
-  int64_t lo = 0, hi = 0, start = 0, padded = 0;
-};
-
-struct Axis {
-  int64_t in = 0, out = 0, kernel = 1, stride = 1, pad_begin = 0, pad_end = 0, dilation = 1;
-};
-
-std::vector<Window> windows(const Axis& a) {
-  std::vector<Window> ws(a.out);
-  for (int64_t o = 0; o < a.out; ++o) {
-    Window& w = ws[o];
-    w.start = o * a.stride - a.pad_begin;
-    w.lo = a.kernel;
-    w.hi = 0;
-    for (int64_t k = 0; k < a.kernel; ++k) {
-      const int64_t i = w.start + k * a.dilation;
-      if (i >= 0 && i < a.in) {
-        w.lo = std::min(w.lo, k);
-        w.hi = k + 1;
-      }
-    }
-    if (w.hi == 0) w.lo = 0;
-    w.padded = std::min(w.start + a.kernel, a.in + a.pad_end) - w.start;
-  }
-  return ws;
-}
-
-// Reads kernel_shape/strides/pads/dilations, checks that the output shape given by the compiler
-// is the floor- or ceil-mode size, and returns the row and column axes.
-std::pair<Axis, Axis> pool_axes(const KernelConfig& cfg, const char* name, bool dilations) {
-  check_arity(cfg, name, 1, 1, 1);
-  check_dtypes(cfg, name, DType::f32);
-  const Shape& x = cfg.inputs[0].shape;
-  const Shape& y = cfg.outputs[0].shape;
-  if (x.size() != 4)
-    fail(where_of(cfg), "{}: only 2-D pooling is supported: X {}", name, shape_str(x));
-  const auto ks = get_ints_n(cfg, name, "kernel_shape", 2, {});
-  const auto st = get_ints_n(cfg, name, "strides", 2, {1, 1});
-  const auto pads = get_ints_n(cfg, name, "pads", 4, {0, 0, 0, 0});
-  const auto dil = get_ints_n(cfg, name, "dilations", 2, {1, 1});
-  if (!dilations && (dil[0] != 1 || dil[1] != 1))
-    fail(where_of(cfg), "{}: dilations are not supported", name);
-  Axis axes[2];
-  int64_t floor_out[2], ceil_out[2];
-  for (int i = 0; i < 2; ++i) {
-    Axis& a = axes[i];
-    a = {x[2 + i], y.size() == 4 ? y[2 + i] : 0, ks[i], st[i], pads[i], pads[i + 2], dil[i]};
-    if (a.kernel < 1 || a.stride < 1 || a.dilation < 1 || a.pad_begin < 0 || a.pad_end < 0)
-      fail(where_of(cfg), "{}: bad kernel_shape, strides, pads or dilations", name);
-    const int64_t span = a.in + a.pad_begin + a.pad_end - a.dilation * (a.kernel - 1) - 1;
-    if (span < 0) fail(where_of(cfg), "{}: window larger than padded input {}", name, shape_str(x));
-    floor_out[i] = span / a.stride + 1;
-    ceil_out[i] = (span + a.stride - 1) / a.stride + 1;
-  }
-  const bool ok = y.size() == 4 && y[0] == x[0] && y[1] == x[1] &&
-                  (y[2] == floor_out[0] || y[2] == ceil_out[0]) &&
-                  (y[3] == floor_out[1] || y[3] == ceil_out[1]);
-  if (!ok)
-    fail(where_of(cfg), "{}: output 0 has shape {}, expected {} (or {} with ceil_mode)", name,
-         shape_str(y), shape_str({x[0], x[1], floor_out[0], floor_out[1]}),
-         shape_str({x[0], x[1], ceil_out[0], ceil_out[1]}));
-  return {axes[0], axes[1]};
-}
-
 class Pool : public Kernel {
  protected:
   Pool(const KernelConfig& cfg, const char* name, bool dilations) {
-    const auto [r, c] = pool_axes(cfg, name, dilations);
+    check_arity(cfg, name, 1, 1, 1);
+    check_dtypes(cfg, name, DType::f32);
+    const auto [r, c] =
+        pool_axes(cfg, name, cfg.inputs[0].shape, cfg.outputs[0].shape, "output 0", dilations);
     rows_ = r;
     cols_ = c;
     planes_ = cfg.inputs[0].shape[0] * cfg.inputs[0].shape[1];

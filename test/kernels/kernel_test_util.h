@@ -62,7 +62,9 @@ inline void check_rejects(const std::string& name, const Attrs& attrs, const std
   }
 }
 
-inline void check_close(const std::vector<float>& got, const std::vector<double>& ref) {
+// rtol: 1e-4 for forward kernels against their references; grad_check.h passes 1e-3.
+inline void check_close(const std::vector<float>& got, const std::vector<double>& ref,
+                        double rtol = 1e-4) {
   REQUIRE(got.size() == ref.size());
   double max_ref = 0.0, max_err = 0.0;
   size_t worst = 0;
@@ -76,7 +78,17 @@ inline void check_close(const std::vector<float>& got, const std::vector<double>
   }
   INFO("worst index " << worst << ": got " << (got.empty() ? 0.0f : got[worst]) << ", expected "
                       << (ref.empty() ? 0.0 : ref[worst]));
-  CHECK(max_err <= 1e-4 * std::max(1.0, max_ref));
+  CHECK(max_err <= rtol * std::max(1.0, max_ref));
+}
+
+// Pooled length along one axis, floor or ceil mode, as PyTorch/ONNX size it: in ceil mode the
+// last window must start inside the input or the begin padding.
+inline int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d,
+                             bool ceil) {
+  const double span = double(in + pb + pe - d * (k - 1) - 1) / double(s);
+  int64_t out = static_cast<int64_t>(ceil ? std::ceil(span) : std::floor(span)) + 1;
+  if (ceil && (out - 1) * s >= in + pb) --out;
+  return out;
 }
 
 // Row-major strides of a shape, in elements.

@@ -15,20 +15,12 @@ struct PoolCase {
   bool include_pad;  // average_pool only
 };
 
-int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d, bool ceil) {
-  const double span = double(in + pb + pe - d * (k - 1) - 1) / double(s);
-  int64_t out = static_cast<int64_t>(ceil ? std::ceil(span) : std::floor(span)) + 1;
-  // PyTorch/ONNX: the last window must start inside the input or the begin padding.
-  if (ceil && (out - 1) * s >= in + pb) --out;
-  return out;
-}
-
 std::pair<Shape, Attrs> setup(const PoolCase& c, bool max) {
   const Shape y{c.x[0], c.x[1],
-                out_size(c.x[2], c.kernel[0], c.strides[0], c.pads[0], c.pads[2], c.dilations[0],
-                         c.ceil_mode),
-                out_size(c.x[3], c.kernel[1], c.strides[1], c.pads[1], c.pads[3], c.dilations[1],
-                         c.ceil_mode)};
+                testing::pool_out_size(c.x[2], c.kernel[0], c.strides[0], c.pads[0], c.pads[2],
+                                       c.dilations[0], c.ceil_mode),
+                testing::pool_out_size(c.x[3], c.kernel[1], c.strides[1], c.pads[1], c.pads[3],
+                                       c.dilations[1], c.ceil_mode)};
   Attrs attrs;
   attrs.set_ints("kernel_shape", c.kernel);
   attrs.set_ints("strides", c.strides);

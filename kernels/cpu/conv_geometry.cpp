@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// 2-D convolution geometry, im2col and col2im (see conv_geometry.h).
+#include "kernels/cpu/conv_geometry.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/check.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+Range valid_outputs(int64_t len, int64_t stride, int64_t offset, int64_t out_len) {
+  Range r{out_len, out_len};
+  for (int64_t o = 0; o < out_len; ++o) {
+    const int64_t i = o * stride + offset;
+    if (i >= 0 && i < len) {
+      if (r.lo == out_len) r.lo = o;
+      r.hi = o + 1;
+    }
+  }
+  if (r.lo == out_len) r.lo = r.hi = 0;
+  return r;
+}
+
+}  // namespace
+
+ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, const Shape& x,
+                           const Shape& wt) {
+  ConvGeometry g;
+  if (x.size() != 4 || wt.size() != 4)
+    fail(where_of(cfg), "{}: only 2-D convolution is supported: X {}, W {}", kernel,
+         shape_str(x), shape_str(wt));
+  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
+  g.m = wt[0], g.kh = wt[2], g.kw = wt[3];
+  if (g.c < 1 || g.kh < 1 || g.kw < 1)
+    fail(where_of(cfg), "{}: empty channels or kernel: X {}, W {}", kernel, shape_str(x),
+         shape_str(wt));
+  g.group = cfg.attrs.get_int("group", 1);
+  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || wt[1] != g.c / g.group)
+    fail(where_of(cfg), "{}: X {} and W {} do not fit group={}", kernel, shape_str(x),
+         shape_str(wt), g.group);
+  g.cg = g.c / g.group;
+  g.mg = g.m / g.group;
+  const auto ks = get_ints_n(cfg, kernel, "kernel_shape", 2, {g.kh, g.kw});
+  if (ks[0] != g.kh || ks[1] != g.kw)
+    fail(where_of(cfg), "{}: kernel_shape [{},{}] differs from W {}", kernel, ks[0], ks[1],
+         shape_str(wt));
+  const auto st = get_ints_n(cfg, kernel, "strides", 2, {1, 1});
+  const auto pads = get_ints_n(cfg, kernel, "pads", 4, {0, 0, 0, 0});
+  const auto dil = get_ints_n(cfg, kernel, "dilations", 2, {1, 1});
+  if (st[0] < 1 || st[1] < 1 || dil[0] < 1 || dil[1] < 1 ||
+      std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; }))
+    fail(where_of(cfg), "{}: strides and dilations must be >= 1, pads >= 0", kernel);
+  g.stride_h = st[0], g.stride_w = st[1], g.dil_h = dil[0], g.dil_w = dil[1];
+  g.pad_t = pads[0], g.pad_l = pads[1];
+  g.oh = (g.h + pads[0] + pads[2] - g.dil_h * (g.kh - 1) - 1) / g.stride_h + 1;
+  g.ow = (g.w + pads[1] + pads[3] - g.dil_w * (g.kw - 1) - 1) / g.stride_w + 1;
+  if (g.oh < 1 || g.ow < 1)
+    fail(where_of(cfg), "{}: kernel {} is larger than padded input {}", kernel, shape_str(wt),
+         shape_str(x));
+  g.direct = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+             std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  for (int64_t k = 0; k < g.kh; ++k)
+    g.rows.push_back(valid_outputs(g.h, g.stride_h, k * g.dil_h - g.pad_t, g.oh));
+  for (int64_t k = 0; k < g.kw; ++k)
+    g.cols.push_back(valid_outputs(g.w, g.stride_w, k * g.dil_w - g.pad_l, g.ow));
+  return g;
+}
+
+void im2col(const ConvGeometry& g, const float* x, float* col) {
+  const int64_t oh = g.oh, ow = g.ow;
+  for (int64_t c = 0; c < g.cg; ++c) {
+    const float* plane = x + c * g.h * g.w;
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      const Range rr = g.rows[ki];
+      for (int64_t kj = 0; kj < g.kw; ++kj, col += oh * ow) {
+        const Range cr = g.cols[kj];
+        const int64_t off_w = kj * g.dil_w - g.pad_l;
+        std::fill(col, col + rr.lo * ow, 0.0f);
+        for (int64_t o = rr.lo; o < rr.hi; ++o) {
+          const float* src = plane + (o * g.stride_h + ki * g.dil_h - g.pad_t) * g.w + off_w;
+          float* dst = col + o * ow;
+          std::fill(dst, dst + cr.lo, 0.0f);
+          if (g.stride_w == 1) {
+            std::memcpy(dst + cr.lo, src + cr.lo, (cr.hi - cr.lo) * sizeof(float));
+          } else {
+            for (int64_t p = cr.lo; p < cr.hi; ++p) dst[p] = src[p * g.stride_w];
+          }
+          std::fill(dst + cr.hi, dst + ow, 0.0f);
+        }
+        std::fill(col + rr.hi * ow, col + oh * ow, 0.0f);
+      }
+    }
+  }
+}
+
+void col2im_add(const ConvGeometry& g, const float* col, float* x) {
+  const int64_t oh = g.oh, ow = g.ow;
+  for (int64_t c = 0; c < g.cg; ++c) {
+    float* plane = x + c * g.h * g.w;
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      const Range rr = g.rows[ki];
+      for (int64_t kj = 0; kj < g.kw; ++kj, col += oh * ow) {
+        const Range cr = g.cols[kj];
+        const int64_t off_w = kj * g.dil_w - g.pad_l;
+        for (int64_t o = rr.lo; o < rr.hi; ++o) {
+          float* dst = plane + (o * g.stride_h + ki * g.dil_h - g.pad_t) * g.w + off_w;
+          const float* src = col + o * ow;
+          for (int64_t p = cr.lo; p < cr.hi; ++p) dst[p * g.stride_w] += src[p];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// 2-D convolution geometry shared by conv (conv.cpp) and its gradients (conv_grad.cpp): the
+// attribute checks, and im2col / col2im for one (batch, group) block of C/g input planes.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace of::kernels::cpu {
+
+// Outputs o in [lo, hi) read input index o*stride + offset inside [0, len).
+struct Range {
+  int64_t lo = 0, hi = 0;
+};
+
+struct ConvGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t group = 1, cg = 0, mg = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+  // 1x1, stride 1, unpadded: an input block already is its column matrix (no im2col).
+  bool direct = false;
+  std::vector<Range> rows, cols;  // per kernel row / column: outputs inside the input
+
+  int64_t kdim() const { return cg * kh * kw; }  // rows of the column matrix
+  int64_t spatial() const { return oh * ow; }    // its columns
+  Shape y_shape() const { return {n, m, oh, ow}; }
+};
+
+// Checks X [N,C,H,W] and W [M,C/g,kH,kW] against the attributes (kernel_shape, strides, pads,
+// dilations, group) and returns the geometry; throws of::Error naming cfg.node and `kernel`.
+ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, const Shape& x,
+                           const Shape& w);
+
+// col [kdim, OH*OW] from the C/g planes at x (zeros where a tap reads padding).
+void im2col(const ConvGeometry& g, const float* x, float* col);
+// The adjoint of im2col: adds each column entry into the input position it was read from.
+void col2im_add(const ConvGeometry& g, const float* col, float* x);
+
+}  // namespace of::kernels::cpu

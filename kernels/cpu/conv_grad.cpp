@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gradients of conv (2-D, NCHW, same attributes): per (batch, group),
+//   conv_grad_data:   col = W_g^T [kdim, M/g] * dY_g [M/g, OH*OW], then col2im adds col into dX;
+//   conv_grad_weight: dW_g [M/g, kdim] += dY_g * im2col(X)^T, accumulated over the batch.
+// Workspaces are sized at prepare time; a 1x1, stride-1, unpadded conv skips im2col/col2im.
+// Outputs must not alias inputs.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/conv_geometry.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+// dY's shape is checked against the geometry that X's shape implies; several X sizes give the
+// same dY when strides > 1, which is why dX's shape comes from the compiler.
+// X is the output of conv_grad_data and input 1 of conv_grad_weight; W the other way round.
+ConvGeometry grad_geometry(const KernelConfig& cfg, const char* name, bool x_is_output) {
+  check_arity(cfg, name, 2, 2, 1);
+  check_dtypes(cfg, name, DType::f32);
+  const Shape& x = x_is_output ? cfg.outputs[0].shape : cfg.inputs[1].shape;
+  const Shape& w = x_is_output ? cfg.inputs[1].shape : cfg.outputs[0].shape;
+  ConvGeometry g = conv_geometry(cfg, name, x, w);
+  check_input_shape(cfg, name, 0, "dy", g.y_shape());
+  return g;
+}
+
+class ConvGradData final : public Kernel {
+ public:
+  ConvGradData(const KernelConfig& cfg)
+      : g_(grad_geometry(cfg, "conv_grad_data", true)) {
+    if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    const float* wt = static_cast<const float*>(in[1]);
+    float* dx = static_cast<float*>(out[0]);
+    const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.h * g_.w;
+    for (int64_t b = 0; b < g_.n; ++b) {
+      for (int64_t g = 0; g < g_.group; ++g) {
+        const float* dyg = dy + (b * g_.m + g * mg) * spatial;
+        const float* wg = wt + g * mg * kdim;
+        float* dxg = dx + (b * g_.c + g * g_.cg) * plane;
+        if (mg == 0) {
+          std::fill(dxg, dxg + g_.cg * plane, 0.0f);
+        } else if (g_.direct) {  // dX_g is the column matrix itself
+          dnnl_sgemm('T', 'N', kdim, spatial, mg, 1.0f, wg, kdim, dyg, spatial, 0.0f, dxg, spatial);
+        } else {
+          dnnl_sgemm('T', 'N', kdim, spatial, mg, 1.0f, wg, kdim, dyg, spatial, 0.0f, col_.data(),
+                     spatial);
+          std::fill(dxg, dxg + g_.cg * plane, 0.0f);
+          col2im_add(g_, col_.data(), dxg);
+        }
+      }
+    }
+  }
+
+ private:
+  ConvGeometry g_;
+  std::vector<float> col_;  // [kdim, OH*OW] for one (batch, group)
+};
+
+class ConvGradWeight final : public Kernel {
+ public:
+  ConvGradWeight(const KernelConfig& cfg)
+      : g_(grad_geometry(cfg, "conv_grad_weight", false)) {
+    if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    const float* x = static_cast<const float*>(in[1]);
+    float* dw = static_cast<float*>(out[0]);
+    const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg;
+    if (g_.n == 0 || mg == 0) {
+      std::fill(dw, dw + g_.m * kdim, 0.0f);
+      return;
+    }
+    for (int64_t b = 0; b < g_.n; ++b) {
+      const float beta = b == 0 ? 0.0f : 1.0f;  // the first batch overwrites, the rest add
+      for (int64_t g = 0; g < g_.group; ++g) {
+        const float* xg = x + (b * g_.c + g * g_.cg) * g_.h * g_.w;
+        const float* col = xg;
+        if (!g_.direct) {
+          im2col(g_, xg, col_.data());
+          col = col_.data();
+        }
+        dnnl_sgemm('N', 'T', mg, kdim, spatial, 1.0f, dy + (b * g_.m + g * mg) * spatial, spatial,
+                   col, spatial, beta, dw + g * mg * kdim, kdim);
+      }
+    }
+  }
+
+ private:
+  ConvGeometry g_;
+  std::vector<float> col_;  // im2col workspace for one (batch, group)
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg) {
+  return std::make_unique<ConvGradData>(cfg);
+}
+std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg) {
+  return std::make_unique<ConvGradWeight>(cfg);
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// Losses and their gradients: softmax_cross_entropy (logits [N,C], labels i64 [N] -> mean loss [],
+// softmax prob [N,C] kept for the backward) and mse_loss (mean squared error). The data source
+// validates labels; a label outside [0,C) still never reads out of bounds: it contributes 0 to
+// the loss (the mean still divides by N) and, consistently, a zero row to dlogits.
+// Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+bool is_scalar(const Shape& s) { return numel(s) == 1 && s.size() <= 1; }
+
+// [N,C] and [N] from logits/prob (input `at`) and labels (input `at` + 1).
+std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name, int at) {
+  const Shape& p = cfg.inputs[at].shape;
+  if (p.size() != 2) fail(where_of(cfg), "{}: input {} {} must be [N,C]", name, at, shape_str(p));
+  check_input_shape(cfg, name, at + 1, "labels", {p[0]});
+  return {p[0], p[1]};
+}
+
+// (logits, labels) -> (loss [], prob [N,C]). prob may alias logits: a row's logits are all read
+// (max, sum, the label's logit) before its probabilities are written.
+class SoftmaxCrossEntropy final : public Kernel {
+ public:
+  SoftmaxCrossEntropy(const KernelConfig& cfg) {
+    const char* name = "softmax_cross_entropy";
+    check_arity(cfg, name, 2, 2, 2);
+    check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    std::tie(n_, c_) = xent_dims(cfg, name, 0);
+    check_output_shape(cfg, name, 0, {});
+    check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[0]);
+    const int64_t* labels = static_cast<const int64_t*>(in[1]);
+    float* loss = static_cast<float*>(out[0]);
+    float* prob = static_cast<float*>(out[1]);
+    double total = 0.0;
+    for (int64_t r = 0; r < n_ && c_ > 0; ++r, x += c_, prob += c_) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t k = 0; k < c_; ++k) m = std::max(m, x[k]);
+      float sum = 0.0f;
+      for (int64_t k = 0; k < c_; ++k) sum += std::exp(x[k] - m);
+      const int64_t label = labels[r];
+      // -log softmax[label] = log(sum) - (x[label] - m): log-sum-exp without overflow.
+      if (label >= 0 && label < c_) total += std::log(sum) - (x[label] - m);
+      const float inv = 1.0f / sum;
+      for (int64_t k = 0; k < c_; ++k) prob[k] = std::exp(x[k] - m) * inv;
+    }
+    *loss = n_ > 0 ? static_cast<float>(total / static_cast<double>(n_)) : 0.0f;
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0;
+};
+
+// (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - onehot) * dloss / N.
+// dlogits may alias prob.
+class SoftmaxCrossEntropyGrad final : public Kernel {
+ public:
+  SoftmaxCrossEntropyGrad(const KernelConfig& cfg) {
+    const char* name = "softmax_cross_entropy_grad";
+    check_arity(cfg, name, 3, 3, 1);
+    check_dtypes(cfg, name, {DType::f32, DType::f32, DType::i64}, {DType::f32});
+    if (!is_scalar(cfg.inputs[0].shape))
+      fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(cfg.inputs[0].shape));
+    std::tie(n_, c_) = xent_dims(cfg, name, 1);
+    check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float n = static_cast<float>(std::max<int64_t>(n_, 1));
+    const float scale = *static_cast<const float*>(in[0]) / n;
+    const float* prob = static_cast<const float*>(in[1]);
+    const int64_t* labels = static_cast<const int64_t*>(in[2]);
+    float* dx = static_cast<float*>(out[0]);
+    for (int64_t r = 0; r < n_; ++r, prob += c_, dx += c_) {
+      const int64_t label = labels[r];
+      if (label < 0 || label >= c_) {  // contributed a constant 0 to the loss
+        std::fill(dx, dx + c_, 0.0f);
+        continue;
+      }
+      for (int64_t k = 0; k < c_; ++k) dx[k] = prob[k] * scale;
+      dx[label] -= scale;
+    }
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0;
+};
+
+// (pred, target) -> loss [] = mean((pred - target)^2).
+class MseLoss final : public Kernel {
+ public:
+  MseLoss(const KernelConfig& cfg) {
+    check_arity(cfg, "mse_loss", 2, 2, 1);
+    check_dtypes(cfg, "mse_loss", DType::f32);
+    check_input_shape(cfg, "mse_loss", 1, "target", cfg.inputs[0].shape);
+    check_output_shape(cfg, "mse_loss", 0, {});
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* p = static_cast<const float*>(in[0]);
+    const float* t = static_cast<const float*>(in[1]);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n_; ++i) {
+      const double d = static_cast<double>(p[i]) - t[i];
+      sum += d * d;
+    }
+    const double mean = n_ > 0 ? sum / static_cast<double>(n_) : 0.0;
+    *static_cast<float*>(out[0]) = static_cast<float>(mean);
+  }
+
+ private:
+  int64_t n_ = 0;
+};
+
+// (dloss [], pred, target) -> dpred = 2 * (pred - target) * dloss / numel. dpred may alias pred
+// or target.
+class MseLossGrad final : public Kernel {
+ public:
+  MseLossGrad(const KernelConfig& cfg) {
+    check_arity(cfg, "mse_loss_grad", 3, 3, 1);
+    check_dtypes(cfg, "mse_loss_grad", DType::f32);
+    if (!is_scalar(cfg.inputs[0].shape))
+      fail(where_of(cfg), "mse_loss_grad: dloss {} must be a scalar",
+           shape_str(cfg.inputs[0].shape));
+    check_input_shape(cfg, "mse_loss_grad", 2, "target", cfg.inputs[1].shape);
+    check_output_shape(cfg, "mse_loss_grad", 0, cfg.inputs[1].shape);
+    n_ = numel(cfg.inputs[1].shape);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float n = static_cast<float>(std::max<int64_t>(n_, 1));
+    const float scale = 2.0f * *static_cast<const float*>(in[0]) / n;
+    const float* p = static_cast<const float*>(in[1]);
+    const float* t = static_cast<const float*>(in[2]);
+    float* dp = static_cast<float*>(out[0]);
+    for (int64_t i = 0; i < n_; ++i) dp[i] = (p[i] - t[i]) * scale;
+  }
+
+ private:
+  int64_t n_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_mse_loss(const KernelConfig& cfg) {
+  return std::make_unique<MseLoss>(cfg);
+}
+std::unique_ptr<Kernel> make_mse_loss_grad(const KernelConfig& cfg) {
+  return std::make_unique<MseLossGrad>(cfg);
+}
+std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg) {
+  return std::make_unique<SoftmaxCrossEntropy>(cfg);
+}
+std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg) {
+  return std::make_unique<SoftmaxCrossEntropyGrad>(cfg);
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// Optimizer updates, exactly torch.optim.SGD and torch.optim.Adam/AdamW's documented rules
+// (maximize=False; no amsgrad). lr and the 1-based step count are f32 scalar INPUTS, so a
+// schedule can change them every step without re-preparing the kernel. The state outputs may
+// alias their inputs (out[k] == the matching in[]): every element is read before it is written.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+// Checks that inputs [0, n_tensors) share param's shape, the rest are scalars, and that the
+// outputs have param's shape; returns numel(param).
+int64_t check_update(const KernelConfig& cfg, const char* name, int n_tensors, int n_scalars,
+                     const char* const* names) {
+  check_arity(cfg, name, n_tensors + n_scalars, n_tensors + n_scalars, n_tensors - 1);
+  check_dtypes(cfg, name, DType::f32);
+  const Shape& p = cfg.inputs[0].shape;
+  for (int i = 1; i < n_tensors; ++i) check_input_shape(cfg, name, i, names[i], p);
+  for (int i = n_tensors; i < n_tensors + n_scalars; ++i) {
+    const Shape& s = cfg.inputs[i].shape;
+    if (numel(s) != 1 || s.size() > 1)
+      fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected a scalar []", name, i,
+           names[i], shape_str(s));
+  }
+  for (int i = 0; i < n_tensors - 1; ++i) check_output_shape(cfg, name, i, p);
+  return numel(p);
+}
+
+float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback,
+                 float lo) {
+  const float v = cfg.attrs.get_float(attr, fallback);
+  if (!(v >= lo))
+    fail(where_of(cfg), "{}: attribute '{}' is {}, expected >= {}", name, attr, v, lo);
+  return v;
+}
+
+// (param, grad, velocity, lr, step) -> (param', velocity'). With g = grad + wd*param:
+// step 1 (step < 1.5): buf = g; later: buf = momentum*buf + (1-dampening)*g; then
+// param' = param - lr * (nesterov ? g + momentum*buf : buf). momentum 0: param' = param - lr*g
+// and velocity' = velocity (PyTorch keeps no buffer then).
+class SgdUpdate final : public Kernel {
+ public:
+  SgdUpdate(const KernelConfig& cfg) {
+    static const char* const names[] = {"param", "grad", "velocity", "lr", "step"};
+    n_ = check_update(cfg, "sgd_update", 3, 2, names);
+    momentum_ = float_attr(cfg, "sgd_update", "momentum", 0.0f, 0.0f);
+    dampening_ = cfg.attrs.get_float("dampening", 0.0f);
+    weight_decay_ = float_attr(cfg, "sgd_update", "weight_decay", 0.0f, 0.0f);
+    nesterov_ = cfg.attrs.get_int("nesterov", 0) != 0;
+    if (nesterov_ && (momentum_ <= 0.0f || dampening_ != 0.0f))  // torch raises the same
+      fail(where_of(cfg), "sgd_update: nesterov needs momentum > 0 and dampening 0");
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* p = static_cast<const float*>(in[0]);
+    const float* grad = static_cast<const float*>(in[1]);
+    const float* buf = static_cast<const float*>(in[2]);
+    const float lr = *static_cast<const float*>(in[3]);
+    const bool first = *static_cast<const float*>(in[4]) < 1.5f;  // step counts from 1
+    float* p_out = static_cast<float*>(out[0]);
+    float* buf_out = static_cast<float*>(out[1]);
+    const float mu = momentum_, wd = weight_decay_, keep = 1.0f - dampening_;
+    for (int64_t i = 0; i < n_; ++i) {
+      const float pi = p[i];
+      float g = grad[i] + wd * pi;
+      if (mu != 0.0f) {
+        const float b = first ? g : mu * buf[i] + keep * g;
+        buf_out[i] = b;
+        g = nesterov_ ? g + mu * b : b;
+      } else {
+        buf_out[i] = buf[i];
+      }
+      p_out[i] = pi - lr * g;
+    }
+  }
+
+ private:
+  int64_t n_ = 0;
+  float momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
+  bool nesterov_ = false;
+};
+
+// (param, grad, m, v, lr, step) -> (param', m', v'). decoupled 0 (Adam): g = grad + wd*param;
+// decoupled 1 (AdamW): param *= 1 - lr*wd first. Then m = b1*m + (1-b1)*g,
+// v = b2*v + (1-b2)*g^2, param -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps), as torch's
+// single-tensor path computes it. A step below 1 is treated as 1 (bias corrections stay > 0).
+class AdamUpdate final : public Kernel {
+ public:
+  AdamUpdate(const KernelConfig& cfg) {
+    static const char* const names[] = {"param", "grad", "m", "v", "lr", "step"};
+    const char* name = "adam_update";
+    n_ = check_update(cfg, name, 4, 2, names);
+    beta1_ = float_attr(cfg, name, "beta1", 0.9f, 0.0f);
+    beta2_ = float_attr(cfg, name, "beta2", 0.999f, 0.0f);
+    eps_ = float_attr(cfg, name, "eps", 1e-8f, 0.0f);
+    weight_decay_ = float_attr(cfg, name, "weight_decay", 0.0f, 0.0f);
+    if (beta1_ >= 1.0f || beta2_ >= 1.0f)
+      fail(where_of(cfg), "{}: beta1 {} and beta2 {} must be < 1", name, beta1_, beta2_);
+    const int64_t decoupled = cfg.attrs.get_int("decoupled", 0);
+    if (decoupled != 0 && decoupled != 1)
+      fail(where_of(cfg), "{}: decoupled must be 0 or 1, got {}", name, decoupled);
+    decoupled_ = decoupled == 1;
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* p = static_cast<const float*>(in[0]);
+    const float* grad = static_cast<const float*>(in[1]);
+    const float* m = static_cast<const float*>(in[2]);
+    const float* v = static_cast<const float*>(in[3]);
+    const float lr = *static_cast<const float*>(in[4]);
+    const double t = std::max(1.0f, *static_cast<const float*>(in[5]));
+    float* p_out = static_cast<float*>(out[0]);
+    float* m_out = static_cast<float*>(out[1]);
+    float* v_out = static_cast<float*>(out[2]);
+    // Per-act scalars in double: b^t for large t loses nothing to f32 pow.
+    const float step_size = static_cast<float>(lr / (1.0 - std::pow(double(beta1_), t)));
+    const float inv_bc2_sqrt =
+        static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(double(beta2_), t)));
+    const float b1 = beta1_, b2 = beta2_, eps = eps_;
+    const float l2 = decoupled_ ? 0.0f : weight_decay_;
+    const float shrink = decoupled_ ? 1.0f - lr * weight_decay_ : 1.0f;
+    for (int64_t i = 0; i < n_; ++i) {
+      const float pi = p[i] * shrink;
+      const float g = grad[i] + l2 * p[i];
+      const float mi = b1 * m[i] + (1.0f - b1) * g;
+      const float vi = b2 * v[i] + (1.0f - b2) * g * g;
+      m_out[i] = mi;
+      v_out[i] = vi;
+      p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
+    }
+  }
+
+ private:
+  int64_t n_ = 0;
+  float beta1_ = 0.9f, beta2_ = 0.999f, eps_ = 1e-8f, weight_decay_ = 0.0f;
+  bool decoupled_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg) {
+  return std::make_unique<AdamUpdate>(cfg);
+}
+std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg) {
+  return std::make_unique<SgdUpdate>(cfg);
+}
+
+}  // namespace of::kernels::cpu

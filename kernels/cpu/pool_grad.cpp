@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gradients of the pooling kernels (2-D, NCHW, same attributes and window geometry as pool.cpp):
+// max_pool_grad routes each dy to the first maximum of its window (row-major taps, as PyTorch),
+// average_pool_grad spreads dy / count over the window, global_average_pool_grad broadcasts
+// dy / (H*W). dx is zeroed and then accumulated into, so it must not alias an input.
+#include <algorithm>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/pool_window.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+class PoolGrad : public Kernel {
+ protected:
+  // Inputs: dy (pooled shape), then x (dX's shape) for max_pool_grad only.
+  PoolGrad(const KernelConfig& cfg, const char* name, int n_in, bool dilations) {
+    check_arity(cfg, name, n_in, n_in, 1);
+    check_dtypes(cfg, name, DType::f32);
+    const Shape& x = cfg.outputs[0].shape;
+    if (n_in == 2) check_input_shape(cfg, name, 1, "x", x);
+    const auto [r, c] = pool_axes(cfg, name, x, cfg.inputs[0].shape, "input 0 (dy)", dilations);
+    rows_ = r;
+    cols_ = c;
+    planes_ = x[0] * x[1];
+    row_windows_ = windows(rows_);
+    col_windows_ = windows(cols_);
+  }
+  Axis rows_, cols_;
+  int64_t planes_ = 0;
+  std::vector<Window> row_windows_, col_windows_;
+};
+
+// (dy, x) -> dx; x is the forward input, needed to find each window's argmax again.
+class MaxPoolGrad final : public PoolGrad {
+ public:
+  MaxPoolGrad(const KernelConfig& cfg)
+      : PoolGrad(cfg, "max_pool_grad", 2, true) {}
+  void run(const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    const float* x = static_cast<const float*>(in[1]);
+    float* dx = static_cast<float*>(out[0]);
+    const int64_t w = cols_.in, plane = rows_.in * w, dh = rows_.dilation, dw = cols_.dilation;
+    std::fill(dx, dx + planes_ * plane, 0.0f);
+    for (int64_t p = 0; p < planes_; ++p, x += plane, dx += plane) {
+      for (const Window& rw : row_windows_) {
+        for (const Window& cw : col_windows_) {
+          const float g = *dy++;
+          if (rw.lo == rw.hi || cw.lo == cw.hi) continue;  // window entirely in the padding
+          // Strict '>' keeps the first maximum, so ties go where PyTorch sends them.
+          int64_t best = (rw.start + rw.lo * dh) * w + cw.start + cw.lo * dw;
+          float m = x[best];
+          for (int64_t i = rw.lo; i < rw.hi; ++i) {
+            const int64_t row = (rw.start + i * dh) * w + cw.start;
+            for (int64_t j = cw.lo; j < cw.hi; ++j)
+              if (x[row + j * dw] > m) {
+                m = x[row + j * dw];
+                best = row + j * dw;
+              }
+          }
+          dx[best] += g;
+        }
+      }
+    }
+  }
+};
+
+// (dy) -> dx; dx's shape (the forward input's) comes from the compiler.
+class AveragePoolGrad final : public PoolGrad {
+ public:
+  AveragePoolGrad(const KernelConfig& cfg)
+      : PoolGrad(cfg, "average_pool_grad", 1, false) {
+    include_pad_ = cfg.attrs.get_int("count_include_pad", 0) != 0;
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    float* dx = static_cast<float*>(out[0]);
+    const int64_t w = cols_.in, plane = rows_.in * w;
+    std::fill(dx, dx + planes_ * plane, 0.0f);
+    for (int64_t p = 0; p < planes_; ++p, dx += plane) {
+      for (const Window& rw : row_windows_) {
+        for (const Window& cw : col_windows_) {
+          const int64_t count =
+              include_pad_ ? rw.padded * cw.padded : (rw.hi - rw.lo) * (cw.hi - cw.lo);
+          const float g = *dy++;
+          if (count <= 0) continue;  // the forward wrote 0 without reading anything
+          const float share = g / static_cast<float>(count);
+          for (int64_t i = rw.lo; i < rw.hi; ++i) {
+            float* dst = dx + (rw.start + i) * w + cw.start;
+            for (int64_t j = cw.lo; j < cw.hi; ++j) dst[j] += share;
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  bool include_pad_ = false;
+};
+
+// (dy [N,C,1,..]) -> dx [N,C,...]: every position of a plane gets dy / (its size).
+class GlobalAveragePoolGrad final : public Kernel {
+ public:
+  GlobalAveragePoolGrad(const KernelConfig& cfg) {
+    check_arity(cfg, "global_average_pool_grad", 1, 1, 1);
+    check_dtypes(cfg, "global_average_pool_grad", DType::f32);
+    const Shape& x = cfg.outputs[0].shape;
+    if (x.size() < 3)
+      fail(where_of(cfg), "global_average_pool_grad: dX {} needs rank >= 3", shape_str(x));
+    Shape y(x.size(), 1);
+    y[0] = x[0];
+    y[1] = x[1];
+    check_input_shape(cfg, "global_average_pool_grad", 0, "dy", y);
+    planes_ = x[0] * x[1];
+    spatial_ = numel(x) / std::max<int64_t>(1, planes_);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    float* dx = static_cast<float*>(out[0]);
+    const float inv = spatial_ > 0 ? 1.0f / static_cast<float>(spatial_) : 0.0f;
+    for (int64_t p = 0; p < planes_; ++p, dx += spatial_) std::fill(dx, dx + spatial_, dy[p] * inv);
+  }
+
+ private:
+  int64_t planes_ = 0, spatial_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_max_pool_grad(const KernelConfig& cfg) {
+  return std::make_unique<MaxPoolGrad>(cfg);
+}
+std::unique_ptr<Kernel> make_average_pool_grad(const KernelConfig& cfg) {
+  return std::make_unique<AveragePoolGrad>(cfg);
+}
+std::unique_ptr<Kernel> make_global_average_pool_grad(const KernelConfig& cfg) {
+  return std::make_unique<GlobalAveragePoolGrad>(cfg);
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// softmax_grad (dx = y*(dy - sum_axis(dy*y))) and log_softmax_grad (dx = dy - exp(y)*sum_axis(dy))
+// from (dy, y), y the forward output. Same [outer, n, inner] view as softmax.cpp: the axis sums
+// for inner > 1 run across a row of `inner` lanes (a member buffer), so loops stay contiguous.
+// dx may alias dy or y: each element is written after the last read of its sums' inputs.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+class SoftmaxGrad final : public Kernel {
+ public:
+  SoftmaxGrad(const KernelConfig& cfg, const char* name, bool log);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  bool log_ = false;
+  int64_t outer_ = 1, n_ = 1, inner_ = 1;
+  std::vector<float> sum_;  // inner_ lanes
+};
+
+SoftmaxGrad::SoftmaxGrad(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
+  check_arity(cfg, name, 2, 2, 1);
+  check_dtypes(cfg, name, DType::f32);
+  const Shape& s = cfg.inputs[0].shape;
+  check_input_shape(cfg, name, 1, "y", s);
+  check_output_shape(cfg, name, 0, s);
+  const int64_t axis = cfg.attrs.get_int("axis", static_cast<int64_t>(s.size()) - 1);
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size()))
+    fail(where_of(cfg), "{}: axis {} out of range for shape {}", name, axis, shape_str(s));
+  for (int64_t i = 0; i < axis; ++i) outer_ *= s[i];
+  n_ = s[axis];
+  for (size_t i = axis + 1; i < s.size(); ++i) inner_ *= s[i];
+  sum_.resize(inner_);
+}
+
+void SoftmaxGrad::run(const void* const* in, void* const* out) {
+  const float* dy = static_cast<const float*>(in[0]);
+  const float* y = static_cast<const float*>(in[1]);
+  float* dx = static_cast<float*>(out[0]);
+  float* sum = sum_.data();
+  const int64_t plane = n_ * inner_;
+  for (int64_t o = 0; o < outer_; ++o, dy += plane, y += plane, dx += plane) {
+    std::fill(sum, sum + inner_, 0.0f);
+    if (log_) {
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) sum[j] += dy[k * inner_ + j];
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) {
+          const int64_t i = k * inner_ + j;
+          dx[i] = dy[i] - std::exp(y[i]) * sum[j];
+        }
+    } else {
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) sum[j] += dy[k * inner_ + j] * y[k * inner_ + j];
+      for (int64_t k = 0; k < n_; ++k)
+        for (int64_t j = 0; j < inner_; ++j) {
+          const int64_t i = k * inner_ + j;
+          dx[i] = y[i] * (dy[i] - sum[j]);
+        }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_softmax_grad(const KernelConfig& cfg) {
+  return std::make_unique<SoftmaxGrad>(cfg, "softmax_grad", false);
+}
+std::unique_ptr<Kernel> make_log_softmax_grad(const KernelConfig& cfg) {
+  return std::make_unique<SoftmaxGrad>(cfg, "log_softmax_grad", true);
+}
+
+}  // namespace of::kernels::cpu

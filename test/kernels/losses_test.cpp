@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// softmax_cross_entropy and mse_loss: values against double references, gradients against
+// central differences of the double loss; out-of-range labels and large logits.
+#include <cmath>
+
+#include "grad_check.h"
+
+namespace of::kernels {
+namespace {
+
+using testing::DoubleFn;
+
+// Mean over rows of -log softmax(x)[label]; a label outside [0,C) contributes 0.
+double xent_ref(const std::vector<double>& x, const std::vector<int64_t>& labels, int64_t c) {
+  const int64_t n = static_cast<int64_t>(labels.size());
+  double total = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < c; ++k) m = std::max(m, x[r * c + k]);
+    for (int64_t k = 0; k < c; ++k) sum += std::exp(x[r * c + k] - m);
+    if (labels[r] >= 0 && labels[r] < c) total += m + std::log(sum) - x[r * c + labels[r]];
+  }
+  return n > 0 ? total / double(n) : 0.0;
+}
+
+struct XentOut {
+  float loss;
+  std::vector<float> prob;
+};
+
+XentOut run_xent(const std::vector<float>& x, const std::vector<int64_t>& labels, int64_t c) {
+  const int64_t n = static_cast<int64_t>(labels.size());
+  XentOut o{std::nanf(""), std::vector<float>(x.size(), std::nanf(""))};
+  testing::run_kernel("softmax_cross_entropy", Attrs{},
+                      {{{n, c}, DType::f32}, {{n}, DType::i64}},
+                      {{{}, DType::f32}, {{n, c}, DType::f32}}, {x.data(), labels.data()},
+                      {&o.loss, o.prob.data()});
+  return o;
+}
+
+std::vector<float> run_xent_grad(float dloss, const std::vector<float>& prob,
+                                 const std::vector<int64_t>& labels, int64_t c) {
+  const int64_t n = static_cast<int64_t>(labels.size());
+  std::vector<float> dx(prob.size(), std::nanf(""));
+  testing::run_kernel("softmax_cross_entropy_grad", Attrs{},
+                      {{{}, DType::f32}, {{n, c}, DType::f32}, {{n}, DType::i64}},
+                      {{{n, c}, DType::f32}}, {&dloss, prob.data(), labels.data()}, {dx.data()});
+  return dx;
+}
+
+void check_xent(const std::vector<int64_t>& labels, int64_t c, float scale) {
+  std::mt19937 rng(43);
+  const int64_t n = static_cast<int64_t>(labels.size());
+  const auto x = testing::random_floats(n * c, rng, -scale, scale);
+  const auto xd = testing::to_double(x);
+  const XentOut out = run_xent(x, labels, c);
+  testing::check_close({out.loss}, {xent_ref(xd, labels, c)});
+  std::vector<double> prob_ref(x.size());
+  for (int64_t r = 0; r < n; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < c; ++k) m = std::max(m, xd[r * c + k]);
+    for (int64_t k = 0; k < c; ++k) sum += std::exp(xd[r * c + k] - m);
+    for (int64_t k = 0; k < c; ++k) prob_ref[r * c + k] = std::exp(xd[r * c + k] - m) / sum;
+  }
+  testing::check_close(out.prob, prob_ref);
+  const float dloss = 0.7f;
+  const DoubleFn f = [&](const std::vector<double>& in) {
+    return std::vector<double>{xent_ref(in, labels, c)};
+  };
+  testing::check_grad(run_xent_grad(dloss, out.prob, labels, c),
+                      testing::numeric_grad(f, xd, {dloss}));
+}
+
+TEST_CASE("softmax_cross_entropy: loss, prob and gradient match double references",
+          "[kernels]") {
+  check_xent({3, 0, 9, 4, 4, 1}, 10, 3.0f);
+  check_xent({0}, 1, 1.0f);
+  check_xent({1, 0}, 2, 5.0f);
+}
+
+TEST_CASE("softmax_cross_entropy: large logits stay finite (log-sum-exp)", "[kernels]") {
+  const std::vector<float> x{1000.0f, 0.0f, -1000.0f, 500.0f, 1000.0f, 999.0f};
+  const XentOut out = run_xent(x, {2, 1}, 3);
+  const double want = (2000.0 + std::log1p(std::exp(-1000.0) + std::exp(-2000.0)) +
+                       std::log1p(std::exp(-1.0) + std::exp(-500.0))) / 2;
+  CHECK(std::isfinite(out.loss));
+  CHECK(std::fabs(out.loss - want) <= 1e-4 * want);
+  for (float p : out.prob) CHECK(std::isfinite(p));
+}
+
+TEST_CASE("softmax_cross_entropy: labels outside [0,C) contribute 0 and get zero gradient",
+          "[kernels]") {
+  check_xent({2, -1, 7, 1}, 4, 2.0f);  // -1 and 7 are out of range for C=4
+  std::mt19937 rng(47);
+  const auto x = testing::random_floats(8, rng);
+  const XentOut out = run_xent(x, {-5, 100}, 4);
+  CHECK(out.loss == 0.0f);
+  for (float g : run_xent_grad(1.0f, out.prob, {-5, 100}, 4)) CHECK(g == 0.0f);
+}
+
+TEST_CASE("mse_loss: value and gradient match double references", "[kernels]") {
+  std::mt19937 rng(53);
+  const Shape s{4, 3, 5};
+  const auto p = testing::random_floats(numel(s), rng), t = testing::random_floats(numel(s), rng);
+  const auto td = testing::to_double(t);
+  const DoubleFn f = [&](const std::vector<double>& in) {
+    double sum = 0;
+    for (size_t i = 0; i < in.size(); ++i) sum += (in[i] - td[i]) * (in[i] - td[i]);
+    return std::vector<double>{sum / double(in.size())};
+  };
+  testing::check_close(testing::run_f32("mse_loss", Attrs{}, {s, s}, {p, t}, {}),
+                       f(testing::to_double(p)));
+  const float dloss = -1.3f;
+  testing::check_grad(
+      testing::run_f32("mse_loss_grad", Attrs{}, {{}, s, s}, {{dloss}, p, t}, s),
+      testing::numeric_grad(f, testing::to_double(p), {dloss}));
+}
+
+TEST_CASE("losses: bad configs throw of::Error", "[kernels]") {
+  const TensorDesc logits{{4, 3}, DType::f32}, labels{{4}, DType::i64}, loss{{}, DType::f32};
+  using testing::check_rejects_descs;
+  check_rejects_descs("softmax_cross_entropy", Attrs{}, {logits, {{4}, DType::f32}},
+                      {loss, logits});  // f32 labels
+  check_rejects_descs("softmax_cross_entropy", Attrs{}, {logits, {{5}, DType::i64}},
+                      {loss, logits});  // labels length
+  check_rejects_descs("softmax_cross_entropy", Attrs{}, {{{4, 3, 1}, DType::f32}, labels},
+                      {loss, {{4, 3, 1}, DType::f32}});  // rank
+  check_rejects_descs("softmax_cross_entropy", Attrs{}, {logits, labels},
+                      {{{1}, DType::f32}, logits});  // loss shape
+  check_rejects_descs("softmax_cross_entropy", Attrs{}, {logits, labels}, {loss});  // arity
+  check_rejects_descs("softmax_cross_entropy_grad", Attrs{}, {{{2}, DType::f32}, logits, labels},
+                      {logits});  // dloss shape
+  check_rejects_descs("softmax_cross_entropy_grad", Attrs{}, {loss, logits, labels},
+                      {{{3, 4}, DType::f32}});  // dlogits shape
+  testing::check_rejects("mse_loss", Attrs{}, {{3, 4}, {4, 3}}, {{}});
+  testing::check_rejects("mse_loss", Attrs{}, {{3, 4}, {3, 4}}, {{3, 4}});
+  testing::check_rejects("mse_loss_grad", Attrs{}, {{3, 4}, {3, 4}, {3, 4}}, {{3, 4}});
+  testing::check_rejects("mse_loss_grad", Attrs{}, {{}, {3, 4}, {3, 5}}, {{3, 4}});
+}
+
+}  // namespace
+}  // namespace of::kernels

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// sgd_update and adam_update: three consecutive steps (with a changing lr) against double
+// re-implementations of torch.optim.SGD / Adam / AdamW's documented algorithms, run both into
+// fresh buffers and in place (out == in), which must agree.
+#include <cmath>
+
+#include "grad_check.h"
+
+namespace of::kernels {
+namespace {
+
+constexpr int64_t kN = 37;
+const float kLr[3] = {0.1f, 0.05f, 0.02f};
+
+struct SgdCfg {
+  float momentum, dampening, weight_decay;
+  bool nesterov;
+};
+
+Attrs sgd_attrs(const SgdCfg& c) {
+  Attrs a;
+  a.set_float("momentum", c.momentum);
+  a.set_float("dampening", c.dampening);
+  a.set_float("weight_decay", c.weight_decay);
+  a.set_int("nesterov", c.nesterov);
+  return a;
+}
+
+// torch.optim.SGD, per its documentation (maximize=False).
+void sgd_ref(const SgdCfg& c, std::vector<double>& p, const std::vector<double>& grad,
+             std::vector<double>& buf, double lr, int step) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    double g = grad[i];
+    if (c.weight_decay != 0) g += c.weight_decay * p[i];
+    if (c.momentum != 0) {
+      buf[i] = step > 1 ? c.momentum * buf[i] + (1 - c.dampening) * g : g;
+      g = c.nesterov ? g + c.momentum * buf[i] : buf[i];
+    }
+    p[i] -= lr * g;
+  }
+}
+
+struct AdamCfg {
+  float beta1, beta2, eps, weight_decay;
+  bool decoupled;
+};
+
+Attrs adam_attrs(const AdamCfg& c) {
+  Attrs a;
+  a.set_float("beta1", c.beta1);
+  a.set_float("beta2", c.beta2);
+  a.set_float("eps", c.eps);
+  a.set_float("weight_decay", c.weight_decay);
+  a.set_int("decoupled", c.decoupled);
+  return a;
+}
+
+// torch.optim.Adam (decoupled=false) / AdamW (decoupled=true), amsgrad=False, maximize=False.
+void adam_ref(const AdamCfg& c, std::vector<double>& p, const std::vector<double>& grad,
+              std::vector<double>& m, std::vector<double>& v, double lr, int t) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    double g = grad[i];
+    if (c.decoupled)
+      p[i] *= 1 - lr * c.weight_decay;
+    else if (c.weight_decay != 0)
+      g += c.weight_decay * p[i];
+    m[i] = c.beta1 * m[i] + (1 - c.beta1) * g;
+    v[i] = c.beta2 * v[i] + (1 - c.beta2) * g * g;
+    const double m_hat = m[i] / (1 - std::pow(double(c.beta1), t));
+    const double v_hat = v[i] / (1 - std::pow(double(c.beta2), t));
+    p[i] -= lr * m_hat / (std::sqrt(v_hat) + c.eps);
+  }
+}
+
+// Runs `steps` updates of a kernel whose tensor inputs are `state` (param first, grad second,
+// then the optimizer state) and scalar inputs lr, step. In place: outputs are the input buffers.
+// Returns the final state tensors other than grad (param, then the optimizer state).
+std::vector<std::vector<float>> run_steps(const std::string& name, const Attrs& attrs,
+                                          std::vector<std::vector<float>> state,
+                                          const std::vector<std::vector<float>>& grads,
+                                          bool in_place) {
+  const size_t n_state = state.size();  // including grad at index 1
+  std::vector<Shape> in_shapes(n_state, Shape{kN});
+  in_shapes.push_back({});
+  in_shapes.push_back({});
+  const std::vector<Shape> out_shapes(n_state - 1, Shape{kN});
+  auto kernel = testing::prepare(name, attrs, in_shapes, out_shapes);
+  std::vector<std::vector<float>> fresh(n_state - 1, std::vector<float>(kN, std::nanf("")));
+  for (int step = 1; step <= 3; ++step) {
+    state[1] = grads[step - 1];
+    const float lr = kLr[step - 1], t = static_cast<float>(step);
+    std::vector<const void*> in;
+    for (const auto& s : state) in.push_back(s.data());
+    in.push_back(&lr);
+    in.push_back(&t);
+    std::vector<void*> out;
+    for (size_t k = 0; k < n_state - 1; ++k)
+      out.push_back(in_place ? state[k == 0 ? 0 : k + 1].data() : fresh[k].data());
+    kernel->run(in.data(), out.data());
+    if (!in_place)
+      for (size_t k = 0; k < n_state - 1; ++k) state[k == 0 ? 0 : k + 1] = fresh[k];
+  }
+  std::vector<std::vector<float>> result{state[0]};
+  for (size_t k = 2; k < n_state; ++k) result.push_back(state[k]);
+  return result;
+}
+
+std::vector<std::vector<float>> random_grads(std::mt19937& rng) {
+  return {testing::random_floats(kN, rng), testing::random_floats(kN, rng),
+          testing::random_floats(kN, rng)};
+}
+
+void check_sgd(const SgdCfg& c) {
+  std::mt19937 rng(59);
+  const auto p0 = testing::random_floats(kN, rng);
+  const auto v0 = testing::random_floats(kN, rng);  // step 1 must ignore it (buf = g)
+  const auto grads = random_grads(rng);
+  std::vector<double> p = testing::to_double(p0), v = testing::to_double(v0);
+  for (int step = 1; step <= 3; ++step)
+    sgd_ref(c, p, testing::to_double(grads[step - 1]), v, kLr[step - 1], step);
+  INFO("momentum " << c.momentum << " dampening " << c.dampening << " wd " << c.weight_decay
+                   << " nesterov " << c.nesterov);
+  for (bool in_place : {false, true}) {
+    INFO("in place " << in_place);
+    const auto got = run_steps("sgd_update", sgd_attrs(c), {p0, {}, v0}, grads, in_place);
+    testing::check_close(got[0], p);
+    testing::check_close(got[1], v);
+  }
+}
+
+void check_adam(const AdamCfg& c) {
+  std::mt19937 rng(61);
+  const auto p0 = testing::random_floats(kN, rng);
+  const std::vector<float> zeros(kN, 0.0f);
+  const auto grads = random_grads(rng);
+  std::vector<double> p = testing::to_double(p0), m(kN, 0.0), v(kN, 0.0);
+  for (int step = 1; step <= 3; ++step)
+    adam_ref(c, p, testing::to_double(grads[step - 1]), m, v, kLr[step - 1], step);
+  INFO("beta1 " << c.beta1 << " beta2 " << c.beta2 << " wd " << c.weight_decay << " decoupled "
+                << c.decoupled);
+  for (bool in_place : {false, true}) {
+    INFO("in place " << in_place);
+    const auto got =
+        run_steps("adam_update", adam_attrs(c), {p0, {}, zeros, zeros}, grads, in_place);
+    testing::check_close(got[0], p);
+    testing::check_close(got[1], m);
+    testing::check_close(got[2], v);
+  }
+}
+
+TEST_CASE("sgd_update: plain, momentum, dampening, nesterov and weight decay match torch's rule",
+          "[kernels]") {
+  check_sgd({0.0f, 0.0f, 0.0f, false});
+  check_sgd({0.0f, 0.0f, 0.1f, false});
+  check_sgd({0.9f, 0.0f, 0.0f, false});
+  check_sgd({0.9f, 0.3f, 0.01f, false});
+  check_sgd({0.9f, 0.0f, 0.0f, true});
+  check_sgd({0.8f, 0.0f, 0.05f, true});
+}
+
+TEST_CASE("adam_update: Adam and AdamW with bias correction match torch's rule", "[kernels]") {
+  check_adam({0.9f, 0.999f, 1e-8f, 0.0f, false});
+  check_adam({0.9f, 0.999f, 1e-8f, 0.1f, false});  // Adam: L2 added to the gradient
+  check_adam({0.9f, 0.999f, 1e-8f, 0.1f, true});   // AdamW: decoupled decay
+  check_adam({0.5f, 0.9f, 1e-3f, 0.01f, true});
+}
+
+TEST_CASE("optimizers: bad configs throw of::Error", "[kernels]") {
+  const Shape p{kN};
+  Attrs nesterov;
+  nesterov.set_int("nesterov", 1);  // without momentum: torch raises too
+  testing::check_rejects("sgd_update", nesterov, {p, p, p, {}, {}}, {p, p});
+  nesterov.set_float("momentum", 0.9f);
+  nesterov.set_float("dampening", 0.1f);
+  testing::check_rejects("sgd_update", nesterov, {p, p, p, {}, {}}, {p, p});
+  Attrs none;
+  testing::check_rejects("sgd_update", none, {p, {kN + 1}, p, {}, {}}, {p, p});  // grad shape
+  testing::check_rejects("sgd_update", none, {p, p, p, {2}, {}}, {p, p});        // lr shape
+  testing::check_rejects("sgd_update", none, {p, p, p, {}}, {p, p});             // no step
+  testing::check_rejects("sgd_update", none, {p, p, p, {}, {}}, {p});            // outputs
+  Attrs negative;
+  negative.set_float("momentum", -0.1f);
+  testing::check_rejects("sgd_update", negative, {p, p, p, {}, {}}, {p, p});
+  Attrs beta;
+  beta.set_float("beta1", 1.0f);
+  testing::check_rejects("adam_update", beta, {p, p, p, p, {}, {}}, {p, p, p});
+  Attrs decoupled;
+  decoupled.set_int("decoupled", 2);
+  testing::check_rejects("adam_update", decoupled, {p, p, p, p, {}, {}}, {p, p, p});
+  testing::check_rejects("adam_update", none, {p, p, p, {3}, {}, {}}, {p, p, p});  // v shape
+  testing::check_rejects("adam_update", none, {p, p, p, p, {}, {}}, {p, p, {3}});   // out shape
+}
+
+}  // namespace
+}  // namespace of::kernels

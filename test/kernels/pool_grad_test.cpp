@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+// max_pool_grad, average_pool_grad and global_average_pool_grad against double central
+// differences of the ONNX pooling definitions: floor and ceil shapes, pads, strides, dilations,
+// count_include_pad; plus PyTorch's first-max rule on ties.
+#include "grad_check.h"
+
+namespace of::kernels {
+namespace {
+
+struct PoolCase {
+  Shape x;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  bool ceil_mode;
+  bool include_pad;  // average_pool only
+};
+
+Shape pooled(const PoolCase& c) {
+  return {c.x[0], c.x[1],
+          testing::pool_out_size(c.x[2], c.kernel[0], c.strides[0], c.pads[0], c.pads[2],
+                                 c.dilations[0], c.ceil_mode),
+          testing::pool_out_size(c.x[3], c.kernel[1], c.strides[1], c.pads[1], c.pads[3],
+                                 c.dilations[1], c.ceil_mode)};
+}
+
+Attrs pool_attrs(const PoolCase& c, bool max) {
+  Attrs attrs;
+  attrs.set_ints("kernel_shape", c.kernel);
+  attrs.set_ints("strides", c.strides);
+  attrs.set_ints("pads", c.pads);
+  if (max)
+    attrs.set_ints("dilations", c.dilations);
+  else
+    attrs.set_int("count_include_pad", c.include_pad);
+  return attrs;
+}
+
+std::vector<double> pool_ref(const PoolCase& c, const std::vector<double>& x, bool max) {
+  const Shape y = pooled(c);
+  const int64_t h = c.x[2], w = c.x[3];
+  std::vector<double> out;
+  for (int64_t p = 0; p < c.x[0] * c.x[1]; ++p)
+    for (int64_t oy = 0; oy < y[2]; ++oy)
+      for (int64_t ox = 0; ox < y[3]; ++ox) {
+        double best = -INFINITY, sum = 0;
+        int64_t valid = 0, padded = 0;
+        for (int64_t i = 0; i < c.kernel[0]; ++i)
+          for (int64_t j = 0; j < c.kernel[1]; ++j) {
+            const int64_t iy = oy * c.strides[0] - c.pads[0] + i * c.dilations[0];
+            const int64_t ix = ox * c.strides[1] - c.pads[1] + j * c.dilations[1];
+            if (iy < h + c.pads[2] && ix < w + c.pads[3]) ++padded;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            const double v = x[(p * h + iy) * w + ix];
+            best = std::max(best, v);
+            sum += v;
+            ++valid;
+          }
+        out.push_back(max ? best : sum / double(c.include_pad ? padded : valid));
+      }
+  return out;
+}
+
+void check_pool_grad(const PoolCase& c, bool max) {
+  const Shape y = pooled(c);
+  std::mt19937 rng(37);
+  const auto x = testing::random_floats(numel(c.x), rng);  // distinct: no ties for max
+  const auto r = testing::random_floats(numel(y), rng);
+  const testing::DoubleFn f = [&](const std::vector<double>& in) { return pool_ref(c, in, max); };
+  const auto ref = testing::numeric_grad(f, testing::to_double(x), testing::to_double(r));
+  INFO((max ? "max_pool_grad " : "average_pool_grad ") << shape_str(c.x) << " -> "
+                                                       << shape_str(y));
+  const Attrs attrs = pool_attrs(c, max);
+  if (max)
+    testing::check_grad(testing::run_f32("max_pool_grad", attrs, {y, c.x}, {r, x}, c.x), ref);
+  else
+    testing::check_grad(testing::run_f32("average_pool_grad", attrs, {y}, {r}, c.x), ref);
+}
+
+const std::vector<PoolCase> cases = {
+    {{2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, false},
+    {{1, 2, 9, 10}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, true},
+    {{1, 2, 8, 9}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false},   // ceil mode
+    {{1, 2, 8, 9}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {1, 1}, true, true},    // ceil + pads
+    {{1, 2, 7, 7}, {2, 2}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true},
+    {{1, 1, 6, 11}, {3, 4}, {1, 3}, {2, 0, 0, 3}, {1, 1}, false, true},  // asymmetric pads
+    {{1, 3, 5, 5}, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false},  // overlapping windows
+};
+
+TEST_CASE("max_pool_grad: floor/ceil shapes, pads, strides match finite differences",
+          "[kernels]") {
+  for (const PoolCase& c : cases) check_pool_grad(c, true);
+}
+
+TEST_CASE("max_pool_grad: dilations match finite differences", "[kernels]") {
+  check_pool_grad({{1, 2, 10, 11}, {3, 2}, {1, 2}, {1, 1, 1, 1}, {2, 3}, false, false}, true);
+  check_pool_grad({{1, 2, 10, 11}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {2, 2}, true, false}, true);
+}
+
+TEST_CASE("max_pool_grad: ties go to the first maximum in the window", "[kernels]") {
+  // One 2x2 window over equal values, and a 3x3 window where the max appears twice.
+  const Shape x1{1, 1, 2, 2}, y1{1, 1, 1, 1};
+  Attrs k2;
+  k2.set_ints("kernel_shape", {2, 2});
+  CHECK(testing::run_f32("max_pool_grad", k2, {y1, x1}, {{5.0f}, {1, 1, 1, 1}}, x1) ==
+        std::vector<float>{5, 0, 0, 0});
+  const Shape x2{1, 1, 3, 3};
+  Attrs k3;
+  k3.set_ints("kernel_shape", {3, 3});
+  const std::vector<float> x2_data{0, 1, 0, 9, 0, 0, 0, 9, 0};
+  CHECK(testing::run_f32("max_pool_grad", k3, {y1, x2}, {{2.0f}, x2_data}, x2) ==
+        std::vector<float>{0, 0, 0, 2, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("max_pool_grad: overlapping windows accumulate into a shared maximum", "[kernels]") {
+  const Shape x{1, 1, 1, 3}, y{1, 1, 1, 2};
+  Attrs attrs;
+  attrs.set_ints("kernel_shape", {1, 2});
+  CHECK(testing::run_f32("max_pool_grad", attrs, {y, x}, {{1.0f, 2.0f}, {0, 7, 0}}, x) ==
+        std::vector<float>{0, 3, 0});
+}
+
+TEST_CASE("average_pool_grad: count_include_pad 0 and 1 match finite differences",
+          "[kernels]") {
+  for (const PoolCase& c : cases) {
+    check_pool_grad(c, false);
+    PoolCase flipped = c;
+    flipped.include_pad = !c.include_pad;
+    check_pool_grad(flipped, false);
+  }
+}
+
+TEST_CASE("global_average_pool_grad: rank 3, 4 and 5 match finite differences", "[kernels]") {
+  std::mt19937 rng(41);
+  for (const Shape& s : {Shape{2, 3, 7}, Shape{2, 3, 4, 5}, Shape{1, 2, 2, 3, 2}}) {
+    INFO(shape_str(s));
+    Shape y(s.size(), 1);
+    y[0] = s[0];
+    y[1] = s[1];
+    const int64_t planes = s[0] * s[1], spatial = numel(s) / planes;
+    const testing::DoubleFn f = [&](const std::vector<double>& in) {
+      std::vector<double> out(planes, 0.0);
+      for (int64_t i = 0; i < numel(s); ++i) out[i / spatial] += in[i] / double(spatial);
+      return out;
+    };
+    const auto x = testing::random_floats(numel(s), rng);
+    const auto r = testing::random_floats(planes, rng);
+    testing::check_grad(testing::run_f32("global_average_pool_grad", Attrs{}, {y}, {r}, s),
+                        testing::numeric_grad(f, testing::to_double(x), testing::to_double(r)));
+  }
+}
+
+TEST_CASE("pool_grad: bad configs throw of::Error", "[kernels]") {
+  Attrs k2;
+  k2.set_ints("kernel_shape", {2, 2});
+  k2.set_ints("strides", {2, 2});
+  // max_pool_grad: (dy, x) -> dx
+  testing::check_rejects("max_pool_grad", k2, {{1, 1, 4, 4}, {1, 1, 5, 5}}, {{1, 1, 5, 5}});
+  testing::check_rejects("max_pool_grad", k2, {{1, 1, 2, 2}, {1, 1, 5, 5}}, {{1, 1, 4, 4}});
+  testing::check_rejects("max_pool_grad", k2, {{1, 1, 2, 2}}, {{1, 1, 5, 5}});
+  testing::check_rejects("max_pool_grad", Attrs{}, {{1, 1, 2, 2}, {1, 1, 4, 4}}, {{1, 1, 4, 4}});
+  // average_pool_grad: (dy) -> dx
+  testing::check_rejects("average_pool_grad", k2, {{1, 2, 2, 2}}, {{1, 1, 5, 5}});
+  testing::check_rejects("average_pool_grad", k2, {{1, 2, 2}}, {{1, 5, 5}});
+  Attrs dil = k2;
+  dil.set_ints("dilations", {2, 2});
+  testing::check_rejects("average_pool_grad", dil, {{1, 1, 2, 2}}, {{1, 1, 6, 6}});
+  // global_average_pool_grad: (dy) -> dx
+  testing::check_rejects("global_average_pool_grad", Attrs{}, {{2, 3, 1}}, {{2, 3, 4, 4}});
+  testing::check_rejects("global_average_pool_grad", Attrs{}, {{2, 3}}, {{2, 3}});
+}
+
+}  // namespace
+}  // namespace of::kernels
