@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "plan file to write (weights go beside it as <stem>.safetensors)")->required();
   app.add_option("--slots", options.slots, "slots per streamed register (>= 2 pipelines)")->check(CLI::Range(1, 64));
   app.add_option("--pieces", options.pieces, "default number of pieces ofrun streams (0: as many as fed)")->check(CLI::NonNegativeNumber);
+  app.add_option("--loss", options.loss, "append a loss to the model's output: cross_entropy (integer labels, mean) or mse")
+      ->check(CLI::IsMember({"cross_entropy", "mse"}));
+  app.add_option("--label", options.label, "name of the new graph input the loss compares against");
+  app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)");
   CLI11_PARSE(app, argc, argv);
   return of::cli::guarded_main("ofc", [&] {
     of::compiler::Compilation c = of::compiler::compile_model(model, options);

@@ -17,11 +17,41 @@ void lower_binary(OpCtx& c) { c.set_kernel(kKernel); }
 
 constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div";
 
+// d(a op b): each side's gradient computed at the output's shape, then summed back over the axes
+// that side was broadcast along.
+void grad_add(GradCtx& g) {
+  for (size_t i = 0; i < 2; ++i)
+    if (g.wants(i)) g.add_in_grad(i, g.unbroadcast(g.out_grad(0), g.desc(g.in(i)).shape));
+}
+
+void grad_sub(GradCtx& g) {
+  const ValueId dy = g.out_grad(0);
+  if (g.wants(0)) g.add_in_grad(0, g.unbroadcast(dy, g.desc(g.in(0)).shape));
+  if (g.wants(1)) g.add_in_grad(1, g.unbroadcast(g.emit("Neg", "mul", {dy, g.scalar(-1.0f)}, {}, g.desc(dy)), g.desc(g.in(1)).shape));
+}
+
+void grad_mul(GradCtx& g) {
+  const ValueId dy = g.out_grad(0);
+  for (size_t i = 0; i < 2; ++i)
+    if (g.wants(i)) g.add_in_grad(i, g.unbroadcast(g.emit("Mul", "mul", {dy, g.in(1 - i)}, {}, g.desc(dy)), g.desc(g.in(i)).shape));
+}
+
+// y = a / b: da = dy / b, db = -dy * y / b.
+void grad_div(GradCtx& g) {
+  const ValueId dy = g.out_grad(0), b = g.in(1);
+  if (g.wants(0)) g.add_in_grad(0, g.unbroadcast(g.emit("Div", "div", {dy, b}, {}, g.desc(dy)), g.desc(g.in(0)).shape));
+  if (g.wants(1)) {
+    ValueId y_over_b = g.emit("Div", "div", {g.out(0), b}, {}, g.desc(dy));
+    ValueId t = g.emit("Mul", "mul", {dy, y_over_b}, {}, g.desc(dy));
+    g.add_in_grad(1, g.unbroadcast(g.emit("Neg", "mul", {t, g.scalar(-1.0f)}, {}, g.desc(dy)), g.desc(b).shape));
+  }
+}
+
 }  // namespace
 
-OpDef add_def() { return {"Add", infer_binary, lower_binary<kAdd>}; }
-OpDef sub_def() { return {"Sub", infer_binary, lower_binary<kSub>}; }
-OpDef mul_def() { return {"Mul", infer_binary, lower_binary<kMul>}; }
-OpDef div_def() { return {"Div", infer_binary, lower_binary<kDiv>}; }
+OpDef add_def() { return {"Add", infer_binary, lower_binary<kAdd>, grad_add}; }
+OpDef sub_def() { return {"Sub", infer_binary, lower_binary<kSub>, grad_sub}; }
+OpDef mul_def() { return {"Mul", infer_binary, lower_binary<kMul>, grad_mul}; }
+OpDef div_def() { return {"Div", infer_binary, lower_binary<kDiv>, grad_div}; }
 
 }  // namespace of::compiler

@@ -47,8 +47,21 @@ void lower_conv(OpCtx& c) {
   c.set_kernel("conv", std::move(a));
 }
 
+// dX and dW by the conv_grad kernels (same geometry attributes), db by summing dY over N, H, W.
+void grad_conv(GradCtx& g) {
+  const ValueId dy = g.out_grad(0);
+  if (g.wants(0)) g.add_in_grad(0, g.emit("ConvGradData", "conv_grad_data", {dy, g.in(1)}, g.attrs(), g.desc(g.in(0))));
+  if (g.wants(1)) g.add_in_grad(1, g.emit("ConvGradWeight", "conv_grad_weight", {dy, g.in(0)}, g.attrs(), g.desc(g.in(1))));
+  if (g.wants(2)) {
+    Attrs a;
+    a.set_ints("axes", {0, 2, 3});
+    a.set_int("keepdims", 0);
+    g.add_in_grad(2, g.emit("ReduceSum", "reduce_sum", {dy}, std::move(a), g.desc(g.in(2))));
+  }
+}
+
 }  // namespace
 
-OpDef conv_def() { return {"Conv", infer_conv, lower_conv}; }
+OpDef conv_def() { return {"Conv", infer_conv, lower_conv, grad_conv}; }
 
 }  // namespace of::compiler

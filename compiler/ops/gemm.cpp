@@ -39,8 +39,32 @@ void lower_gemm(OpCtx& c) {
   c.set_kernel("gemm", std::move(a));
 }
 
+// Y = alpha*op(A)op(B) + beta*C: dop(A) = alpha*dY op(B)^T and dop(B) = alpha*op(A)^T dY, each
+// written as one gemm that reads A, B and dY as stored (the transposes become gemm flags).
+void grad_gemm(GradCtx& g) {
+  const ValueId dy = g.out_grad(0);
+  const bool ta = g.attrs().get_int("trans_a", 0) != 0, tb = g.attrs().get_int("trans_b", 0) != 0;
+  const float alpha = g.attrs().get_float("alpha", 1.0f), beta = g.attrs().get_float("beta", 1.0f);
+  auto gemm = [&](ValueId a, ValueId b, bool trans_a, bool trans_b, const TensorDesc& d) {
+    Attrs at;
+    at.set_float("alpha", alpha);
+    at.set_float("beta", 1.0f);
+    at.set_int("trans_a", trans_a);
+    at.set_int("trans_b", trans_b);
+    return g.emit("GemmGrad", "gemm", {a, b}, std::move(at), d);
+  };
+  const ValueId a = g.in(0), b = g.in(1);
+  if (g.wants(0)) g.add_in_grad(0, ta ? gemm(b, dy, tb, true, g.desc(a)) : gemm(dy, b, false, !tb, g.desc(a)));
+  if (g.wants(1)) g.add_in_grad(1, tb ? gemm(dy, a, true, ta, g.desc(b)) : gemm(a, dy, !ta, false, g.desc(b)));
+  if (g.wants(2)) {
+    ValueId dc = g.unbroadcast(dy, g.desc(g.in(2)).shape);
+    if (beta != 1.0f) dc = g.emit("Mul", "mul", {dc, g.scalar(beta)}, {}, g.desc(g.in(2)));
+    g.add_in_grad(2, dc);
+  }
+}
+
 }  // namespace
 
-OpDef gemm_def() { return {"Gemm", infer_gemm, lower_gemm}; }
+OpDef gemm_def() { return {"Gemm", infer_gemm, lower_gemm, grad_gemm}; }
 
 }  // namespace of::compiler

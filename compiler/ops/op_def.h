@@ -55,10 +55,52 @@ class OpCtx {
   Node& node_;
 };
 
+// What an op's gradient rule sees (compiler/passes/autodiff.cpp builds it): the forward node
+// after lowering, the gradients of its outputs, and a way to emit backward kernel nodes.
+class GradCtx {
+ public:
+  GradCtx(Graph& g, NodeId node, std::vector<ValueId>& grads, std::vector<bool>& wants)
+      : g_(g), node_(node), grads_(grads), wants_(wants) {}
+
+  const Node& node() const { return g_.nodes[size_t(node_)]; }
+  const Attrs& attrs() const { return node().kernel_attrs; }  // the lowered kernel's attributes
+  ValueId in(size_t i) const { return node().inputs[i]; }
+  ValueId out(size_t i) const { return node().outputs[i]; }
+  const TensorDesc& desc(ValueId v) const { return g_.values[size_t(v)].desc; }
+  // kNoValue when nothing downstream of output i needs a gradient.
+  ValueId out_grad(size_t i) const { return grads_[size_t(out(i))]; }
+  // Whether input i needs a gradient (a weight, or computed from one).
+  bool wants(size_t i) const;
+
+  // Emits a node running `kernel` on `inputs`, with one output of `desc`; returns that output.
+  ValueId emit(const std::string& op, const std::string& kernel, std::vector<ValueId> inputs, Attrs attrs,
+               TensorDesc desc);
+  // A constant f32 scalar (e.g. -1 for Sub's second input).
+  ValueId scalar(float x);
+  // Sums `dx` of `shape` back to `target` (undoing numpy broadcasting): reduce_sum + reshape.
+  ValueId unbroadcast(ValueId dx, const Shape& target);
+  // Adds `dx` to input i's gradient (several consumers: the gradients are summed).
+  void add_in_grad(size_t i, ValueId dx);
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    throw Error(Where{.file = g_.source_file, .node = node().name, .op = node().op_type},
+                fmt::format(f, std::forward<Args>(args)...));
+  }
+
+ private:
+  Graph& g_;
+  NodeId node_;
+  std::vector<ValueId>& grads_;  // per value; grown as nodes are emitted
+  std::vector<bool>& wants_;     // per value
+};
+
 struct OpDef {
   std::string_view onnx_type;
   void (*infer)(OpCtx&);
   void (*lower)(OpCtx&);
+  // The gradient rule; nullptr: training through this op is not supported yet.
+  void (*grad)(GradCtx&) = nullptr;
 };
 
 // Shared shape rules (compiler/ops/op_ctx.cpp).

@@ -78,10 +78,23 @@ void infer_global_average_pool(OpCtx& c) {
 
 void lower_global_average_pool(OpCtx& c) { c.set_kernel("global_average_pool"); }
 
+void grad_max_pool(GradCtx& g) {
+  if (g.wants(0)) g.add_in_grad(0, g.emit("MaxPoolGrad", "max_pool_grad", {g.out_grad(0), g.in(0)}, g.attrs(), g.desc(g.in(0))));
+}
+
+void grad_average_pool(GradCtx& g) {
+  if (g.wants(0)) g.add_in_grad(0, g.emit("AveragePoolGrad", "average_pool_grad", {g.out_grad(0)}, g.attrs(), g.desc(g.in(0))));
+}
+
+void grad_global_average_pool(GradCtx& g) {
+  if (g.wants(0))
+    g.add_in_grad(0, g.emit("GlobalAveragePoolGrad", "global_average_pool_grad", {g.out_grad(0)}, {}, g.desc(g.in(0))));
+}
+
 }  // namespace
 
-OpDef average_pool_def() { return {"AveragePool", infer_average_pool, lower_average_pool}; }
-OpDef global_average_pool_def() { return {"GlobalAveragePool", infer_global_average_pool, lower_global_average_pool}; }
-OpDef max_pool_def() { return {"MaxPool", infer_max_pool, lower_max_pool}; }
+OpDef average_pool_def() { return {"AveragePool", infer_average_pool, lower_average_pool, grad_average_pool}; }
+OpDef global_average_pool_def() { return {"GlobalAveragePool", infer_global_average_pool, lower_global_average_pool, grad_global_average_pool}; }
+OpDef max_pool_def() { return {"MaxPool", infer_max_pool, lower_max_pool, grad_max_pool}; }
 
 }  // namespace of::compiler

@@ -68,10 +68,15 @@ void lower_reshape(OpCtx& c) {
   c.set_runtime_inputs({0});  // the shape input is compile-time only
 }
 
+// The data is the same bytes in another shape: the gradient is dY in X's shape.
+void grad_copy(GradCtx& g) {
+  if (g.wants(0)) g.add_in_grad(0, g.emit("Reshape", "copy", {g.out_grad(0)}, {}, g.desc(g.in(0))));
+}
+
 }  // namespace
 
-OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy}; }
-OpDef identity_def() { return {"Identity", infer_identity, lower_copy}; }
-OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape}; }
+OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy, grad_copy}; }
+OpDef identity_def() { return {"Identity", infer_identity, lower_copy, grad_copy}; }
+OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape, grad_copy}; }
 
 }  // namespace of::compiler

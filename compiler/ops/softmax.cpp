@@ -25,9 +25,17 @@ void lower_softmax(OpCtx& c) {
 
 constexpr char kSoftmax[] = "softmax", kLogSoftmax[] = "log_softmax";
 
+template <const char* kKernel>
+void grad_softmax(GradCtx& g) {
+  if (!g.wants(0)) return;
+  Attrs a;
+  a.set_int("axis", g.attrs().get_int("axis", 0));
+  g.add_in_grad(0, g.emit(g.node().op_type + "Grad", std::string(kKernel) + "_grad", {g.out_grad(0), g.out(0)}, std::move(a), g.desc(g.in(0))));
+}
+
 }  // namespace
 
-OpDef log_softmax_def() { return {"LogSoftmax", infer_softmax, lower_softmax<kLogSoftmax>}; }
-OpDef softmax_def() { return {"Softmax", infer_softmax, lower_softmax<kSoftmax>}; }
+OpDef log_softmax_def() { return {"LogSoftmax", infer_softmax, lower_softmax<kLogSoftmax>, grad_softmax<kLogSoftmax>}; }
+OpDef softmax_def() { return {"Softmax", infer_softmax, lower_softmax<kSoftmax>, grad_softmax<kSoftmax>}; }
 
 }  // namespace of::compiler

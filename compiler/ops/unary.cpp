@@ -16,10 +16,17 @@ void lower_unary(OpCtx& c) { c.set_kernel(kKernel); }
 
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh";
 
+// All three gradients read the forward output y (so a ReLU fused into its producer still works).
+template <const char* kKernel>
+void grad_unary(GradCtx& g) {
+  if (g.wants(0))
+    g.add_in_grad(0, g.emit(g.node().op_type + "Grad", std::string(kKernel) + "_grad", {g.out_grad(0), g.out(0)}, {}, g.desc(g.in(0))));
+}
+
 }  // namespace
 
-OpDef relu_def() { return {"Relu", infer_unary, lower_unary<kRelu>}; }
-OpDef sigmoid_def() { return {"Sigmoid", infer_unary, lower_unary<kSigmoid>}; }
-OpDef tanh_def() { return {"Tanh", infer_unary, lower_unary<kTanh>}; }
+OpDef relu_def() { return {"Relu", infer_unary, lower_unary<kRelu>, grad_unary<kRelu>}; }
+OpDef sigmoid_def() { return {"Sigmoid", infer_unary, lower_unary<kSigmoid>, grad_unary<kSigmoid>}; }
+OpDef tanh_def() { return {"Tanh", infer_unary, lower_unary<kTanh>, grad_unary<kTanh>}; }
 
 }  // namespace of::compiler

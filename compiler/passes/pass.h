@@ -13,8 +13,11 @@
 namespace of::compiler {
 
 struct CompileOptions {
-  int32_t slots = 2;   // slots per streamed register
-  int64_t pieces = 0;  // default pieces to stream (0: as many as the input holds)
+  int32_t slots = 2;       // slots per streamed register
+  int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
+  std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output
+  std::string label = "label";  // the graph input the loss compares against
+  bool gradients = false;  // also output every weight's gradient, named "<weight>.grad"
 };
 
 struct Compilation {
@@ -47,6 +50,12 @@ Pipeline build_pipeline(const CompileOptions& options);
 class InferShapes final : public Pass {
  public:
   std::string name() const override { return "infer-shapes"; }
+  bool run(Compilation& c) override;
+};
+
+class Autodiff final : public Pass {
+ public:
+  std::string name() const override { return "autodiff"; }
   bool run(Compilation& c) override;
 };
 

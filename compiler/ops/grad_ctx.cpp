@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// GradCtx: how gradient rules add backward nodes to the graph.
+#include <algorithm>
+#include <cstring>
+
+#include "compiler/ops/op_def.h"
+
+namespace of::compiler {
+
+bool GradCtx::wants(size_t i) const {
+  return i < node().inputs.size() && in(i) != kNoValue && wants_[size_t(in(i))];
+}
+
+ValueId GradCtx::emit(const std::string& op, const std::string& kernel, std::vector<ValueId> inputs, Attrs attrs,
+                      TensorDesc desc) {
+  const auto id = NodeId(g_.nodes.size());
+  const std::string name = fmt::format("{}/{}_{}", node().name, op, id);
+  const ValueId out = g_.add_value(name);
+  g_.values[size_t(out)].desc = std::move(desc);
+  g_.values[size_t(out)].known = true;
+  g_.values[size_t(out)].producer = id;
+  for (ValueId v : inputs) g_.values[size_t(v)].consumers.push_back(id);
+  grads_.resize(g_.values.size(), kNoValue);
+  wants_.resize(g_.values.size(), false);
+  Node n{.name = name, .op_type = op, .inputs = inputs, .outputs = {out}, .kernel = kernel,
+         .kernel_attrs = std::move(attrs), .runtime_inputs = inputs};
+  g_.nodes.push_back(std::move(n));  // invalidates Node references: node() looks it up again
+  return out;
+}
+
+ValueId GradCtx::scalar(float x) {
+  const ValueId v = g_.add_value(fmt::format("{}/const_{}", node().name, g_.values.size()));
+  Value& val = g_.values[size_t(v)];
+  val.desc = TensorDesc{{}, DType::f32};
+  val.known = true;
+  val.data = std::vector<uint8_t>(4);
+  std::memcpy(val.data->data(), &x, 4);
+  grads_.resize(g_.values.size(), kNoValue);
+  wants_.resize(g_.values.size(), false);
+  return v;
+}
+
+ValueId GradCtx::unbroadcast(ValueId dx, const Shape& target) {
+  const Shape& s = desc(dx).shape;
+  if (s == target) return dx;
+  const size_t lead = s.size() - target.size();
+  std::vector<int64_t> axes;
+  for (size_t k = 0; k < s.size(); ++k)
+    if (k < lead || (target[k - lead] == 1 && s[k] != 1)) axes.push_back(int64_t(k));
+  ValueId out = dx;
+  if (!axes.empty()) {
+    Shape reduced;
+    for (size_t k = 0; k < s.size(); ++k)
+      if (std::find(axes.begin(), axes.end(), int64_t(k)) == axes.end()) reduced.push_back(s[k]);
+    Attrs a;
+    a.set_ints("axes", axes);
+    a.set_int("keepdims", 0);
+    out = emit("ReduceSum", "reduce_sum", {dx}, std::move(a), TensorDesc{reduced, DType::f32});
+  }
+  if (desc(out).shape != target) out = emit("Reshape", "copy", {out}, {}, TensorDesc{target, DType::f32});
+  return out;
+}
+
+void GradCtx::add_in_grad(size_t i, ValueId dx) {
+  const ValueId v = in(i);
+  if (grads_[size_t(v)] == kNoValue) {
+    grads_[size_t(v)] = dx;
+    return;
+  }
+  grads_[size_t(v)] = emit("Add", "add", {grads_[size_t(v)], dx}, {}, desc(v));
+}
+
+}  // namespace of::compiler

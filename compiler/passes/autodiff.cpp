@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+// autodiff: with --loss, afterwards the graph ends in the loss (a new output "loss", compared
+// against a new input, --label) and, with --gradients, outputs "<weight>.grad" for every weight
+// the loss depends on. Weights are the float constants kernels read at run time. The backward
+// nodes come from each operator's grad rule (compiler/ops/*.cpp), in reverse order; gradients
+// of a value read by several nodes are summed. Training (optimizer updates) builds on this.
+#include <cstring>
+
+#include "common/error.h"
+#include "compiler/ops/registry.h"
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+namespace {
+
+void set_scalar(Value& v, float x) {
+  v.desc = TensorDesc{{}, DType::f32};
+  v.known = true;
+  v.data = std::vector<uint8_t>(4);
+  std::memcpy(v.data->data(), &x, 4);
+}
+
+}  // namespace
+
+bool Autodiff::run(Compilation& c) {
+  const CompileOptions& o = c.options;
+  if (o.loss.empty()) {
+    if (o.gradients) fail({}, "--gradients needs --loss (cross_entropy or mse)");
+    return false;
+  }
+  Graph& g = c.graph;
+  const Where file{.file = g.source_file};
+  if (o.loss != "cross_entropy" && o.loss != "mse") fail(file, "--loss '{}' is not supported (cross_entropy, mse)", o.loss);
+  if (g.outputs.size() != 1) fail(file, "--loss needs a model with one output; this one has {}", g.outputs.size());
+  for (ValueId v : g.inputs)
+    if (g.values[size_t(v)].name == o.label) fail(file, "--label '{}' is already an input of the model", o.label);
+  const size_t forward_nodes = g.nodes.size();
+  const ValueId pred = g.outputs[0];
+  const TensorDesc pred_desc = g.values[size_t(pred)].desc;
+
+  // Weights and everything computed from them want a gradient.
+  std::vector<bool> wants(g.values.size(), false);
+  std::vector<ValueId> weights;
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.runtime_inputs)
+      if (g.values[size_t(v)].data && g.values[size_t(v)].desc.dtype == DType::f32 && !wants[size_t(v)]) {
+        wants[size_t(v)] = true;
+        weights.push_back(v);
+      }
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (ValueId v : n.runtime_inputs) any = any || wants[size_t(v)];
+    for (ValueId v : n.outputs) wants[size_t(v)] = any;
+  }
+  if (!wants[size_t(pred)]) fail(file, "the output '{}' does not depend on any weight: nothing to train", g.values[size_t(pred)].name);
+
+  // The label input and the loss node.
+  const ValueId label = g.add_value(o.label);
+  Value& lv = g.values[size_t(label)];
+  if (o.loss == "cross_entropy") {
+    if (pred_desc.shape.size() != 2)
+      fail(file, "--loss cross_entropy needs logits [N,C]; the output '{}' is {}", g.values[size_t(pred)].name, shape_str(pred_desc.shape));
+    lv.desc = TensorDesc{{pred_desc.shape[0]}, DType::i64};
+  } else {
+    lv.desc = pred_desc;
+  }
+  lv.known = true;
+  lv.graph_input = true;
+  g.inputs.push_back(label);
+  g.values[size_t(pred)].graph_output = false;
+
+  const auto loss_node = NodeId(g.nodes.size());
+  const ValueId loss = g.add_value("loss");
+  g.values[size_t(loss)].desc = TensorDesc{{}, DType::f32};
+  g.values[size_t(loss)].known = true;
+  g.values[size_t(loss)].producer = loss_node;
+  g.values[size_t(loss)].graph_output = true;
+  Node ln{.name = "loss", .op_type = o.loss == "cross_entropy" ? "SoftmaxCrossEntropy" : "MeanSquaredError",
+          .inputs = {pred, label}, .outputs = {loss},
+          .kernel = o.loss == "cross_entropy" ? "softmax_cross_entropy" : "mse_loss"};
+  ValueId prob = kNoValue;
+  if (o.loss == "cross_entropy") {  // the kernel also keeps the softmax for the backward pass
+    prob = g.add_value("loss/prob");
+    g.values[size_t(prob)].desc = pred_desc;
+    g.values[size_t(prob)].known = true;
+    g.values[size_t(prob)].producer = loss_node;
+    ln.outputs.push_back(prob);
+  }
+  ln.runtime_inputs = ln.inputs;
+  g.values[size_t(pred)].consumers.push_back(loss_node);
+  g.values[size_t(label)].consumers.push_back(loss_node);
+  g.nodes.push_back(std::move(ln));
+  g.outputs = {loss};
+  if (!o.gradients) return true;
+
+  // Backward, from dloss = 1.
+  wants.resize(g.values.size(), false);
+  std::vector<ValueId> grads(g.values.size(), kNoValue);
+  const ValueId one = g.add_value("loss/one");
+  set_scalar(g.values[size_t(one)], 1.0f);
+  wants.resize(g.values.size(), false);
+  grads.resize(g.values.size(), kNoValue);
+  {
+    GradCtx ctx(g, loss_node, grads, wants);
+    std::vector<ValueId> in = o.loss == "cross_entropy" ? std::vector<ValueId>{one, prob, label} : std::vector<ValueId>{one, pred, label};
+    grads[size_t(pred)] = ctx.emit("LossGrad", o.loss == "cross_entropy" ? "softmax_cross_entropy_grad" : "mse_loss_grad", in, {}, pred_desc);
+  }
+  for (auto n = NodeId(forward_nodes) - 1; n >= 0; --n) {
+    bool has_grad = false;
+    for (ValueId v : g.nodes[size_t(n)].outputs) has_grad = has_grad || grads[size_t(v)] != kNoValue;
+    if (!has_grad) continue;
+    const Node& node = g.nodes[size_t(n)];
+    const OpDef* def = find_op(node.domain, node.op_type);
+    OF_ASSERT(def, "forward node without an OpDef: " + node.op_type);
+    if (!def->grad)
+      fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "no gradient rule for {} yet: this model cannot be trained", node.op_type);
+    GradCtx ctx(g, n, grads, wants);
+    def->grad(ctx);
+  }
+
+  // Each weight's gradient becomes an output; a value that is already an output gets a copy.
+  for (ValueId w : weights) {
+    ValueId dw = grads[size_t(w)];
+    if (dw == kNoValue) continue;
+    if (g.values[size_t(dw)].graph_output || g.values[size_t(dw)].producer < 0) {
+      GradCtx ctx(g, g.values[size_t(dw)].producer < 0 ? loss_node : g.values[size_t(dw)].producer, grads, wants);
+      dw = ctx.emit("Identity", "copy", {dw}, {}, g.values[size_t(w)].desc);
+    }
+    g.values[size_t(dw)].name = g.values[size_t(w)].name + ".grad";
+    g.values[size_t(dw)].graph_output = true;
+    g.outputs.push_back(dw);
+  }
+  return true;
+}
+
+}  // namespace of::compiler
