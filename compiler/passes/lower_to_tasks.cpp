@@ -78,6 +78,10 @@ bool LowerToTasks::run(Compilation& c) {
       }
       add_input(tg, t, TaskInput{.variable = it->second.variable, .id = it->second.id, .blob = it->second.blob});
     }
+    // A task acts once per piece of its inputs: one that reads only constants has no pieces.
+    if (t.in_regsts.empty())
+      fail({.file = g.source_file, .node = node.name, .op = node.op_type},
+           "computes only from constants; constant folding is not supported yet (export with do_constant_folding=True)");
     Regst out = make_regst(tg, t.id, g, node.outputs, slots);
     for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {false, out.id, int32_t(i)};
     t.out_regsts.push_back(out.id);

@@ -135,6 +135,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         break;
       case plan::TaskKind::compute: {
         if (t.out_regsts.size() != 1) fail(at(f + ".out_regsts"), "a compute task writes exactly one register");
+        if (t.in_regsts.empty()) fail(at(f + ".in_regsts"), "a compute task reads at least one register (its pieces)");
         const auto& blobs = p.regsts[size_t(t.out_regsts[0])].blobs;
         if (blobs.empty()) fail(at(f + ".out_regsts"), "the output register has no blobs");
         DType dtype = blobs[0].desc.dtype;
