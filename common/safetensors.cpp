@@ -54,11 +54,15 @@ SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::
       if (v["dtype"] == n.name) e.dtype = n.dtype, known = true;
     if (!known) fail({.file = path, .field = field}, "unsupported dtype {}", v["dtype"].dump());
     uint64_t count = 1;
+    bool empty = false;
     for (const auto& d : v["shape"]) {
       if (!d.is_number_unsigned()) fail({.file = path, .field = field}, "shape has a non-natural dimension");
+      empty = empty || d.get<uint64_t>() == 0;
+    }
+    for (const auto& d : v["shape"]) {
       uint64_t dim = d.get<uint64_t>();
-      if (dim != 0 && count > data_size / dim) fail({.file = path, .field = field}, "shape is larger than the file");
-      count *= dim;
+      if (!empty && count > data_size / dim) fail({.file = path, .field = field}, "shape is larger than the file");
+      count = empty ? 0 : count * dim;
       e.shape.push_back(int64_t(dim));
     }
     const auto& off = v["data_offsets"];

@@ -107,6 +107,7 @@ RunResult run(const RunOptions& o) {
       fail({.file = o.plan_path}, "--input '{}': the model has no input of that name (inputs: {})", name, fmt::join(source->io_names, ", "));
   const plan::Regst& source_regst = p.regsts[size_t(source->out_regsts[0])];
   std::vector<NpyArray> fed;
+  std::vector<std::string> fed_files;
   std::vector<SourceAction::Feed> feeds;
   int64_t available = 0;
   for (size_t i = 0; i < source->io_names.size(); ++i) {
@@ -114,13 +115,29 @@ RunResult run(const RunOptions& o) {
     auto it = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const auto& kv) { return kv.first == name; });
     if (it == o.inputs.end()) fail({.file = o.plan_path}, "input '{}' is not fed; pass --input {}=FILE.npy", name, name);
     fed.push_back(read_npy(it->second));
+    fed_files.push_back(it->second);
     const plan::Blob& blob = source_regst.blobs[i];
     int64_t k = pieces_in(fed.back(), blob.desc, it->second, name);
     available = i == 0 ? k : std::min(available, k);
     feeds.push_back(SourceAction::Feed{nullptr, k, blob.bytes});
   }
   for (size_t i = 0; i < feeds.size(); ++i) feeds[i].data = fed[i].data.data();
+  // Class labels fed to a cross-entropy loss must name a class: the kernel cannot report them.
+  for (const plan::Task& t : p.tasks) {
+    if (t.kernel != "softmax_cross_entropy" || t.inputs.size() != 2) continue;
+    const plan::TaskInput& in = t.inputs[1];
+    if (in.variable || in.id != source->out_regsts[0]) continue;
+    const int64_t classes = input_descs(p, t)[0].shape.back();
+    const NpyArray& labels = fed[size_t(in.blob)];
+    const auto* v = reinterpret_cast<const int64_t*>(labels.data.data());
+    for (size_t k = 0; k < labels.data.size() / 8; ++k)
+      if (v[k] < 0 || v[k] >= classes)
+        fail({.file = fed_files[size_t(in.blob)]}, "label {} at index {} is outside [0,{}) (the loss '{}' has {} classes)", v[k], k, classes, t.name, classes);
+  }
   const int64_t pieces = o.pieces > 0 ? o.pieces : p.job.pieces > 0 ? p.job.pieces : available;
+  // Collected outputs and trace records are sized by the piece count: refuse what cannot fit.
+  const uint64_t memory = physical_memory();
+  auto fits = [&](uint64_t per_piece) { return per_piece == 0 || uint64_t(pieces) <= memory / per_piece; };
 
   // Collected outputs: pieces concatenated along the first axis.
   std::vector<std::vector<uint8_t>> collected(sink->io_names.size());
@@ -132,6 +149,8 @@ RunResult run(const RunOptions& o) {
     const plan::TaskInput& in = sink->inputs[i];
     uint64_t bytes = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].bytes;
     bool wanted = std::any_of(o.outputs.begin(), o.outputs.end(), [&](const auto& kv) { return kv.first == sink->io_names[i]; });
+    if (wanted && !fits(bytes))
+      fail({.file = o.plan_path}, "--output {}: {} pieces of {} bytes exceed this machine's memory", sink->io_names[i], pieces, bytes);
     if (wanted) collected[i].resize(bytes * uint64_t(pieces));
     collect.push_back(SinkAction::Collect{wanted ? collected[i].data() : nullptr, pieces, bytes});
   }
@@ -158,6 +177,8 @@ RunResult run(const RunOptions& o) {
       }
     }
   }
+  if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))
+    fail({.file = o.plan_path}, "--trace: {} pieces x {} tasks of records exceed this machine's memory", pieces, p.tasks.size());
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : pieces;
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)

@@ -32,7 +32,7 @@ struct Task {
   std::string op;     // ONNX op type
   std::string kernel;
   Attrs attrs;
-  int32_t device = 0;  // index into TaskGraph::devices
+  int32_t device = 0;  // index into Plan::devices
   int32_t stream = 0;
   std::vector<TaskInput> inputs;
   std::vector<RegstId> in_regsts;   // distinct, first-use order
@@ -75,7 +75,7 @@ struct DeviceRef {
 
 struct Arena {
   int32_t id = 0;
-  int32_t device = 0;  // index into TaskGraph::devices
+  int32_t device = 0;  // index into Plan::devices
   uint64_t bytes = 0;
 };
 

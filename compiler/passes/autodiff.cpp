@@ -94,12 +94,10 @@ bool Autodiff::run(Compilation& c) {
   if (!o.gradients) return true;
 
   // Backward, from dloss = 1.
-  wants.resize(g.values.size(), false);
-  std::vector<ValueId> grads(g.values.size(), kNoValue);
   const ValueId one = g.add_value("loss/one");
   set_scalar(g.values[size_t(one)], 1.0f);
   wants.resize(g.values.size(), false);
-  grads.resize(g.values.size(), kNoValue);
+  std::vector<ValueId> grads(g.values.size(), kNoValue);
   {
     GradCtx ctx(g, loss_node, grads, wants);
     std::vector<ValueId> in = o.loss == "cross_entropy" ? std::vector<ValueId>{one, prob, label} : std::vector<ValueId>{one, pred, label};

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "common/error.h"
 #include "common/file_util.h"
 #include "common/safetensors.h"
 #include "compiler/passes/pass.h"
@@ -33,6 +34,8 @@ std::string write_plan(const Compilation& c, const std::string& plan_path) {
 
   std::vector<uint8_t> plan_bytes = plan::encode(p);
   std::string weights_path = (path.parent_path() / p.weights).string();
+  if (std::filesystem::path(weights_path).lexically_normal() == path.lexically_normal())
+    fail({.file = plan_path}, "the plan would overwrite its own weights file; name the plan *.ofp");
   write_file_atomic(weights_path, weight_bytes);
   write_file_atomic(plan_path, plan_bytes);
   return weights_path;

@@ -67,8 +67,11 @@ void Conv::run(const void* const* in, void* const* out) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg) {
+  // The im2col kernel's constructor checks every shape and attribute; the oneDNN path is only
+  // taken for a configuration that passed them.
+  auto checked = std::make_unique<Conv>(cfg);
   if (auto dnnl = make_dnnl_conv(cfg)) return dnnl;
-  return std::make_unique<Conv>(cfg);
+  return checked;
 }
 
 }  // namespace of::kernels::cpu

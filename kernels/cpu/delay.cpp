@@ -20,7 +20,7 @@ class Delay final : public Kernel {
     if (cfg.inputs[0].dtype != cfg.outputs[0].dtype)
       fail(where_of(cfg), "delay: input and output dtypes differ");
     const float ms = cfg.attrs.get_float("ms", 0.0f);
-    if (!(ms >= 0.0f)) fail(where_of(cfg), "delay: ms = {} must be >= 0", ms);
+    if (!(ms >= 0.0f && ms <= 3.6e6f)) fail(where_of(cfg), "delay: ms = {} must be in [0, 3600000]", ms);
     bytes_ = static_cast<size_t>(cfg.inputs[0].bytes());
     delay_ = std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0f));
   }

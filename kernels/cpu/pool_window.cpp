@@ -43,7 +43,10 @@ std::pair<Axis, Axis> pool_axes(const KernelConfig& cfg, const char* name, const
   for (int i = 0; i < 2; ++i) {
     Axis& a = axes[i];
     a = {x[2 + i], y.size() == 4 ? y[2 + i] : 0, ks[i], st[i], pads[i], pads[i + 2], dil[i]};
-    if (a.kernel < 1 || a.stride < 1 || a.dilation < 1 || a.pad_begin < 0 || a.pad_end < 0)
+    // Bounded so that window arithmetic cannot overflow and setup cannot loop for ages.
+    constexpr int64_t kMax = int64_t(1) << 24;
+    if (a.kernel < 1 || a.stride < 1 || a.dilation < 1 || a.pad_begin < 0 || a.pad_end < 0 || a.kernel > kMax ||
+        a.stride > kMax || a.dilation > kMax || a.pad_begin > kMax || a.pad_end > kMax)
       fail(where_of(cfg), "{}: bad kernel_shape, strides, pads or dilations", name);
     const int64_t span = a.in + a.pad_begin + a.pad_end - a.dilation * (a.kernel - 1) - 1;
     if (span < 0) fail(where_of(cfg), "{}: window larger than padded input {}", name, shape_str(x));

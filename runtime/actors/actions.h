@@ -23,7 +23,7 @@ class KernelAction final : public Action {
   int kernel_threads_;
 };
 
-// Piece p of blob i is bytes [ (p % rows_i) * piece_bytes_i, +piece_bytes_i ) of feeds[i]:
+// Piece p of blob i is bytes [(p % pieces_i) * piece_bytes_i, +piece_bytes_i) of feeds[i]:
 // a feed holding k pieces is streamed round and round when more pieces are asked for.
 class SourceAction final : public Action {
  public:

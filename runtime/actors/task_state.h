@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The actor protocol of one task, without CAF: slot bookkeeping, when to act, what to tell whom.
-// task_actor.cpp wraps it; tests drive it directly.
+// actor_system.cpp wraps it in a CAF actor; tests drive it directly.
 //
 // A task acts on piece n when every input register has piece n ready at the front of its queue
 // and every output register's next slot has been freed by all its consumers. After acting it

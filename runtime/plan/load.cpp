@@ -19,11 +19,6 @@ namespace {
 
 constexpr int32_t kMaxSlots = 1024;
 
-uint64_t physical_memory() {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : std::numeric_limits<uint64_t>::max();
-}
-
 // Element count times element size, or fails when it overflows.
 uint64_t checked_bytes(const TensorDesc& d, const Where& w) {
   uint64_t n = uint64_t(dtype_size(d.dtype));
@@ -37,7 +32,17 @@ uint64_t checked_bytes(const TensorDesc& d, const Where& w) {
 
 bool inside(uint64_t offset, uint64_t bytes, uint64_t limit) { return offset <= limit && bytes <= limit - offset; }
 
+bool distinct(std::vector<int32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
 }  // namespace
+
+uint64_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : std::numeric_limits<uint64_t>::max();
+}
 
 void verify_plan(const plan::Plan& p, const std::string& path) {
   auto at = [&path](std::string field) { return Where{.file = path, .field = std::move(field)}; };
@@ -46,6 +51,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   if (p.devices.empty()) fail(at("cluster.devices"), "empty");
   if (p.job.batch < 1) fail(at("job.batch"), "must be at least 1, is {}", p.job.batch);
   if (p.job.pieces < 0) fail(at("job.pieces"), "negative ({})", p.job.pieces);
+  if (p.job.kind != plan::JobKind::infer && p.job.kind != plan::JobKind::train) fail(at("job.kind"), "unknown job kind {}", int(p.job.kind));
+  if (p.version != 1) fail(at("version"), "{} differs from the file header's version 1", p.version);
 
   const uint64_t memory = physical_memory();
   for (int32_t i = 0; i < n_arenas; ++i) {
@@ -60,6 +67,10 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     std::string f = fmt::format("regsts[{}]", i);
     if (r.id != i) fail(at(f + ".id"), "is {}, expected {}", r.id, i);
     if (r.producer < 0 || r.producer >= n_tasks) fail(at(f + ".producer"), "task {} out of range ({} tasks)", r.producer, n_tasks);
+    const auto& produced = p.tasks[size_t(r.producer)].out_regsts;
+    if (std::find(produced.begin(), produced.end(), i) == produced.end())
+      fail(at(f + ".producer"), "task {} does not list this register among its outputs", r.producer);
+    if (!distinct(r.consumers)) fail(at(f + ".consumers"), "lists a task twice");
     if (r.arena < 0 || r.arena >= n_arenas) fail(at(f + ".arena"), "{} out of range ({} arenas)", r.arena, n_arenas);
     if (r.slots < 1 || r.slots > kMaxSlots) fail(at(f + ".slots"), "{} is outside [1, {}]", r.slots, kMaxSlots);
     if (r.offsets.size() != size_t(r.slots)) fail(at(f + ".offsets"), "has {} entries for {} slots", r.offsets.size(), r.slots);
@@ -100,6 +111,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     std::string f = fmt::format("tasks[{}]", i);
     if (t.id != i) fail(at(f + ".id"), "is {}, expected {}", t.id, i);
     if (t.device < 0 || size_t(t.device) >= p.devices.size()) fail(at(f + ".device"), "out of range");
+    if (!distinct(t.in_regsts)) fail(at(f + ".in_regsts"), "lists a register twice");
+    if (!distinct(t.out_regsts)) fail(at(f + ".out_regsts"), "lists a register twice");
     for (size_t k = 0; k < t.in_regsts.size(); ++k) {
       int32_t r = t.in_regsts[k];
       if (r < 0 || r >= n_regsts) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} out of range ({} registers)", r, n_regsts);
@@ -125,12 +138,15 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     switch (t.kind) {
       case plan::TaskKind::source:
         ++sources;
-        if (!t.inputs.empty() || t.out_regsts.size() != 1) fail(at(f), "a source task reads nothing and writes one register");
+        if (!t.inputs.empty() || !t.in_regsts.empty() || t.out_regsts.size() != 1)
+          fail(at(f), "a source task reads nothing and writes one register");
         if (t.io_names.size() != p.regsts[size_t(t.out_regsts[0])].blobs.size()) fail(at(f + ".io_names"), "one name per source blob");
         break;
       case plan::TaskKind::sink:
         ++sinks;
         if (!t.out_regsts.empty()) fail(at(f), "a sink task writes nothing");
+        for (size_t k = 0; k < t.inputs.size(); ++k)
+          if (t.inputs[k].variable) fail(at(fmt::format("{}.inputs[{}]", f, k)), "a sink collects registers, not variables");
         if (t.io_names.size() != t.inputs.size()) fail(at(f + ".io_names"), "one name per sink input");
         break;
       case plan::TaskKind::compute: {

@@ -11,6 +11,9 @@ namespace of::runtime {
 
 plan::Plan load_plan(const std::string& path);
 
+// This machine's physical memory in bytes (the bound for arenas and run-sized buffers).
+uint64_t physical_memory();
+
 // Throws of::Error naming the file and the first offending field.
 void verify_plan(const plan::Plan& p, const std::string& path);
 

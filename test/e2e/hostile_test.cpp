@@ -176,6 +176,14 @@ const std::vector<Row>& rows() {
          p.regsts[0].consumers.clear();
        }),
        "ofrun: error: {d}/bad.ofp: tasks[1].in_regsts: a compute task reads at least one register (its pieces)"},
+      {"plan: a register its producer does not write", plan_row([](Plan& p) { p.regsts[2].producer = 1; }),
+       "ofrun: error: {d}/bad.ofp: regsts[2].producer: task 1 does not list this register among its outputs"},
+      {"plan: a consumer listed twice", plan_row([](Plan& p) { p.regsts[1].consumers.push_back(2); }),
+       "ofrun: error: {d}/bad.ofp: regsts[1].consumers: lists a task twice"},
+      {"plan: a sink that collects a variable", plan_row([](Plan& p) { p.tasks.back().inputs[0] = {true, 0, 0}; }),
+       "ofrun: error: {d}/bad.ofp: tasks[4].inputs[0]: a sink collects registers, not variables"},
+      {"plan: unknown job kind", plan_row([](Plan& p) { p.job.kind = of::plan::JobKind(7); }),
+       "ofrun: error: {d}/bad.ofp: job.kind: unknown job kind 7"},
       {"plan: consumer that does not read", plan_row([](Plan& p) { p.regsts[1].consumers.push_back(3); }),
        "ofrun: error: {d}/bad.ofp: regsts[1].consumers[1]: task 3 does not read this register"},
 
@@ -188,6 +196,15 @@ const std::vector<Row>& rows() {
        "ofrun: error: {d}/mlp.safetensors: weights checksum mismatch: the file is corrupt or belongs to another plan"},
 
       // Input arrays.
+      {"input: a label outside the classes", [](const TempDir& d) {
+         std::vector<int64_t> labels(64, 3);
+         labels[5] = 10;
+         of::write_npy(d / "labels.npy", of::DType::i64, {64}, labels.data());
+         run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "g.ofp") + " --loss cross_entropy", d);
+         return bin("ofrun") + " " + (d / "g.ofp") + " --input input=" + fixture("mlp_input.npy") + " --input label=" + (d / "labels.npy") +
+                " --output loss=" + (d / "out.npy");
+       },
+       "ofrun: error: {d}/labels.npy: label 10 at index 5 is outside [0,10) (the loss 'loss' has 10 classes)"},
       {"input: wrong shape", npy_row("{'descr': '<f4', 'fortran_order': False, 'shape': (64, 783), }", 64 * 783 * 4),
        "ofrun: error: {d}/x.npy: array is f32 [64,783], input 'input' needs f32 [64,784] (or k times as many rows)"},
       {"input: wrong dtype", npy_row("{'descr': '<i8', 'fortran_order': False, 'shape': (64, 784), }", 64 * 784 * 8),
