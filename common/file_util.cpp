@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "common/error.h"
 
@@ -20,6 +21,7 @@ std::vector<uint8_t> read_file(const std::string& path) {
   uint8_t chunk[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int err = errno;
       ::close(fd);
@@ -59,6 +61,13 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
     int err = errno;
     ::unlink(tmp.c_str());
     fail({.file = path}, "cannot rename {} into place: {}", tmp, std::strerror(err));
+  }
+  // The rename itself is durable only once the directory entry is on disk.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
   }
 }
 

@@ -52,7 +52,7 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
     try {
       fn();
     } catch (const std::exception& e) {
-      ctx->record(fmt::format("task {}: {}", task->id(), e.what()));
+      ctx->record(fmt::format("task {} ({}): {}", task->id(), task->label(), e.what()));
       for (const caf::actor& a : ctx->actors) caf::anon_send(a, stop_atom::value);
       self->quit();
       return;

@@ -23,7 +23,7 @@ std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, i
 
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
                      int32_t slot_limit, int64_t pieces, int64_t trace_capacity)
-    : id_(id), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
+    : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
       tracing_(trace_capacity > 0) {
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "schemas/plan_model.h"
@@ -53,6 +54,7 @@ class TaskState {
   bool done() const;
 
   plan::TaskId id() const { return id_; }
+  const std::string& label() const { return label_; }  // "name op", for error messages
   int64_t acts() const { return acts_; }
   const std::vector<ActRecord>& trace() const { return trace_; }
 
@@ -89,6 +91,7 @@ class TaskState {
   Out& out_of(plan::RegstId regst);
 
   plan::TaskId id_;
+  std::string label_;
   bool source_;
   Action* action_;
   int64_t pieces_;  // source only

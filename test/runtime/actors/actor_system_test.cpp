@@ -67,7 +67,7 @@ TEST_CASE("actor_system: a failing task stops the whole run with its message, no
     Run run(5, 1000, 3, 17);
     ActorRunResult r = run_actors(run.tasks, SchedulerOptions{threads, "stealing"});
     INFO("threads " << threads);
-    CHECK(r.error == "task 3: boom at piece 17");
+    CHECK(r.error == "task 3 (t3 AddOne): boom at piece 17");
     CHECK(run.outputs[999] == -1.0f);  // the run stopped early
   }
 }

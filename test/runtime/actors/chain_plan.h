@@ -2,6 +2,8 @@
 // A source -> k stages -> sink plan over one float per slot, for runtime protocol tests.
 #pragma once
 
+#include <string>
+
 #include "runtime/actors/task_state.h"
 #include "schemas/plan_model.h"
 
@@ -28,6 +30,8 @@ inline plan::Plan chain(int stages, int32_t slots) {
   p.arenas = {plan::Arena{0, 0, offset}};
   for (int t = 0; t <= stages + 1; ++t) {
     plan::Task task{.id = t, .kind = t == 0 ? plan::TaskKind::source : t == stages + 1 ? plan::TaskKind::sink : plan::TaskKind::compute};
+    task.name = "t" + std::to_string(t);
+    task.op = t == 0 ? "Source" : t == stages + 1 ? "Sink" : "AddOne";
     if (t > 0) {
       task.inputs = {plan::TaskInput{false, t - 1, 0}};
       task.in_regsts = {t - 1};
