@@ -68,6 +68,17 @@ std::vector<int64_t> get_ints_n(const KernelConfig& cfg, std::string_view kernel
 
 namespace of::kernels::cpu {
 
+AxisView axis_view(const KernelConfig& cfg, std::string_view kernel, const Shape& s) {
+  const int64_t axis = cfg.attrs.get_int("axis", static_cast<int64_t>(s.size()) - 1);
+  if (axis < 0 || axis >= static_cast<int64_t>(s.size()))
+    fail(where_of(cfg), "{}: axis {} out of range for shape {}", kernel, axis, shape_str(s));
+  AxisView v;
+  for (int64_t i = 0; i < axis; ++i) v.outer *= s[size_t(i)];
+  v.n = s[size_t(axis)];
+  for (size_t i = size_t(axis) + 1; i < s.size(); ++i) v.inner *= s[i];
+  return v;
+}
+
 bool fused_relu(const KernelConfig& cfg, std::string_view kernel) {
   const Attr* a = cfg.attrs.find("activation");
   if (!a) return false;

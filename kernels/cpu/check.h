@@ -40,6 +40,13 @@ std::vector<int64_t> get_ints_n(const KernelConfig& cfg, std::string_view kernel
 
 namespace of::kernels::cpu {
 
+// A tensor viewed as [outer, n, inner] around one axis (softmax and its gradient).
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+// Reads attribute "axis" (default: the last) and checks it against `shape`.
+AxisView axis_view(const KernelConfig& cfg, std::string_view kernel, const Shape& shape);
+
 // The fused activation the compiler asked for (attribute "activation"): true for "relu", false
 // when absent; anything else is refused.
 bool fused_relu(const KernelConfig& cfg, std::string_view kernel);

@@ -48,12 +48,7 @@ void Conv::run(const void* const* in, void* const* out) {
   const float beta = has_bias_ ? 1.0f : 0.0f;
   for (int64_t b = 0; b < g_.n; ++b) {
     for (int64_t g = 0; g < g_.group; ++g) {
-      const float* xg = x + (b * g_.c + g * g_.cg) * g_.h * g_.w;
-      const float* col = xg;
-      if (!g_.direct) {
-        im2col(g_, xg, col_.data());
-        col = col_.data();
-      }
+      const float* col = columns(g_, x, b, g, col_.data());
       // Bias and ReLU touch one (batch, group) block while it is still in cache.
       float* yg = y + (b * g_.m + g * mg) * spatial;
       if (bias)  // pre-fill with the bias so that sgemm adds to it (beta = 1)

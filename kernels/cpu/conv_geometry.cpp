@@ -115,4 +115,11 @@ void col2im_add(const ConvGeometry& g, const float* col, float* x) {
   }
 }
 
+const float* columns(const ConvGeometry& g, const float* x, int64_t b, int64_t grp, float* workspace) {
+  const float* block = x + (b * g.c + grp * g.cg) * g.h * g.w;
+  if (g.direct) return block;
+  im2col(g, block, workspace);
+  return workspace;
+}
+
 }  // namespace of::kernels::cpu

@@ -35,6 +35,9 @@ ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, con
 
 // col [kdim, OH*OW] from the C/g planes at x (zeros where a tap reads padding).
 void im2col(const ConvGeometry& g, const float* x, float* col);
+// The column matrix of input block (batch b, group grp) of x: the block itself when g.direct,
+// else im2col of it into `workspace`.
+const float* columns(const ConvGeometry& g, const float* x, int64_t b, int64_t grp, float* workspace);
 // The adjoint of im2col: adds each column entry into the input position it was read from.
 void col2im_add(const ConvGeometry& g, const float* col, float* x);
 

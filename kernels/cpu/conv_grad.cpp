@@ -82,12 +82,7 @@ class ConvGradWeight final : public Kernel {
     for (int64_t b = 0; b < g_.n; ++b) {
       const float beta = b == 0 ? 0.0f : 1.0f;  // the first batch overwrites, the rest add
       for (int64_t g = 0; g < g_.group; ++g) {
-        const float* xg = x + (b * g_.c + g * g_.cg) * g_.h * g_.w;
-        const float* col = xg;
-        if (!g_.direct) {
-          im2col(g_, xg, col_.data());
-          col = col_.data();
-        }
+        const float* col = columns(g_, x, b, g, col_.data());
         dnnl_sgemm('N', 'T', mg, kdim, spatial, 1.0f, dy + (b * g_.m + g * mg) * spatial, spatial,
                    col, spatial, beta, dw + g * mg * kdim, kdim);
       }

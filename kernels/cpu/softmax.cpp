@@ -30,12 +30,8 @@ Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log
   check_dtypes(cfg, name, DType::f32);
   const Shape& s = cfg.inputs[0].shape;
   check_output_shape(cfg, name, 0, s);
-  const int64_t axis = cfg.attrs.get_int("axis", static_cast<int64_t>(s.size()) - 1);
-  if (axis < 0 || axis >= static_cast<int64_t>(s.size()))
-    fail(where_of(cfg), "{}: axis {} out of range for shape {}", name, axis, shape_str(s));
-  for (int64_t i = 0; i < axis; ++i) outer_ *= s[i];
-  n_ = s[axis];
-  for (size_t i = axis + 1; i < s.size(); ++i) inner_ *= s[i];
+  const AxisView v = axis_view(cfg, name, s);
+  outer_ = v.outer, n_ = v.n, inner_ = v.inner;
   if (inner_ > 1) {
     max_.resize(inner_);
     sum_.resize(inner_);
