@@ -19,10 +19,29 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cross_entropy", "mse"}));
   app.add_option("--label", options.label, "name of the new graph input the loss compares against");
   app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)");
+  app.add_flag("--train", options.train, "compile a training plan (needs --loss); also writes <stem>.eval.ofp for --eval");
+  app.add_option("--optimizer", options.optimizer,
+                 "sgd[:lr=,momentum=,dampening=,nesterov=0|1,weight_decay=] | adam|adamw[:lr=,beta1=,beta2=,eps=,weight_decay=]")
+      ->capture_default_str();
+  app.add_option("--schedule", options.schedule, "learning-rate schedule: constant | warmup:steps=N | cosine[:warmup=N,min_lr=X]")
+      ->capture_default_str();
+  app.add_option("--micro-batches", options.micro_batches, "pieces (micro-batches) whose gradients one optimizer step sums")
+      ->check(CLI::Range(1, 1 << 20));
   CLI11_PARSE(app, argc, argv);
   return of::cli::guarded_main("ofc", [&] {
     of::compiler::Compilation c = of::compiler::compile_model(model, options);
-    std::string weights = of::compiler::write_plan(c, output);
+    std::string weights;
+    if (options.train) {
+      of::compiler::CompileOptions eval_options = options;
+      eval_options.train = false;
+      eval_options.gradients = false;
+      eval_options.micro_batches = 1;
+      eval_options.eval_metrics = true;
+      of::compiler::Compilation eval = of::compiler::compile_model(model, eval_options);
+      weights = of::compiler::write_training_plans(c, eval, output);
+    } else {
+      weights = of::compiler::write_plan(c, output);
+    }
     uint64_t arena = 0;
     for (const auto& a : c.tasks.arenas) arena += a.bytes;
     fmt::print("ofc: wrote {} ({} tasks, {} registers, {:.1f} MiB arena) and {}\n", output, c.tasks.tasks.size(),

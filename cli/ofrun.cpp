@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// ofrun: stream a plan on CPU actors, feeding .npy inputs and collecting .npy outputs.
+// ofrun: stream a plan on CPU actors. Inference plans take .npy inputs and write .npy outputs;
+// training plans (ofc --train) take --data and train, checkpoint, resume and evaluate.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "cli/cli_main.h"
 #include "runtime/run.h"
+#include "runtime/train/train.h"
 
 namespace {
 
@@ -16,23 +20,78 @@ std::pair<std::string, std::string> split_binding(const std::string& s, const ch
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
+void print_report(const of::runtime::train::Report& r) {
+  if (r.train) {
+    const auto& t = *r.train;
+    if (t.steps == 0) {
+      fmt::print("ofrun: already at step {} of {}: nothing to train\n", t.first_step, t.total_steps);
+    } else {
+      fmt::print("ofrun: trained {} steps ({} samples) in {:.3f} s, {:.1f} samples/s, last loss {:.6f}\n", t.steps, t.samples,
+                 t.seconds, double(t.samples) / t.seconds, t.last_loss);
+    }
+    if (t.interrupted) fmt::print("ofrun: interrupted at step {}\n", t.first_step + t.steps);
+    if (!t.checkpoint.empty()) fmt::print("ofrun: checkpoint {}\n", t.checkpoint);
+  }
+  if (r.eval) {
+    const auto& e = *r.eval;
+    if (e.accuracy >= 0)
+      fmt::print("ofrun: eval {} samples, loss {:.4f}, accuracy {:.2f}%\n", e.samples, e.loss, 100.0 * e.accuracy);
+    else
+      fmt::print("ofrun: eval {} samples, loss {:.6f}\n", e.samples, e.loss);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ofrun: run an of plan"};
   of::runtime::RunOptions o;
+  of::runtime::train::TrainOptions t;
   std::vector<std::string> inputs, outputs;
+  std::string last_batch = "drop";
+  uint64_t seed = 0;
+  bool no_shuffle = false;
   app.add_option("plan", o.plan_path, "plan file written by ofc")->required();
-  app.add_option("--input", inputs, "feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
-  app.add_option("--output", outputs, "write a graph output: NAME=FILE.npy (pieces concatenated)");
-  app.add_option("--pieces", o.pieces, "pieces to stream (inputs repeat as needed)")->check(CLI::PositiveNumber);
-  app.add_option("--slots", o.slots, "use at most this many slots per register")->check(CLI::PositiveNumber);
+  app.add_option("--input", inputs, "inference: feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
+  app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
+  app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(CLI::PositiveNumber);
+  app.add_option("--slots", o.slots, "inference: use at most this many slots per register")->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "actor worker threads (default: one per core)")->check(CLI::PositiveNumber);
   app.add_option("--kernel-threads", o.kernel_threads, "threads each kernel may use")->check(CLI::PositiveNumber);
   app.add_option("--scheduler", o.policy, "CAF scheduling policy")->check(CLI::IsMember({"sharing", "stealing"}));
-  app.add_option("--trace", o.trace_path, "write a Chrome-trace JSON of actor activity");
+  app.add_option("--trace", o.trace_path, "inference: write a Chrome-trace JSON of actor activity");
+  auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]");
+  app.add_option("--epochs", t.epochs, "train for N passes over the data (counting resumed steps)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", t.steps, "train for N optimizer steps in all (counting resumed steps)")->check(CLI::PositiveNumber);
+  auto* seed_opt = app.add_option("--seed", seed, "shuffling seed (default 0; a resumed run keeps its checkpoint's)");
+  app.add_flag("--no-shuffle", no_shuffle, "take samples in file order");
+  app.add_option("--last-batch", last_batch, "a last partial batch is dropped or padded (with the epoch's first samples)")
+      ->check(CLI::IsMember({"drop", "pad"}));
+  app.add_option("--checkpoint", t.checkpoint_dir, "checkpoint folder: saved at the end, on SIGINT and every --checkpoint-every steps");
+  app.add_option("--checkpoint-every", t.checkpoint_every, "also save every N steps")->check(CLI::PositiveNumber);
+  app.add_flag("--resume", t.resume, "continue from the latest checkpoint in --checkpoint (if there is one)");
+  app.add_option("--init", t.init_path, "start from these weights (safetensors with PyTorch parameter names)");
+  app.add_option("--metrics", t.metrics_path, "write one JSON object per logged step (step, epoch, loss, lr, samples_per_s)");
+  app.add_option("--log-every", t.log_every, "log every N steps (default: 1 with --metrics, else 100; a terminal shows a live line)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--eval", t.eval, "report loss and accuracy on the test split (after training, or of --checkpoint's weights)");
+  app.add_option("--eval-data", t.eval_data, "data to evaluate on (default: --data, idx's test split)");
   CLI11_PARSE(app, argc, argv);
   return of::cli::guarded_main("ofrun", [&] {
+    if (data->count() > 0) {
+      if (!inputs.empty() || !outputs.empty()) throw of::Error("--data trains or evaluates; --input/--output feed inference plans");
+      t.plan_path = o.plan_path;
+      t.threads = o.threads;
+      t.kernel_threads = o.kernel_threads;
+      t.policy = o.policy;
+      if (seed_opt->count() > 0) t.seed = seed;
+      t.shuffle = !no_shuffle;
+      t.pad_last = last_batch == "pad";
+      t.train = t.epochs > 0 || t.steps > 0 || !t.eval;
+      t.live = ::isatty(STDERR_FILENO) == 1;
+      print_report(of::runtime::train::run_training(t));
+      return 0;
+    }
     for (const std::string& s : inputs) o.inputs.push_back(split_binding(s, "--input"));
     for (const std::string& s : outputs) o.outputs.push_back(split_binding(s, "--output"));
     of::runtime::RunResult r = of::runtime::run(o);

@@ -25,6 +25,7 @@ const std::vector<KernelEntry>& all_kernels() {
       {"average_pool", DeviceKind::cpu, DType::f32, &cpu::make_average_pool},
       {"average_pool_grad", DeviceKind::cpu, DType::f32, &cpu::make_average_pool_grad},
       {"batch_norm", DeviceKind::cpu, DType::f32, &cpu::make_batch_norm},
+      {"classify_metrics", DeviceKind::cpu, DType::f32, &cpu::make_classify_metrics},
       {"concat", DeviceKind::cpu, DType::f32, &cpu::make_concat},
       {"concat", DeviceKind::cpu, DType::i64, &cpu::make_concat},
       {"conv", DeviceKind::cpu, DType::f32, &cpu::make_conv},

@@ -17,51 +17,11 @@
 #include "runtime/actors/actions.h"
 #include "runtime/actors/actor_system.h"
 #include "runtime/plan/load.h"
+#include "runtime/plan_instance.h"
 #include "runtime/trace/chrome_trace.h"
 
 namespace of::runtime {
 namespace {
-
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using ArenaBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
-
-ArenaBuffer allocate_arena(uint64_t bytes, const std::string& path, int32_t id) {
-  uint64_t size = std::max<uint64_t>(plan::align_up(bytes), plan::kAlignment);
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(plan::kAlignment, size));
-  if (!p) fail({.file = path, .field = fmt::format("arenas[{}]", id)}, "cannot allocate {} bytes", size);
-  std::memset(p, 0, size);  // touch every page now, not in the first act
-  return ArenaBuffer(p);
-}
-
-// Checks the weights file against the plan (size, checksum, every variable's entry) and copies
-// each variable into its arena.
-void load_weights(const plan::Plan& p, const std::string& plan_path, const std::vector<ArenaBuffer>& arenas) {
-  std::string path = (std::filesystem::path(plan_path).parent_path() / p.weights).string();
-  std::vector<uint8_t> bytes = read_file(path);
-  if (bytes.size() != p.weights_bytes)
-    fail({.file = path}, "weights file has {} bytes, the plan expects {} (was it replaced or truncated?)", bytes.size(), p.weights_bytes);
-  if (crc32_of(bytes.data(), bytes.size()) != p.weights_crc32) fail({.file = path}, "weights checksum mismatch: the file is corrupt or belongs to another plan");
-  SafetensorsFile file = parse_safetensors(bytes.data(), bytes.size(), path);
-  for (const plan::Variable& v : p.variables) {
-    auto it = file.entries.find(v.key);
-    const TensorDesc& want = p.tensors[size_t(v.tensor)].desc;
-    if (it == file.entries.end()) fail({.file = path, .field = "tensor '" + v.key + "'"}, "missing");
-    if (it->second.dtype != want.dtype || it->second.shape != want.shape)
-      fail({.file = path, .field = "tensor '" + v.key + "'"}, "is {} {}, the plan expects {} {}", dtype_name(it->second.dtype),
-           shape_str(it->second.shape), dtype_name(want.dtype), shape_str(want.shape));
-    std::memcpy(arenas[size_t(v.arena)].get() + v.offset, file.ptr(it->second), v.bytes);
-  }
-}
-
-std::vector<TensorDesc> input_descs(const plan::Plan& p, const plan::Task& t) {
-  std::vector<TensorDesc> out;
-  for (const plan::TaskInput& in : t.inputs)
-    out.push_back(in.variable ? p.tensors[size_t(p.variables[size_t(in.id)].tensor)].desc
-                              : p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc);
-  return out;
-}
 
 // How many pieces a fed array holds: its first dimension must be a multiple of the input's.
 int64_t pieces_in(const NpyArray& a, const TensorDesc& want, const std::string& file, const std::string& name) {
@@ -80,7 +40,10 @@ int64_t pieces_in(const NpyArray& a, const TensorDesc& want, const std::string& 
 }  // namespace
 
 RunResult run(const RunOptions& o) {
-  plan::Plan p = load_plan(o.plan_path);
+  PlanInstance inst(o.plan_path);
+  const plan::Plan& p = inst.plan();
+  if (p.job.kind == plan::JobKind::train)
+    fail({.file = o.plan_path}, "is a training plan: give ofrun --data (and --epochs or --steps) to train it");
   if (o.slots < 0) fail({}, "--slots must be positive");
   int32_t max_slots = 0;
   for (const plan::Regst& r : p.regsts) max_slots = std::max(max_slots, r.slots);
@@ -88,18 +51,8 @@ RunResult run(const RunOptions& o) {
     fail({.file = o.plan_path}, "--slots {} exceeds the {} slots the plan was compiled with (recompile with ofc --slots {})", o.slots, max_slots, o.slots);
   const int32_t slot_limit = o.slots > 0 ? o.slots : max_slots;
 
-  std::vector<ArenaBuffer> arenas;
-  for (const plan::Arena& a : p.arenas) arenas.push_back(allocate_arena(a.bytes, o.plan_path, a.id));
-  std::vector<uint8_t*> arena_ptrs;
-  for (const ArenaBuffer& a : arenas) arena_ptrs.push_back(a.get());
-  load_weights(p, o.plan_path, arenas);
-
-  const plan::Task* source = nullptr;
-  const plan::Task* sink = nullptr;
-  for (const plan::Task& t : p.tasks) {
-    if (t.kind == plan::TaskKind::source) source = &t;
-    if (t.kind == plan::TaskKind::sink) sink = &t;
-  }
+  const plan::Task* source = &inst.source();
+  const plan::Task* sink = &inst.sink();
 
   // Feeds: every graph input needs exactly one --input.
   for (const auto& [name, file] : o.inputs)
@@ -126,8 +79,8 @@ RunResult run(const RunOptions& o) {
   for (const plan::Task& t : p.tasks) {
     if (t.kernel != "softmax_cross_entropy" || t.inputs.size() != 2) continue;
     const plan::TaskInput& in = t.inputs[1];
-    if (in.variable || in.id != source->out_regsts[0]) continue;
-    const int64_t classes = input_descs(p, t)[0].shape.back();
+    if (in.kind != plan::InputKind::regst || in.id != source->out_regsts[0]) continue;
+    const int64_t classes = inst.input_desc(t, 0).shape.back();
     const NpyArray& labels = fed[size_t(in.blob)];
     const auto* v = reinterpret_cast<const int64_t*>(labels.data.data());
     for (size_t k = 0; k < labels.data.size() / 8; ++k)
@@ -161,20 +114,8 @@ RunResult run(const RunOptions& o) {
     switch (t.kind) {
       case plan::TaskKind::source: actions.push_back(std::make_unique<SourceAction>(feeds)); break;
       case plan::TaskKind::sink: actions.push_back(std::make_unique<SinkAction>(collect)); break;
-      case plan::TaskKind::compute: {
-        std::vector<TensorDesc> outs;
-        for (const plan::Blob& b : p.regsts[size_t(t.out_regsts[0])].blobs) outs.push_back(b.desc);
-        kernels::KernelConfig cfg{t.attrs, input_descs(p, t), outs, t.name};
-        // Weights never change in an inference plan: kernels may repack them once, now.
-        for (const plan::TaskInput& in : t.inputs) {
-          const plan::Variable* v = in.variable ? &p.variables[size_t(in.id)] : nullptr;
-          bool fixed = v && p.job.kind == plan::JobKind::infer;
-          cfg.constants.push_back(fixed ? arena_ptrs[size_t(v->arena)] + v->offset : nullptr);
-        }
-        auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, outs[0].dtype, cfg);
-        actions.push_back(std::make_unique<KernelAction>(std::move(kernel), o.kernel_threads));
-        break;
-      }
+      case plan::TaskKind::compute: actions.push_back(inst.make_kernel_action(t, o.kernel_threads)); break;
+      case plan::TaskKind::snapshot: fail({.file = o.plan_path}, "a snapshot task belongs in a training plan");
     }
   }
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))
@@ -182,7 +123,7 @@ RunResult run(const RunOptions& o) {
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : pieces;
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)
-    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), arena_ptrs.data(), slot_limit, pieces, trace_capacity));
+    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slot_limit, pieces, trace_capacity));
 
   ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy});
   if (!ran.error.empty()) fail({.file = o.plan_path}, "run failed: {}", ran.error);

@@ -71,7 +71,7 @@ std::vector<uint8_t> encode(const Plan& p) {
     for (const Blob& bl : r.blobs)
       blobs.push_back(fb::CreateBlob(b, bl.tensor, b.CreateVector(bl.desc.shape), fb::DType(bl.desc.dtype), bl.offset, bl.bytes));
     regsts.push_back(fb::CreateRegst(b, r.id, r.producer, b.CreateVector(r.consumers), r.slots, r.slot_bytes, r.arena,
-                                     b.CreateVector(r.offsets), b.CreateVector(blobs)));
+                                     b.CreateVector(r.offsets), b.CreateVector(blobs), r.persistent));
   }
   std::vector<Offset<fb::Variable>> variables;
   for (const Variable& v : p.variables)
@@ -80,7 +80,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   for (const Task& t : p.tasks) {
     std::vector<Offset<fb::TaskInput>> inputs;
     for (const TaskInput& in : t.inputs)
-      inputs.push_back(fb::CreateTaskInput(b, in.variable ? fb::InputKind::variable : fb::InputKind::regst, in.id, in.blob));
+      inputs.push_back(fb::CreateTaskInput(b, fb::InputKind(in.kind), in.id, in.blob));
     std::vector<Offset<fb::Attr>> attrs;
     for (const Attr& a : t.attrs.all())
       attrs.push_back(fb::CreateAttr(b, b.CreateString(a.name), b.CreateVector(a.ints), b.CreateVector(a.floats),
@@ -91,7 +91,9 @@ std::vector<uint8_t> encode(const Plan& p) {
                                    b.CreateVector(t.in_regsts), b.CreateVector(t.out_regsts), b.CreateVector(attrs),
                                    b.CreateVectorOfStrings(t.io_names)));
   }
-  auto job = fb::CreateJob(b, fb::JobKind(p.job.kind), p.job.batch, p.job.pieces, p.job.seed);
+  auto job = fb::CreateJob(b, fb::JobKind(p.job.kind), p.job.batch, p.job.pieces, p.job.seed, b.CreateString(p.job.label),
+                           p.job.micro_batches, b.CreateString(p.job.optimizer), p.job.lr, b.CreateString(p.job.schedule),
+                           b.CreateString(p.job.eval_plan));
   auto root = fb::CreatePlan(b, plan_format::kVersion, b.CreateString(p.model), job, cluster, b.CreateVector(tensors),
                              b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
                              b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32);
@@ -136,7 +138,10 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   p.version = root->version();
   p.model = r.str(root->model(), "model");
   const fb::Job* job = r.need(root->job(), "job");
-  p.job = Job{JobKind(job->kind()), job->batch(), job->pieces(), job->seed()};
+  auto opt_str = [](const flatbuffers::String* s) { return s ? s->str() : std::string(); };
+  p.job = Job{.kind = JobKind(job->kind()), .batch = job->batch(), .pieces = job->pieces(), .seed = job->seed(),
+              .label = opt_str(job->label()), .micro_batches = job->micro_batches(), .optimizer = opt_str(job->optimizer()),
+              .lr = job->lr(), .schedule = opt_str(job->schedule()), .eval_plan = opt_str(job->eval_plan())};
   const fb::Cluster* cluster = r.need(root->cluster(), "cluster");
   for (const fb::Device* d : *r.need(cluster->devices(), "cluster.devices")) p.devices.push_back(device_from(*d));
 
@@ -166,7 +171,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     const fb::Regst* g = regsts->Get(i);
     Regst out{.id = g->id(), .producer = g->producer(), .consumers = r.vec(g->consumers(), f + ".consumers"),
               .slots = g->slots(), .slot_bytes = g->slot_bytes(), .arena = g->arena(),
-              .offsets = r.vec(g->offsets(), f + ".offsets")};
+              .offsets = r.vec(g->offsets(), f + ".offsets"), .blobs = {}, .persistent = g->persistent()};
     auto blobs = r.need(g->blobs(), f + ".blobs");
     for (flatbuffers::uoffset_t k = 0; k < blobs->size(); ++k) {
       std::string bf = fmt::format("{}.blobs[{}]", f, k);
@@ -186,14 +191,17 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   for (flatbuffers::uoffset_t i = 0; i < tasks->size(); ++i) {
     std::string f = fmt::format("tasks[{}]", i);
     const fb::Task* t = tasks->Get(i);
-    if (int(t->kind()) < 0 || int(t->kind()) > 2) fail({.file = path, .field = f + ".kind"}, "unknown task kind {}", int(t->kind()));
+    if (int(t->kind()) < 0 || int(t->kind()) > 3) fail({.file = path, .field = f + ".kind"}, "unknown task kind {}", int(t->kind()));
     Task out{.id = t->id(), .kind = TaskKind(t->kind()), .name = r.str(t->name(), f + ".name"),
              .op = r.str(t->op(), f + ".op"), .kernel = r.str(t->kernel(), f + ".kernel"),
              .device = device_index(t->device(), f + ".device"),
              .stream = t->stream(), .in_regsts = r.vec(t->in_regsts(), f + ".in_regsts"),
              .out_regsts = r.vec(t->out_regsts(), f + ".out_regsts")};
     for (const fb::TaskInput* in : *r.need(t->inputs(), f + ".inputs"))
-      out.inputs.push_back(TaskInput{in->kind() == fb::InputKind::variable, in->id(), in->blob()});
+    {
+      if (int(in->kind()) < 0 || int(in->kind()) > 2) fail({.file = path, .field = f + ".inputs"}, "unknown input kind {}", int(in->kind()));
+      out.inputs.push_back(TaskInput{InputKind(in->kind()), in->id(), in->blob()});
+    }
     for (const fb::Attr* a : *r.need(t->attrs(), f + ".attrs")) {
       std::string af = f + ".attrs";
       std::string name = r.str(a->name(), af + ".name");

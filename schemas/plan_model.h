@@ -17,10 +17,18 @@ using TaskId = int32_t;
 using RegstId = int32_t;
 using VariableId = int32_t;
 
-enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2 };
+// snapshot: reads every persistent register to copy a consistent version of the training state
+// (checkpoints during a run).
+enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2, snapshot = 3 };
+
+enum class InputKind : int8_t {
+  regst = 0,     // blob `blob` of regsts[id]
+  variable = 1,  // variables[id]
+  own = 2,       // blob `blob` of regsts[id], which this task writes: read, then overwritten in place
+};
 
 struct TaskInput {
-  bool variable = false;  // true: variables[id]; false: blob `blob` of regsts[id]
+  InputKind kind = InputKind::regst;
   int32_t id = 0;
   int32_t blob = 0;
 };
@@ -56,6 +64,9 @@ struct Regst {
   int32_t arena = 0;
   std::vector<uint64_t> offsets;  // per slot; filled by plan-memory
   std::vector<Blob> blobs;
+  // One slot living across pieces (a weight and its optimizer state): the producer lends version
+  // 0 at start and version n+1 after acting on piece n. See plan.fbs.
+  bool persistent = false;
 };
 
 struct Variable {
@@ -84,13 +95,20 @@ struct LogicalTensor {
   TensorDesc desc;
 };
 
-enum class JobKind : int8_t { infer = 0, train = 1 };
+enum class JobKind : int8_t { infer = 0, train = 1, eval = 2 };
 
 struct Job {
   JobKind kind = JobKind::infer;
   int64_t batch = 1;   // rows per piece of the first graph input
   int64_t pieces = 0;  // default pieces to stream (0: as many as the input holds)
   uint64_t seed = 0;
+  // Training and evaluation (see plan.fbs).
+  std::string label;         // graph input holding labels / targets
+  int32_t micro_batches = 1; // pieces per optimizer step
+  std::string optimizer;     // as given to ofc, for people
+  float lr = 0;              // base learning rate
+  std::string schedule;      // learning-rate schedule spec
+  std::string eval_plan;     // companion evaluation plan, relative to this plan's folder
 };
 
 struct Plan {

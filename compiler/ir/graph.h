@@ -40,6 +40,9 @@ struct Node {
   std::string kernel;
   Attrs kernel_attrs;
   std::vector<ValueId> runtime_inputs;
+  // Per output: the input it overwrites in place (an optimizer update writes the weight and its
+  // state back where it read them), or -1. Lowering turns such inputs into persistent registers.
+  std::vector<int32_t> inplace;
 };
 
 struct Graph {

@@ -9,6 +9,7 @@ namespace of::compiler {
 using plan::Arena;
 using plan::Blob;
 using plan::DeviceRef;
+using plan::InputKind;
 using plan::kAlignment;
 using plan::Regst;
 using plan::RegstId;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // autodiff: with --loss, afterwards the graph ends in the loss (a new output "loss", compared
-// against a new input, --label) and, with --gradients, outputs "<weight>.grad" for every weight
-// the loss depends on. Weights are the float constants kernels read at run time. The backward
-// nodes come from each operator's grad rule (compiler/ops/*.cpp), in reverse order; gradients
-// of a value read by several nodes are summed. Training (optimizer updates) builds on this.
+// against a new input, --label); with --gradients or --train it also holds the backward pass:
+// every weight the loss depends on has its gradient (Compilation::training.weights), and with
+// --gradients each is an output "<weight>.grad". Weights are the float constants kernels read at
+// run time. The backward nodes come from each operator's grad rule (compiler/ops/*.cpp), in
+// reverse order; gradients of a value read by several nodes are summed. An evaluation plan
+// (eval_metrics) ends instead in per-sample metrics and has no backward pass.
 #include <cstring>
 
 #include "common/error.h"
@@ -26,8 +28,10 @@ bool Autodiff::run(Compilation& c) {
   const CompileOptions& o = c.options;
   if (o.loss.empty()) {
     if (o.gradients) fail({}, "--gradients needs --loss (cross_entropy or mse)");
+    if (o.train) fail({}, "--train needs --loss (cross_entropy or mse)");
     return false;
   }
+  c.training.label = o.label;
   Graph& g = c.graph;
   const Where file{.file = g.source_file};
   if (o.loss != "cross_entropy" && o.loss != "mse") fail(file, "--loss '{}' is not supported (cross_entropy, mse)", o.loss);
@@ -91,7 +95,19 @@ bool Autodiff::run(Compilation& c) {
   g.values[size_t(label)].consumers.push_back(loss_node);
   g.nodes.push_back(std::move(ln));
   g.outputs = {loss};
-  if (!o.gradients) return true;
+  if (o.eval_metrics && o.loss == "cross_entropy") {
+    // Per-sample metrics replace the mean loss: a padded last batch must not count its padding.
+    Node& l = g.nodes[size_t(loss_node)];
+    l.op_type = "ClassifyMetrics";
+    l.kernel = "classify_metrics";
+    g.values[size_t(loss)].name = "eval/nll";
+    g.values[size_t(loss)].desc = TensorDesc{{pred_desc.shape[0]}, DType::f32};
+    g.values[size_t(prob)].name = "eval/correct";
+    g.values[size_t(prob)].desc = TensorDesc{{pred_desc.shape[0]}, DType::f32};
+    g.values[size_t(prob)].graph_output = true;
+    g.outputs = {loss, prob};
+  }
+  if (!o.gradients && !o.train) return true;
 
   // Backward, from dloss = 1.
   const ValueId one = g.add_value("loss/one");
@@ -116,10 +132,11 @@ bool Autodiff::run(Compilation& c) {
     def->grad(ctx);
   }
 
+  for (ValueId w : weights)
+    if (grads[size_t(w)] != kNoValue) c.training.weights.emplace_back(w, grads[size_t(w)]);
+  if (!o.gradients) return true;
   // Each weight's gradient becomes an output; a value that is already an output gets a copy.
-  for (ValueId w : weights) {
-    ValueId dw = grads[size_t(w)];
-    if (dw == kNoValue) continue;
+  for (auto& [w, dw] : c.training.weights) {
     if (g.values[size_t(dw)].graph_output || g.values[size_t(dw)].producer < 0) {
       GradCtx ctx(g, g.values[size_t(dw)].producer < 0 ? loss_node : g.values[size_t(dw)].producer, grads, wants);
       dw = ctx.emit("Identity", "copy", {dw}, {}, g.values[size_t(w)].desc);

@@ -2,7 +2,11 @@
 // lower-to-tasks: afterwards the task graph has one source task (all graph inputs, one register),
 // one compute task per node (its outputs, one register), one sink task (all graph outputs), a
 // variable per constant that a kernel reads at run time, and every register knows its consumers.
-// Everything is placed on one CPU device for now.
+// A node that updates inputs in place (an optimizer update) instead owns a persistent register
+// holding those inputs (a weight and its state): every other reader of the weight reads that
+// register, and the update reads and writes it through own inputs. Task ids follow node order
+// (node i is task i + 1), so persistent registers are made first and readers that come before
+// their update find them. Everything is placed on one CPU device for now.
 #include <algorithm>
 #include <unordered_map>
 
@@ -31,7 +35,7 @@ Regst make_regst(TaskGraph& tg, TaskId producer, const Graph& g, const std::vect
 
 void add_input(TaskGraph& tg, Task& t, TaskInput in) {
   t.inputs.push_back(in);
-  if (in.variable) return;
+  if (in.kind != InputKind::regst) return;
   if (std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) == t.in_regsts.end()) {
     t.in_regsts.push_back(in.id);
     tg.regsts[in.id].consumers.push_back(t.id);
@@ -50,23 +54,47 @@ bool LowerToTasks::run(Compilation& c) {
 
   // Where each runtime value lives: (regst, blob) for produced values, variable id for constants.
   struct Home {
-    bool variable;
+    InputKind kind;
     int32_t id;
     int32_t blob;
   };
   std::unordered_map<ValueId, Home> home;
+  std::vector<RegstId> persistent_of(g.nodes.size(), -1);
 
   Task source{.id = 0, .kind = TaskKind::source, .name = "source", .op = "Source"};
   for (ValueId v : g.inputs) source.io_names.push_back(g.values[v].name);
   tg.regsts.push_back(make_regst(tg, source.id, g, g.inputs, slots));
   source.out_regsts.push_back(0);
-  for (size_t i = 0; i < g.inputs.size(); ++i) home[g.inputs[i]] = {false, 0, int32_t(i)};
+  for (size_t i = 0; i < g.inputs.size(); ++i) home[g.inputs[i]] = {InputKind::regst, 0, int32_t(i)};
   tg.tasks.push_back(std::move(source));
 
-  for (const Node& node : g.nodes) {
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.inplace.empty()) continue;
+    std::vector<ValueId> state;
+    for (int32_t k : node.inplace) state.push_back(node.inputs[size_t(k)]);
+    for (ValueId v : state)
+      if (!g.values[v].data || home.count(v))
+        fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "updates '{}' in place, which is not a constant of its own", g.values[v].name);
+    Regst r = make_regst(tg, TaskId(n + 1), g, state, 1);
+    r.persistent = true;
+    for (size_t k = 0; k < state.size(); ++k) home[state[k]] = {InputKind::regst, r.id, int32_t(k)};
+    persistent_of[n] = r.id;
+    tg.regsts.push_back(std::move(r));
+  }
+
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
     Task t{.id = TaskId(tg.tasks.size()), .kind = TaskKind::compute, .name = node.name, .op = node.op_type,
            .kernel = node.kernel, .attrs = node.kernel_attrs};
-    for (ValueId v : node.runtime_inputs) {
+    OF_ASSERT(t.id == TaskId(n + 1), "task ids follow node order");
+    for (size_t k = 0; k < node.runtime_inputs.size(); ++k) {
+      const ValueId v = node.runtime_inputs[k];
+      const auto own = std::find(node.inplace.begin(), node.inplace.end(), int32_t(k));
+      if (own != node.inplace.end()) {
+        add_input(tg, t, TaskInput{.kind = InputKind::own, .id = persistent_of[n], .blob = int32_t(own - node.inplace.begin())});
+        continue;
+      }
       auto it = home.find(v);
       if (it == home.end()) {
         const Value& val = g.values[v];
@@ -74,31 +102,53 @@ bool LowerToTasks::run(Compilation& c) {
         Variable var{.id = VariableId(tg.variables.size()), .tensor = v, .key = val.name, .arena = 0,
                      .bytes = uint64_t(val.desc.bytes())};
         tg.variables.push_back(var);
-        it = home.emplace(v, Home{true, var.id, 0}).first;
+        it = home.emplace(v, Home{InputKind::variable, var.id, 0}).first;
       }
-      add_input(tg, t, TaskInput{.variable = it->second.variable, .id = it->second.id, .blob = it->second.blob});
+      add_input(tg, t, TaskInput{.kind = it->second.kind, .id = it->second.id, .blob = it->second.blob});
     }
-    // A task acts once per piece of its inputs: one that reads only constants has no pieces.
-    if (t.in_regsts.empty())
+    // A task acts once per piece of its inputs: one that reads only constants (or weights) has no pieces.
+    bool streamed = false;
+    for (RegstId r : t.in_regsts) streamed = streamed || !tg.regsts[r].persistent;
+    if (!streamed)
       fail({.file = g.source_file, .node = node.name, .op = node.op_type},
            "computes only from constants; constant folding is not supported yet (export with do_constant_folding=True)");
-    Regst out = make_regst(tg, t.id, g, node.outputs, slots);
-    for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {false, out.id, int32_t(i)};
-    t.out_regsts.push_back(out.id);
-    tg.regsts.push_back(std::move(out));
+    if (persistent_of[n] >= 0) {
+      t.out_regsts.push_back(persistent_of[n]);
+    } else {
+      Regst out = make_regst(tg, t.id, g, node.outputs, slots);
+      for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {InputKind::regst, out.id, int32_t(i)};
+      t.out_regsts.push_back(out.id);
+      tg.regsts.push_back(std::move(out));
+    }
     tg.tasks.push_back(std::move(t));
   }
 
   Task sink{.id = TaskId(tg.tasks.size()), .kind = TaskKind::sink, .name = "sink", .op = "Sink"};
   for (ValueId v : g.outputs) {
     const Home& h = home.at(v);
-    if (h.variable || g.values[v].graph_input)
+    if (h.kind != InputKind::regst || g.values[v].graph_input || tg.regsts[h.id].persistent)
       fail({.file = g.source_file, .field = "output '" + g.values[v].name + "'"},
            "is a graph input or a constant; only computed outputs are supported");
     sink.io_names.push_back(g.values[v].name);
-    add_input(tg, sink, TaskInput{.variable = false, .id = h.id, .blob = h.blob});
+    add_input(tg, sink, TaskInput{.kind = InputKind::regst, .id = h.id, .blob = h.blob});
   }
+  const RegstId last_output = sink.inputs.empty() ? -1 : sink.inputs[0].id;
   tg.tasks.push_back(std::move(sink));
+
+  // Training: a snapshot task reads every persistent register, one piece at a time, paced by the
+  // first output (the loss), so that it sees each version of all weights and state together.
+  std::vector<RegstId> persistent;
+  for (const Regst& r : tg.regsts)
+    if (r.persistent) persistent.push_back(r.id);
+  if (!persistent.empty() && last_output >= 0) {
+    Task snap{.id = TaskId(tg.tasks.size()), .kind = TaskKind::snapshot, .name = "snapshot", .op = "Snapshot"};
+    snap.in_regsts.push_back(last_output);
+    tg.regsts[last_output].consumers.push_back(snap.id);
+    for (RegstId r : persistent)
+      for (size_t b = 0; b < tg.regsts[r].blobs.size(); ++b)
+        add_input(tg, snap, TaskInput{.kind = InputKind::regst, .id = r, .blob = int32_t(b)});
+    tg.tasks.push_back(std::move(snap));
+  }
   c.tasks = std::move(tg);
   return true;
 }

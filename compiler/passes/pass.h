@@ -18,12 +18,28 @@ struct CompileOptions {
   std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output
   std::string label = "label";  // the graph input the loss compares against
   bool gradients = false;  // also output every weight's gradient, named "<weight>.grad"
+  // Training (needs loss): update every weight in place after each step (add-optimizer).
+  bool train = false;
+  std::string optimizer = "sgd:lr=0.01";  // sgd|adam|adamw[:key=value,...]
+  std::string schedule = "constant";       // common/lr_schedule.h
+  int32_t micro_batches = 1;               // pieces per optimizer step
+  // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"
+  // instead of the mean loss.
+  bool eval_metrics = false;
+};
+
+// What autodiff and add-optimizer leave for the plan writer's job section.
+struct Training {
+  std::vector<std::pair<ValueId, ValueId>> weights;  // (weight, its gradient), in first-use order
+  float lr = 0;
+  std::string label;
 };
 
 struct Compilation {
   Graph graph;
   TaskGraph tasks;
   CompileOptions options;
+  Training training;
 };
 
 class Pass {
@@ -56,6 +72,12 @@ class InferShapes final : public Pass {
 class Autodiff final : public Pass {
  public:
   std::string name() const override { return "autodiff"; }
+  bool run(Compilation& c) override;
+};
+
+class AddOptimizer final : public Pass {
+ public:
+  std::string name() const override { return "add-optimizer"; }
   bool run(Compilation& c) override;
 };
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fills in the plan's header fields (model, job, tensors, weights) and writes both files.
+// Fills in the plan's header fields (model, job, tensors, weights) and writes the files.
 #include "compiler/plan/plan_writer.h"
 
 #include <filesystem>
+#include <set>
 
 #include "common/error.h"
 #include "common/file_util.h"
@@ -11,33 +12,90 @@
 #include "schemas/plan_codec.h"
 
 namespace of::compiler {
+namespace {
 
-std::string write_plan(const Compilation& c, const std::string& plan_path) {
+struct WeightsFile {
+  std::string name;  // relative to the plan's folder
+  std::vector<uint8_t> bytes;
+  std::set<std::string> keys;
+};
+
+// Every tensor whose contents the run starts from: variables, and the blobs of persistent
+// registers (weights with their optimizer state), keyed by tensor name.
+WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
+  const Graph& g = c.graph;
+  const plan::Plan& p = c.tasks;
+  SafetensorsWriter writer;
+  WeightsFile out{.name = name, .bytes = {}, .keys = {}};
+  auto add = [&](int32_t tensor, const std::string& key) {
+    const Value& val = g.values[size_t(tensor)];
+    OF_ASSERT(val.data.has_value(), "stored tensor without contents: " + key);
+    OF_ASSERT(out.keys.insert(key).second, "two stored tensors named " + key);
+    writer.add(key, val.desc.dtype, val.desc.shape, val.data->data());
+  };
+  for (const Variable& v : p.variables) add(v.tensor, v.key);
+  for (const Regst& r : p.regsts)
+    if (r.persistent)
+      for (const Blob& b : r.blobs) add(b.tensor, g.values[size_t(b.tensor)].name);
+  out.bytes = writer.serialize();
+  return out;
+}
+
+plan::Plan finish_plan(const Compilation& c, const WeightsFile& weights, plan::JobKind kind) {
   const Graph& g = c.graph;
   plan::Plan p = c.tasks;
-
-  SafetensorsWriter weights;
-  for (const Variable& v : p.variables) {
-    const Value& val = g.values[size_t(v.tensor)];
-    weights.add(v.key, val.desc.dtype, val.desc.shape, val.data->data());
-  }
-  std::vector<uint8_t> weight_bytes = weights.serialize();
-  std::filesystem::path path(plan_path);
-  p.weights = path.stem().string() + ".safetensors";
-  p.weights_bytes = weight_bytes.size();
-  p.weights_crc32 = crc32_of(weight_bytes.data(), weight_bytes.size());
-
+  p.weights = weights.name;
+  p.weights_bytes = weights.bytes.size();
+  p.weights_crc32 = crc32_of(weights.bytes.data(), weights.bytes.size());
   p.model = g.name;
   const Shape& first = g.values[size_t(g.inputs[0])].desc.shape;
-  p.job = plan::Job{.kind = plan::JobKind::infer, .batch = first.empty() ? 1 : first[0], .pieces = c.options.pieces};
+  p.job = plan::Job{.kind = kind, .batch = first.empty() ? 1 : first[0], .pieces = c.options.pieces};
+  if (kind != plan::JobKind::infer) p.job.label = c.training.label;
+  if (kind == plan::JobKind::train) {
+    p.job.micro_batches = c.options.micro_batches;
+    p.job.optimizer = c.options.optimizer;
+    p.job.lr = c.training.lr;
+    p.job.schedule = c.options.schedule;
+  }
   for (const Value& v : g.values) p.tensors.push_back({v.name, v.desc});
+  return p;
+}
 
+void refuse_overwriting(const std::filesystem::path& plan, const std::string& weights_path) {
+  if (std::filesystem::path(weights_path).lexically_normal() == plan.lexically_normal())
+    fail({.file = plan.string()}, "the plan would overwrite its own weights file; name the plan *.ofp");
+}
+
+}  // namespace
+
+std::string write_plan(const Compilation& c, const std::string& plan_path) {
+  std::filesystem::path path(plan_path);
+  WeightsFile weights = serialize_weights(c, path.stem().string() + ".safetensors");
+  plan::Plan p = finish_plan(c, weights, c.options.eval_metrics ? plan::JobKind::eval : plan::JobKind::infer);
   std::vector<uint8_t> plan_bytes = plan::encode(p);
-  std::string weights_path = (path.parent_path() / p.weights).string();
-  if (std::filesystem::path(weights_path).lexically_normal() == path.lexically_normal())
-    fail({.file = plan_path}, "the plan would overwrite its own weights file; name the plan *.ofp");
-  write_file_atomic(weights_path, weight_bytes);
+  std::string weights_path = (path.parent_path() / weights.name).string();
+  refuse_overwriting(path, weights_path);
+  write_file_atomic(weights_path, weights.bytes);
   write_file_atomic(plan_path, plan_bytes);
+  return weights_path;
+}
+
+std::string write_training_plans(const Compilation& train, const Compilation& eval, const std::string& plan_path) {
+  std::filesystem::path path(plan_path);
+  WeightsFile weights = serialize_weights(train, path.stem().string() + ".safetensors");
+  plan::Plan tp = finish_plan(train, weights, plan::JobKind::train);
+  plan::Plan ep = finish_plan(eval, weights, plan::JobKind::eval);
+  for (const Variable& v : ep.variables)
+    if (!weights.keys.count(v.key)) fail({.file = plan_path, .field = "tensor '" + v.key + "'"}, "the evaluation plan reads a tensor the training plan does not store");
+  const std::filesystem::path eval_path = path.parent_path() / (path.stem().string() + ".eval.ofp");
+  tp.job.eval_plan = eval_path.filename().string();
+  std::string weights_path = (path.parent_path() / weights.name).string();
+  refuse_overwriting(path, weights_path);
+  refuse_overwriting(eval_path, weights_path);
+  if (eval_path.lexically_normal() == path.lexically_normal()) fail({.file = plan_path}, "the plan would overwrite its evaluation plan; name it *.ofp");
+  write_file_atomic(weights_path, weights.bytes);
+  write_file_atomic(eval_path.string(), plan::encode(ep));
+  write_file_atomic(plan_path, plan::encode(tp));
   return weights_path;
 }
 

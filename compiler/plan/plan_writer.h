@@ -12,4 +12,9 @@ struct Compilation;
 // Returns the weights file's path.
 std::string write_plan(const Compilation& c, const std::string& plan_path);
 
+// A training plan and its evaluation plan ("<stem>.eval.ofp" beside it, named by the training
+// plan's job). Both read one weights file: the training plan's, which holds every weight and the
+// optimizer state's initial zeros. Returns the weights file's path.
+std::string write_training_plans(const Compilation& train, const Compilation& eval, const std::string& plan_path);
+
 }  // namespace of::compiler

@@ -14,6 +14,7 @@ std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
 // nullptr unless the weight is constant, group 1 and >= 16 input channels (then oneDNN's primitive).

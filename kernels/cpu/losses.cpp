@@ -150,8 +150,47 @@ class MseLossGrad final : public Kernel {
   int64_t n_ = 0;
 };
 
+// Evaluation: (logits [N,C], labels [N]) -> (nll [N], correct [N]): each sample's cross-entropy
+// and 1 when its arg-max (the first, on ties, as torch.argmax) is its label, else 0. Per sample,
+// so that the padded rows of a last partial batch can be left out of the totals.
+class ClassifyMetrics final : public Kernel {
+ public:
+  ClassifyMetrics(const KernelConfig& cfg) {
+    const char* name = "classify_metrics";
+    check_arity(cfg, name, 2, 2, 2);
+    check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    std::tie(n_, c_) = xent_dims(cfg, name, 0);
+    check_output_shape(cfg, name, 0, {n_});
+    check_output_shape(cfg, name, 1, {n_});
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[0]);
+    const int64_t* labels = static_cast<const int64_t*>(in[1]);
+    float* nll = static_cast<float*>(out[0]);
+    float* correct = static_cast<float*>(out[1]);
+    for (int64_t r = 0; r < n_; ++r, x += c_) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < c_; ++k)
+        if (x[k] > x[best]) best = k;
+      const float m = c_ > 0 ? x[best] : 0.0f;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < c_; ++k) sum += std::exp(x[k] - m);
+      const int64_t label = labels[r];
+      const bool valid = label >= 0 && label < c_;
+      nll[r] = valid ? std::log(sum) - (x[label] - m) : 0.0f;
+      correct[r] = valid && best == label ? 1.0f : 0.0f;
+    }
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg) {
+  return std::make_unique<ClassifyMetrics>(cfg);
+}
 std::unique_ptr<Kernel> make_mse_loss(const KernelConfig& cfg) {
   return std::make_unique<MseLoss>(cfg);
 }

@@ -3,8 +3,15 @@
 // (maximize=False; no amsgrad). lr and the 1-based step count are f32 scalar INPUTS, so a
 // schedule can change them every step without re-preparing the kernel. The state outputs may
 // alias their inputs (out[k] == the matching in[]): every element is read before it is written.
+//
+// Gradient accumulation (attribute micro_batches k > 1): the state gains an accumulator `acc`
+// (after the optimizer's own state) and the scalars a third one, `micro` (0..k-1, the piece's
+// place in its step). Micro-batches 0..k-2 only add their gradient to acc; micro-batch k-1 steps
+// with (acc + grad) / k, the mean gradient of the k micro-batches, which is the gradient of one
+// batch k times as large when the loss is a mean.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -13,23 +20,70 @@ namespace of::kernels::cpu {
 
 namespace {
 
-// Checks that inputs [0, n_tensors) share param's shape, the rest are scalars, and that the
-// outputs have param's shape; returns numel(param).
-int64_t check_update(const KernelConfig& cfg, const char* name, int n_tensors, int n_scalars,
-                     const char* const* names) {
-  check_arity(cfg, name, n_tensors + n_scalars, n_tensors + n_scalars, n_tensors - 1);
-  check_dtypes(cfg, name, DType::f32);
-  const Shape& p = cfg.inputs[0].shape;
-  for (int i = 1; i < n_tensors; ++i) check_input_shape(cfg, name, i, names[i], p);
-  for (int i = n_tensors; i < n_tensors + n_scalars; ++i) {
-    const Shape& s = cfg.inputs[i].shape;
-    if (numel(s) != 1 || s.size() > 1)
-      fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected a scalar []", name, i,
-           names[i], shape_str(s));
+// The shared layout: inputs (param, grad, state..., [acc], lr, step, [micro]) and outputs
+// (param', state'..., [acc']). Checks shapes and attributes; run() then splits the pointers.
+class UpdateLayout {
+ public:
+  UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names) : name_(name) {
+    micro_batches_ = cfg.attrs.get_int("micro_batches", 1);
+    if (micro_batches_ < 1 || micro_batches_ > (1 << 20))
+      fail(where_of(cfg), "{}: micro_batches {} is outside [1, 2^20]", name, micro_batches_);
+    std::vector<const char*> names{"param", "grad"};
+    names.insert(names.end(), state_names.begin(), state_names.end());
+    if (accumulates()) names.push_back("acc");
+    tensors_ = int(names.size());
+    names.push_back("lr");
+    names.push_back("step");
+    if (accumulates()) names.push_back("micro");
+    const int inputs = int(names.size());
+    check_arity(cfg, name, inputs, inputs, tensors_ - 1);
+    check_dtypes(cfg, name, DType::f32);
+    const Shape& p = cfg.inputs[0].shape;
+    for (int i = 1; i < tensors_; ++i) check_input_shape(cfg, name, i, names[size_t(i)], p);
+    for (int i = tensors_; i < inputs; ++i) {
+      const Shape& s = cfg.inputs[size_t(i)].shape;
+      if (numel(s) != 1 || s.size() > 1)
+        fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected a scalar []", name, i, names[size_t(i)], shape_str(s));
+    }
+    for (int i = 0; i < tensors_ - 1; ++i) check_output_shape(cfg, name, i, p);
+    n_ = numel(p);
   }
-  for (int i = 0; i < n_tensors - 1; ++i) check_output_shape(cfg, name, i, p);
-  return numel(p);
-}
+
+  bool accumulates() const { return micro_batches_ > 1; }
+  int64_t n() const { return n_; }
+  float lr(const void* const* in) const { return scalar(in, 0); }
+  float step(const void* const* in) const { return scalar(in, 1); }
+
+  // Handles accumulation. Returns the gradient scale to step with (1/k), or 0 when this
+  // micro-batch only accumulates (then params and state are carried over unchanged).
+  float accumulate(const void* const* in, void* const* out) const {
+    if (!accumulates()) return 1.0f;
+    const auto micro = int64_t(std::lround(scalar(in, 2)));
+    const auto* grad = static_cast<const float*>(in[1]);
+    const auto* acc = static_cast<const float*>(in[size_t(tensors_ - 1)]);
+    if (micro >= micro_batches_ - 1) return 1.0f / float(micro_batches_);
+    auto* acc_out = static_cast<float*>(out[size_t(tensors_ - 2)]);
+    for (int64_t i = 0; i < n_; ++i) acc_out[i] = (micro == 0 ? 0.0f : acc[i]) + grad[i];
+    // Outputs alias their inputs in a plan (in-place update); copy when they do not.
+    for (int t = 0; t < tensors_ - 2; ++t) {
+      const int src = t == 0 ? 0 : t + 1;
+      if (out[size_t(t)] != in[size_t(src)]) std::memcpy(out[size_t(t)], in[size_t(src)], size_t(n_) * sizeof(float));
+    }
+    return 0.0f;
+  }
+  // The accumulated gradient (acc + grad) when accumulating, else grad itself.
+  const float* acc(const void* const* in) const {
+    return accumulates() ? static_cast<const float*>(in[size_t(tensors_ - 1)]) : nullptr;
+  }
+  const char* name() const { return name_; }
+
+ private:
+  float scalar(const void* const* in, int k) const { return *static_cast<const float*>(in[size_t(tensors_ + k)]); }
+  const char* name_;
+  int64_t micro_batches_ = 1;
+  int tensors_ = 0;
+  int64_t n_ = 0;
+};
 
 float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback,
                  float lo) {
@@ -39,15 +93,18 @@ float float_attr(const KernelConfig& cfg, const char* name, const char* attr, fl
   return v;
 }
 
+// The gradient element the update uses: grad, or (acc + grad) * scale when accumulating.
+inline float grad_at(const float* grad, const float* acc, float scale, int64_t i) {
+  return acc ? (acc[i] + grad[i]) * scale : grad[i];
+}
+
 // (param, grad, velocity, lr, step) -> (param', velocity'). With g = grad + wd*param:
 // step 1 (step < 1.5): buf = g; later: buf = momentum*buf + (1-dampening)*g; then
 // param' = param - lr * (nesterov ? g + momentum*buf : buf). momentum 0: param' = param - lr*g
 // and velocity' = velocity (PyTorch keeps no buffer then).
 class SgdUpdate final : public Kernel {
  public:
-  SgdUpdate(const KernelConfig& cfg) {
-    static const char* const names[] = {"param", "grad", "velocity", "lr", "step"};
-    n_ = check_update(cfg, "sgd_update", 3, 2, names);
+  SgdUpdate(const KernelConfig& cfg) : layout_(cfg, "sgd_update", {"velocity"}) {
     momentum_ = float_attr(cfg, "sgd_update", "momentum", 0.0f, 0.0f);
     dampening_ = cfg.attrs.get_float("dampening", 0.0f);
     weight_decay_ = float_attr(cfg, "sgd_update", "weight_decay", 0.0f, 0.0f);
@@ -56,17 +113,21 @@ class SgdUpdate final : public Kernel {
       fail(where_of(cfg), "sgd_update: nesterov needs momentum > 0 and dampening 0");
   }
   void run(const void* const* in, void* const* out) override {
+    const float scale = layout_.accumulate(in, out);
+    if (scale == 0.0f) return;
+    const float* acc = layout_.acc(in);
+    const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
     const float* buf = static_cast<const float*>(in[2]);
-    const float lr = *static_cast<const float*>(in[3]);
-    const bool first = *static_cast<const float*>(in[4]) < 1.5f;  // step counts from 1
+    const float lr = layout_.lr(in);
+    const bool first = layout_.step(in) < 1.5f;  // step counts from 1
     float* p_out = static_cast<float*>(out[0]);
     float* buf_out = static_cast<float*>(out[1]);
     const float mu = momentum_, wd = weight_decay_, keep = 1.0f - dampening_;
-    for (int64_t i = 0; i < n_; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const float pi = p[i];
-      float g = grad[i] + wd * pi;
+      float g = grad_at(grad, acc, scale, i) + wd * pi;
       if (mu != 0.0f) {
         const float b = first ? g : mu * buf[i] + keep * g;
         buf_out[i] = b;
@@ -79,7 +140,7 @@ class SgdUpdate final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0;
+  UpdateLayout layout_;
   float momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
   bool nesterov_ = false;
 };
@@ -90,10 +151,8 @@ class SgdUpdate final : public Kernel {
 // single-tensor path computes it. A step below 1 is treated as 1 (bias corrections stay > 0).
 class AdamUpdate final : public Kernel {
  public:
-  AdamUpdate(const KernelConfig& cfg) {
-    static const char* const names[] = {"param", "grad", "m", "v", "lr", "step"};
+  AdamUpdate(const KernelConfig& cfg) : layout_(cfg, "adam_update", {"m", "v"}) {
     const char* name = "adam_update";
-    n_ = check_update(cfg, name, 4, 2, names);
     beta1_ = float_attr(cfg, name, "beta1", 0.9f, 0.0f);
     beta2_ = float_attr(cfg, name, "beta2", 0.999f, 0.0f);
     eps_ = float_attr(cfg, name, "eps", 1e-8f, 0.0f);
@@ -106,12 +165,16 @@ class AdamUpdate final : public Kernel {
     decoupled_ = decoupled == 1;
   }
   void run(const void* const* in, void* const* out) override {
+    const float scale = layout_.accumulate(in, out);
+    if (scale == 0.0f) return;
+    const float* acc = layout_.acc(in);
+    const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
     const float* m = static_cast<const float*>(in[2]);
     const float* v = static_cast<const float*>(in[3]);
-    const float lr = *static_cast<const float*>(in[4]);
-    const double t = std::max(1.0f, *static_cast<const float*>(in[5]));
+    const float lr = layout_.lr(in);
+    const double t = std::max(1.0f, layout_.step(in));
     float* p_out = static_cast<float*>(out[0]);
     float* m_out = static_cast<float*>(out[1]);
     float* v_out = static_cast<float*>(out[2]);
@@ -122,9 +185,9 @@ class AdamUpdate final : public Kernel {
     const float b1 = beta1_, b2 = beta2_, eps = eps_;
     const float l2 = decoupled_ ? 0.0f : weight_decay_;
     const float shrink = decoupled_ ? 1.0f - lr * weight_decay_ : 1.0f;
-    for (int64_t i = 0; i < n_; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const float pi = p[i] * shrink;
-      const float g = grad[i] + l2 * p[i];
+      const float g = grad_at(grad, acc, scale, i) + l2 * p[i];
       const float mi = b1 * m[i] + (1.0f - b1) * g;
       const float vi = b2 * v[i] + (1.0f - b2) * g * g;
       m_out[i] = mi;
@@ -134,7 +197,7 @@ class AdamUpdate final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0;
+  UpdateLayout layout_;
   float beta1_ = 0.9f, beta2_ = 0.999f, eps_ = 1e-8f, weight_decay_ = 0.0f;
   bool decoupled_ = false;
 };

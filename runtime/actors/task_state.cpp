@@ -29,7 +29,7 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
-    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst))};
+    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst)), .persistent = regst.persistent};
     in.ring.resize(size_t(slots_of(regst)));
     ins_.push_back(std::move(in));
   }
@@ -37,19 +37,30 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     const plan::Regst& regst = p.regsts[size_t(r)];
     int32_t slots = slots_of(regst);
     outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots),
-                        .outstanding = std::vector<int32_t>(size_t(slots), 0)});
+                        .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent});
   }
   for (const plan::TaskInput& in : t.inputs) {
-    if (in.variable) {
-      const plan::Variable& v = p.variables[size_t(in.id)];
-      in_args_.push_back(Arg{-1, 0, arenas[v.arena] + v.offset});
-    } else {
-      auto port = int32_t(std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) - t.in_regsts.begin());
-      in_args_.push_back(Arg{port, p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset, nullptr});
+    const uint64_t blob_offset = in.kind == plan::InputKind::variable ? 0 : p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset;
+    switch (in.kind) {
+      case plan::InputKind::variable: {
+        const plan::Variable& v = p.variables[size_t(in.id)];
+        in_args_.push_back(Arg{Arg::From::fixed, -1, 0, arenas[v.arena] + v.offset});
+        break;
+      }
+      case plan::InputKind::regst: {
+        auto port = int32_t(std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) - t.in_regsts.begin());
+        in_args_.push_back(Arg{Arg::From::in, port, blob_offset, nullptr});
+        break;
+      }
+      case plan::InputKind::own: {
+        auto port = int32_t(std::find(t.out_regsts.begin(), t.out_regsts.end(), in.id) - t.out_regsts.begin());
+        in_args_.push_back(Arg{Arg::From::out, port, blob_offset, nullptr});
+        break;
+      }
     }
   }
   for (size_t o = 0; o < outs_.size(); ++o)
-    for (const plan::Blob& b : p.regsts[size_t(outs_[o].regst)].blobs) out_args_.push_back(Arg{int32_t(o), b.offset, nullptr});
+    for (const plan::Blob& b : p.regsts[size_t(outs_[o].regst)].blobs) out_args_.push_back(Arg{Arg::From::out, int32_t(o), b.offset, nullptr});
   in_ptrs_.resize(in_args_.size());
   out_ptrs_.resize(out_args_.size());
   if (tracing_) trace_.reserve(size_t(trace_capacity));
@@ -67,7 +78,28 @@ TaskState::Out& TaskState::out_of(plan::RegstId regst) {
   internal_error(__FILE__, __LINE__, fmt::format("task {} got a free for register {} it does not write", id_, regst));
 }
 
+uint8_t* TaskState::address(const Arg& arg) const {
+  switch (arg.from) {
+    case Arg::From::fixed: return arg.fixed;
+    case Arg::From::in: {
+      const In& in = ins_[size_t(arg.port)];
+      return in.slot_base[size_t(in.ring[in.head].slot)] + arg.offset;
+    }
+    case Arg::From::out: {
+      const Out& o = outs_[size_t(arg.port)];
+      return o.slot_base[size_t(o.next)] + arg.offset;
+    }
+  }
+  return nullptr;
+}
+
 void TaskState::start(Outbox& out) {
+  // Version 0 of every persistent register exists before anything acts.
+  for (Out& o : outs_) {
+    if (!o.persistent) continue;
+    o.outstanding[0] = int32_t(o.consumers.size());
+    for (plan::TaskId c : o.consumers) out.ready(c, o.regst, 0, 0);
+  }
   try_act(out);
   maybe_finish(out);
 }
@@ -90,12 +122,15 @@ void TaskState::on_free(plan::RegstId regst, int32_t slot, Outbox& out) {
 }
 
 void TaskState::on_eos(plan::RegstId regst, Outbox& out) {
-  in_of(regst).eos = true;
+  In& in = in_of(regst);
+  OF_ASSERT(!in.persistent, "eos on a persistent register");
+  in.eos = true;
   maybe_finish(out);
 }
 
 void TaskState::try_act(Outbox& out) {
   for (;;) {
+    if (source_ && emitted_ < pieces_ && action_->stop_before(emitted_)) pieces_ = emitted_;
     if (source_ && emitted_ >= pieces_) return;
     for (const In& in : ins_)
       if (in.count == 0) return;
@@ -104,14 +139,8 @@ void TaskState::try_act(Outbox& out) {
     const int64_t piece = source_ ? emitted_ : ins_[0].ring[ins_[0].head].piece;
     for (const In& in : ins_) OF_ASSERT(in.ring[in.head].piece == piece, "inputs out of step");
 
-    for (size_t a = 0; a < in_args_.size(); ++a) {
-      const Arg& arg = in_args_[a];
-      in_ptrs_[a] = arg.port < 0 ? arg.fixed : ins_[size_t(arg.port)].slot_base[size_t(ins_[size_t(arg.port)].ring[ins_[size_t(arg.port)].head].slot)] + arg.offset;
-    }
-    for (size_t a = 0; a < out_args_.size(); ++a) {
-      const Out& o = outs_[size_t(out_args_[a].port)];
-      out_ptrs_[a] = o.slot_base[size_t(o.next)] + out_args_[a].offset;
-    }
+    for (size_t a = 0; a < in_args_.size(); ++a) in_ptrs_[a] = address(in_args_[a]);
+    for (size_t a = 0; a < out_args_.size(); ++a) out_ptrs_[a] = address(out_args_[a]);
     const int64_t begin = tracing_ ? now_ns() : 0;
     action_->act(piece, in_ptrs_.data(), out_ptrs_.data());
     if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{piece, begin, now_ns()});
@@ -121,7 +150,8 @@ void TaskState::try_act(Outbox& out) {
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
-      for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, piece);
+      // A persistent register now holds the version read with piece + 1.
+      for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece);
     }
     for (In& in : ins_) {
       const Pending done = in.ring[in.head];
@@ -138,12 +168,25 @@ void TaskState::maybe_finish(Outbox& out) {
   if (source_) {
     if (emitted_ < pieces_) return;
   } else {
-    for (const In& in : ins_)
-      if (!in.eos || in.count != 0) return;
+    for (const In& in : ins_) {
+      if (in.persistent) {
+        // The version after the last piece must have arrived, or its producer would lend it to
+        // an actor that has quit.
+        if (in.count != 1 || in.ring[in.head].piece != acts_) return;
+      } else if (!in.eos || in.count != 0) {
+        return;
+      }
+    }
   }
   eos_sent_ = true;
+  for (In& in : ins_) {
+    if (!in.persistent) continue;
+    out.free(in.producer, in.regst, in.ring[in.head].slot);
+    in.count = 0;
+  }
   for (const Out& o : outs_)
-    for (plan::TaskId c : o.consumers) out.eos(c, o.regst);
+    if (!o.persistent)
+      for (plan::TaskId c : o.consumers) out.eos(c, o.regst);
 }
 
 bool TaskState::done() const {

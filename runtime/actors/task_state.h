@@ -7,6 +7,11 @@
 // sends ready(regst, slot, n) to each consumer of each output and free(regst, slot) to the
 // producer of each input. End of stream (eos) follows the last piece on every edge; a task is
 // done once it has passed eos on and every slot it lent out has come back.
+//
+// Persistent registers (weights) have one slot and versions instead of pieces: the producer lends
+// version 0 at start and version n+1 after acting on piece n, so it acts on piece n only once
+// every reader has freed version n. A reader ends holding the version after its last piece and
+// hands it back as it finishes; persistent edges carry no eos.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +28,8 @@ class Action {
  public:
   virtual ~Action() = default;
   virtual void act(int64_t piece, const void* const* in, void* const* out) = 0;
+  // Sources only: asked before emitting `piece`; true ends the stream there (e.g. on SIGINT).
+  virtual bool stop_before(int64_t piece) { return false; }
 };
 
 // Where the task's messages go (CAF in production, a recorder in tests).
@@ -70,6 +77,7 @@ class TaskState {
     std::vector<Pending> ring;  // fixed capacity = slots; FIFO because producers act in order
     size_t head = 0, count = 0;
     bool eos = false;
+    bool persistent = false;
   };
   struct Out {
     plan::RegstId regst;
@@ -77,15 +85,18 @@ class TaskState {
     std::vector<uint8_t*> slot_base;
     std::vector<int32_t> outstanding;  // consumers that have not freed the slot yet
     int32_t next = 0;
+    bool persistent = false;
   };
-  // A kernel argument: a fixed address (variable) or an offset into an input/output slot.
+  // A kernel argument: a fixed address (variable) or an offset into an input or output slot.
   struct Arg {
-    int32_t port;  // index into ins_/outs_, or -1 for a fixed address
+    enum class From : int8_t { fixed, in, out } from;
+    int32_t port;  // index into ins_ or outs_
     uint64_t offset;
     uint8_t* fixed;
   };
 
   void try_act(Outbox& out);
+  uint8_t* address(const Arg& arg) const;
   void maybe_finish(Outbox& out);
   In& in_of(plan::RegstId regst);
   Out& out_of(plan::RegstId regst);

@@ -13,6 +13,7 @@ const char* kind_name(plan::TaskKind k) {
     case plan::TaskKind::source: return "source";
     case plan::TaskKind::compute: return "compute";
     case plan::TaskKind::sink: return "sink";
+    case plan::TaskKind::snapshot: return "snapshot";
   }
   return "?";
 }
@@ -29,7 +30,30 @@ std::string human_bytes(uint64_t b) {
 }
 
 std::string input_name(const plan::TaskInput& in) {
-  return in.variable ? fmt::format("v{}", in.id) : fmt::format("r{}.{}", in.id, in.blob);
+  switch (in.kind) {
+    case plan::InputKind::variable: return fmt::format("v{}", in.id);
+    case plan::InputKind::own: return fmt::format("=r{}.{}", in.id, in.blob);  // updated in place
+    case plan::InputKind::regst: break;
+  }
+  return fmt::format("r{}.{}", in.id, in.blob);
+}
+
+const char* job_name(plan::JobKind k) {
+  switch (k) {
+    case plan::JobKind::infer: return "infer";
+    case plan::JobKind::train: return "train";
+    case plan::JobKind::eval: return "eval";
+  }
+  return "?";
+}
+
+const char* input_kind_name(plan::InputKind k) {
+  switch (k) {
+    case plan::InputKind::variable: return "variable";
+    case plan::InputKind::own: return "own";
+    case plan::InputKind::regst: break;
+  }
+  return "regst";
 }
 
 }  // namespace
@@ -39,8 +63,11 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
   auto line = [&out](const std::string& s) { out += s + "\n"; };
   line(fmt::format("plan     {} (version {})", path, p.version));
   line(fmt::format("model    {}", p.model));
-  line(fmt::format("job      {}, batch {}, pieces {}", p.job.kind == plan::JobKind::infer ? "infer" : "train", p.job.batch,
+  line(fmt::format("job      {}, batch {}, pieces {}", job_name(p.job.kind), p.job.batch,
                    p.job.pieces > 0 ? std::to_string(p.job.pieces) : "as fed"));
+  if (p.job.kind == plan::JobKind::train)
+    line(fmt::format("train    label '{}', optimizer {}, schedule {}, micro-batches {}, eval plan {}", p.job.label, p.job.optimizer,
+                     p.job.schedule, p.job.micro_batches, p.job.eval_plan.empty() ? "-" : p.job.eval_plan));
   std::vector<std::string> devices;
   for (const auto& d : p.devices) devices.push_back(device_name(d));
   line(fmt::format("devices  {} ({})", p.devices.size(), fmt::join(devices, ", ")));
@@ -59,7 +86,7 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
     std::vector<std::string> outs;
     for (plan::RegstId r : t.out_regsts) {
       const plan::Regst& regst = p.regsts[size_t(r)];
-      outs.push_back(fmt::format("r{} {}x{}", r, regst.slots, human_bytes(regst.slot_bytes)));
+      outs.push_back(fmt::format("r{} {}{}x{}", r, regst.persistent ? "persistent " : "", regst.slots, human_bytes(regst.slot_bytes)));
     }
     std::string name = t.name.size() > 18 ? t.name.substr(0, 17) + "~" : t.name;
     std::string io = t.io_names.empty() ? "" : fmt::format(" [{}]", fmt::join(t.io_names, ", "));
@@ -76,7 +103,9 @@ std::string dump_json(const plan::Plan& p) {
   json j;
   j["version"] = p.version;
   j["model"] = p.model;
-  j["job"] = {{"kind", p.job.kind == plan::JobKind::infer ? "infer" : "train"}, {"batch", p.job.batch}, {"pieces", p.job.pieces}, {"seed", p.job.seed}};
+  j["job"] = {{"kind", job_name(p.job.kind)}, {"batch", p.job.batch}, {"pieces", p.job.pieces}, {"seed", p.job.seed},
+              {"label", p.job.label}, {"micro_batches", p.job.micro_batches}, {"optimizer", p.job.optimizer},
+              {"lr", p.job.lr}, {"schedule", p.job.schedule}, {"eval_plan", p.job.eval_plan}};
   j["devices"] = json::array();
   for (const auto& d : p.devices) j["devices"].push_back(device(d));
   j["weights"] = {{"file", p.weights}, {"bytes", p.weights_bytes}, {"crc32", p.weights_crc32}};
@@ -95,12 +124,12 @@ std::string dump_json(const plan::Plan& p) {
     for (const auto& b : r.blobs)
       blobs.push_back({{"tensor", b.tensor}, {"shape", b.desc.shape}, {"dtype", dtype_name(b.desc.dtype)}, {"offset", b.offset}, {"bytes", b.bytes}});
     j["regsts"].push_back({{"id", r.id}, {"producer", r.producer}, {"consumers", r.consumers}, {"slots", r.slots},
-                           {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}});
+                           {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}, {"persistent", r.persistent}});
   }
   j["tasks"] = json::array();
   for (const auto& t : p.tasks) {
     json inputs = json::array();
-    for (const auto& in : t.inputs) inputs.push_back({{"kind", in.variable ? "variable" : "regst"}, {"id", in.id}, {"blob", in.blob}});
+    for (const auto& in : t.inputs) inputs.push_back({{"kind", input_kind_name(in.kind)}, {"id", in.id}, {"blob", in.blob}});
     json attrs = json::object();
     for (const Attr& a : t.attrs.all())
       attrs[a.name] = !a.floats.empty() ? json(a.floats) : !a.str.empty() ? json(a.str) : json(a.ints);

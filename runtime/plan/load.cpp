@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The semantic plan verifier. The compiler writes tasks in topological order (every input
-// register is produced by a task with a smaller id), and the verifier insists on it: that one
-// rule excludes cycles in the task graph.
+// The semantic plan verifier. The compiler writes tasks in topological order (every streamed
+// input register is produced by a task with a smaller id), and the verifier insists on it: that
+// one rule excludes cycles among streamed registers. The only back edges allowed are persistent
+// registers (weights): one slot, whose version 0 exists before anything acts, written by a task
+// that reads no persistent register of its own as an input. A reader of piece n waits for
+// version n, which needs only work on pieces < n, so by induction on n nothing waits forever.
 #include "runtime/plan/load.h"
 
 #include <unistd.h>
@@ -51,8 +54,11 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   if (p.devices.empty()) fail(at("cluster.devices"), "empty");
   if (p.job.batch < 1) fail(at("job.batch"), "must be at least 1, is {}", p.job.batch);
   if (p.job.pieces < 0) fail(at("job.pieces"), "negative ({})", p.job.pieces);
-  if (p.job.kind != plan::JobKind::infer && p.job.kind != plan::JobKind::train) fail(at("job.kind"), "unknown job kind {}", int(p.job.kind));
-  if (p.version != 1) fail(at("version"), "{} differs from the file header's version 1", p.version);
+  if (p.job.kind != plan::JobKind::infer && p.job.kind != plan::JobKind::train && p.job.kind != plan::JobKind::eval)
+    fail(at("job.kind"), "unknown job kind {}", int(p.job.kind));
+  if (p.job.micro_batches < 1 || p.job.micro_batches > 1 << 20) fail(at("job.micro_batches"), "{} is outside [1, 2^20]", p.job.micro_batches);
+  if (!(p.job.lr >= 0) || p.job.lr > 1e6f) fail(at("job.lr"), "{} is not a learning rate", p.job.lr);
+  if (p.version != 2) fail(at("version"), "{} differs from the file header's version 2", p.version);
 
   const uint64_t memory = physical_memory();
   for (int32_t i = 0; i < n_arenas; ++i) {
@@ -73,6 +79,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (!distinct(r.consumers)) fail(at(f + ".consumers"), "lists a task twice");
     if (r.arena < 0 || r.arena >= n_arenas) fail(at(f + ".arena"), "{} out of range ({} arenas)", r.arena, n_arenas);
     if (r.slots < 1 || r.slots > kMaxSlots) fail(at(f + ".slots"), "{} is outside [1, {}]", r.slots, kMaxSlots);
+    if (r.persistent && r.slots != 1) fail(at(f + ".slots"), "a persistent register has one slot, not {}", r.slots);
+    if (r.persistent && p.tasks[size_t(r.producer)].kind != plan::TaskKind::compute) fail(at(f + ".producer"), "a persistent register is written by a compute task");
     if (r.offsets.size() != size_t(r.slots)) fail(at(f + ".offsets"), "has {} entries for {} slots", r.offsets.size(), r.slots);
     const uint64_t arena_bytes = p.arenas[size_t(r.arena)].bytes;
     for (size_t s = 0; s < r.offsets.size(); ++s)
@@ -105,7 +113,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (v.offset % plan::kAlignment != 0) fail(at(f + ".offset"), "not {}-byte aligned", plan::kAlignment);
   }
 
-  int sources = 0, sinks = 0;
+  int sources = 0, sinks = 0, snapshots = 0;
   for (int32_t i = 0; i < n_tasks; ++i) {
     const plan::Task& t = p.tasks[size_t(i)];
     std::string f = fmt::format("tasks[{}]", i);
@@ -116,7 +124,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     for (size_t k = 0; k < t.in_regsts.size(); ++k) {
       int32_t r = t.in_regsts[k];
       if (r < 0 || r >= n_regsts) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} out of range ({} registers)", r, n_regsts);
-      if (p.regsts[size_t(r)].producer >= i) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} is produced by task {}, not an earlier task (cycle)", r, p.regsts[size_t(r)].producer);
+      if (!p.regsts[size_t(r)].persistent && p.regsts[size_t(r)].producer >= i) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} is produced by task {}, not an earlier task (cycle)", r, p.regsts[size_t(r)].producer);
       const auto& cons = p.regsts[size_t(r)].consumers;
       if (std::find(cons.begin(), cons.end(), i) == cons.end()) fail(at(fmt::format("{}.in_regsts[{}]", f, k)), "register {} does not list this task as a consumer", r);
     }
@@ -124,12 +132,20 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
       int32_t r = t.out_regsts[k];
       if (r < 0 || r >= n_regsts) fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "register {} out of range ({} registers)", r, n_regsts);
       if (p.regsts[size_t(r)].producer != i) fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "register {} names task {} as producer", r, p.regsts[size_t(r)].producer);
+      if (std::find(t.in_regsts.begin(), t.in_regsts.end(), r) != t.in_regsts.end())
+        fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "register {} is also read by its producer (use an own input)", r);
     }
+    bool streamed_input = false;
+    for (int32_t r : t.in_regsts) streamed_input = streamed_input || !p.regsts[size_t(r)].persistent;
     for (size_t k = 0; k < t.inputs.size(); ++k) {
       const plan::TaskInput& in = t.inputs[k];
       std::string inf = fmt::format("{}.inputs[{}]", f, k);
-      if (in.variable) {
+      if (in.kind == plan::InputKind::variable) {
         if (in.id < 0 || in.id >= n_vars) fail(at(inf), "variable {} out of range ({} variables)", in.id, n_vars);
+      } else if (in.kind == plan::InputKind::own) {
+        if (std::find(t.out_regsts.begin(), t.out_regsts.end(), in.id) == t.out_regsts.end()) fail(at(inf), "register {} is not among the task's out_regsts", in.id);
+        if (!p.regsts[size_t(in.id)].persistent) fail(at(inf), "register {} is streamed; only a persistent register is updated in place", in.id);
+        if (in.blob < 0 || size_t(in.blob) >= p.regsts[size_t(in.id)].blobs.size()) fail(at(inf), "blob {} out of range", in.blob);
       } else {
         if (std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) == t.in_regsts.end()) fail(at(inf), "register {} is not among the task's in_regsts", in.id);
         if (in.blob < 0 || size_t(in.blob) >= p.regsts[size_t(in.id)].blobs.size()) fail(at(inf), "blob {} out of range", in.blob);
@@ -146,12 +162,21 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         ++sinks;
         if (!t.out_regsts.empty()) fail(at(f), "a sink task writes nothing");
         for (size_t k = 0; k < t.inputs.size(); ++k)
-          if (t.inputs[k].variable) fail(at(fmt::format("{}.inputs[{}]", f, k)), "a sink collects registers, not variables");
+          if (t.inputs[k].kind != plan::InputKind::regst) fail(at(fmt::format("{}.inputs[{}]", f, k)), "a sink collects registers, not variables");
         if (t.io_names.size() != t.inputs.size()) fail(at(f + ".io_names"), "one name per sink input");
+        if (!streamed_input) fail(at(f + ".in_regsts"), "a sink reads at least one streamed register");
+        break;
+      case plan::TaskKind::snapshot:
+        ++snapshots;
+        if (!t.out_regsts.empty()) fail(at(f), "a snapshot task writes nothing");
+        if (!streamed_input) fail(at(f + ".in_regsts"), "a snapshot task reads at least one streamed register (its pieces)");
+        for (size_t k = 0; k < t.inputs.size(); ++k)
+          if (t.inputs[k].kind != plan::InputKind::regst || !p.regsts[size_t(t.inputs[k].id)].persistent)
+            fail(at(fmt::format("{}.inputs[{}]", f, k)), "a snapshot reads persistent registers only");
         break;
       case plan::TaskKind::compute: {
         if (t.out_regsts.size() != 1) fail(at(f + ".out_regsts"), "a compute task writes exactly one register");
-        if (t.in_regsts.empty()) fail(at(f + ".in_regsts"), "a compute task reads at least one register (its pieces)");
+        if (!streamed_input) fail(at(f + ".in_regsts"), "a compute task reads at least one streamed register (its pieces)");
         const auto& blobs = p.regsts[size_t(t.out_regsts[0])].blobs;
         if (blobs.empty()) fail(at(f + ".out_regsts"), "the output register has no blobs");
         DType dtype = blobs[0].desc.dtype;
@@ -162,6 +187,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     }
   }
   if (sources != 1 || sinks != 1) fail(at("tasks"), "needs exactly one source and one sink task (has {} and {})", sources, sinks);
+  if (snapshots > 1) fail(at("tasks"), "has {} snapshot tasks; at most one", snapshots);
 }
 
 plan::Plan load_plan(const std::string& path) {

@@ -119,8 +119,8 @@ const std::vector<Row>& rows() {
        "ofrun: error: {d}/bad.ofp: not an of plan (bad magic)"},
       {"plan: wrong magic", bytes_row([](std::string& b) { b[0] = 'X'; }),
        "ofrun: error: {d}/bad.ofp: not an of plan (bad magic)"},
-      {"plan: unknown version", bytes_row([](std::string& b) { b[20] = 2; }),
-       "ofrun: error: {d}/bad.ofp: plan version 2 is not supported (this ofrun reads version 1)"},
+      {"plan: unknown version", bytes_row([](std::string& b) { b[20] = 3; }),
+       "ofrun: error: {d}/bad.ofp: plan version 3 is not supported (this ofrun reads version 2)"},
       {"plan: size field claims a terabyte", bytes_row([](std::string& b) { b[13] = 1; }),
        "ofrun: error: {d}/bad.ofp: truncated or padded: header says 1099511{tail} bytes of plan, file holds {size}"},
       {"plan: a flipped byte in the middle", bytes_row([](std::string& b) { b[b.size() / 2] ^= 0x5a; }),
@@ -149,7 +149,7 @@ const std::vector<Row>& rows() {
        "ofrun: error: {d}/bad.ofp: tasks[2].id: is 1, expected 2"},
       {"plan: a cycle", plan_row([](Plan& p) {
          // task 1 reads the register task 2 writes
-         p.tasks[1].inputs[0] = {false, 2, 0};
+         p.tasks[1].inputs[0] = {of::plan::InputKind::regst, 2, 0};
          p.tasks[1].in_regsts = {2};
          p.regsts[0].consumers.clear();
          p.regsts[2].consumers.push_back(1);
@@ -171,16 +171,16 @@ const std::vector<Row>& rows() {
        }),
        "ofrun: error: {d}/bad.ofp: tasks[4].out_regsts: a compute task writes exactly one register"},
       {"plan: compute task that reads no register", plan_row([](Plan& p) {
-         p.tasks[1].inputs = {of::plan::TaskInput{true, 0, 0}};
+         p.tasks[1].inputs = {of::plan::TaskInput{of::plan::InputKind::variable, 0, 0}};
          p.tasks[1].in_regsts.clear();
          p.regsts[0].consumers.clear();
        }),
-       "ofrun: error: {d}/bad.ofp: tasks[1].in_regsts: a compute task reads at least one register (its pieces)"},
+       "ofrun: error: {d}/bad.ofp: tasks[1].in_regsts: a compute task reads at least one streamed register (its pieces)"},
       {"plan: a register its producer does not write", plan_row([](Plan& p) { p.regsts[2].producer = 1; }),
        "ofrun: error: {d}/bad.ofp: regsts[2].producer: task 1 does not list this register among its outputs"},
       {"plan: a consumer listed twice", plan_row([](Plan& p) { p.regsts[1].consumers.push_back(2); }),
        "ofrun: error: {d}/bad.ofp: regsts[1].consumers: lists a task twice"},
-      {"plan: a sink that collects a variable", plan_row([](Plan& p) { p.tasks.back().inputs[0] = {true, 0, 0}; }),
+      {"plan: a sink that collects a variable", plan_row([](Plan& p) { p.tasks.back().inputs[0] = {of::plan::InputKind::variable, 0, 0}; }),
        "ofrun: error: {d}/bad.ofp: tasks[4].inputs[0]: a sink collects registers, not variables"},
       {"plan: unknown job kind", plan_row([](Plan& p) { p.job.kind = of::plan::JobKind(7); }),
        "ofrun: error: {d}/bad.ofp: job.kind: unknown job kind 7"},

@@ -33,7 +33,7 @@ inline plan::Plan chain(int stages, int32_t slots) {
     task.name = "t" + std::to_string(t);
     task.op = t == 0 ? "Source" : t == stages + 1 ? "Sink" : "AddOne";
     if (t > 0) {
-      task.inputs = {plan::TaskInput{false, t - 1, 0}};
+      task.inputs = {plan::TaskInput{plan::InputKind::regst, t - 1, 0}};
       task.in_regsts = {t - 1};
     }
     if (t <= stages) task.out_regsts = {t};

@@ -13,7 +13,7 @@ namespace {
 // source -> relu -> sink, with one variable, on one CPU device.
 plan::Plan tiny_plan() {
   plan::Plan p;
-  p.version = 1;
+  p.version = 2;
   p.model = "tiny";
   p.job.batch = 2;
   p.devices = {plan::DeviceRef{}};
@@ -26,12 +26,12 @@ plan::Plan tiny_plan() {
   src.out_regsts = {0};
   src.io_names = {"x"};
   plan::Task relu{.id = 1, .kind = plan::TaskKind::compute, .name = "r", .op = "Relu", .kernel = "relu"};
-  relu.inputs = {plan::TaskInput{false, 0, 0}};
+  relu.inputs = {plan::TaskInput{plan::InputKind::regst, 0, 0}};
   relu.in_regsts = {0};
   relu.out_regsts = {1};
   relu.attrs.set_floats("alpha", {0.5f});
   plan::Task sink{.id = 2, .kind = plan::TaskKind::sink, .name = "sink", .op = "Sink"};
-  sink.inputs = {plan::TaskInput{false, 1, 0}};
+  sink.inputs = {plan::TaskInput{plan::InputKind::regst, 1, 0}};
   sink.in_regsts = {1};
   sink.io_names = {"y"};
   p.tasks = {src, relu, sink};
@@ -109,7 +109,7 @@ TEST_CASE("verify_plan: a register read before it is produced (a cycle) is refus
   // relu reads its own output: a one-task cycle.
   p.regsts[0].consumers = {};
   p.regsts[1].consumers = {1, 2};
-  p.tasks[1].inputs = {plan::TaskInput{false, 1, 0}};
+  p.tasks[1].inputs = {plan::TaskInput{plan::InputKind::regst, 1, 0}};
   p.tasks[1].in_regsts = {1};
   CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].in_regsts[0]") && Catch::Contains("cycle"));
 }

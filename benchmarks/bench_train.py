@@ -1,0 +1,320 @@
+# SPDX-License-Identifier: Apache-2.0
+# Training benchmark: `of` vs PyTorch eager, side by side in one run.
+#   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads 2] \
+#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn] [--torch-only]
+# Workloads: mlp (test/fixtures/mlp.onnx, batch 64, Fashion-MNIST's train set in file order) and
+# cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy).
+# Both train with mean cross-entropy and SGD (lr 0.01, momentum 0.9) from the ONNX file's
+# weights. The figure is training samples/s: forward, loss, backward and update per batch.
+# `of`: `ofc --train` once per model, then one `ofrun --steps N` per repeat; its last line
+# "ofrun: trained S steps (N samples) in X s, R samples/s, last loss L" gives R.
+# PyTorch: this script run again as a worker (--torch-worker), in its own process so that the
+# environment below applies, timing its loop over the same data held in memory as tensors.
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FIXTURES = os.path.join(ROOT, "test", "fixtures")
+FASHION = "/usr/share/datasets/fashion-mnist"
+CNN_SAMPLES = 32 * 64
+OPTIMIZER = "sgd:lr=0.01,momentum=0.9"
+
+
+class BenchError(Exception):
+    """A column that cannot be measured; the message goes into the table as n/a (...)."""
+
+
+class OfError(Exception):
+    """ofc or ofrun failed: the benchmark prints its stderr and exits non-zero."""
+
+
+@dataclass
+class Workload:
+    name: str
+    model: str   # .onnx path
+    batch: int
+    data: str    # ofrun's --data: idx:DIR or npy:FEATURES,LABELS (the PyTorch worker reads it too)
+    calib: int   # steps of the warm-up and calibration run
+
+
+def workloads(tmp, wanted):
+    out = []
+    if "mlp" in wanted:
+        out.append(Workload("mlp", os.path.join(FIXTURES, "mlp.onnx"), 64, "idx:" + FASHION, 30))
+    if "cnn" in wanted:
+        rng = np.random.default_rng(0)
+        x, y = os.path.join(tmp, "cnn_x.npy"), os.path.join(tmp, "cnn_y.npy")
+        np.save(x, rng.standard_normal((CNN_SAMPLES, 3, 32, 32), dtype=np.float32))
+        np.save(y, rng.integers(0, 10, CNN_SAMPLES).astype(np.int64))
+        out.append(Workload("cnn", os.path.join(FIXTURES, "cnn.onnx"), 32, f"npy:{x},{y}", 10))
+    return out
+
+
+FLOAT = r"[-+0-9.eE]+|nan|-?inf"
+
+
+def run(cmd, timeout, env=None, error=BenchError):
+    """Runs cmd; returns stdout, or raises `error` with the last line of its error (BenchError)
+    or the whole of it (OfError)."""
+    name = os.path.basename(cmd[0])
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env=None if env is None else {**os.environ, **env})
+    except FileNotFoundError as e:
+        raise error(f"{e.filename} not found")
+    except subprocess.TimeoutExpired:
+        raise error(f"{name} timed out after {timeout:.0f} s: {' '.join(cmd)}")
+    if p.returncode != 0:
+        if error is OfError:
+            raise OfError(f"{' '.join(cmd)}\nexit {p.returncode}; stderr:\n{p.stderr.rstrip()}"
+                          + (f"\nstdout:\n{p.stdout.rstrip()}" if p.stdout.strip() else ""))
+        lines = [ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()]
+        raise error(f"{name} exit {p.returncode}: {lines[-1] if lines else '(no output)'}")
+    return p.stdout
+
+
+# Each backend: a callable (workload, steps, repeats) -> [(steps, seconds, samples/s, last loss)];
+# the last loss ends with "after S" (steps since the ONNX weights).
+
+class OfBackend:
+    PATTERN = (rf"^ofrun: trained (\d+) steps \((\d+) samples\) in ({FLOAT}) s, "
+               rf"({FLOAT}) samples/s, last loss ({FLOAT})\s*$")
+
+    def __init__(self, build, threads, kernel_threads, tmp, timeout):
+        self.ofc = os.path.join(build, "cli", "ofc")
+        self.ofrun = os.path.join(build, "cli", "ofrun")
+        self.threads, self.kernel_threads = threads, kernel_threads
+        self.tmp, self.timeout, self.plans = tmp, timeout, {}
+
+    def plan(self, wl):
+        if wl.name not in self.plans:
+            for exe in (self.ofc, self.ofrun):
+                if not os.access(exe, os.X_OK):
+                    shown = os.path.relpath(exe, ROOT) if exe.startswith(ROOT + os.sep) else exe
+                    raise OfError(f"{shown} not built (or use --torch-only)")
+            folder = os.path.join(self.tmp, wl.name)
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, "train.ofp")
+            run([self.ofc, wl.model, "-o", path, "--train", "--loss", "cross_entropy",
+                 "--label", "label", "--optimizer", OPTIMIZER], self.timeout, error=OfError)
+            self.plans[wl.name] = path
+        return self.plans[wl.name]
+
+    def __call__(self, wl, steps, repeats):
+        plan, res = self.plan(wl), []
+        for _ in range(repeats):  # one ofrun process per repeat
+            cmd = [self.ofrun, plan, "--data", wl.data, "--steps", str(steps),
+                   "--threads", str(self.threads), "--kernel-threads", str(self.kernel_threads)]
+            out = run(cmd, self.timeout, error=OfError)
+            found = list(re.finditer(self.PATTERN, out, re.M))
+            if not found:
+                tail = out.strip().splitlines()[-1:] or ["(no output)"]
+                raise OfError(f"{' '.join(cmd)}\nno result line in its output; last line: "
+                              f"{tail[0]}")
+            m = found[-1]
+            res.append((int(m.group(1)), float(m.group(3)), float(m.group(4)),
+                        f"{m.group(5)} after {m.group(1)}"))
+        return res
+
+
+class TorchBackend:
+    PATTERN = rf"^torch: (\d+) steps, ({FLOAT}) s, last loss ({FLOAT}) after (\d+) steps\s*$"
+
+    def __init__(self, threads, timeout, extra_env):
+        self.threads, self.timeout = threads, timeout
+        # As bench_infer.py: GOMP_SPINCOUNT keeps OpenMP threads from spinning against each
+        # other on 2 cores, and the malloc thresholds keep glibc from handing PyTorch's large
+        # buffers back to the OS after every step (fresh mmaps page-fault): its best figure.
+        self.env = {"GOMP_SPINCOUNT": "1000", "MALLOC_MMAP_THRESHOLD_": "4000000000",
+                    "MALLOC_TRIM_THRESHOLD_": "4000000000", **extra_env}
+
+    def info(self):
+        return run([sys.executable, os.path.join(HERE, "torch_infer.py"), "--info"],
+                   self.timeout).strip()
+
+    def __call__(self, wl, steps, repeats):
+        out = run([sys.executable, os.path.abspath(__file__), "--torch-worker", wl.name,
+                   wl.data, str(wl.batch), str(steps), str(self.threads), str(repeats)],
+                  self.timeout, env=self.env)
+        found = [(int(m.group(1)), float(m.group(2)), f"{m.group(3)} after {m.group(4)}")
+                 for m in re.finditer(self.PATTERN, out, re.M)]
+        if not found:
+            tail = out.strip().splitlines()[-1:] or ["(no output)"]
+            raise BenchError(f"torch worker: no result line in its output: {tail[0]}")
+        return [(n, s, n * wl.batch / s, loss) for n, s, loss in found]
+
+
+def measure(backend, wl, repeats, seconds):
+    """A warm-up run of wl.calib steps that also calibrates the step count, then `repeats` runs
+    of about `seconds` each. Returns ([samples/s per repeat], last loss of the last repeat)."""
+    steps, secs, _, _ = backend(wl, wl.calib, 1)[0]
+    steps = max(1, round(steps / max(secs, 1e-6) * seconds))
+    res = backend(wl, steps, repeats)
+    return [r[2] for r in res], f"{res[-1][3]} steps"
+
+
+# ---------------------------------------------------------------- the PyTorch worker
+
+def torch_worker(argv):
+    """--torch-worker MODEL DATA BATCH STEPS THREADS REPEATS: builds MODEL from its ONNX file's
+    initializers, loads DATA (ofrun's --data syntax) into tensors, warms up, then prints
+    "torch: STEPS steps, SECONDS s, last loss L after T steps" per repeat (T counts the
+    warm-up and the earlier repeats: one model trains throughout)."""
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, FIXTURES)
+    from make_fixtures import CNN, MLP
+    from make_training_fixtures import load_from_onnx, read_idx
+
+    name, data, batch, steps, threads, repeats = argv
+    batch, steps, threads, repeats = int(batch), int(steps), int(threads), int(repeats)
+    torch.set_num_threads(threads)
+    kind, _, where = data.partition(":")
+    if kind == "idx":
+        images = read_idx(os.path.join(where, "train-images-idx3-ubyte.gz"))
+        labels = read_idx(os.path.join(where, "train-labels-idx1-ubyte.gz"))
+        x = images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0)
+        y = labels.astype(np.int64)
+    elif kind == "npy":
+        fx, fy = where.split(",")
+        x, y = np.load(fx), np.load(fy).astype(np.int64)
+    else:
+        sys.exit(f"torch worker: unknown data {data}")
+    x, y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y)
+    batches = x.shape[0] // batch
+    model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](),
+                           os.path.join(FIXTURES, name + ".onnx"))
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    done = [0]
+
+    def train(n):
+        loss = None
+        for _ in range(n):
+            b = done[0] % batches
+            done[0] += 1
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x[b * batch:(b + 1) * batch]),
+                                   y[b * batch:(b + 1) * batch])
+            loss.backward()
+            opt.step()
+        return loss
+
+    train(max(3, steps // 10))  # warm-up
+    for _ in range(repeats):
+        start = time.perf_counter()
+        loss = train(steps)
+        s = time.perf_counter() - start
+        print(f"torch: {steps} steps, {s:.6f} s, last loss {loss.item():.4f} after {done[0]} steps",
+              flush=True)
+
+
+# ---------------------------------------------------------------- the table
+
+def fmt(vals):
+    if isinstance(vals, str):
+        return f"n/a ({vals})"
+    k = lambda v: f"{v / 1000:.1f}k" if v >= 1000 else f"{v:.0f}"  # noqa: E731
+    return f"{k(statistics.median(vals))} ({k(min(vals))}–{k(max(vals))})"
+
+
+def ratio(of, other):
+    """Speed-up of `of` over PyTorch (> 1: of is faster)."""
+    if isinstance(of, str) or isinstance(other, str):
+        return "–"
+    return f"{statistics.median(of) / statistics.median(other):.2f}×"
+
+
+def load_note():
+    load, cores = os.getloadavg()[0], os.cpu_count()
+    busy = " (busy: other work is running, figures are not comparable)" if load > 0.5 else ""
+    return f"load average before the run {load:.2f} on {cores} cores{busy}"
+
+
+def print_table(rows):
+    header = ["workload", "of train", "PyTorch train", "of/PyTorch"]
+    table = [header] + rows
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
+        if len(sys.argv) != 8:
+            sys.exit("usage: bench_train.py --torch-worker MODEL DATA BATCH STEPS THREADS REPEATS")
+        return torch_worker(sys.argv[2:])
+    p = argparse.ArgumentParser(description="of vs PyTorch training throughput")
+    p.add_argument("--build", default="build", help="of build folder (has cli/ofc, cli/ofrun)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2,
+                   help="ofrun --threads and PyTorch's set_num_threads")
+    p.add_argument("--kernel-threads", type=int, default=1, help="ofrun --kernel-threads")
+    p.add_argument("--seconds", type=float, default=3.0, help="target length of one timed run")
+    p.add_argument("--models", default="mlp,cnn")
+    p.add_argument("--torch-only", action="store_true", help="skip the of column")
+    p.add_argument("--torch-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra environment for the PyTorch runs (repeatable)")
+    a = p.parse_args()
+    build = os.path.join(ROOT, a.build) if not os.path.isabs(a.build) else a.build
+    timeout = 120 + 4 * a.seconds * a.repeats
+    wanted = a.models.split(",")
+    unknown = set(wanted) - {"mlp", "cnn"}
+    if unknown:
+        p.error(f"unknown model(s): {', '.join(sorted(unknown))} (mlp, cnn)")
+
+    with tempfile.TemporaryDirectory(prefix="of-bench-train-") as tmp:
+        backends = {} if a.torch_only else {  # of first: a failing ofc/ofrun ends it early
+            "of": OfBackend(build, a.threads, a.kernel_threads, tmp, timeout)}
+        backends["torch"] = TorchBackend(a.threads, timeout,
+                                         dict(kv.split("=", 1) for kv in a.torch_env))
+        print(f"threads {a.threads}, {a.repeats} repeats of ~{a.seconds:g} s; median (min–max); "
+              f"training samples/s, SGD lr 0.01 momentum 0.9, mean cross-entropy")
+        print(f"of: ofrun --threads {a.threads} --kernel-threads {a.kernel_threads}"
+              + (" (skipped: --torch-only)" if a.torch_only else ""))
+        try:
+            print(backends["torch"].info())
+            print(f"PyTorch environment: {backends['torch'].env}")
+        except BenchError as e:
+            print(f"PyTorch: {e}")
+        print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+        print(load_note() + "\n", flush=True)
+
+        rows, losses = [], []
+        for wl in workloads(tmp, wanted):
+            res, last = {"of": "--torch-only"}, {}
+            for name, backend in backends.items():
+                try:
+                    res[name], last[name] = measure(backend, wl, a.repeats, a.seconds)
+                except BenchError as e:
+                    res[name] = str(e)
+                    print(f"{wl.name}/{name}: {e}", file=sys.stderr, flush=True)
+                except OfError as e:
+                    print(f"{wl.name}/of: failed:\n{e}", file=sys.stderr, flush=True)
+                    sys.exit(1)
+            rows.append([f"{wl.name} (b{wl.batch}, samples/s)", fmt(res["of"]),
+                         fmt(res["torch"]), ratio(res["of"], res["torch"])])
+            losses.append(f"{wl.name}: last loss " +
+                          ", ".join(f"{n} {v}" for n, v in sorted(last.items())))
+        print()
+        print_table(rows)
+        print("\nof/PyTorch: how many times faster of trains (ratio of median samples/s)")
+        for line in losses:
+            print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// add-optimizer: with --train, afterwards every trained weight has one update node that reads the
+// weight, its gradient, its optimizer state (and accumulator) and the step's scalars, and writes
+// the weight and state back in place (Node::inplace). The step's scalars are new graph inputs the
+// data source fills per piece: "train/lr", "train/step" (1-based) and, with micro-batches,
+// "train/micro" (the piece's place in its step). State tensors are zero constants named as
+// PyTorch's optimizers name them ("<weight>.momentum_buffer", ".exp_avg", ".exp_avg_sq"), so a
+// checkpoint's optimizer file reads like torch's state; the accumulator is "<weight>.grad_accum".
+#include <cstring>
+
+#include "common/error.h"
+#include "common/lr_schedule.h"
+#include "common/option_spec.h"
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+namespace {
+
+struct OptimizerChoice {
+  std::string kernel;                    // sgd_update or adam_update
+  std::vector<std::string> state_names;  // suffixes of the state tensors
+  Attrs attrs;
+  float lr = 0;
+};
+
+OptimizerChoice parse_optimizer(const std::string& text) {
+  OptionSpec s(text, "--optimizer");
+  OptimizerChoice o;
+  if (s.kind() == "sgd") {
+    s.allow({"lr", "momentum", "dampening", "nesterov", "weight_decay"});
+    o.kernel = "sgd_update";
+    o.state_names = {"momentum_buffer"};
+    o.attrs.set_float("momentum", float(s.number("momentum", 0, 0, 1)));
+    o.attrs.set_float("dampening", float(s.number("dampening", 0, 0, 1)));
+    o.attrs.set_int("nesterov", int64_t(s.number("nesterov", 0, 0, 1)));
+    o.attrs.set_float("weight_decay", float(s.number("weight_decay", 0, 0, 1e3)));
+    if (o.attrs.get_int("nesterov", 0) && (o.attrs.get_float("momentum", 0) <= 0 || o.attrs.get_float("dampening", 0) != 0))
+      throw Error(fmt::format("--optimizer '{}': nesterov needs momentum > 0 and dampening 0", text));
+  } else if (s.kind() == "adam" || s.kind() == "adamw") {
+    s.allow({"lr", "beta1", "beta2", "eps", "weight_decay"});
+    o.kernel = "adam_update";
+    o.state_names = {"exp_avg", "exp_avg_sq"};
+    o.attrs.set_float("beta1", float(s.number("beta1", 0.9, 0, 0.999999)));
+    o.attrs.set_float("beta2", float(s.number("beta2", 0.999, 0, 0.999999)));
+    o.attrs.set_float("eps", float(s.number("eps", 1e-8, 0, 1)));
+    // torch's defaults: Adam none, AdamW 0.01 (decoupled).
+    o.attrs.set_float("weight_decay", float(s.number("weight_decay", s.kind() == "adamw" ? 0.01 : 0.0, 0, 1e3)));
+    o.attrs.set_int("decoupled", s.kind() == "adamw" ? 1 : 0);
+  } else {
+    throw Error(fmt::format("--optimizer '{}': unknown optimizer '{}' (sgd, adam, adamw)", text, s.kind()));
+  }
+  o.lr = float(s.number("lr", s.kind() == "sgd" ? 0.01 : 0.001, 0, 1e6));
+  return o;
+}
+
+ValueId add_scalar_input(Graph& g, const std::string& name) {
+  for (ValueId v : g.inputs)
+    if (g.values[size_t(v)].name == name) fail({.file = g.source_file}, "the model already has an input named '{}'", name);
+  const ValueId v = g.add_value(name);
+  g.values[size_t(v)].desc = TensorDesc{{}, DType::f32};
+  g.values[size_t(v)].known = true;
+  g.values[size_t(v)].graph_input = true;
+  g.inputs.push_back(v);
+  return v;
+}
+
+ValueId add_zeros(Graph& g, const std::string& name, const TensorDesc& desc) {
+  const ValueId v = g.add_value(name);
+  Value& val = g.values[size_t(v)];
+  val.desc = desc;
+  val.known = true;
+  val.data = std::vector<uint8_t>(size_t(desc.bytes()), 0);
+  return v;
+}
+
+}  // namespace
+
+bool AddOptimizer::run(Compilation& c) {
+  const CompileOptions& o = c.options;
+  if (!o.train) {
+    if (o.micro_batches != 1) fail({}, "--micro-batches needs --train");
+    return false;
+  }
+  if (o.micro_batches < 1) fail({}, "--micro-batches must be at least 1, got {}", o.micro_batches);
+  Graph& g = c.graph;
+  const OptimizerChoice opt = parse_optimizer(o.optimizer);
+  LrSchedule::parse(o.schedule, opt.lr);  // fails now rather than at run time
+  c.training.lr = opt.lr;
+  if (c.training.weights.empty()) fail({.file = g.source_file}, "--train: no weight of the model gets a gradient from the loss");
+
+  const ValueId lr = add_scalar_input(g, "train/lr");
+  const ValueId step = add_scalar_input(g, "train/step");
+  const ValueId micro = o.micro_batches > 1 ? add_scalar_input(g, "train/micro") : kNoValue;
+  Attrs attrs = opt.attrs;
+  attrs.set_int("micro_batches", o.micro_batches);
+
+  for (const auto& [w, dw] : c.training.weights) {
+    const std::string wname = g.values[size_t(w)].name;
+    const TensorDesc desc = g.values[size_t(w)].desc;
+    std::vector<ValueId> inputs{w, dw};
+    for (const std::string& s : opt.state_names) inputs.push_back(add_zeros(g, wname + "." + s, desc));
+    if (micro != kNoValue) inputs.push_back(add_zeros(g, wname + ".grad_accum", desc));
+    const size_t tensors = inputs.size();
+    inputs.push_back(lr);
+    inputs.push_back(step);
+    if (micro != kNoValue) inputs.push_back(micro);
+
+    const auto id = NodeId(g.nodes.size());
+    Node n{.name = "update/" + wname, .op_type = opt.kernel == "sgd_update" ? "SgdUpdate" : "AdamUpdate",
+           .inputs = inputs, .kernel = opt.kernel, .kernel_attrs = attrs, .runtime_inputs = inputs};
+    // Outputs: the weight, then each state tensor, written over the input they came from.
+    for (size_t k = 0; k < tensors; ++k) {
+      if (k == 1) continue;  // the gradient is read, not written
+      const ValueId out = g.add_value(g.values[size_t(inputs[k])].name + "'");
+      g.values[size_t(out)].desc = desc;
+      g.values[size_t(out)].known = true;
+      g.values[size_t(out)].producer = id;
+      n.outputs.push_back(out);
+      n.inplace.push_back(int32_t(k));
+    }
+    for (ValueId v : inputs) g.values[size_t(v)].consumers.push_back(id);
+    g.nodes.push_back(std::move(n));
+  }
+  return true;
+}
+
+}  // namespace of::compiler

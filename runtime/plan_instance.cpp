@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/plan_instance.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "common/file_util.h"
+#include "kernels/registry.h"
+#include "runtime/actors/actions.h"
+#include "runtime/plan/load.h"
+
+namespace of::runtime {
+
+void PlanInstance::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+
+PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_path)), path_(plan_path) {
+  for (const plan::Arena& a : plan_.arenas) {
+    uint64_t size = std::max<uint64_t>(plan::align_up(a.bytes), plan::kAlignment);
+    auto* p = static_cast<uint8_t*>(std::aligned_alloc(plan::kAlignment, size));
+    if (!p) fail({.file = path_, .field = fmt::format("arenas[{}]", a.id)}, "cannot allocate {} bytes", size);
+    std::memset(p, 0, size);  // touch every page now, not in the first act
+    arenas_.emplace_back(p);
+    arena_ptrs_.push_back(p);
+  }
+  for (const plan::Variable& v : plan_.variables)
+    stored_.push_back(StoredTensor{.key = v.key, .desc = plan_.tensors[size_t(v.tensor)].desc,
+                                   .data = arena_ptrs_[size_t(v.arena)] + v.offset, .bytes = v.bytes});
+  for (const plan::Regst& r : plan_.regsts) {
+    if (!r.persistent) continue;
+    for (size_t b = 0; b < r.blobs.size(); ++b)
+      stored_.push_back(StoredTensor{.key = plan_.tensors[size_t(r.blobs[b].tensor)].name, .desc = r.blobs[b].desc,
+                                     .data = arena_ptrs_[size_t(r.arena)] + r.offsets[0] + r.blobs[b].offset,
+                                     .bytes = r.blobs[b].bytes, .persistent = true, .weight = b == 0});
+  }
+
+  // The weights file: its size and checksum as the plan recorded them, then every stored tensor.
+  std::string weights = (std::filesystem::path(plan_path).parent_path() / plan_.weights).string();
+  std::vector<uint8_t> bytes = read_file(weights);
+  if (bytes.size() != plan_.weights_bytes)
+    fail({.file = weights}, "weights file has {} bytes, the plan expects {} (was it replaced or truncated?)", bytes.size(), plan_.weights_bytes);
+  if (crc32_of(bytes.data(), bytes.size()) != plan_.weights_crc32) fail({.file = weights}, "weights checksum mismatch: the file is corrupt or belongs to another plan");
+  SafetensorsFile file = parse_safetensors(bytes.data(), bytes.size(), weights);
+  // A training plan's weights file also serves its evaluation plan, so it may hold more.
+  for (const StoredTensor& t : stored_) {
+    auto it = file.entries.find(t.key);
+    if (it == file.entries.end()) fail({.file = weights, .field = "tensor '" + t.key + "'"}, "missing");
+    if (it->second.dtype != t.desc.dtype || it->second.shape != t.desc.shape)
+      fail({.file = weights, .field = "tensor '" + t.key + "'"}, "is {} {}, the plan expects {} {}", dtype_name(it->second.dtype),
+           shape_str(it->second.shape), dtype_name(t.desc.dtype), shape_str(t.desc.shape));
+    std::memcpy(t.data, file.ptr(it->second), t.bytes);
+  }
+}
+
+const plan::Task& PlanInstance::source() const {
+  for (const plan::Task& t : plan_.tasks)
+    if (t.kind == plan::TaskKind::source) return t;
+  internal_error(__FILE__, __LINE__, "verified plan without a source");
+}
+
+const plan::Task& PlanInstance::sink() const {
+  for (const plan::Task& t : plan_.tasks)
+    if (t.kind == plan::TaskKind::sink) return t;
+  internal_error(__FILE__, __LINE__, "verified plan without a sink");
+}
+
+const plan::Task* PlanInstance::snapshot() const {
+  for (const plan::Task& t : plan_.tasks)
+    if (t.kind == plan::TaskKind::snapshot) return &t;
+  return nullptr;
+}
+
+TensorDesc PlanInstance::input_desc(const plan::Task& t, size_t k) const {
+  const plan::TaskInput& in = t.inputs[k];
+  if (in.kind == plan::InputKind::variable) return plan_.tensors[size_t(plan_.variables[size_t(in.id)].tensor)].desc;
+  return plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
+}
+
+void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& path, Which which, bool require_all) {
+  auto selected = [which](const StoredTensor& t) {
+    return which == Which::all || (which == Which::persistent && t.persistent) || (which == Which::weights && t.weight);
+  };
+  for (const StoredTensor& t : stored_) {
+    if (!selected(t)) continue;
+    auto it = file.entries.find(t.key);
+    if (it == file.entries.end()) {
+      if (require_all) fail({.file = path, .field = "tensor '" + t.key + "'"}, "missing (the plan {} needs it)", path_);
+      continue;
+    }
+    if (it->second.dtype != t.desc.dtype || it->second.shape != t.desc.shape)
+      fail({.file = path, .field = "tensor '" + t.key + "'"}, "is {} {}, the plan {} expects {} {}", dtype_name(it->second.dtype),
+           shape_str(it->second.shape), path_, dtype_name(t.desc.dtype), shape_str(t.desc.shape));
+  }
+  for (const auto& [key, entry] : file.entries) {
+    auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& t) { return t.key == key && selected(t); });
+    if (it == stored_.end()) fail({.file = path, .field = "tensor '" + key + "'"}, "is not a tensor of the plan {}", path_);
+  }
+  // Copied only once everything matched: a refused file changes nothing.
+  for (const StoredTensor& t : stored_) {
+    auto it = file.entries.find(t.key);
+    if (selected(t) && it != file.entries.end()) std::memcpy(t.data, file.ptr(it->second), t.bytes);
+  }
+}
+
+std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, int kernel_threads) const {
+  std::vector<TensorDesc> ins, outs;
+  for (size_t k = 0; k < t.inputs.size(); ++k) ins.push_back(input_desc(t, k));
+  for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) outs.push_back(b.desc);
+  kernels::KernelConfig cfg{t.attrs, ins, outs, t.name};
+  // Weights never change in an inference or evaluation plan: kernels may repack them once, now.
+  const bool fixed_weights = plan_.job.kind != plan::JobKind::train;
+  for (const plan::TaskInput& in : t.inputs) {
+    const plan::Variable* v = in.kind == plan::InputKind::variable ? &plan_.variables[size_t(in.id)] : nullptr;
+    cfg.constants.push_back(v && fixed_weights ? arena_ptrs_[size_t(v->arena)] + v->offset : nullptr);
+  }
+  auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, outs[0].dtype, cfg);
+  return std::make_unique<KernelAction>(std::move(kernel), kernel_threads);
+}
+
+}  // namespace of::runtime

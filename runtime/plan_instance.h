@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// A plan made ready to run: loaded and verified, its arenas allocated once, and every stored
+// tensor (variables and the blobs of persistent registers) filled from the weights file. Both
+// ofrun's inference path (run.cpp) and training (train/) start from one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/safetensors.h"
+#include "common/shape.h"
+#include "runtime/actors/task_state.h"
+#include "schemas/plan_model.h"
+
+namespace of::runtime {
+
+// A tensor the run starts from and (for persistent ones) evolves: where it lives in the arena.
+struct StoredTensor {
+  std::string key;  // its name in weights files and checkpoints
+  TensorDesc desc;
+  uint8_t* data = nullptr;
+  uint64_t bytes = 0;
+  bool persistent = false;  // a blob of a persistent register (trained weight or optimizer state)
+  bool weight = false;      // persistent and blob 0: the trained weight itself (not its state)
+};
+
+class PlanInstance {
+ public:
+  // Throws of::Error for a bad plan or weights file.
+  explicit PlanInstance(const std::string& plan_path);
+
+  const plan::Plan& plan() const { return plan_; }
+  const std::string& path() const { return path_; }
+  uint8_t* const* arenas() const { return arena_ptrs_.data(); }
+  const std::vector<StoredTensor>& stored() const { return stored_; }
+  const plan::Task& source() const;
+  const plan::Task& sink() const;
+  const plan::Task* snapshot() const;  // nullptr when the plan has none
+  // The descriptor of input k of task t.
+  TensorDesc input_desc(const plan::Task& t, size_t k) const;
+
+  // Overwrites stored tensors with the same-named entries of `file` (named `path` in errors).
+  // Every entry must be a stored tensor of matching dtype and shape; with `require_all`, every
+  // tensor selected by `which` must be present. Fails naming the first tensor that does not match.
+  enum class Which { all, weights, persistent };
+  void load_tensors(const SafetensorsFile& file, const std::string& path, Which which, bool require_all);
+
+  // A prepared kernel for compute task t (shapes checked, workspace allocated).
+  std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads) const;
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const;
+  };
+  plan::Plan plan_;
+  std::string path_;
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
+  std::vector<uint8_t*> arena_ptrs_;
+  std::vector<StoredTensor> stored_;
+};
+
+}  // namespace of::runtime

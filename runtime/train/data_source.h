@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The source task of a training or evaluation run: piece p (counted over the whole training, so
+// a resumed run continues where it stopped) is micro-batch p of the sampler's stream, plus the
+// step's scalars the optimizer reads (learning rate, 1-based step, micro-batch index). Prefetch
+// is the source register's slots: the source runs that many pieces ahead of the model.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "common/lr_schedule.h"
+#include "runtime/actors/task_state.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/sampler.h"
+
+namespace of::runtime::train {
+
+struct SourceLayout {
+  // Blob index in the source register of each role; -1 when the plan has no such input
+  // (features and labels are always there).
+  int features = -1, labels = -1, lr = -1, step = -1, micro = -1;
+};
+
+struct DataSourceConfig {
+  const data::Dataset* dataset = nullptr;
+  data::EpochSampler* sampler = nullptr;
+  SourceLayout layout;
+  int64_t batch = 1;             // samples per piece
+  int64_t first_piece = 0;       // global index of this run's piece 0
+  int64_t pieces_per_epoch = 1;  // a multiple of micro_batches
+  int32_t micro_batches = 1;
+  LrSchedule schedule;
+  int64_t total_steps = 1;       // of the whole training (for the schedule)
+  // Set by SIGINT: the stream ends before the next step begins.
+  const std::atomic<bool>* interrupt = nullptr;
+};
+
+class DataSourceAction final : public Action {
+ public:
+  explicit DataSourceAction(DataSourceConfig cfg);
+  void act(int64_t piece, const void* const* in, void* const* out) override;
+  bool stop_before(int64_t piece) override;
+
+ private:
+  DataSourceConfig cfg_;
+  std::vector<int64_t> indices_;  // one batch, sized once
+  uint64_t feature_bytes_, label_bytes_;
+};
+
+}  // namespace of::runtime::train

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/train/train.h"
+
+#include <csignal>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "common/file_util.h"
+#include "runtime/actors/actor_system.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/sampler.h"
+#include "runtime/plan_instance.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/data_source.h"
+#include "runtime/train/eval_sink.h"
+#include "runtime/train/progress.h"
+#include "runtime/train/snapshot_action.h"
+
+namespace of::runtime::train {
+namespace {
+
+std::atomic<bool> g_interrupt{false};
+extern "C" void on_interrupt(int) { g_interrupt.store(true, std::memory_order_relaxed); }
+
+// SIGINT and SIGTERM end the stream at the next step boundary (then the run saves a checkpoint);
+// a second signal gets the default action, so a stuck run can still be stopped.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupt.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Which source blob is what: the step scalars by name, the label as the plan's job names it,
+// and the features as the one input left.
+SourceLayout layout_of(const PlanInstance& inst) {
+  const plan::Task& src = inst.source();
+  const std::string& label = inst.plan().job.label;
+  SourceLayout l;
+  std::vector<std::string> others;
+  for (size_t i = 0; i < src.io_names.size(); ++i) {
+    const std::string& n = src.io_names[i];
+    if (n == "train/lr") l.lr = int(i);
+    else if (n == "train/step") l.step = int(i);
+    else if (n == "train/micro") l.micro = int(i);
+    else if (n == label) l.labels = int(i);
+    else {
+      l.features = int(i);
+      others.push_back(n);
+    }
+  }
+  if (l.labels < 0) fail({.file = inst.path(), .field = "job.label"}, "'{}' is not an input of the plan", label);
+  if (others.size() != 1)
+    fail({.file = inst.path()}, "--data feeds a model with one input besides the label; this one has {} ({})", others.size(), fmt::join(others, ", "));
+  return l;
+}
+
+// The number of classes of a cross-entropy plan (labels are checked against it when the data
+// is opened), or 0.
+int64_t classes_of(const PlanInstance& inst) {
+  for (const plan::Task& t : inst.plan().tasks)
+    if (t.kernel == "softmax_cross_entropy" || t.kernel == "classify_metrics") {
+      const TensorDesc d = inst.input_desc(t, 0);
+      return d.shape.size() == 2 ? d.shape[1] : 0;
+    }
+  return 0;
+}
+
+void check_data_fits(const PlanInstance& inst, const SourceLayout& l, const data::Dataset& d, const std::string& spec) {
+  const plan::Plan& p = inst.plan();
+  const plan::Task& src = inst.source();
+  const plan::Regst& r = p.regsts[size_t(src.out_regsts[0])];
+  const int64_t batch = p.job.batch;
+  auto check = [&](int blob, const TensorDesc& sample, const char* what) {
+    const TensorDesc& want = r.blobs[size_t(blob)].desc;
+    if (want.dtype != sample.dtype || numel(want.shape) != batch * numel(sample.shape))
+      fail({.file = spec}, "a sample's {} are {} {}, but the model's input '{}' is {} {}, which is not {} such samples", what,
+           dtype_name(sample.dtype), shape_str(sample.shape), src.io_names[size_t(blob)], dtype_name(want.dtype),
+           shape_str(want.shape), batch);
+  };
+  check(l.features, d.features(), "features");
+  check(l.labels, d.labels(), "labels");
+}
+
+// Every task's action: the given source, sink and snapshot; compute tasks get their kernels
+// (prepared now, after the weights are in place, since inference kernels may repack them).
+std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
+                                                 std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
+                                                 int kernel_threads) {
+  std::vector<std::unique_ptr<Action>> out;
+  for (const plan::Task& t : inst.plan().tasks) {
+    switch (t.kind) {
+      case plan::TaskKind::source: out.push_back(std::move(source)); break;
+      case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
+      case plan::TaskKind::snapshot: out.push_back(std::move(snapshot)); break;
+      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads)); break;
+    }
+  }
+  return out;
+}
+
+double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const TrainOptions& o) {
+  const plan::Plan& p = inst.plan();
+  int32_t slots = 1;
+  for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
+  std::vector<std::unique_ptr<TaskState>> tasks;
+  for (const plan::Task& t : p.tasks)
+    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces, 0));
+  ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy});
+  if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
+  return ran.seconds;
+}
+
+// A snapshot action that never saves: the plan's snapshot task still needs one to pace.
+class NoSnapshot final : public Action {
+ public:
+  void act(int64_t, const void* const*, void* const*) override {}
+};
+
+std::string eval_spec(const TrainOptions& o) {
+  if (!o.eval_data.empty()) return o.eval_data;
+  // IDX folders hold both splits: evaluate on the test split unless one was named.
+  if (o.data.rfind("idx:", 0) == 0 && o.data.find(",split=") == std::string::npos) return o.data + ",split=test";
+  return o.data;
+}
+
+// The weights an evaluation starts from.
+struct WeightSource {
+  const PlanInstance* trained = nullptr;     // the training run that just ended
+  const LoadedCheckpoint* checkpoint = nullptr;
+  const SafetensorsFile* init = nullptr;     // --init
+  std::string init_path;
+};
+
+EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, const TrainOptions& o) {
+  const plan::Plan& tp = train_plan.plan();
+  if (tp.job.eval_plan.empty()) fail({.file = o.plan_path, .field = "job.eval_plan"}, "the plan has no evaluation plan");
+  const std::string path = (std::filesystem::path(o.plan_path).parent_path() / tp.job.eval_plan).string();
+  PlanInstance ev(path);
+  if (ev.plan().job.kind != plan::JobKind::eval) fail({.file = path, .field = "job.kind"}, "is not an evaluation plan");
+  if (from.trained) {
+    for (const StoredTensor& e : ev.stored()) {
+      for (const StoredTensor& t : from.trained->stored()) {
+        if (!t.weight || t.key != e.key) continue;
+        if (t.desc.dtype != e.desc.dtype || t.desc.shape != e.desc.shape)
+          fail({.file = path, .field = "tensor '" + e.key + "'"}, "is {} here but {} in the training plan", shape_str(e.desc.shape), shape_str(t.desc.shape));
+        std::memcpy(e.data, t.data, e.bytes);
+      }
+    }
+  } else if (from.checkpoint) {
+    ev.load_tensors(from.checkpoint->model, from.checkpoint->folder + "/model.safetensors", PlanInstance::Which::all, false);
+  } else if (from.init) {
+    ev.load_tensors(*from.init, from.init_path, PlanInstance::Which::all, false);
+  }
+
+  const std::string spec = eval_spec(o);
+  std::unique_ptr<data::Dataset> dataset = data::make_dataset(spec, data::DataOptions{.num_classes = classes_of(ev)});
+  const SourceLayout layout = layout_of(ev);
+  check_data_fits(ev, layout, *dataset, spec);
+  const int64_t batch = ev.plan().job.batch;
+  const plan::Task& sink = ev.sink();
+  const bool per_sample = sink.io_names.size() == 2 && sink.io_names[0] == "eval/nll" && sink.io_names[1] == "eval/correct";
+  // Per-sample metrics let a padded last batch count only its real rows; a mean loss cannot.
+  data::EpochSampler sampler(dataset->size(), batch, 0, /*drop_last=*/!per_sample, /*shuffle=*/false);
+  const int64_t pieces = sampler.batches_per_epoch();
+  const int64_t samples = per_sample ? dataset->size() : pieces * batch;
+  DataSourceConfig sc{.dataset = dataset.get(), .sampler = &sampler, .layout = layout, .batch = batch, .first_piece = 0,
+                      .pieces_per_epoch = pieces, .micro_batches = 1, .schedule = LrSchedule::parse("constant", 0),
+                      .total_steps = 1, .interrupt = nullptr};
+  auto sink_action = std::make_unique<EvalSinkAction>(per_sample, batch, samples);
+  EvalSinkAction* result = sink_action.get();
+  auto actions = actions_for(ev, std::make_unique<DataSourceAction>(sc), std::move(sink_action), std::make_unique<NoSnapshot>(), o.kernel_threads);
+  EvalReport r;
+  r.seconds = stream(ev, actions, pieces, o);
+  r.samples = result->counted();
+  r.loss = result->mean_loss();
+  r.accuracy = per_sample ? result->accuracy() : -1;
+  return r;
+}
+
+void check_resumable(const LoadedCheckpoint& c, const plan::Plan& p, const TrainOptions& o) {
+  const std::string state = c.folder + "/state.json";
+  if (c.state.batch != p.job.batch) fail({.file = state, .field = "batch"}, "{} differs from the plan's batch {}", c.state.batch, p.job.batch);
+  if (c.state.micro_batches != p.job.micro_batches)
+    fail({.file = state, .field = "micro_batches"}, "{} differs from the plan's {}", c.state.micro_batches, p.job.micro_batches);
+  if (o.seed && *o.seed != c.state.seed)
+    fail({.file = state, .field = "seed"}, "{} differs from --seed {}: resuming with another shuffle would not continue the run", c.state.seed, *o.seed);
+  if (c.state.data != o.data)
+    fmt::print(stderr, "ofrun: warning: the checkpoint was trained on --data {}, resuming on {}\n", c.state.data, o.data);
+}
+
+}  // namespace
+
+Report run_training(const TrainOptions& o) {
+  PlanInstance inst(o.plan_path);
+  const plan::Plan& p = inst.plan();
+  if (p.job.kind != plan::JobKind::train)
+    fail({.file = o.plan_path}, "is not a training plan (compile with ofc --train; feed inference plans with --input)");
+  if (o.epochs < 0 || o.steps < 0) fail({}, "--epochs and --steps must be positive");
+  if (o.epochs > 0 && o.steps > 0) fail({}, "give --epochs or --steps, not both");
+  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) fail({}, "--checkpoint-every needs --checkpoint DIR");
+  if (o.resume && o.checkpoint_dir.empty()) fail({}, "--resume needs --checkpoint DIR");
+
+  std::optional<LoadedCheckpoint> ckpt;
+  if ((o.resume || !o.train) && !o.checkpoint_dir.empty() && has_checkpoint(o.checkpoint_dir)) ckpt = load_latest_checkpoint(o.checkpoint_dir);
+  std::optional<SafetensorsFile> init;
+  if (!o.init_path.empty()) {
+    if (ckpt) fail({.file = o.init_path}, "--init and a checkpoint to resume from ({}): choose one", ckpt->folder);
+    init = read_safetensors(o.init_path);
+    inst.load_tensors(*init, o.init_path, PlanInstance::Which::weights, true);
+  }
+  if (ckpt) {
+    check_resumable(*ckpt, p, o);
+    // Names and shapes are checked for both files before anything is copied.
+    inst.load_tensors(ckpt->model, ckpt->folder + "/model.safetensors", PlanInstance::Which::weights, true);
+    SafetensorsFile state = ckpt->optimizer;
+    inst.load_tensors(state, ckpt->folder + "/optimizer.safetensors", PlanInstance::Which::persistent, false);
+    for (const StoredTensor& t : inst.stored())
+      if (t.persistent && !t.weight && !state.entries.count(t.key))
+        fail({.file = ckpt->folder + "/optimizer.safetensors", .field = "tensor '" + t.key + "'"}, "missing (the plan {} needs it)", o.plan_path);
+  }
+
+  Report report;
+  if (o.train) {
+    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data::DataOptions{.num_classes = classes_of(inst)});
+    const SourceLayout layout = layout_of(inst);
+    check_data_fits(inst, layout, *dataset, o.data);
+    const int64_t batch = p.job.batch;
+    const int32_t k = p.job.micro_batches;
+    const uint64_t seed = ckpt ? ckpt->state.seed : o.seed.value_or(0);
+    data::EpochSampler sampler(dataset->size(), batch, seed, !o.pad_last, o.shuffle);
+    const int64_t pieces_per_epoch = sampler.batches_per_epoch() / k * k;
+    if (pieces_per_epoch == 0)
+      fail({.file = o.data}, "holds {} batches of {}, fewer than the {} micro-batches of one step", sampler.batches_per_epoch(), batch, k);
+    const int64_t steps_per_epoch = pieces_per_epoch / k;
+    TrainReport tr;
+    tr.total_steps = o.steps > 0 ? o.steps : std::max<int64_t>(o.epochs, 1) * steps_per_epoch;
+    tr.first_step = ckpt ? ckpt->state.step : 0;
+    const int64_t pieces = std::max<int64_t>(tr.total_steps - tr.first_step, 0) * k;
+    const LrSchedule schedule = LrSchedule::parse(p.job.schedule, p.job.lr);
+
+    std::FILE* metrics = nullptr;
+    if (!o.metrics_path.empty()) {
+      // Appending: a resumed run continues the same file.
+      metrics = std::fopen(o.metrics_path.c_str(), o.resume ? "a" : "w");
+      if (!metrics) fail({.file = o.metrics_path}, "cannot open for writing: {}", std::strerror(errno));
+      std::setvbuf(metrics, nullptr, _IOLBF, 1 << 16);
+    }
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics_guard(metrics, metrics ? &std::fclose : [](std::FILE*) { return 0; });
+    const int64_t log_every = o.log_every >= 0 ? o.log_every : (metrics ? 1 : (o.live ? 0 : 100));
+
+    CheckpointState base{.step = tr.first_step, .pieces = tr.first_step * k, .epoch = 0, .seed = seed, .micro_batches = k,
+                         .batch = batch, .model = p.model, .data = o.data};
+    DataSourceConfig sc{.dataset = dataset.get(), .sampler = &sampler, .layout = layout, .batch = batch,
+                        .first_piece = tr.first_step * k, .pieces_per_epoch = pieces_per_epoch, .micro_batches = k,
+                        .schedule = schedule, .total_steps = tr.total_steps, .interrupt = &g_interrupt};
+    auto sink = std::make_unique<TrainSinkAction>(ProgressConfig{.first_piece = tr.first_step * k, .micro_batches = k, .batch = batch,
+                                                                 .steps_per_epoch = steps_per_epoch, .total_steps = tr.total_steps,
+                                                                 .log_every = log_every, .live = o.live, .metrics = metrics,
+                                                                 .schedule = schedule});
+    TrainSinkAction* progress = sink.get();
+    std::unique_ptr<Action> snapshot;
+    if (inst.snapshot()) snapshot = std::make_unique<SnapshotAction>(inst, o.checkpoint_dir, o.checkpoint_every, base, pieces_per_epoch);
+    auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads);
+    {
+      InterruptGuard guard;
+      if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o);
+      tr.interrupted = g_interrupt.load();
+    }
+    progress->finish();
+    tr.steps = progress->steps_done();
+    tr.samples = tr.steps * k * batch;
+    tr.last_loss = progress->last_loss();
+    if (!o.checkpoint_dir.empty() && tr.steps > 0) {
+      CheckpointState s = base;
+      s.step = tr.first_step + tr.steps;
+      s.pieces = s.step * k;
+      s.epoch = s.pieces / pieces_per_epoch;
+      tr.checkpoint = save_checkpoint(o.checkpoint_dir, inst, s);
+    }
+    report.train = tr;
+    if (o.eval && !tr.interrupted) report.eval = evaluate(inst, WeightSource{.trained = &inst}, o);
+  } else {
+    WeightSource from{.trained = nullptr, .checkpoint = ckpt ? &*ckpt : nullptr, .init = init ? &*init : nullptr, .init_path = o.init_path};
+    report.eval = evaluate(inst, from, o);
+  }
+  return report;
+}
+
+}  // namespace of::runtime::train
