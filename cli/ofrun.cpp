@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "actor worker threads (default: one per core)")->check(CLI::PositiveNumber);
   app.add_option("--kernel-threads", o.kernel_threads, "threads each kernel may use")->check(CLI::PositiveNumber);
   app.add_option("--scheduler", o.policy, "CAF scheduling policy")->check(CLI::IsMember({"sharing", "stealing"}));
+  app.add_option("--gemm", o.gemm, "matrix products: onednn (fast) or openblas (PyTorch's summation order, to track it step for step)")
+      ->check(CLI::IsMember({"onednn", "openblas"}));
   app.add_option("--trace", o.trace_path, "inference: write a Chrome-trace JSON of actor activity");
   auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]");
   app.add_option("--epochs", t.epochs, "train for N passes over the data (counting resumed steps)")->check(CLI::PositiveNumber);
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
       t.threads = o.threads;
       t.kernel_threads = o.kernel_threads;
       t.policy = o.policy;
+      t.gemm = o.gemm;
       if (seed_opt->count() > 0) t.seed = seed;
       t.shuffle = !no_shuffle;
       t.pad_last = last_batch == "pad";

@@ -16,6 +16,11 @@ namespace of::kernels {
 
 enum class DeviceKind : int8_t { cpu = 0, cuda = 1 };
 
+// Which library multiplies matrices on the CPU. oneDNN is faster; OpenBLAS is what Debian's
+// PyTorch calls, so with it sums are added in PyTorch's order and runs that amplify rounding
+// (Adam on small gradients, ReLUs near zero) track PyTorch step for step.
+enum class GemmBackend : int8_t { onednn = 0, openblas = 1 };
+
 struct KernelConfig {
   const Attrs& attrs;
   std::vector<TensorDesc> inputs;   // in the op's input order (absent optional inputs omitted)
@@ -24,6 +29,7 @@ struct KernelConfig {
   // Per input: its contents when they stay fixed for the whole run (a weight in an inference
   // plan), else nullptr. A kernel may repack such an input once here and ignore it in run().
   std::vector<const void*> constants = {};
+  GemmBackend gemm = GemmBackend::onednn;
 };
 
 class Kernel {

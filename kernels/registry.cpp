@@ -3,6 +3,8 @@
 // a line here, in name order, so one screen shows everything that exists.
 #include "kernels/registry.h"
 
+#include <cblas.h>
+
 #include <omp.h>
 
 #include <utility>
@@ -83,6 +85,9 @@ std::unique_ptr<Kernel> make_kernel(std::string_view name, DeviceKind device, DT
   return e->make(cfg);
 }
 
-void set_kernel_threads(int n) { omp_set_num_threads(n < 1 ? 1 : n); }
+void set_kernel_threads(int n) {
+  omp_set_num_threads(n < 1 ? 1 : n);
+  openblas_set_num_threads(n < 1 ? 1 : n);  // process-wide in OpenBLAS; every worker sets the same
+}
 
 }  // namespace of::kernels

@@ -106,11 +106,12 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
   }
 }
 
-std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, int kernel_threads) const {
+std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm) const {
   std::vector<TensorDesc> ins, outs;
   for (size_t k = 0; k < t.inputs.size(); ++k) ins.push_back(input_desc(t, k));
   for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) outs.push_back(b.desc);
   kernels::KernelConfig cfg{t.attrs, ins, outs, t.name};
+  cfg.gemm = gemm;
   // Weights never change in an inference or evaluation plan: kernels may repack them once, now.
   const bool fixed_weights = plan_.job.kind != plan::JobKind::train;
   for (const plan::TaskInput& in : t.inputs) {

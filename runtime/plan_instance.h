@@ -11,6 +11,7 @@
 
 #include "common/safetensors.h"
 #include "common/shape.h"
+#include "kernels/kernel.h"
 #include "runtime/actors/task_state.h"
 #include "schemas/plan_model.h"
 
@@ -48,7 +49,7 @@ class PlanInstance {
   void load_tensors(const SafetensorsFile& file, const std::string& path, Which which, bool require_all);
 
   // A prepared kernel for compute task t (shapes checked, workspace allocated).
-  std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads) const;
+  std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm) const;
 
  private:
   struct FreeDeleter {

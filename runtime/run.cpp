@@ -39,6 +39,12 @@ int64_t pieces_in(const NpyArray& a, const TensorDesc& want, const std::string& 
 
 }  // namespace
 
+kernels::GemmBackend gemm_backend(const std::string& name) {
+  if (name == "onednn") return kernels::GemmBackend::onednn;
+  if (name == "openblas") return kernels::GemmBackend::openblas;
+  fail({}, "--gemm '{}' is not onednn or openblas", name);
+}
+
 RunResult run(const RunOptions& o) {
   PlanInstance inst(o.plan_path);
   const plan::Plan& p = inst.plan();
@@ -114,7 +120,7 @@ RunResult run(const RunOptions& o) {
     switch (t.kind) {
       case plan::TaskKind::source: actions.push_back(std::make_unique<SourceAction>(feeds)); break;
       case plan::TaskKind::sink: actions.push_back(std::make_unique<SinkAction>(collect)); break;
-      case plan::TaskKind::compute: actions.push_back(inst.make_kernel_action(t, o.kernel_threads)); break;
+      case plan::TaskKind::compute: actions.push_back(inst.make_kernel_action(t, o.kernel_threads, gemm_backend(o.gemm))); break;
       case plan::TaskKind::snapshot: fail({.file = o.plan_path}, "a snapshot task belongs in a training plan");
     }
   }

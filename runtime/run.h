@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernel.h"
+
 namespace of::runtime {
 
 struct RunOptions {
@@ -19,6 +21,7 @@ struct RunOptions {
   int threads = 0;           // actor worker threads; 0: one per core
   int kernel_threads = 1;    // threads each kernel may use (OpenMP inside oneDNN)
   std::string policy = "sharing";
+  std::string gemm = "onednn";  // or "openblas" (kernels/kernel.h GemmBackend)
   std::string trace_path;
 };
 
@@ -27,6 +30,9 @@ struct RunResult {
   double seconds = 0;  // streaming time: actors started to all done (no loading, no start-up)
   int64_t acts = 0;    // over all tasks
 };
+
+// "onednn" or "openblas"; anything else fails naming --gemm.
+kernels::GemmBackend gemm_backend(const std::string& name);
 
 // Throws of::Error for bad plans, weights, inputs or a failed run.
 RunResult run(const RunOptions& options);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // gemm (ONNX Gemm): Y[M,N] = alpha * op(A) * op(B) + beta * C, with C unidirectionally
-// broadcast to [M,N]. oneDNN's row-major dnnl_sgemm does the product.
+// broadcast to [M,N]. oneDNN's row-major dnnl_sgemm does the product, or OpenBLAS's when the
+// configuration asks for PyTorch's summation order (GemmBackend::openblas).
+#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -21,7 +23,7 @@ class Gemm final : public Kernel {
   char trans_a_ = 'N', trans_b_ = 'N';
   int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 1, ldb_ = 1;
   float alpha_ = 1, beta_ = 1;
-  bool has_c_ = false, relu_ = false;
+  bool has_c_ = false, relu_ = false, openblas_ = false;
   int64_t c_row_stride_ = 0, c_col_stride_ = 0;  // 0 along broadcast axes
 };
 
@@ -48,6 +50,7 @@ Gemm::Gemm(const KernelConfig& cfg) {
   ldb_ = std::max<int64_t>(1, b[1]);
   relu_ = fused_relu(cfg, "gemm");
   alpha_ = cfg.attrs.get_float("alpha", 1.0f);
+  openblas_ = cfg.gemm == GemmBackend::openblas;
   beta_ = cfg.attrs.get_float("beta", 1.0f);
 
   has_c_ = cfg.inputs.size() == 3 && beta_ != 0.0f;
@@ -82,7 +85,11 @@ void Gemm::run(const void* const* in, void* const* out) {
   if (k_ == 0) {  // empty product: Y is beta*C (or zero); sgemm rejects K=0 leading dims
     if (!has_c_) std::fill(y, y + m_ * n_, 0.0f);
   } else {
-    dnnl_sgemm(trans_a_, trans_b_, m_, n_, k_, alpha_, a, lda_, b, ldb_, beta, y, n_);
+    if (openblas_)
+      cblas_sgemm(CblasRowMajor, trans_a_ == 'T' ? CblasTrans : CblasNoTrans, trans_b_ == 'T' ? CblasTrans : CblasNoTrans,
+                  int(m_), int(n_), int(k_), alpha_, a, int(lda_), b, int(ldb_), beta, y, int(n_));
+    else
+      dnnl_sgemm(trans_a_, trans_b_, m_, n_, k_, alpha_, a, lda_, b, ldb_, beta, y, n_);
   }
   if (relu_) relu_inplace(y, m_ * n_);
 }
@@ -90,7 +97,8 @@ void Gemm::run(const void* const* in, void* const* out) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg) {
-  if (auto packed = make_packed_gemm(cfg)) return packed;
+  if (cfg.gemm == GemmBackend::onednn)
+    if (auto packed = make_packed_gemm(cfg)) return packed;
   return std::make_unique<Gemm>(cfg);
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
 #include "runtime/plan_instance.h"
+#include "runtime/run.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/eval_sink.h"
@@ -110,14 +111,14 @@ void check_data_fits(const PlanInstance& inst, const SourceLayout& l, const data
 // (prepared now, after the weights are in place, since inference kernels may repack them).
 std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
                                                  std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
-                                                 int kernel_threads) {
+                                                 int kernel_threads, kernels::GemmBackend gemm) {
   std::vector<std::unique_ptr<Action>> out;
   for (const plan::Task& t : inst.plan().tasks) {
     switch (t.kind) {
       case plan::TaskKind::source: out.push_back(std::move(source)); break;
       case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
       case plan::TaskKind::snapshot: out.push_back(std::move(snapshot)); break;
-      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads)); break;
+      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm)); break;
     }
   }
   return out;
@@ -193,7 +194,7 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
                       .total_steps = 1, .interrupt = nullptr};
   auto sink_action = std::make_unique<EvalSinkAction>(per_sample, batch, samples);
   EvalSinkAction* result = sink_action.get();
-  auto actions = actions_for(ev, std::make_unique<DataSourceAction>(sc), std::move(sink_action), std::make_unique<NoSnapshot>(), o.kernel_threads);
+  auto actions = actions_for(ev, std::make_unique<DataSourceAction>(sc), std::move(sink_action), std::make_unique<NoSnapshot>(), o.kernel_threads, gemm_backend(o.gemm));
   EvalReport r;
   r.seconds = stream(ev, actions, pieces, o);
   r.samples = result->counted();
@@ -285,7 +286,7 @@ Report run_training(const TrainOptions& o) {
     TrainSinkAction* progress = sink.get();
     std::unique_ptr<Action> snapshot;
     if (inst.snapshot()) snapshot = std::make_unique<SnapshotAction>(inst, o.checkpoint_dir, o.checkpoint_every, base, pieces_per_epoch);
-    auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads);
+    auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads, gemm_backend(o.gemm));
     {
       InterruptGuard guard;
       if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o);
