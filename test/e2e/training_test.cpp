@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// Training end to end, as a user runs it: ofc --train, then ofrun --data. Losses step by step
+// against PyTorch (make_training_fixtures.py), gradient accumulation against one big batch,
+// exact resumption, checkpoints that survive SIGKILL and SIGINT, checkpoints of another model
+// refused by name, and a real Fashion-MNIST epoch reaching the accuracy the issue asks of CI.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "common/npy.h"
+#include "common/safetensors.h"
+#include "e2e/e2e_util.h"
+
+extern char** environ;
+
+using namespace of::e2e;
+
+namespace {
+
+const std::string kFashion = "idx:/usr/share/datasets/fashion-mnist";
+
+std::vector<double> read_losses(const std::string& metrics) {
+  std::vector<double> out;
+  std::istringstream lines(slurp(metrics));
+  for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+  return out;
+}
+
+std::vector<float> read_f32(const std::string& npy) {
+  of::NpyArray a = of::read_npy(npy);
+  std::vector<float> out(a.data.size() / 4);
+  std::memcpy(out.data(), a.data.data(), a.data.size());
+  return out;
+}
+
+std::string compile(const TempDir& d, const std::string& model, const std::string& flags, const std::string& name = "train.ofp") {
+  CmdResult c = run_cmd(bin("ofc") + " " + fixture(model) + " -o " + (d / name) + " --train --loss cross_entropy " + flags, d);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  return d / name;
+}
+
+CmdResult train(const TempDir& d, const std::string& plan, const std::string& flags) {
+  return run_cmd(bin("ofrun") + " " + plan + " " + flags, d);
+}
+
+// Per step |ours - torch| / |torch| over the first `steps` steps.
+void check_losses(const std::vector<double>& got, const std::string& fixture_name, size_t steps, double tolerance) {
+  std::vector<float> want = read_f32(fixture(fixture_name));
+  REQUIRE(got.size() >= steps);
+  REQUIRE(want.size() >= steps);
+  for (size_t s = 0; s < steps; ++s) {
+    INFO("step " << s + 1 << ": ofrun " << got[s] << ", PyTorch " << want[s]);
+    CHECK(std::abs(got[s] - want[s]) / std::abs(double(want[s])) <= tolerance);
+  }
+}
+
+of::SafetensorsFile latest(const std::string& ckpt, const std::string& file = "model.safetensors") {
+  std::string name = slurp(ckpt + "/latest");
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return of::read_safetensors(ckpt + "/" + name + "/" + file);
+}
+
+// Starts a command in the background (stdout and stderr to files); returns its pid.
+pid_t spawn(const std::string& cmd, const TempDir& d) {
+  std::string sh = "exec " + cmd + " >" + (d / "bg.out") + " 2>" + (d / "bg.err");
+  const char* argv[] = {"/bin/sh", "-c", sh.c_str(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("training: 20 SGD steps of the MLP and the CNN match PyTorch", "[e2e][train]") {
+  TempDir d;
+  std::string mlp = compile(d, "mlp.onnx", "--optimizer sgd:lr=0.01,momentum=0.9", "mlp.ofp");
+  CmdResult r = train(d, mlp, "--data " + kFashion + " --steps 20 --no-shuffle --metrics " + (d / "mlp.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_losses(read_losses(d / "mlp.jsonl"), "train_mlp_sgd_losses.npy", 20, 1e-4);
+
+  std::string cnn = compile(d, "cnn.onnx", "--optimizer sgd:lr=0.01,momentum=0.9", "cnn.ofp");
+  const std::string cnn_data = " --data npy:" + fixture("cnn_input.npy") + "," + fixture("cnn_labels.npy");
+  r = train(d, cnn, cnn_data + " --steps 20 --no-shuffle --metrics " + (d / "cnn.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_losses(read_losses(d / "cnn.jsonl"), "train_cnn_sgd_losses.npy", 20, 1e-4);
+}
+
+TEST_CASE("training: Adam steps of the CNN and the MLP match PyTorch", "[e2e][train]") {
+  TempDir d;
+  std::string cnn = compile(d, "cnn.onnx", "--optimizer adam:lr=0.001", "cnn.ofp");
+  CmdResult r = train(d, cnn, "--data npy:" + fixture("cnn_input.npy") + "," + fixture("cnn_labels.npy") +
+                                  " --steps 20 --no-shuffle --metrics " + (d / "cnn.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_losses(read_losses(d / "cnn.jsonl"), "train_cnn_adam_losses.npy", 20, 1e-4);
+  // The MLP under Adam amplifies summation-order differences (tiny gradients normalized to
+  // lr-sized steps flip ReLUs): with oneDNN's order the first 8 steps agree within 1e-4 and
+  // later ones drift to ~2e-3. train_vs_torch.py checks all 20 with PyTorch's own order
+  // (--gemm openblas) against a live PyTorch run on the same machine.
+  std::string mlp = compile(d, "mlp.onnx", "--optimizer adam:lr=0.001", "mlp.ofp");
+  r = train(d, mlp, "--data " + kFashion + " --steps 8 --no-shuffle --metrics " + (d / "mlp.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_losses(read_losses(d / "mlp.jsonl"), "train_mlp_adam_losses.npy", 8, 1e-4);
+}
+
+TEST_CASE("training: 4 micro-batches of 16 give the weights of one batch of 64", "[e2e][train]") {
+  for (const char* opt : {"sgd:lr=0.05,momentum=0.9", "adam:lr=0.001"}) {
+    INFO("optimizer " << opt);
+    TempDir d;
+    std::string big = compile(d, "tiny_b64.onnx", std::string("--optimizer ") + opt, "big.ofp");
+    std::string small = compile(d, "tiny_b16.onnx", std::string("--optimizer ") + opt + " --micro-batches 4", "small.ofp");
+    for (auto [plan, ckpt] : {std::pair{big, std::string("ck_big")}, std::pair{small, std::string("ck_small")}}) {
+      CmdResult r = train(d, plan, "--data " + kFashion + " --steps 5 --no-shuffle --checkpoint " + (d / ckpt));
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+    }
+    of::SafetensorsFile a = latest(d / "ck_big"), b = latest(d / "ck_small");
+    REQUIRE(a.entries.size() == 4);
+    for (const auto& [name, e] : a.entries) {
+      INFO("tensor " << name);
+      REQUIRE(b.entries.count(name));
+      const auto* x = reinterpret_cast<const float*>(a.ptr(e));
+      const auto* y = reinterpret_cast<const float*>(b.ptr(b.entries.at(name)));
+      double diff = 0, ref = 0;
+      for (uint64_t i = 0; i < e.bytes / 4; ++i) {
+        diff = std::max(diff, double(std::abs(x[i] - y[i])));
+        ref = std::max(ref, double(std::abs(x[i])));
+      }
+      CHECK(diff / ref < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("training: resuming from a checkpoint gives exactly the uninterrupted losses", "[e2e][train]") {
+  TempDir d;
+  // (a warm-up schedule: a cosine one depends on --steps, which differs between the two runs here)
+  std::string plan = compile(d, "tiny_b64.onnx", "--optimizer adam:lr=0.003 --schedule warmup:steps=5");
+  CmdResult r = train(d, plan, "--data " + kFashion + " --steps 24 --seed 7 --metrics " + (d / "whole.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  r = train(d, plan, "--data " + kFashion + " --steps 10 --seed 7 --checkpoint " + (d / "ck") + " --metrics " + (d / "part.jsonl"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("checkpoint " + (d / "ck") + "/step-00000010") != std::string::npos);
+  r = train(d, plan, "--data " + kFashion + " --steps 24 --checkpoint " + (d / "ck") + " --resume --metrics " + (d / "part.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<double> whole = read_losses(d / "whole.jsonl"), parts = read_losses(d / "part.jsonl");
+  REQUIRE(whole.size() == 24);
+  REQUIRE(parts.size() == 24);
+  for (size_t s = 0; s < whole.size(); ++s) {
+    INFO("step " << s + 1);
+    CHECK(parts[s] == whole[s]);  // bit for bit: same batches, same lr, same state
+  }
+  // Nothing left to do is not an error; a different seed is.
+  r = train(d, plan, "--data " + kFashion + " --steps 24 --checkpoint " + (d / "ck") + " --resume");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("already at step 24 of 24") != std::string::npos);
+  r = train(d, plan, "--data " + kFashion + " --steps 30 --seed 8 --checkpoint " + (d / "ck") + " --resume");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("differs from --seed 8") != std::string::npos);
+}
+
+TEST_CASE("training: a checkpoint of another model is refused naming the first tensor that differs", "[e2e][train]") {
+  TempDir d;
+  std::string tiny = compile(d, "tiny_b64.onnx", "--optimizer sgd:lr=0.01,momentum=0.9", "tiny.ofp");
+  std::string mlp = compile(d, "mlp.onnx", "--optimizer sgd:lr=0.01,momentum=0.9", "mlp.ofp");
+  CmdResult r = train(d, tiny, "--data " + kFashion + " --steps 2 --checkpoint " + (d / "ck"));
+  REQUIRE(r.exit_code == 0);
+  r = train(d, mlp, "--data " + kFashion + " --steps 4 --checkpoint " + (d / "ck") + " --resume");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "ofrun: error: " + (d / "ck") + "/step-00000002/model.safetensors: tensor 'fc1.weight': is f32 [32,784], the plan " + mlp +
+                     " expects f32 [1024,784]\n");
+  CHECK(line_count(r.err) == 1);
+  // Same weights, other optimizer: the SGD momentum buffers are not Adam's state.
+  std::string adam = compile(d, "tiny_b64.onnx", "--optimizer adam", "adam.ofp");
+  r = train(d, adam, "--data " + kFashion + " --steps 4 --checkpoint " + (d / "ck") + " --resume");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("tensor 'fc1.bias.momentum_buffer': is not a tensor of the plan") != std::string::npos);
+}
+
+TEST_CASE("training: SIGKILL while checkpointing leaves a checkpoint that loads and resumes", "[e2e][train]") {
+  TempDir d;
+  std::string plan = compile(d, "mlp.onnx", "--optimizer sgd:lr=0.01,momentum=0.9");
+  const std::string ck = d / "ck";
+  // Every step writes a 15 MB checkpoint, so most moments fall inside a write.
+  for (int trial = 0; trial < 4; ++trial) {
+    INFO("trial " << trial);
+    pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 100000 --checkpoint " + ck +
+                          " --checkpoint-every 1 --resume --log-every 0", d);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500 + 170 * trial));
+    kill(pid, SIGKILL);
+    CHECK(wait_exit(pid) == -SIGKILL);
+    if (!std::filesystem::exists(ck + "/latest")) continue;  // killed before the first save
+    // The checkpoint `latest` names is whole: it evaluates and training resumes from it.
+    CmdResult e = train(d, plan, "--data " + kFashion + " --eval --checkpoint " + ck);
+    INFO(e.err);
+    CHECK(e.exit_code == 0);
+    CHECK(e.out.find("ofrun: eval 10000 samples") != std::string::npos);
+  }
+  REQUIRE(std::filesystem::exists(ck + "/latest"));
+  std::string name = slurp(ck + "/latest");
+  const int64_t step = std::stoll(name.substr(5));
+  CmdResult r = train(d, plan, "--data " + kFashion + " --steps " + std::to_string(step + 2) + " --checkpoint " + ck + " --resume");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("trained 2 steps") != std::string::npos);
+  // At most the two newest step folders remain (and leftovers of killed writes are hidden).
+  int folders = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ck)) folders += e.path().filename().string().rfind("step-", 0) == 0;
+  CHECK(folders <= 2);
+}
+
+TEST_CASE("training: SIGINT ends at a step boundary, saves a checkpoint and exits cleanly", "[e2e][train]") {
+  TempDir d;
+  std::string plan = compile(d, "tiny_b64.onnx", "--optimizer sgd:lr=0.01,momentum=0.9 --micro-batches 2");
+  const std::string ck = d / "ck";
+  pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 1000000 --checkpoint " + ck + " --log-every 0", d);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGINT);
+  CHECK(wait_exit(pid) == 0);
+  std::string out = slurp(d / "bg.out");
+  INFO(out << slurp(d / "bg.err"));
+  const size_t at = out.find("ofrun: interrupted at step ");
+  REQUIRE(at != std::string::npos);
+  const int64_t step = std::stoll(out.substr(at + 27));
+  CHECK(step > 0);
+  CHECK(slurp(ck + "/latest") == fmt::format("step-{:08d}\n", step));
+  nlohmann::json state = nlohmann::json::parse(slurp(fmt::format("{}/step-{:08d}/state.json", ck, step)));
+  CHECK(state["step"] == step);
+  CHECK(state["pieces"] == 2 * step);
+}
+
+TEST_CASE("training: one epoch of the MLP on Fashion-MNIST reaches 82% test accuracy", "[e2e][train]") {
+  TempDir d;
+  std::string plan = compile(d, "mlp.onnx", "--optimizer sgd:lr=0.01,momentum=0.9");
+  CmdResult r = train(d, plan, "--data " + kFashion + " --epochs 1 --seed 1 --eval");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.out.find("accuracy ");
+  REQUIRE(at != std::string::npos);
+  const double accuracy = std::stod(r.out.substr(at + 9));
+  CHECK(accuracy >= 82.0);
+  CHECK(r.out.find("ofrun: eval 10000 samples") != std::string::npos);
+  CHECK(r.out.find("ofrun: trained 937 steps (59968 samples)") != std::string::npos);
+}
