@@ -35,7 +35,7 @@ void print_report(const of::runtime::train::Report& r) {
   if (r.eval) {
     const auto& e = *r.eval;
     if (e.accuracy >= 0)
-      fmt::print("ofrun: eval {} samples, loss {:.4f}, accuracy {:.2f}%\n", e.samples, e.loss, 100.0 * e.accuracy);
+      fmt::print("ofrun: eval {} samples, loss {:.6f}, accuracy {:.2f}%\n", e.samples, e.loss, 100.0 * e.accuracy);
     else
       fmt::print("ofrun: eval {} samples, loss {:.6f}\n", e.samples, e.loss);
   }
