@@ -17,4 +17,4 @@ rm -rf "$out/ckpt"
 build/cli/ofrun "$out/train.ofp" --data idx:/usr/share/datasets/fashion-mnist --epochs "${EPOCHS:-5}" --seed 1 \
   --checkpoint "$out/ckpt" --metrics "$out/metrics.jsonl" --log-every 937
 build/cli/ofrun "$out/train.ofp" --data idx:/usr/share/datasets/fashion-mnist --eval --checkpoint "$out/ckpt"
-echo "metrics: $out/metrics.jsonl; PyTorch-loadable weights: $out/ckpt/\$(cat $out/ckpt/latest)/model.safetensors"
+echo "metrics: $out/metrics.jsonl; PyTorch-loadable weights: $out/ckpt/$(cat "$out/ckpt/latest")/model.safetensors"

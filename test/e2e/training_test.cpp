@@ -205,12 +205,17 @@ TEST_CASE("training: SIGKILL while checkpointing leaves a checkpoint that loads 
   // Every step writes a 15 MB checkpoint, so most moments fall inside a write.
   for (int trial = 0; trial < 4; ++trial) {
     INFO("trial " << trial);
+    const std::string before = std::filesystem::exists(ck + "/latest") ? slurp(ck + "/latest") : "";
     pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 100000 --checkpoint " + ck +
                           " --checkpoint-every 1 --resume --log-every 0", d);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500 + 170 * trial));
+    // Wait (however slow the machine, e.g. under ASan) until this run has saved, then a little more.
+    for (int waited = 0; waited < 1200; ++waited) {
+      if (std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(37 * trial));
     kill(pid, SIGKILL);
     CHECK(wait_exit(pid) == -SIGKILL);
-    if (!std::filesystem::exists(ck + "/latest")) continue;  // killed before the first save
     // The checkpoint `latest` names is whole: it evaluates and training resumes from it.
     CmdResult e = train(d, plan, "--data " + kFashion + " --eval --checkpoint " + ck);
     INFO(e.err);
