@@ -54,6 +54,8 @@ const std::vector<KernelEntry>& all_kernels() {
       {"sgd_update", DeviceKind::cpu, DType::f32, &cpu::make_sgd_update},
       {"sigmoid", DeviceKind::cpu, DType::f32, &cpu::make_sigmoid},
       {"sigmoid_grad", DeviceKind::cpu, DType::f32, &cpu::make_sigmoid_grad},
+      {"slice", DeviceKind::cpu, DType::f32, &cpu::make_slice},
+      {"slice", DeviceKind::cpu, DType::i64, &cpu::make_slice},
       {"softmax", DeviceKind::cpu, DType::f32, &cpu::make_softmax},
       {"softmax_cross_entropy", DeviceKind::cpu, DType::f32, &cpu::make_softmax_cross_entropy},
       {"softmax_cross_entropy_grad", DeviceKind::cpu, DType::f32, &cpu::make_softmax_cross_entropy_grad},

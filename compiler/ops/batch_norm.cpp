@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // BatchNormalization, inference form: Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel.
+#include <cmath>
+
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -29,8 +31,43 @@ void lower_batch_norm(OpCtx& c) {
   c.set_kernel("batch_norm", std::move(a));
 }
 
+// Training treats the running mean and variance as frozen statistics (what torch's BN does in
+// eval mode, or FrozenBatchNorm2d): with s = 1/sqrt(var + eps) and xhat = (X - mean) s,
+// dX = dY scale s, dscale = sum(dY xhat), dB = sum(dY), sums over every axis but the channels.
+// mean and var get no gradient: they stay constants of the plan.
+void grad_batch_norm(GradCtx& g) {
+  const ValueId x = g.in(0), dy = g.out_grad(0);
+  const Shape& xs = g.desc(x).shape;
+  const int64_t c = xs[1];
+  const std::optional<std::vector<float>> mean = g.const_floats(g.in(3)), var = g.const_floats(g.in(4));
+  if (!mean || !var) g.fail("training needs constant running mean and variance (inputs 3 and 4)");
+  const float eps = g.attrs().get_float("epsilon", 1e-5f);
+  std::vector<float> inv_std(size_t(c), 0.0f), neg_mean(size_t(c), 0.0f);
+  for (int64_t k = 0; k < c; ++k) {
+    inv_std[size_t(k)] = float(1.0 / std::sqrt(double((*var)[size_t(k)]) + double(eps)));
+    neg_mean[size_t(k)] = -(*mean)[size_t(k)];
+  }
+  // Per-channel values broadcast against X as [C,1,...,1].
+  Shape channel{c};
+  for (size_t k = 2; k < xs.size(); ++k) channel.push_back(1);
+  const ValueId s = g.constant(channel, inv_std);
+  const TensorDesc xd = g.desc(x);
+  if (g.wants(0)) {
+    const ValueId scale = g.reshape(g.in(1), channel);
+    const ValueId a = g.emit("Mul", "mul", {scale, s}, {}, TensorDesc{channel, DType::f32});
+    g.add_in_grad(0, g.emit("Mul", "mul", {dy, a}, {}, xd));
+  }
+  if (g.wants(1)) {
+    const ValueId centered = g.emit("Add", "add", {x, g.constant(channel, neg_mean)}, {}, xd);
+    const ValueId xhat = g.emit("Mul", "mul", {centered, s}, {}, xd);
+    const ValueId prod = g.emit("Mul", "mul", {dy, xhat}, {}, xd);
+    g.add_in_grad(1, g.reshape(g.unbroadcast(prod, channel), {c}));
+  }
+  if (g.wants(2)) g.add_in_grad(2, g.reshape(g.unbroadcast(dy, channel), {c}));
+}
+
 }  // namespace
 
-OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_batch_norm}; }
+OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_batch_norm, grad_batch_norm}; }
 
 }  // namespace of::compiler

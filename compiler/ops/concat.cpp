@@ -42,8 +42,24 @@ void lower_concat(OpCtx& c) {
   c.set_kernel("concat", std::move(a));
 }
 
+// dX_i is input i's part of dY along the axis.
+void grad_concat(GradCtx& g) {
+  const int64_t axis = g.attrs().get_int("axis", 0);
+  int64_t start = 0;
+  for (size_t i = 0; i < g.node().inputs.size(); ++i) {
+    const TensorDesc d = g.desc(g.in(i));
+    if (g.wants(i)) {
+      Attrs a;
+      a.set_int("axis", axis);
+      a.set_int("start", start);
+      g.add_in_grad(i, g.emit("ConcatGrad", "slice", {g.out_grad(0)}, std::move(a), d));
+    }
+    start += d.shape[size_t(axis)];
+  }
+}
+
 }  // namespace
 
-OpDef concat_def() { return {"Concat", infer_concat, lower_concat}; }
+OpDef concat_def() { return {"Concat", infer_concat, lower_concat, grad_concat}; }
 
 }  // namespace of::compiler

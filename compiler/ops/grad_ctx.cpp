@@ -40,6 +40,29 @@ ValueId GradCtx::scalar(float x) {
   return v;
 }
 
+ValueId GradCtx::constant(const Shape& shape, const std::vector<float>& values) {
+  OF_ASSERT(int64_t(values.size()) == numel(shape), "constant: values do not fill the shape");
+  const ValueId v = scalar(0.0f);
+  Value& val = g_.values[size_t(v)];
+  val.desc = TensorDesc{shape, DType::f32};
+  val.data = std::vector<uint8_t>(values.size() * 4);
+  std::memcpy(val.data->data(), values.data(), values.size() * 4);
+  return v;
+}
+
+std::optional<std::vector<float>> GradCtx::const_floats(ValueId v) const {
+  const Value& val = g_.values[size_t(v)];
+  if (!val.data || val.desc.dtype != DType::f32) return std::nullopt;
+  std::vector<float> out(val.data->size() / 4);
+  std::memcpy(out.data(), val.data->data(), out.size() * 4);
+  return out;
+}
+
+ValueId GradCtx::reshape(ValueId v, const Shape& shape) {
+  if (desc(v).shape == shape) return v;
+  return emit("Reshape", "copy", {v}, {}, TensorDesc{shape, desc(v).dtype});
+}
+
 ValueId GradCtx::unbroadcast(ValueId dx, const Shape& target) {
   const Shape& s = desc(dx).shape;
   if (s == target) return dx;
@@ -57,8 +80,7 @@ ValueId GradCtx::unbroadcast(ValueId dx, const Shape& target) {
     a.set_int("keepdims", 0);
     out = emit("ReduceSum", "reduce_sum", {dx}, std::move(a), TensorDesc{reduced, DType::f32});
   }
-  if (desc(out).shape != target) out = emit("Reshape", "copy", {out}, {}, TensorDesc{target, DType::f32});
-  return out;
+  return reshape(out, target);
 }
 
 void GradCtx::add_in_grad(size_t i, ValueId dx) {

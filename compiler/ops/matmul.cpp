@@ -46,8 +46,63 @@ void infer_matmul(OpCtx& c) {
 
 void lower_matmul(OpCtx& c) { c.set_kernel("matmul"); }
 
+// Y = A B (batched, broadcast): dA = dY B^T and dB = A^T dY, summed over the batch dims an
+// operand was broadcast along. A 1-D operand is promoted as the forward pass did it ([K] ->
+// [1,K] or [K,1]) and its gradient reshaped back. Two 2-D operands take one gemm each, with
+// the transposes as flags; otherwise the last two dims are transposed explicitly.
+void grad_matmul(GradCtx& g) {
+  const ValueId a = g.in(0), b = g.in(1);
+  Shape sa = g.desc(a).shape, sb = g.desc(b).shape, sy = g.desc(g.out(0)).shape;
+  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  if (a_vec) sy.insert(sy.end() - (b_vec ? 0 : 1), 1);
+  if (b_vec) sy.push_back(1);
+  const ValueId ap = g.reshape(a, sa), bp = g.reshape(b, sb), dy = g.reshape(g.out_grad(0), sy);
+  auto swap_last = [](Shape s) {
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+    return s;
+  };
+  auto transposed = [&](ValueId v) {
+    const Shape& s = g.desc(v).shape;
+    std::vector<int64_t> perm(s.size());
+    for (size_t i = 0; i < s.size(); ++i) perm[i] = int64_t(i);
+    std::swap(perm[s.size() - 1], perm[s.size() - 2]);
+    Attrs t;
+    t.set_ints("perm", perm);
+    return g.emit("Transpose", "transpose", {v}, std::move(t), TensorDesc{swap_last(s), DType::f32});
+  };
+  auto gemm = [&](ValueId x, ValueId y, bool tx, bool ty, const Shape& out) {
+    Attrs at;
+    at.set_int("trans_a", tx);
+    at.set_int("trans_b", ty);
+    return g.emit("MatMulGrad", "gemm", {x, y}, std::move(at), TensorDesc{out, DType::f32});
+  };
+  const bool plain = sa.size() == 2 && sb.size() == 2;
+  // The product's batch dims are dY's; the sums over broadcast dims come from unbroadcast.
+  Shape batch(sy.begin(), sy.end() - 2);
+  auto with_batch = [&](int64_t rows, int64_t cols) {
+    Shape s = batch;
+    s.push_back(rows);
+    s.push_back(cols);
+    return s;
+  };
+  if (g.wants(0)) {
+    const int64_t m = sa[sa.size() - 2], k = sa.back();
+    ValueId da = plain ? gemm(dy, bp, false, true, sa)
+                       : g.emit("MatMulGrad", "matmul", {dy, transposed(bp)}, {}, TensorDesc{with_batch(m, k), DType::f32});
+    g.add_in_grad(0, g.reshape(g.unbroadcast(da, sa), g.desc(a).shape));
+  }
+  if (g.wants(1)) {
+    const int64_t k = sb[sb.size() - 2], n = sb.back();
+    ValueId db = plain ? gemm(ap, dy, true, false, sb)
+                       : g.emit("MatMulGrad", "matmul", {transposed(ap), dy}, {}, TensorDesc{with_batch(k, n), DType::f32});
+    g.add_in_grad(1, g.reshape(g.unbroadcast(db, sb), g.desc(b).shape));
+  }
+}
+
 }  // namespace
 
-OpDef matmul_def() { return {"MatMul", infer_matmul, lower_matmul}; }
+OpDef matmul_def() { return {"MatMul", infer_matmul, lower_matmul, grad_matmul}; }
 
 }  // namespace of::compiler

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,12 @@ class GradCtx {
                TensorDesc desc);
   // A constant f32 scalar (e.g. -1 for Sub's second input).
   ValueId scalar(float x);
+  // A constant f32 tensor of `shape` holding `values`.
+  ValueId constant(const Shape& shape, const std::vector<float>& values);
+  // The contents of a compile-time constant as floats, or nullopt when v is computed at run time.
+  std::optional<std::vector<float>> const_floats(ValueId v) const;
+  // A copy of v with another shape of the same element count (a Reshape node).
+  ValueId reshape(ValueId v, const Shape& shape);
   // Sums `dx` of `shape` back to `target` (undoing numpy broadcasting): reduce_sum + reshape.
   ValueId unbroadcast(ValueId dx, const Shape& target);
   // Adds `dx` to input i's gradient (several consumers: the gradients are summed).

@@ -39,8 +39,19 @@ void lower_transpose(OpCtx& c) {
   c.set_kernel("transpose", std::move(a));
 }
 
+// dX = dY transposed back: the inverse permutation.
+void grad_transpose(GradCtx& g) {
+  if (!g.wants(0)) return;
+  const std::vector<int64_t> perm = g.attrs().get_ints("perm");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[size_t(perm[i])] = int64_t(i);
+  Attrs a;
+  a.set_ints("perm", inverse);
+  g.add_in_grad(0, g.emit("TransposeGrad", "transpose", {g.out_grad(0)}, std::move(a), g.desc(g.in(0))));
+}
+
 }  // namespace
 
-OpDef transpose_def() { return {"Transpose", infer_transpose, lower_transpose}; }
+OpDef transpose_def() { return {"Transpose", infer_transpose, lower_transpose, grad_transpose}; }
 
 }  // namespace of::compiler

@@ -44,6 +44,7 @@ std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_slice(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg);

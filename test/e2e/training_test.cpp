@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -267,4 +269,70 @@ TEST_CASE("training: one epoch of the MLP on Fashion-MNIST reaches 82% test accu
   CHECK(accuracy >= 82.0);
   CHECK(r.out.find("ofrun: eval 10000 samples") != std::string::npos);
   CHECK(r.out.find("ofrun: trained 937 steps (59968 samples)") != std::string::npos);
+}
+
+TEST_CASE("training: bad data, options and checkpoints fail with one line and change nothing", "[e2e][train]") {
+  TempDir d;
+  std::string plan = compile(d, "tiny_b64.onnx", "--optimizer sgd:lr=0.01,momentum=0.9");
+  std::string cnn = compile(d, "cnn.onnx", "", "cnn.ofp");
+  const std::string ck = d / "ck";
+  REQUIRE(train(d, plan, "--data " + kFashion + " --steps 3 --checkpoint " + ck).exit_code == 0);
+  const std::string step = ck + "/step-00000003";
+  const std::string model_bytes = slurp(step + "/model.safetensors");
+  struct Row {
+    std::string what, args, want;
+    std::function<void()> damage = [] {};
+  };
+  std::vector<Row> rows = {
+      {"images that are not the model's input", cnn + " --data " + kFashion + " --steps 1",
+       "ofrun: error: " + kFashion + ": a sample's features are f32 [28,28], but the model's input 'input' is f32 [32,3,32,32], which is not 32 such samples"},
+      {"a missing IDX folder", plan + " --data idx:" + (d / "nowhere") + " --steps 1",
+       "ofrun: error: " + (d / "nowhere") + ": no train-images-idx3-ubyte or train-images-idx3-ubyte.gz (IDX split 'train')"},
+      {"labels and features of different lengths",
+       plan + " --data npy:" + fixture("mlp_input.npy") + "," + fixture("cnn_labels.npy") + " --steps 1",
+       "ofrun: error: " + fixture("cnn_labels.npy") + ": holds 32 labels but " + fixture("mlp_input.npy") + " holds 64 samples"},
+      {"--epochs and --steps together", plan + " --data " + kFashion + " --epochs 1 --steps 3",
+       "ofrun: error: give --epochs or --steps, not both"},
+      {"an evaluation plan given --data to train", (d / "train.eval.ofp") + " --data " + kFashion + " --steps 3",
+       "ofrun: error: " + (d / "train.eval.ofp") + ": is not a training plan (compile with ofc --train; feed inference plans with --input)"},
+      {"a training plan given --input", plan + " --input input=" + fixture("mlp_input.npy"),
+       "ofrun: error: " + plan + ": is a training plan: give ofrun --data (and --epochs or --steps) to train it"},
+      {"a flipped byte in a checkpoint's weights", plan + " --data " + kFashion + " --steps 5 --checkpoint " + ck + " --resume",
+       "ofrun: error: " + step + "/model.safetensors: checksum mismatch: the file is corrupt",
+       [&] {
+         std::string b = model_bytes;
+         b[b.size() / 2] ^= 0x40;
+         std::ofstream(step + "/model.safetensors", std::ios::binary) << b;
+       }},
+      {"a truncated checkpoint file", plan + " --data " + kFashion + " --eval --checkpoint " + ck,
+       "ofrun: error: " + step + "/model.safetensors: has 1000 bytes, state.json records " + std::to_string(model_bytes.size()) +
+           " (truncated or replaced?)",
+       [&] { std::ofstream(step + "/model.safetensors", std::ios::binary) << model_bytes.substr(0, 1000); }},
+      {"a state.json that is not JSON", plan + " --data " + kFashion + " --steps 5 --checkpoint " + ck + " --resume",
+       "ofrun: error: " + step + "/state.json: is not a JSON object",
+       [&] {
+         std::ofstream(step + "/model.safetensors", std::ios::binary) << model_bytes;
+         std::ofstream(step + "/state.json") << "{\"format\": 3";
+       }},
+      {"a latest pointer that escapes the folder", plan + " --data " + kFashion + " --steps 5 --checkpoint " + ck + " --resume",
+       "ofrun: error: " + ck + "/latest: does not name a step folder (has '../x')",
+       [&] { std::ofstream(ck + "/latest") << "../x\n"; }},
+      {"an unknown optimizer key", bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / "x.ofp") + " --train --loss cross_entropy --optimizer sgd:lr=0.1,momentun=0.9",
+       "ofc: error: --optimizer 'sgd:lr=0.1,momentun=0.9': unknown key 'momentun' for sgd (known: lr, momentum, dampening, nesterov, weight_decay)"},
+      {"an unknown schedule", bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / "x.ofp") + " --train --loss cross_entropy --schedule linear",
+       "ofc: error: --schedule 'linear': unknown schedule 'linear' (constant, warmup:steps=N, cosine[:warmup=N,min_lr=X])"},
+  };
+  for (Row& row : rows) {
+    INFO("row: " << row.what);
+    row.damage();
+    const bool is_ofc = row.args.rfind(bin("ofc"), 0) == 0;
+    CmdResult r = run_cmd(is_ofc ? row.args : bin("ofrun") + " " + row.args, d);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == row.want + "\n");
+    CHECK(!std::filesystem::exists(d / "x.ofp"));
+  }
+  // The refused resumes left the checkpoint folder as it was: nothing new was saved.
+  int folders = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ck)) folders += e.path().filename().string().rfind("step-", 0) == 0;
+  CHECK(folders == 1);
 }
