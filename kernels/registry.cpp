@@ -37,6 +37,8 @@ const std::vector<KernelEntry>& all_kernels() {
       {"copy", DeviceKind::cpu, DType::i64, &cpu::make_copy},
       {"delay", DeviceKind::cpu, DType::f32, &cpu::make_delay},
       {"div", DeviceKind::cpu, DType::f32, &cpu::make_div},
+      {"gather", DeviceKind::cpu, DType::f32, &cpu::make_gather},
+      {"gather_grad", DeviceKind::cpu, DType::f32, &cpu::make_gather_grad},
       {"gemm", DeviceKind::cpu, DType::f32, &cpu::make_gemm},
       {"global_average_pool", DeviceKind::cpu, DType::f32, &cpu::make_global_average_pool},
       {"global_average_pool_grad", DeviceKind::cpu, DType::f32, &cpu::make_global_average_pool_grad},

@@ -14,6 +14,7 @@ OpDef batch_norm_def();           // batch_norm.cpp
 OpDef concat_def();               // concat.cpp
 OpDef conv_def();                 // conv.cpp
 OpDef delay_def();                // delay.cpp (custom op of.test.Delay)
+OpDef gather_def();               // gather.cpp
 OpDef gemm_def();                 // gemm.cpp
 OpDef matmul_def();               // matmul.cpp
 OpDef average_pool_def();         // pool.cpp

@@ -17,6 +17,7 @@ const std::vector<OpDef>& all_ops() {
       conv_def(),
       div_def(),
       flatten_def(),
+      gather_def(),
       gemm_def(),
       global_average_pool_def(),
       identity_def(),

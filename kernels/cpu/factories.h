@@ -25,6 +25,8 @@ std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_delay(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
 // nullptr unless B is constant and the gemm is a plain Linear layer (then a packed oneDNN matmul).
 std::unique_ptr<Kernel> make_packed_gemm(const KernelConfig& cfg);

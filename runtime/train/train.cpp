@@ -91,6 +91,15 @@ int64_t classes_of(const PlanInstance& inst) {
   return 0;
 }
 
+// What make_dataset needs to know of the plan: classes bound the labels; a token file's sample is
+// as long as the model's input row, and its tokens (inputs and labels) are bounded by the classes.
+data::DataOptions data_options(const PlanInstance& inst, const SourceLayout& l) {
+  const plan::Plan& p = inst.plan();
+  const TensorDesc& input = p.regsts[size_t(inst.source().out_regsts[0])].blobs[size_t(l.features)].desc;
+  const int64_t classes = classes_of(inst);
+  return data::DataOptions{.seq = p.job.batch > 0 ? numel(input.shape) / p.job.batch : 0, .vocab = classes, .num_classes = classes};
+}
+
 void check_data_fits(const PlanInstance& inst, const SourceLayout& l, const data::Dataset& d, const std::string& spec) {
   const plan::Plan& p = inst.plan();
   const plan::Task& src = inst.source();
@@ -179,8 +188,8 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
   }
 
   const std::string spec = eval_spec(o);
-  std::unique_ptr<data::Dataset> dataset = data::make_dataset(spec, data::DataOptions{.num_classes = classes_of(ev)});
   const SourceLayout layout = layout_of(ev);
+  std::unique_ptr<data::Dataset> dataset = data::make_dataset(spec, data_options(ev, layout));
   check_data_fits(ev, layout, *dataset, spec);
   const int64_t batch = ev.plan().job.batch;
   const plan::Task& sink = ev.sink();
@@ -247,8 +256,8 @@ Report run_training(const TrainOptions& o) {
 
   Report report;
   if (o.train) {
-    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data::DataOptions{.num_classes = classes_of(inst)});
     const SourceLayout layout = layout_of(inst);
+    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, layout));
     check_data_fits(inst, layout, *dataset, o.data);
     const int64_t batch = p.job.batch;
     const int32_t k = p.job.micro_batches;

@@ -106,6 +106,23 @@ TEST_CASE("training: 20 SGD steps of the MLP and the CNN match PyTorch", "[e2e][
   check_losses(read_losses(d / "cnn.jsonl"), "train_cnn_sgd_losses.npy", 20, 1e-4);
 }
 
+TEST_CASE("training: a next-token model on a token file matches PyTorch for 20 SGD steps", "[e2e][train]") {
+  TempDir d;
+  std::string lm = compile(d, "lm.onnx", "--optimizer sgd:lr=0.1,momentum=0.9");
+  CmdResult r = train(d, lm, "--data tokens:" + fixture("lm_corpus.u16") + ",dtype=uint16 --steps 20 --no-shuffle --metrics " + (d / "lm.jsonl"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  check_losses(read_losses(d / "lm.jsonl"), "train_lm_sgd_losses.npy", 20, 1e-4);
+  // Tokens beyond the vocabulary are refused when the data is opened, naming the first.
+  std::vector<uint16_t> bad(64, 3);
+  bad[40] = 48;
+  std::ofstream(d / "bad.u16", std::ios::binary).write(reinterpret_cast<const char*>(bad.data()), 128);
+  r = train(d, lm, "--data tokens:" + (d / "bad.u16") + " --steps 1");
+  CHECK(r.exit_code == 1);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("48") != std::string::npos);
+}
+
 TEST_CASE("training: Adam steps of the CNN and the MLP match PyTorch", "[e2e][train]") {
   TempDir d;
   std::string cnn = compile(d, "cnn.onnx", "--optimizer adam:lr=0.001", "cnn.ofp");

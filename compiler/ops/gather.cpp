@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gather along axis 0 (what torch exports for nn.Embedding): Y = data[indices], Y's shape is
+// indices.shape + data.shape[1:]. Indices are int64 or int32; a negative index counts from the
+// end, as in ONNX. The gradient scatters dY's rows back into a table of data's shape, adding the
+// rows of repeated indices.
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+namespace {
+
+void infer_gather(OpCtx& c) {
+  c.expect_arity(2, 2);
+  c.expect_float(0);
+  const TensorDesc& data = c.in(0);
+  const TensorDesc& idx = c.in(1);
+  if (idx.dtype != DType::i64 && idx.dtype != DType::i32)
+    c.fail("input 1 (indices) has dtype {}, expected int64 or int32", dtype_name(idx.dtype));
+  if (data.shape.empty()) c.fail("input 0 (data) is a scalar; nothing to gather from");
+  if (c.axis(c.attrs().get_int("axis", 0), int64_t(data.shape.size())) != 0)
+    c.fail("only axis 0 is supported (an embedding lookup), got axis {}", c.attrs().get_int("axis", 0));
+  Shape out = idx.shape;
+  out.insert(out.end(), data.shape.begin() + 1, data.shape.end());
+  c.out(0) = TensorDesc{out, data.dtype};
+}
+
+void lower_gather(OpCtx& c) { c.set_kernel("gather"); }
+
+void grad_gather(GradCtx& g) {
+  if (!g.wants(0)) return;
+  g.add_in_grad(0, g.emit("GatherGrad", "gather_grad", {g.out_grad(0), g.in(1)}, {}, g.desc(g.in(0))));
+}
+
+}  // namespace
+
+OpDef gather_def() { return {"Gather", infer_gather, lower_gather, grad_gather}; }
+
+}  // namespace of::compiler
