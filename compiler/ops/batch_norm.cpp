@@ -37,7 +37,7 @@ void lower_batch_norm(OpCtx& c) {
 // mean and var get no gradient: they stay constants of the plan.
 void grad_batch_norm(GradCtx& g) {
   const ValueId x = g.in(0), dy = g.out_grad(0);
-  const Shape& xs = g.desc(x).shape;
+  const Shape xs = g.desc(x).shape;
   const int64_t c = xs[1];
   const std::optional<std::vector<float>> mean = g.const_floats(g.in(3)), var = g.const_floats(g.in(4));
   if (!mean || !var) g.fail("training needs constant running mean and variance (inputs 3 and 4)");

@@ -40,7 +40,7 @@ ValueId GradCtx::scalar(float x) {
   return v;
 }
 
-ValueId GradCtx::constant(const Shape& shape, const std::vector<float>& values) {
+ValueId GradCtx::constant(Shape shape, const std::vector<float>& values) {
   OF_ASSERT(int64_t(values.size()) == numel(shape), "constant: values do not fill the shape");
   const ValueId v = scalar(0.0f);
   Value& val = g_.values[size_t(v)];
@@ -58,13 +58,13 @@ std::optional<std::vector<float>> GradCtx::const_floats(ValueId v) const {
   return out;
 }
 
-ValueId GradCtx::reshape(ValueId v, const Shape& shape) {
+ValueId GradCtx::reshape(ValueId v, Shape shape) {
   if (desc(v).shape == shape) return v;
   return emit("Reshape", "copy", {v}, {}, TensorDesc{shape, desc(v).dtype});
 }
 
-ValueId GradCtx::unbroadcast(ValueId dx, const Shape& target) {
-  const Shape& s = desc(dx).shape;
+ValueId GradCtx::unbroadcast(ValueId dx, Shape target) {
+  const Shape s = desc(dx).shape;
   if (s == target) return dx;
   const size_t lead = s.size() - target.size();
   std::vector<int64_t> axes;

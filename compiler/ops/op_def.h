@@ -79,13 +79,14 @@ class GradCtx {
   // A constant f32 scalar (e.g. -1 for Sub's second input).
   ValueId scalar(float x);
   // A constant f32 tensor of `shape` holding `values`.
-  ValueId constant(const Shape& shape, const std::vector<float>& values);
+  ValueId constant(Shape shape, const std::vector<float>& values);
   // The contents of a compile-time constant as floats, or nullopt when v is computed at run time.
   std::optional<std::vector<float>> const_floats(ValueId v) const;
   // A copy of v with another shape of the same element count (a Reshape node).
-  ValueId reshape(ValueId v, const Shape& shape);
+  ValueId reshape(ValueId v, Shape shape);
   // Sums `dx` of `shape` back to `target` (undoing numpy broadcasting): reduce_sum + reshape.
-  ValueId unbroadcast(ValueId dx, const Shape& target);
+  // Shapes are taken by value: emitting a node may move the graph's values (and their shapes).
+  ValueId unbroadcast(ValueId dx, Shape target);
   // Adds `dx` to input i's gradient (several consumers: the gradients are summed).
   void add_in_grad(size_t i, ValueId dx);
 
