@@ -353,3 +353,20 @@ TEST_CASE("training: bad data, options and checkpoints fail with one line and ch
   for (const auto& e : std::filesystem::directory_iterator(ck)) folders += e.path().filename().string().rfind("step-", 0) == 0;
   CHECK(folders == 1);
 }
+
+TEST_CASE("training: a data file that shrinks during the run changes nothing (it is read and checked once)", "[e2e][train]") {
+  TempDir d;
+  std::string lm = compile(d, "lm.onnx", "--optimizer sgd:lr=0.1,momentum=0.9");
+  std::filesystem::copy_file(fixture("lm_corpus.u16"), d / "corpus.u16");
+  pid_t pid = spawn(bin("ofrun") + " " + lm + " --data tokens:" + (d / "corpus.u16") + " --steps 20000 --metrics " + (d / "m.jsonl"), d);
+  for (int waited = 0; waited < 1200 && slurp(d / "m.jsonl").empty(); ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  std::filesystem::resize_file(d / "corpus.u16", 10);  // mid-run
+  CHECK(wait_exit(pid) == 0);
+  INFO(slurp(d / "bg.err"));
+  CHECK(slurp(d / "bg.out").find("ofrun: trained 20000 steps") != std::string::npos);
+  CHECK(read_losses(d / "m.jsonl").size() == 20000);
+  // The next run opens the shrunken file and refuses it with one line.
+  CmdResult r = train(d, lm, "--data tokens:" + (d / "corpus.u16") + " --steps 1");
+  CHECK(r.exit_code == 1);
+  CHECK(line_count(r.err) == 1);
+}
