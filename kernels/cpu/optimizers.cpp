@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -93,9 +94,37 @@ float float_attr(const KernelConfig& cfg, const char* name, const char* attr, fl
   return v;
 }
 
-// The gradient element the update uses: grad, or (acc + grad) * scale when accumulating.
-inline float grad_at(const float* grad, const float* acc, float scale, int64_t i) {
-  return acc ? (acc[i] + grad[i]) * scale : grad[i];
+// One element-wise pass with the branches decided outside the loop, so that it vectorizes. The
+// outputs may be the inputs themselves (in place): each element is read before it is written and
+// no element depends on another, which is what `omp simd` asserts.
+template <bool Momentum, bool Nesterov>
+void sgd_loop(int64_t n, const float* p, const float* grad, const float* acc, float scale, const float* buf, float* p_out,
+              float* buf_out, float mu, float keep, float wd, float lr, bool first) {
+  if (acc) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float pi = p[i];
+      float g = (acc[i] + grad[i]) * scale + wd * pi;
+      if constexpr (Momentum) {
+        const float b = first ? g : mu * buf[i] + keep * g;
+        buf_out[i] = b;
+        g = Nesterov ? g + mu * b : b;
+      }
+      p_out[i] = pi - lr * g;
+    }
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float pi = p[i];
+    float g = grad[i] + wd * pi;
+    if constexpr (Momentum) {
+      const float b = first ? g : mu * buf[i] + keep * g;
+      buf_out[i] = b;
+      g = Nesterov ? g + mu * b : b;
+    }
+    p_out[i] = pi - lr * g;
+  }
 }
 
 // (param, grad, velocity, lr, step) -> (param', velocity'). With g = grad + wd*param:
@@ -125,17 +154,13 @@ class SgdUpdate final : public Kernel {
     float* p_out = static_cast<float*>(out[0]);
     float* buf_out = static_cast<float*>(out[1]);
     const float mu = momentum_, wd = weight_decay_, keep = 1.0f - dampening_;
-    for (int64_t i = 0; i < n; ++i) {
-      const float pi = p[i];
-      float g = grad_at(grad, acc, scale, i) + wd * pi;
-      if (mu != 0.0f) {
-        const float b = first ? g : mu * buf[i] + keep * g;
-        buf_out[i] = b;
-        g = nesterov_ ? g + mu * b : b;
-      } else {
-        buf_out[i] = buf[i];
-      }
-      p_out[i] = pi - lr * g;
+    if (mu == 0.0f) {
+      if (buf_out != buf) std::memcpy(buf_out, buf, size_t(n) * sizeof(float));  // torch keeps no buffer
+      sgd_loop<false, false>(n, p, grad, acc, scale, buf, p_out, buf_out, 0.0f, 1.0f, wd, lr, first);
+    } else if (nesterov_) {
+      sgd_loop<true, true>(n, p, grad, acc, scale, buf, p_out, buf_out, mu, keep, wd, lr, first);
+    } else {
+      sgd_loop<true, false>(n, p, grad, acc, scale, buf, p_out, buf_out, mu, keep, wd, lr, first);
     }
   }
 
@@ -185,15 +210,20 @@ class AdamUpdate final : public Kernel {
     const float b1 = beta1_, b2 = beta2_, eps = eps_;
     const float l2 = decoupled_ ? 0.0f : weight_decay_;
     const float shrink = decoupled_ ? 1.0f - lr * weight_decay_ : 1.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      const float pi = p[i] * shrink;
-      const float g = grad_at(grad, acc, scale, i) + l2 * p[i];
-      const float mi = b1 * m[i] + (1.0f - b1) * g;
-      const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-      m_out[i] = mi;
-      v_out[i] = vi;
-      p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
-    }
+    auto loop = [&](auto accumulated) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        const float pi = p[i] * shrink;
+        const float g = (decltype(accumulated)::value ? (acc[i] + grad[i]) * scale : grad[i]) + l2 * p[i];
+        const float mi = b1 * m[i] + (1.0f - b1) * g;
+        const float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m_out[i] = mi;
+        v_out[i] = vi;
+        p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
+      }
+    };
+    if (acc) loop(std::true_type{});
+    else loop(std::false_type{});
   }
 
  private:

@@ -25,11 +25,14 @@
 #include "runtime/train/eval_sink.h"
 #include "runtime/train/progress.h"
 #include "runtime/train/snapshot_action.h"
+#include "runtime/trace/chrome_trace.h"
 
 namespace of::runtime::train {
 namespace {
 
 std::atomic<bool> g_interrupt{false};
+// A trace keeps the first pieces of a run: enough to see a step's critical path, bounded memory.
+constexpr int64_t kMaxTracedPieces = 10000;
 extern "C" void on_interrupt(int) { g_interrupt.store(true, std::memory_order_relaxed); }
 
 // SIGINT and SIGTERM end the stream at the next step boundary (then the run saves a checkpoint);
@@ -133,15 +136,18 @@ std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::
   return out;
 }
 
-double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const TrainOptions& o) {
+double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const TrainOptions& o,
+              const std::string& trace_path = {}) {
   const plan::Plan& p = inst.plan();
   int32_t slots = 1;
   for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)
-    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces, 0));
+    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces,
+                                                trace_path.empty() ? 0 : std::min<int64_t>(pieces, kMaxTracedPieces)));
   ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy});
   if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
+  if (!trace_path.empty()) write_chrome_trace(trace_path, p, tasks);
   return ran.seconds;
 }
 
@@ -298,7 +304,7 @@ Report run_training(const TrainOptions& o) {
     auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads, gemm_backend(o.gemm));
     {
       InterruptGuard guard;
-      if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o);
+      if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path);
       tr.interrupted = g_interrupt.load();
     }
     progress->finish();

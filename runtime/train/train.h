@@ -32,6 +32,7 @@ struct TrainOptions {
   int threads = 0;
   int kernel_threads = 1;
   std::string policy = "sharing";
+  std::string trace_path;          // Chrome trace of the first 10000 pieces
   std::string gemm = "onednn";     // or "openblas": PyTorch's summation order
 };
 
