@@ -15,6 +15,7 @@
 #include "runtime/actors/actions.h"
 #include "runtime/actors/task_state.h"
 #include "runtime/actors/chain_plan.h"
+#include "runtime/actors/weight_plan.h"
 
 using namespace of;
 using namespace of::runtime;
@@ -144,5 +145,24 @@ TEST_CASE("task_state: a chain streams every piece in order on 1, 2 and 4 thread
       for (const auto& s : states) CHECK(s->done());
       for (int64_t i = 0; i < pieces; ++i) REQUIRE(outputs[size_t(i)] == float(i + stages));
     }
+  }
+}
+
+TEST_CASE("task_state: persistent registers give every reader of piece n version n on 1, 2 and 4 threads", "[runtime]") {
+  constexpr int64_t kPieces = 300;
+  for (int threads : {1, 2, 4}) {
+    INFO("threads " << threads);
+    testing::WeightRun run(kPieces);
+    std::vector<TaskState*> raw;
+    for (const auto& t : run.tasks) raw.push_back(t.get());
+    MiniScheduler(raw).run(threads);
+    CHECK(run.u.aliased);
+    for (int64_t n = 0; n < kPieces; ++n) {
+      INFO("piece " << n);
+      REQUIRE(run.y[size_t(n)] == float(n));
+      REQUIRE(run.z[size_t(n)] == float(n));
+    }
+    CHECK(run.weight() == float(kPieces));
+    for (const auto& t : run.tasks) CHECK(t->done());
   }
 }
