@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/file_util.h"
@@ -151,6 +152,29 @@ double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& ac
   return ran.seconds;
 }
 
+// A resumed run appends to its metrics file; the lines of steps after the checkpoint (written
+// before a kill) are dropped first, so that every step appears once.
+void keep_metrics_through(const std::string& path, int64_t step) {
+  if (!std::filesystem::exists(path)) return;
+  std::vector<uint8_t> bytes = read_file(path);
+  std::string kept;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    size_t end = at;
+    while (end < bytes.size() && bytes[end] != '\n') ++end;
+    std::string line(bytes.begin() + long(at), bytes.begin() + long(end));
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+    at = end + 1;
+  }
+  if (kept.size() != bytes.size()) write_file_atomic(path, kept.data(), kept.size());
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }  // unique_ptr never passes null
+};
+
 // A snapshot action that never saves: the plan's snapshot task still needs one to pace.
 class NoSnapshot final : public Action {
  public:
@@ -280,13 +304,14 @@ Report run_training(const TrainOptions& o) {
     const LrSchedule schedule = LrSchedule::parse(p.job.schedule, p.job.lr);
 
     std::FILE* metrics = nullptr;
+    if (!o.metrics_path.empty() && o.resume) keep_metrics_through(o.metrics_path, tr.first_step);
     if (!o.metrics_path.empty()) {
       // Appending: a resumed run continues the same file.
       metrics = std::fopen(o.metrics_path.c_str(), o.resume ? "a" : "w");
       if (!metrics) fail({.file = o.metrics_path}, "cannot open for writing: {}", std::strerror(errno));
       std::setvbuf(metrics, nullptr, _IOLBF, 1 << 16);
     }
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics_guard(metrics, metrics ? &std::fclose : [](std::FILE*) { return 0; });
+    std::unique_ptr<std::FILE, FileCloser> metrics_guard(metrics);
     const int64_t log_every = o.log_every >= 0 ? o.log_every : (metrics ? 1 : (o.live ? 0 : 100));
 
     CheckpointState base{.step = tr.first_step, .pieces = tr.first_step * k, .epoch = 0, .seed = seed, .micro_batches = k,

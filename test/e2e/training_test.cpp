@@ -226,7 +226,7 @@ TEST_CASE("training: SIGKILL while checkpointing leaves a checkpoint that loads 
     INFO("trial " << trial);
     const std::string before = std::filesystem::exists(ck + "/latest") ? slurp(ck + "/latest") : "";
     pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 100000 --checkpoint " + ck +
-                          " --checkpoint-every 1 --resume --log-every 0", d);
+                          " --checkpoint-every 1 --resume --metrics " + (d / "m.jsonl"), d);
     // Wait (however slow the machine, e.g. under ASan) until this run has saved, then a little more.
     for (int waited = 0; waited < 1200; ++waited) {
       if (std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before) break;
@@ -244,10 +244,16 @@ TEST_CASE("training: SIGKILL while checkpointing leaves a checkpoint that loads 
   REQUIRE(std::filesystem::exists(ck + "/latest"));
   std::string name = slurp(ck + "/latest");
   const int64_t step = std::stoll(name.substr(5));
-  CmdResult r = train(d, plan, "--data " + kFashion + " --steps " + std::to_string(step + 2) + " --checkpoint " + ck + " --resume");
+  CmdResult r = train(d, plan, "--data " + kFashion + " --steps " + std::to_string(step + 2) + " --checkpoint " + ck +
+                                   " --resume --metrics " + (d / "m.jsonl"));
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("trained 2 steps") != std::string::npos);
+  // Each resume dropped the metrics of steps after its checkpoint: every step is there once.
+  std::istringstream lines(slurp(d / "m.jsonl"));
+  int64_t expect = 1;
+  for (std::string line; std::getline(lines, line); ++expect) REQUIRE(nlohmann::json::parse(line).at("step") == expect);
+  CHECK(expect == step + 3);
   // At most the two newest step folders remain (and leftovers of killed writes are hidden).
   int folders = 0;
   for (const auto& e : std::filesystem::directory_iterator(ck)) folders += e.path().filename().string().rfind("step-", 0) == 0;
