@@ -95,7 +95,8 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
       fail({.file = path, .field = "tensor '" + t.key + "'"}, "is {} {}, the plan {} expects {} {}", dtype_name(it->second.dtype),
            shape_str(it->second.shape), path_, dtype_name(t.desc.dtype), shape_str(t.desc.shape));
   }
-  for (const auto& [key, entry] : file.entries) {
+  for (const auto& entry : file.entries) {
+    const std::string& key = entry.first;  // a plain reference: lambdas may not capture bindings (clang 14)
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& t) { return t.key == key && selected(t); });
     if (it == stored_.end()) fail({.file = path, .field = "tensor '" + key + "'"}, "is not a tensor of the plan {}", path_);
   }
