@@ -22,6 +22,9 @@ try:
 except ImportError:
     sys.exit("bench_infer: needs the onnx module: run it with /usr/bin/python3")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import fmt, load_note, print_table  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FIXTURES = os.path.join(ROOT, "test", "fixtures")
@@ -193,15 +196,6 @@ def measure(backend, wl, repeats, seconds):
     return [n * wl.batch / s for n, s in res]
 
 
-def fmt(vals, unit):
-    if isinstance(vals, str):
-        return f"n/a ({vals})"
-    med, lo, hi = statistics.median(vals), min(vals), max(vals)
-    if unit == "us":
-        return f"{med:.3g} µs ({lo:.3g}–{hi:.3g})"
-    k = lambda v: f"{v / 1000:.1f}k" if v >= 1000 else f"{v:.0f}"  # noqa: E731
-    return f"{k(med)} ({k(lo)}–{k(hi)})"
-
 
 def ratio(of, other, unit):
     """Speed-up of `of` over the other column (> 1: of is faster)."""
@@ -211,22 +205,6 @@ def ratio(of, other, unit):
     return f"{(b / a if unit == 'us' else a / b):.2f}×"
 
 
-def load_note():
-    load, cores = os.getloadavg()[0], os.cpu_count()
-    busy = " (busy: other work is running, figures are not comparable)" if load > 0.5 else ""
-    return f"load average before the run {load:.2f} on {cores} cores{busy}"
-
-
-def print_table(rows):
-    header = ["workload", "of infer", "PyTorch infer", "ONNX Runtime infer", "of/PyTorch",
-              "of/ORT"]
-    table = [header] + rows
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
 
 
 def main():
@@ -276,7 +254,7 @@ def main():
             rows.append([label] + [fmt(res[n], unit) for n in ("of", "torch", "ort")] +
                         [ratio(res["of"], res[n], unit) for n in ("torch", "ort")])
         print()
-        print_table(rows)
+        print_table(["workload", "of infer", "PyTorch infer", "ONNX Runtime infer", "of/PyTorch", "of/ORT"], rows)
         print("\nof/X: how many times faster of is (throughput ratio; for chain, X's µs/op "
               "over of's µs/act)")
 

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import fmt, load_note, print_table  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FIXTURES = os.path.join(ROOT, "test", "fixtures")
@@ -221,12 +224,6 @@ def torch_worker(argv):
 
 # ---------------------------------------------------------------- the table
 
-def fmt(vals):
-    if isinstance(vals, str):
-        return f"n/a ({vals})"
-    k = lambda v: f"{v / 1000:.1f}k" if v >= 1000 else f"{v:.0f}"  # noqa: E731
-    return f"{k(statistics.median(vals))} ({k(min(vals))}–{k(max(vals))})"
-
 
 def ratio(of, other):
     """Speed-up of `of` over PyTorch (> 1: of is faster)."""
@@ -235,21 +232,6 @@ def ratio(of, other):
     return f"{statistics.median(of) / statistics.median(other):.2f}×"
 
 
-def load_note():
-    load, cores = os.getloadavg()[0], os.cpu_count()
-    busy = " (busy: other work is running, figures are not comparable)" if load > 0.5 else ""
-    return f"load average before the run {load:.2f} on {cores} cores{busy}"
-
-
-def print_table(rows):
-    header = ["workload", "of train", "PyTorch train", "of/PyTorch"]
-    table = [header] + rows
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
 
 
 def main():
@@ -310,7 +292,7 @@ def main():
             losses.append(f"{wl.name}: last loss " +
                           ", ".join(f"{n} {v}" for n, v in sorted(last.items())))
         print()
-        print_table(rows)
+        print_table(["workload", "of train", "PyTorch train", "of/PyTorch"], rows)
         print("\nof/PyTorch: how many times faster of trains (ratio of median samples/s)")
         for line in losses:
             print(line)
