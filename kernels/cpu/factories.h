@@ -17,7 +17,7 @@ std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
-// nullptr unless the weight is constant, group 1 and >= 16 input channels (then oneDNN's primitive).
+// nullptr unless group 1 and >= 16 input channels (then oneDNN's primitive).
 // Expects a configuration the im2col conv already validated (make_conv does that first).
 std::unique_ptr<Kernel> make_dnnl_conv(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg);
