@@ -2,18 +2,13 @@
 #include "runtime/run.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "common/file_util.h"
 #include "common/npy.h"
-#include "common/safetensors.h"
-#include "kernels/registry.h"
 #include "runtime/actors/actions.h"
 #include "runtime/actors/actor_system.h"
 #include "runtime/plan/load.h"
