@@ -27,8 +27,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--micro-batches", options.micro_batches, "pieces (micro-batches) whose gradients one optimizer step sums")
       ->check(CLI::Range(1, 1 << 20));
+  std::string devices = "1:cpu";
+  app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices in one process)")->capture_default_str();
+  app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(CLI::Range(1, 4096));
+  app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(CLI::Range(1, 4096));
+  app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(CLI::Range(1, 4096));
   CLI11_PARSE(app, argc, argv);
   return of::cli::guarded_main("ofc", [&] {
+    options.devices = of::compiler::parse_devices(devices);
+    // Left unsaid, the parallel degrees fill the devices with data parallelism.
+    if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;
     of::compiler::Compilation c = of::compiler::compile_model(model, options);
     std::string weights;
     if (options.train) {
@@ -37,6 +45,8 @@ int main(int argc, char** argv) {
       eval_options.gradients = false;
       eval_options.micro_batches = 1;
       eval_options.eval_metrics = true;
+      eval_options.devices = 1;  // evaluation runs on one device, from the same weights file
+      eval_options.dp = eval_options.tp = eval_options.pp = 1;
       of::compiler::Compilation eval = of::compiler::compile_model(model, eval_options);
       weights = of::compiler::write_training_plans(c, eval, output);
     } else {

@@ -11,4 +11,7 @@ namespace of::compiler {
 // Imports the model and runs the pass pipeline; throws of::Error for bad input.
 Compilation compile_model(const std::string& model_path, const CompileOptions& options);
 
+// "N:cpu" -> N; fails naming --devices for anything else.
+int32_t parse_devices(const std::string& spec);
+
 }  // namespace of::compiler

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/box_copy.h"
 #include "common/error.h"
 #include "common/file_util.h"
 #include "kernels/registry.h"
@@ -18,6 +19,14 @@ namespace of::runtime {
 
 void PlanInstance::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
 
+void StoredTensor::scatter(const uint8_t* whole) const {
+  for (const Box& b : boxes) copy_box_out(whole, desc.shape, b.begin, b.shape, size_t(dtype_size(desc.dtype)), b.data);
+}
+
+void StoredTensor::gather(uint8_t* whole) const {
+  for (const Box& b : boxes) copy_box_in(b.data, b.shape, b.begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
+}
+
 PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_path)), path_(plan_path) {
   for (const plan::Arena& a : plan_.arenas) {
     uint64_t size = std::max<uint64_t>(plan::align_up(a.bytes), plan::kAlignment);
@@ -27,15 +36,27 @@ PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_
     arenas_.emplace_back(p);
     arena_ptrs_.push_back(p);
   }
-  for (const plan::Variable& v : plan_.variables)
-    stored_.push_back(StoredTensor{.key = v.key, .desc = plan_.tensors[size_t(v.tensor)].desc,
-                                   .data = arena_ptrs_[size_t(v.arena)] + v.offset, .bytes = v.bytes});
+  // Boxes of one tensor on several devices share its key and become one StoredTensor.
+  auto add = [&](int32_t tensor, uint8_t* data, bool persistent, bool weight) {
+    const plan::LogicalTensor& t = plan_.tensors[size_t(tensor)];
+    const bool boxed = !t.full_shape.empty();
+    const TensorDesc whole{boxed ? t.full_shape : t.desc.shape, t.desc.dtype};
+    StoredTensor::Box box{data, t.desc.shape, boxed ? t.shard_begin : std::vector<int64_t>(t.desc.shape.size(), 0)};
+    auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& s) { return s.key == t.name; });
+    if (it == stored_.end()) {
+      stored_.push_back(StoredTensor{.key = t.name, .desc = whole, .bytes = uint64_t(whole.bytes()), .boxes = {box},
+                                     .persistent = persistent, .weight = weight});
+      return;
+    }
+    if (it->desc.shape != whole.shape || it->desc.dtype != whole.dtype || it->persistent != persistent || it->weight != weight)
+      fail({.file = path_, .field = "tensor '" + t.name + "'"}, "its boxes disagree on the whole tensor");
+    it->boxes.push_back(std::move(box));
+  };
+  for (const plan::Variable& v : plan_.variables) add(v.tensor, arena_ptrs_[size_t(v.arena)] + v.offset, false, false);
   for (const plan::Regst& r : plan_.regsts) {
     if (!r.persistent) continue;
     for (size_t b = 0; b < r.blobs.size(); ++b)
-      stored_.push_back(StoredTensor{.key = plan_.tensors[size_t(r.blobs[b].tensor)].name, .desc = r.blobs[b].desc,
-                                     .data = arena_ptrs_[size_t(r.arena)] + r.offsets[0] + r.blobs[b].offset,
-                                     .bytes = r.blobs[b].bytes, .persistent = true, .weight = b == 0});
+      add(r.blobs[b].tensor, arena_ptrs_[size_t(r.arena)] + r.offsets[0] + r.blobs[b].offset, true, b == 0);
   }
 
   // The weights file: its size and checksum as the plan recorded them, then every stored tensor.
@@ -52,7 +73,7 @@ PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_
     if (it->second.dtype != t.desc.dtype || it->second.shape != t.desc.shape)
       fail({.file = weights, .field = "tensor '" + t.key + "'"}, "is {} {}, the plan expects {} {}", dtype_name(it->second.dtype),
            shape_str(it->second.shape), dtype_name(t.desc.dtype), shape_str(t.desc.shape));
-    std::memcpy(t.data, file.ptr(it->second), t.bytes);
+    t.scatter(file.ptr(it->second));
   }
 }
 
@@ -103,7 +124,7 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
   // Copied only once everything matched: a refused file changes nothing.
   for (const StoredTensor& t : stored_) {
     auto it = file.entries.find(t.key);
-    if (selected(t) && it != file.entries.end()) std::memcpy(t.data, file.ptr(it->second), t.bytes);
+    if (selected(t) && it != file.entries.end()) t.scatter(file.ptr(it->second));
   }
 }
 

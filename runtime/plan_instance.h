@@ -17,14 +17,24 @@
 
 namespace of::runtime {
 
-// A tensor the run starts from and (for persistent ones) evolves: where it lives in the arena.
+// A tensor the run starts from and (for persistent ones) evolves, and where it lives: in a
+// parallel plan each device holds a box of it (replicas hold the same box), else one holds all.
 struct StoredTensor {
+  struct Box {
+    uint8_t* data;
+    Shape shape;
+    std::vector<int64_t> begin;
+  };
   std::string key;  // its name in weights files and checkpoints
-  TensorDesc desc;
-  uint8_t* data = nullptr;
+  TensorDesc desc;  // the whole tensor
   uint64_t bytes = 0;
+  std::vector<Box> boxes;
   bool persistent = false;  // a blob of a persistent register (trained weight or optimizer state)
   bool weight = false;      // persistent and blob 0: the trained weight itself (not its state)
+
+  // Fills every box from the whole tensor (`bytes` bytes) / assembles the whole tensor.
+  void scatter(const uint8_t* whole) const;
+  void gather(uint8_t* whole) const;
 };
 
 class PlanInstance {

@@ -52,14 +52,19 @@ std::vector<uint8_t> encode(const Plan& p) {
   for (const DeviceRef& d : p.devices) devices.push_back(device_of(d));
   auto cluster = fb::CreateCluster(b, 1, b.CreateVectorOfStructs(devices));
 
-  // Everything runs on one device for now: every tensor is placed there, broadcast.
+  // Physical tensors; their layouts are in `layouts`, as text for people.
   std::vector<Offset<fb::LogicalTensor>> tensors;
-  for (const LogicalTensor& t : p.tensors) {
-    auto placement = fb::CreatePlacement(b, b.CreateVectorOfStructs(devices), b.CreateVector(std::vector<int32_t>{1}));
-    std::vector<Offset<fb::Sbp>> sbp{fb::CreateSbp(b, fb::SbpKind::broadcast, 0)};
-    tensors.push_back(fb::CreateLogicalTensor(b, b.CreateString(t.name), b.CreateVector(t.desc.shape),
-                                              fb::DType(t.desc.dtype), placement, b.CreateVector(sbp)));
-  }
+  for (const LogicalTensor& t : p.tensors)
+    tensors.push_back(fb::CreateLogicalTensor(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype), 0, 0,
+                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin)));
+  std::vector<Offset<fb::TensorLayout>> layouts;
+  for (const TensorLayout& t : p.layouts)
+    layouts.push_back(fb::CreateTensorLayout(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype),
+                                             b.CreateString(t.placement), b.CreateString(t.sbp), t.stage));
+  std::vector<Offset<fb::Boxing>> boxings;
+  for (const Boxing& x : p.boxings)
+    boxings.push_back(fb::CreateBoxing(b, b.CreateString(x.tensor), b.CreateString(x.kind), b.CreateString(x.from), b.CreateString(x.to),
+                                       b.CreateString(x.consumer), x.bytes, x.backward));
   std::vector<Offset<fb::Arena>> arenas;
   for (const Arena& a : p.arenas) {
     fb::Device d = device_of(p.devices.at(size_t(a.device)));
@@ -96,7 +101,8 @@ std::vector<uint8_t> encode(const Plan& p) {
                            b.CreateString(p.job.eval_plan));
   auto root = fb::CreatePlan(b, plan_format::kVersion, b.CreateString(p.model), job, cluster, b.CreateVector(tensors),
                              b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
-                             b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32);
+                             b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32,
+                             b.CreateVector(layouts), b.CreateVector(boxings));
   fb::FinishPlanBuffer(b, root);
   if (b.GetSize() >= (1ull << 31) - 1) fail({}, "plan exceeds the FlatBuffers limit of 2 GiB");
 
@@ -158,7 +164,12 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   for (flatbuffers::uoffset_t i = 0; i < tensors->size(); ++i) {
     std::string f = fmt::format("tensors[{}]", i);
     const fb::LogicalTensor* t = tensors->Get(i);
-    p.tensors.push_back({r.str(t->name(), f + ".name"), {r.shape(t->shape(), f + ".shape"), r.dtype(t->dtype(), f + ".dtype")}});
+    LogicalTensor lt{r.str(t->name(), f + ".name"), {r.shape(t->shape(), f + ".shape"), r.dtype(t->dtype(), f + ".dtype")}, {}, {}};
+    if (t->full_shape() && t->full_shape()->size()) {
+      lt.full_shape = r.shape(t->full_shape(), f + ".full_shape");
+      lt.shard_begin = r.vec(t->shard_begin(), f + ".shard_begin");
+    }
+    p.tensors.push_back(std::move(lt));
   }
   auto arenas = r.need(root->arenas(), "arenas");
   for (flatbuffers::uoffset_t i = 0; i < arenas->size(); ++i) {
@@ -216,6 +227,20 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   p.weights = r.str(root->weights(), "weights");
   p.weights_bytes = root->weights_bytes();
   p.weights_crc32 = root->weights_crc32();
+  if (root->layouts())
+    for (flatbuffers::uoffset_t i = 0; i < root->layouts()->size(); ++i) {
+      const std::string f = fmt::format("layouts[{}]", i);
+      const fb::TensorLayout* t = r.need(root->layouts()->Get(i), f);
+      p.layouts.push_back(TensorLayout{r.str(t->name(), f + ".name"), {r.shape(t->shape(), f + ".shape"), r.dtype(t->dtype(), f + ".dtype")},
+                                       r.str(t->placement(), f + ".placement"), r.str(t->sbp(), f + ".sbp"), t->stage()});
+    }
+  if (root->boxings())
+    for (flatbuffers::uoffset_t i = 0; i < root->boxings()->size(); ++i) {
+      const std::string f = fmt::format("boxings[{}]", i);
+      const fb::Boxing* x = r.need(root->boxings()->Get(i), f);
+      p.boxings.push_back(Boxing{r.str(x->tensor(), f + ".tensor"), r.str(x->kind(), f + ".kind"), r.str(x->from(), f + ".from"),
+                                 r.str(x->to(), f + ".to"), r.str(x->consumer(), f + ".consumer"), x->bytes(), x->backward()});
+    }
   return p;
 }
 

@@ -93,6 +93,27 @@ struct Arena {
 struct LogicalTensor {
   std::string name;
   TensorDesc desc;
+  // A box of a larger tensor (a weight split over devices): the whole tensor's shape and where
+  // the box begins in it. Empty when the tensor is whole. Weights files and checkpoints hold
+  // whole tensors; each device loads and saves its box.
+  Shape full_shape;
+  std::vector<int64_t> shard_begin;
+};
+
+// For people (ofdump --sbp): a tensor of the model as the user wrote it, and how it is laid out.
+struct TensorLayout {
+  std::string name;
+  TensorDesc desc;
+  std::string placement;  // "cpu:0-3 [2,2]"
+  std::string sbp;        // "(S(0), B)"
+  int32_t stage = 0;
+};
+
+// For people: one layout conversion the compiler inserted, and what it moves.
+struct Boxing {
+  std::string tensor, kind, from, to, consumer;
+  uint64_t bytes = 0;     // bytes that leave their device, per piece
+  bool backward = false;  // read by the backward pass or an optimizer update
 };
 
 enum class JobKind : int8_t { infer = 0, train = 1, eval = 2 };
@@ -121,6 +142,8 @@ struct Plan {
   std::vector<Regst> regsts;
   std::vector<Variable> variables;
   std::vector<Arena> arenas;
+  std::vector<TensorLayout> layouts;  // empty for a one-device plan
+  std::vector<Boxing> boxings;
   std::string weights;  // companion safetensors file, relative to the plan's folder
   uint64_t weights_bytes = 0;
   uint32_t weights_crc32 = 0;

@@ -26,6 +26,11 @@ struct Value {
   std::optional<std::vector<uint8_t>> data; // constant contents (initializer or Constant node)
   bool graph_input = false;
   bool graph_output = false;
+  // In a parallel (physical) graph: the logical tensor this value is a box of, starting at
+  // `shard_begin` (an index into Compilation::logical.values), or -1. Weights files and
+  // checkpoints hold the logical tensors; each device loads and saves its box.
+  ValueId logical = -1;
+  std::vector<int64_t> shard_begin;
 };
 
 struct Node {
@@ -43,6 +48,10 @@ struct Node {
   // Per output: the input it overwrites in place (an optimizer update writes the weight and its
   // state back where it read them), or -1. Lowering turns such inputs into persistent registers.
   std::vector<int32_t> inplace;
+  // The forward node a backward node was made for (autodiff), or -1.
+  NodeId forward = -1;
+  // In a parallel graph: the device (index into the plan's device list) the node runs on.
+  int32_t device = 0;
 };
 
 struct Graph {

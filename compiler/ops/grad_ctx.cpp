@@ -24,6 +24,7 @@ ValueId GradCtx::emit(const std::string& op, const std::string& kernel, std::vec
   wants_.resize(g_.values.size(), false);
   Node n{.name = name, .op_type = op, .inputs = inputs, .outputs = {out}, .kernel = kernel,
          .kernel_attrs = std::move(attrs), .runtime_inputs = inputs};
+  n.forward = node_;
   g_.nodes.push_back(std::move(n));  // invalidates Node references: node() looks it up again
   return out;
 }

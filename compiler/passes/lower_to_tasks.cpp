@@ -6,7 +6,8 @@
 // holding those inputs (a weight and its state): every other reader of the weight reads that
 // register, and the update reads and writes it through own inputs. Task ids follow node order
 // (node i is task i + 1), so persistent registers are made first and readers that come before
-// their update find them. Everything is placed on one CPU device for now.
+// their update find them. A task runs on its node's device (parallelize sets it; else device 0),
+// and each register and variable lives in the arena of the device that produces or reads it.
 #include <algorithm>
 #include <unordered_map>
 
@@ -16,8 +17,9 @@
 namespace of::compiler {
 namespace {
 
-Regst make_regst(TaskGraph& tg, TaskId producer, const Graph& g, const std::vector<ValueId>& values, int32_t slots) {
+Regst make_regst(TaskGraph& tg, TaskId producer, const Graph& g, const std::vector<ValueId>& values, int32_t slots, int32_t device) {
   Regst r;
+  r.arena = device;  // one arena per device, in device order
   r.id = RegstId(tg.regsts.size());
   r.producer = producer;
   r.slots = slots;
@@ -47,8 +49,10 @@ void add_input(TaskGraph& tg, Task& t, TaskInput in) {
 bool LowerToTasks::run(Compilation& c) {
   const Graph& g = c.graph;
   TaskGraph tg;
-  tg.devices.push_back(DeviceRef{.rank = 0, .kind = 0, .index = 0});
-  tg.arenas.push_back(Arena{.id = 0, .device = 0, .bytes = 0});
+  for (int32_t d = 0; d < c.parallel.devices; ++d) {
+    tg.devices.push_back(DeviceRef{.rank = 0, .kind = 0, .index = d});
+    tg.arenas.push_back(Arena{.id = d, .device = d, .bytes = 0});
+  }
   const int32_t slots = c.options.slots;
   if (slots < 1) fail({}, "--slots must be at least 1, got {}", slots);
 
@@ -63,7 +67,7 @@ bool LowerToTasks::run(Compilation& c) {
 
   Task source{.id = 0, .kind = TaskKind::source, .name = "source", .op = "Source"};
   for (ValueId v : g.inputs) source.io_names.push_back(g.values[v].name);
-  tg.regsts.push_back(make_regst(tg, source.id, g, g.inputs, slots));
+  tg.regsts.push_back(make_regst(tg, source.id, g, g.inputs, slots, 0));
   source.out_regsts.push_back(0);
   for (size_t i = 0; i < g.inputs.size(); ++i) home[g.inputs[i]] = {InputKind::regst, 0, int32_t(i)};
   tg.tasks.push_back(std::move(source));
@@ -76,7 +80,7 @@ bool LowerToTasks::run(Compilation& c) {
     for (ValueId v : state)
       if (!g.values[v].data || home.count(v))
         fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "updates '{}' in place, which is not a constant of its own", g.values[v].name);
-    Regst r = make_regst(tg, TaskId(n + 1), g, state, 1);
+    Regst r = make_regst(tg, TaskId(n + 1), g, state, 1, node.device);
     r.persistent = true;
     for (size_t k = 0; k < state.size(); ++k) home[state[k]] = {InputKind::regst, r.id, int32_t(k)};
     persistent_of[n] = r.id;
@@ -86,7 +90,7 @@ bool LowerToTasks::run(Compilation& c) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     Task t{.id = TaskId(tg.tasks.size()), .kind = TaskKind::compute, .name = node.name, .op = node.op_type,
-           .kernel = node.kernel, .attrs = node.kernel_attrs};
+           .kernel = node.kernel, .attrs = node.kernel_attrs, .device = node.device};
     OF_ASSERT(t.id == TaskId(n + 1), "task ids follow node order");
     for (size_t k = 0; k < node.runtime_inputs.size(); ++k) {
       const ValueId v = node.runtime_inputs[k];
@@ -99,7 +103,7 @@ bool LowerToTasks::run(Compilation& c) {
       if (it == home.end()) {
         const Value& val = g.values[v];
         OF_ASSERT(val.data.has_value(), "runtime input without a producer: " + val.name);
-        Variable var{.id = VariableId(tg.variables.size()), .tensor = v, .key = val.name, .arena = 0,
+        Variable var{.id = VariableId(tg.variables.size()), .tensor = v, .key = val.name, .arena = node.device,
                      .bytes = uint64_t(val.desc.bytes())};
         tg.variables.push_back(var);
         it = home.emplace(v, Home{InputKind::variable, var.id, 0}).first;
@@ -115,7 +119,7 @@ bool LowerToTasks::run(Compilation& c) {
     if (persistent_of[n] >= 0) {
       t.out_regsts.push_back(persistent_of[n]);
     } else {
-      Regst out = make_regst(tg, t.id, g, node.outputs, slots);
+      Regst out = make_regst(tg, t.id, g, node.outputs, slots, node.device);
       for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {InputKind::regst, out.id, int32_t(i)};
       t.out_regsts.push_back(out.id);
       tg.regsts.push_back(std::move(out));

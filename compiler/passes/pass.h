@@ -26,6 +26,10 @@ struct CompileOptions {
   // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"
   // instead of the mean loss.
   bool eval_metrics = false;
+  // Parallel plans (compiler/passes/parallelize.cpp): `devices` CPU devices, split as data x
+  // tensor x pipeline parallel (their product must be `devices`).
+  int32_t devices = 1;
+  int32_t dp = 1, tp = 1, pp = 1;
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
@@ -35,8 +39,17 @@ struct Training {
   std::string label;
 };
 
+// What parallelize leaves for the plan (ofdump --sbp shows it).
+struct ParallelInfo {
+  int32_t devices = 1;
+  std::vector<plan::TensorLayout> tensors;
+  std::vector<plan::Boxing> boxings;
+};
+
 struct Compilation {
   Graph graph;
+  Graph logical;  // a parallel plan's logical graph (graph is then per device); else empty
+  ParallelInfo parallel;
   TaskGraph tasks;
   CompileOptions options;
   Training training;
@@ -78,6 +91,12 @@ class Autodiff final : public Pass {
 class AddOptimizer final : public Pass {
  public:
   std::string name() const override { return "add-optimizer"; }
+  bool run(Compilation& c) override;
+};
+
+class Parallelize final : public Pass {
+ public:
+  std::string name() const override { return "parallelize"; }
   bool run(Compilation& c) override;
 };
 

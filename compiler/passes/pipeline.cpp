@@ -10,7 +10,8 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<InferShapes>();      // every later pass reads shapes, dtypes and the lowered kernels
   p.add<Autodiff>();         // needs lowered kernels (grad rules read their attributes)
   p.add<AddOptimizer>();     // needs every weight's gradient
-  p.add<FuseActivations>();  // rewrites the kernels infer-shapes chose; before lowering
+  p.add<Parallelize>();      // after the optimizer: SBP covers forward, backward and updates alike
+  p.add<FuseActivations>();  // per device, so a partial-sum Gemm keeps its ReLU apart; before lowering
   p.add<LowerToTasks>();     // needs kernels and shapes; builds tasks and registers
   p.add<PlanMemory>();       // needs every register's size and slot count
   return p;

@@ -27,11 +27,13 @@ WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
   const plan::Plan& p = c.tasks;
   SafetensorsWriter writer;
   WeightsFile out{.name = name, .bytes = {}, .keys = {}};
+  // A parallel plan stores the whole (logical) tensor once for all its boxes on all devices.
   auto add = [&](int32_t tensor, const std::string& key) {
-    const Value& val = g.values[size_t(tensor)];
-    OF_ASSERT(val.data.has_value(), "stored tensor without contents: " + key);
-    OF_ASSERT(out.keys.insert(key).second, "two stored tensors named " + key);
-    writer.add(key, val.desc.dtype, val.desc.shape, val.data->data());
+    const Value* val = &g.values[size_t(tensor)];
+    if (val->logical >= 0) val = &c.logical.values[size_t(val->logical)];
+    OF_ASSERT(val->data.has_value(), "stored tensor without contents: " + key);
+    if (!out.keys.insert(key).second) return;
+    writer.add(key, val->desc.dtype, val->desc.shape, val->data->data());
   };
   for (const Variable& v : p.variables) add(v.tensor, v.key);
   for (const Regst& r : p.regsts)
@@ -57,7 +59,16 @@ plan::Plan finish_plan(const Compilation& c, const WeightsFile& weights, plan::J
     p.job.lr = c.training.lr;
     p.job.schedule = c.options.schedule;
   }
-  for (const Value& v : g.values) p.tensors.push_back({v.name, v.desc});
+  for (const Value& v : g.values) {
+    plan::LogicalTensor t{v.name, v.desc, {}, {}};
+    if (v.logical >= 0 && v.data) {  // a box of a stored tensor
+      t.full_shape = c.logical.values[size_t(v.logical)].desc.shape;
+      t.shard_begin = v.shard_begin;
+    }
+    p.tensors.push_back(std::move(t));
+  }
+  p.layouts = c.parallel.tensors;
+  p.boxings = c.parallel.boxings;
   return p;
 }
 

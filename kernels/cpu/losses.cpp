@@ -4,6 +4,8 @@
 // validates labels; a label outside [0,C) still never reads out of bounds: it contributes 0 to
 // the loss (the mean still divides by N) and, consistently, a zero row to dlogits.
 // Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
+// Attribute `scale` (default 1): a device holding 1/k of a split batch divides by N/scale = N*k
+// rows, so the k devices' losses (and gradients) sum to those of the whole batch.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,6 +20,13 @@ namespace of::kernels::cpu {
 namespace {
 
 bool is_scalar(const Shape& s) { return numel(s) == 1 && s.size() <= 1; }
+
+// The divisor of a mean over n rows or elements (see `scale` above).
+double rows_over_scale(const KernelConfig& cfg, int64_t n) {
+  const float scale = cfg.attrs.get_float("scale", 1.0f);
+  if (!(scale > 0.0f && scale <= 1.0f)) fail(where_of(cfg), "loss: scale {} must be in (0, 1]", scale);
+  return static_cast<double>(n) / static_cast<double>(scale);
+}
 
 // [N,C] and [N] from logits/prob (input `at`) and labels (input `at` + 1).
 std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name, int at) {
@@ -38,6 +47,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
     check_output_shape(cfg, name, 0, {});
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
+    denom_ = rows_over_scale(cfg, n_);
   }
   void run(const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
@@ -56,11 +66,12 @@ class SoftmaxCrossEntropy final : public Kernel {
       const float inv = 1.0f / sum;
       for (int64_t k = 0; k < c_; ++k) prob[k] = std::exp(x[k] - m) * inv;
     }
-    *loss = n_ > 0 ? static_cast<float>(total / static_cast<double>(n_)) : 0.0f;
+    *loss = n_ > 0 ? static_cast<float>(total / denom_) : 0.0f;
   }
 
  private:
   int64_t n_ = 0, c_ = 0;
+  double denom_ = 1;
 };
 
 // (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - onehot) * dloss / N.
@@ -75,10 +86,10 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
       fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(cfg.inputs[0].shape));
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
+    n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
   }
   void run(const void* const* in, void* const* out) override {
-    const float n = static_cast<float>(std::max<int64_t>(n_, 1));
-    const float scale = *static_cast<const float*>(in[0]) / n;
+    const float scale = *static_cast<const float*>(in[0]) / n_f_;
     const float* prob = static_cast<const float*>(in[1]);
     const int64_t* labels = static_cast<const int64_t*>(in[2]);
     float* dx = static_cast<float*>(out[0]);
@@ -95,6 +106,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
 
  private:
   int64_t n_ = 0, c_ = 0;
+  float n_f_ = 1;
 };
 
 // (pred, target) -> loss [] = mean((pred - target)^2).
@@ -106,6 +118,7 @@ class MseLoss final : public Kernel {
     check_input_shape(cfg, "mse_loss", 1, "target", cfg.inputs[0].shape);
     check_output_shape(cfg, "mse_loss", 0, {});
     n_ = numel(cfg.inputs[0].shape);
+    denom_ = rows_over_scale(cfg, n_);
   }
   void run(const void* const* in, void* const* out) override {
     const float* p = static_cast<const float*>(in[0]);
@@ -115,12 +128,13 @@ class MseLoss final : public Kernel {
       const double d = static_cast<double>(p[i]) - t[i];
       sum += d * d;
     }
-    const double mean = n_ > 0 ? sum / static_cast<double>(n_) : 0.0;
+    const double mean = n_ > 0 ? sum / denom_ : 0.0;
     *static_cast<float*>(out[0]) = static_cast<float>(mean);
   }
 
  private:
   int64_t n_ = 0;
+  double denom_ = 1;
 };
 
 // (dloss [], pred, target) -> dpred = 2 * (pred - target) * dloss / numel. dpred may alias pred
@@ -136,10 +150,10 @@ class MseLossGrad final : public Kernel {
     check_input_shape(cfg, "mse_loss_grad", 2, "target", cfg.inputs[1].shape);
     check_output_shape(cfg, "mse_loss_grad", 0, cfg.inputs[1].shape);
     n_ = numel(cfg.inputs[1].shape);
+    n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
   }
   void run(const void* const* in, void* const* out) override {
-    const float n = static_cast<float>(std::max<int64_t>(n_, 1));
-    const float scale = 2.0f * *static_cast<const float*>(in[0]) / n;
+    const float scale = 2.0f * *static_cast<const float*>(in[0]) / n_f_;
     const float* p = static_cast<const float*>(in[1]);
     const float* t = static_cast<const float*>(in[2]);
     float* dp = static_cast<float*>(out[0]);
@@ -148,6 +162,7 @@ class MseLossGrad final : public Kernel {
 
  private:
   int64_t n_ = 0;
+  float n_f_ = 1;
 };
 
 // Evaluation: (logits [N,C], labels [N]) -> (nll [N], correct [N]): each sample's cross-entropy

@@ -112,9 +112,22 @@ std::string dump_json(const plan::Plan& p) {
   j["arenas"] = json::array();
   for (const auto& a : p.arenas) j["arenas"].push_back({{"id", a.id}, {"device", device(p.devices[size_t(a.device)])}, {"bytes", a.bytes}});
   j["tensors"] = json::array();
-  for (const auto& t : p.tensors)
-    j["tensors"].push_back({{"name", t.name}, {"shape", t.desc.shape}, {"dtype", dtype_name(t.desc.dtype)},
-                            {"placement", "rank0/cpu:0"}, {"sbp", json::array({"B"})}});
+  for (const auto& t : p.tensors) {
+    json tj{{"name", t.name}, {"shape", t.desc.shape}, {"dtype", dtype_name(t.desc.dtype)}};
+    if (!t.full_shape.empty()) {
+      tj["full_shape"] = t.full_shape;
+      tj["shard_begin"] = t.shard_begin;
+    }
+    j["tensors"].push_back(std::move(tj));
+  }
+  j["layouts"] = json::array();
+  for (const auto& t : p.layouts)
+    j["layouts"].push_back({{"name", t.name}, {"shape", t.desc.shape}, {"dtype", dtype_name(t.desc.dtype)}, {"placement", t.placement},
+                            {"sbp", t.sbp}, {"stage", t.stage}});
+  j["boxings"] = json::array();
+  for (const auto& b : p.boxings)
+    j["boxings"].push_back({{"tensor", b.tensor}, {"kind", b.kind}, {"from", b.from}, {"to", b.to}, {"consumer", b.consumer},
+                            {"bytes", b.bytes}, {"backward", b.backward}});
   j["variables"] = json::array();
   for (const auto& v : p.variables)
     j["variables"].push_back({{"id", v.id}, {"tensor", v.tensor}, {"key", v.key}, {"arena", v.arena}, {"offset", v.offset}, {"bytes", v.bytes}});
@@ -138,6 +151,29 @@ std::string dump_json(const plan::Plan& p) {
                           {"in_regsts", t.in_regsts}, {"out_regsts", t.out_regsts}, {"attrs", attrs}, {"io_names", t.io_names}});
   }
   return j.dump(2) + "\n";
+}
+
+std::string dump_sbp(const plan::Plan& p) {
+  if (p.layouts.empty()) return "one device: every tensor is whole on cpu:0 (compile with --devices N:cpu for a parallel plan)\n";
+  std::string out = fmt::format("{:<40} {:<16} {:<16} {:>5}  {}\n", "tensor", "shape", "placement", "stage", "sbp");
+  for (const auto& t : p.layouts)
+    out += fmt::format("{:<40} {:<16} {:<16} {:>5}  {}\n", t.name, shape_str(t.desc.shape), t.placement, t.stage, t.sbp);
+  out += fmt::format("\nboxing ({}): where a consumer needs another layout than its producer gives\n", p.boxings.size());
+  for (const auto& b : p.boxings)
+    out += fmt::format("  {:<14} {:<32} {} -> {}  for {}{}, {} moved\n", b.kind, b.tensor, b.from, b.to, b.consumer,
+                       b.backward ? " (backward)" : "", human_bytes(b.bytes));
+  return out;
+}
+
+std::string dump_memory(const plan::Plan& p) {
+  std::string out = fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", "device", "arena bytes", "", "registers", "variables");
+  for (const auto& a : p.arenas) {
+    size_t regsts = 0, vars = 0;
+    for (const auto& r : p.regsts) regsts += r.arena == a.id;
+    for (const auto& v : p.variables) vars += v.arena == a.id;
+    out += fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", device_name(p.devices[size_t(a.device)]), a.bytes, human_bytes(a.bytes), regsts, vars);
+  }
+  return out;
 }
 
 std::string dump_dot(const plan::Plan& p) {

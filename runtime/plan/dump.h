@@ -12,5 +12,9 @@ namespace of::runtime {
 std::string dump_text(const plan::Plan& p, const std::string& path);
 std::string dump_json(const plan::Plan& p);
 std::string dump_dot(const plan::Plan& p);
+// Every logical tensor's placement and SBP, and every boxing the compiler inserted, with why.
+std::string dump_sbp(const plan::Plan& p);
+// Per device: its arena's bytes (the most the run ever holds there: every slot has its place).
+std::string dump_memory(const plan::Plan& p);
 
 }  // namespace of::runtime

@@ -22,8 +22,14 @@ constexpr const char* kFormat = "of-checkpoint-1";
 
 std::vector<uint8_t> serialize(const PlanInstance& inst, bool weights) {
   SafetensorsWriter w;
-  for (const StoredTensor& t : inst.stored())
-    if (t.persistent && t.weight == weights) w.add(t.key, t.desc.dtype, t.desc.shape, t.data);
+  std::vector<std::vector<uint8_t>> wholes;  // the writer keeps pointers until serialize()
+  wholes.reserve(inst.stored().size());
+  for (const StoredTensor& t : inst.stored()) {
+    if (!t.persistent || t.weight != weights) continue;
+    std::vector<uint8_t>& whole = wholes.emplace_back(t.bytes);
+    t.gather(whole.data());
+    w.add(t.key, t.desc.dtype, t.desc.shape, whole.data());
+  }
   return w.serialize();
 }
 

@@ -208,7 +208,9 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
         if (!t.weight || t.key != e.key) continue;
         if (t.desc.dtype != e.desc.dtype || t.desc.shape != e.desc.shape)
           fail({.file = path, .field = "tensor '" + e.key + "'"}, "is {} here but {} in the training plan", shape_str(e.desc.shape), shape_str(t.desc.shape));
-        std::memcpy(e.data, t.data, e.bytes);
+        std::vector<uint8_t> whole(t.bytes);
+        t.gather(whole.data());
+        e.scatter(whole.data());
       }
     }
   } else if (from.checkpoint) {

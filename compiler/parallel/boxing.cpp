@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/parallel/boxing.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace of::compiler {
+namespace {
+
+bool intersect(const Region& a, const Region& b, Region& out) {
+  out = a;
+  for (size_t k = 0; k < a.begin.size(); ++k) {
+    const int64_t lo = std::max(a.begin[k], b.begin[k]);
+    const int64_t hi = std::min(a.begin[k] + a.size[k], b.begin[k] + b.size[k]);
+    if (hi <= lo) return false;
+    out.begin[k] = lo;
+    out.size[k] = hi - lo;
+  }
+  return true;
+}
+
+bool has_partial(const NdSbp& s) {
+  return std::any_of(s.begin(), s.end(), [](const Sbp& x) { return x.is_partial(); });
+}
+
+}  // namespace
+
+BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to) {
+  BoxingPlan plan;
+  if (has_partial(to.sbp)) {  // only an unchanged partial sum stays one
+    plan.possible = from == to;
+    plan.pieces.resize(to.placement.size());
+    for (size_t j = 0; j < to.placement.size() && plan.possible; ++j)
+      plan.pieces[j] = {{BoxingPiece{local_region(logical.shape, from.placement, from.sbp, j), j}}};
+    return plan;
+  }
+  const auto elem = uint64_t(dtype_size(logical.dtype));
+  // Source devices by summand; within a summand, devices holding the same region are replicas.
+  std::map<int64_t, std::vector<size_t>> summands;
+  for (size_t s = 0; s < from.placement.size(); ++s) summands[partial_index(from.placement, from.sbp, s)].push_back(s);
+  plan.pieces.resize(to.placement.size());
+  for (size_t j = 0; j < to.placement.size(); ++j) {
+    const Region want = local_region(logical.shape, to.placement, to.sbp, j);
+    const int32_t device = to.placement.devices[j];
+    for (const auto& entry : summands) {
+      std::vector<BoxingPiece> pieces;
+      for (size_t s : entry.second) {
+        Region part;
+        if (!intersect(want, local_region(logical.shape, from.placement, from.sbp, s), part)) continue;
+        auto same = std::find_if(pieces.begin(), pieces.end(), [&](const BoxingPiece& p) { return p.region == part; });
+        if (same == pieces.end()) {
+          pieces.push_back(BoxingPiece{part, s});
+        } else if (from.placement.devices[s] == device) {
+          same->src = s;  // a replica on the destination itself: nothing moves
+        }
+      }
+      for (const BoxingPiece& p : pieces)
+        if (from.placement.devices[p.src] != device) plan.bytes_moved += uint64_t(p.region.numel()) * elem;
+      plan.pieces[j].push_back(std::move(pieces));
+    }
+  }
+  return plan;
+}
+
+std::string boxing_kind(const Layout& from, const Layout& to) {
+  if (!(from.placement == to.placement)) return "copy";
+  bool p = false, s_from = false, s_to = false, b_to = false;
+  for (size_t l = 0; l < from.sbp.size(); ++l) {
+    if (from.sbp[l] == to.sbp[l]) continue;
+    p = p || from.sbp[l].is_partial();
+    s_from = s_from || from.sbp[l].is_split();
+    s_to = s_to || to.sbp[l].is_split();
+    b_to = b_to || to.sbp[l].kind == Sbp::Kind::broadcast;
+  }
+  if (p) return s_to ? "reduce-scatter" : "all-reduce";
+  if (s_from && s_to) return "all-to-all";
+  if (s_from && b_to) return "all-gather";
+  if (s_to) return "slice";
+  return "boxing";
+}
+
+ValueId add_device_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs,
+                        std::vector<ValueId> inputs, TensorDesc desc, int32_t device) {
+  const auto id = NodeId(g.nodes.size());
+  const ValueId out = g.add_value(name);
+  Value& v = g.values[size_t(out)];
+  v.desc = std::move(desc);
+  v.known = true;
+  v.producer = id;
+  for (ValueId in : inputs) g.values[size_t(in)].consumers.push_back(id);
+  Node n{.name = std::move(name), .op_type = std::move(op), .inputs = inputs, .outputs = {out}, .kernel = std::move(kernel),
+         .kernel_attrs = std::move(attrs), .runtime_inputs = inputs};
+  n.device = device;
+  g.nodes.push_back(std::move(n));
+  return out;
+}
+
+std::vector<ValueId> lower_boxing(Graph& g, const BoxingPlan& plan, const TensorDesc& logical, const Layout& from,
+                                  const Layout& to, const std::vector<ValueId>& src, const std::string& name) {
+  OF_ASSERT(plan.possible, "lowering an impossible boxing of " + name);
+  std::vector<ValueId> out;
+  int counter = 0;
+  auto fresh = [&](const char* what, int32_t device) { return fmt::format("{}/{}{}@{}", name, what, counter++, device); };
+  for (size_t j = 0; j < to.placement.size(); ++j) {
+    const int32_t device = to.placement.devices[j];
+    const Region want = local_region(logical.shape, to.placement, to.sbp, j);
+    std::vector<ValueId> summands;
+    for (const std::vector<BoxingPiece>& pieces : plan.pieces[j]) {
+      // Each piece: cut from its source (on the source device), then moved here.
+      std::vector<std::pair<Region, ValueId>> parts;
+      for (const BoxingPiece& p : pieces) {
+        const int32_t src_device = from.placement.devices[p.src];
+        Region have = local_region(logical.shape, from.placement, from.sbp, p.src);
+        ValueId v = src[p.src];
+        for (size_t a = 0; a < have.begin.size(); ++a) {
+          if (have.begin[a] == p.region.begin[a] && have.size[a] == p.region.size[a]) continue;
+          Attrs attrs;
+          attrs.set_int("axis", int64_t(a));
+          attrs.set_int("start", p.region.begin[a] - have.begin[a]);
+          have.begin[a] = p.region.begin[a];
+          have.size[a] = p.region.size[a];
+          v = add_device_node(g, fresh("slice", src_device), "Slice", "slice", std::move(attrs), {v},
+                              TensorDesc{have.size, logical.dtype}, src_device);
+        }
+        if (src_device != device)
+          v = add_device_node(g, fresh("copy", device), "Copy", "copy", {}, {v}, TensorDesc{p.region.size, logical.dtype}, device);
+        parts.emplace_back(p.region, v);
+      }
+      // The pieces tile `want` as a grid: concatenate along the first axis where they differ,
+      // each slab first (recursively) along the later axes.
+      auto assemble = [&](auto&& self, std::vector<std::pair<Region, ValueId>> ps) -> std::pair<Region, ValueId> {
+        if (ps.size() == 1) return ps[0];
+        size_t axis = 0;
+        while (std::all_of(ps.begin(), ps.end(), [&](const auto& p) { return p.first.begin[axis] == ps[0].first.begin[axis]; })) ++axis;
+        std::map<int64_t, std::vector<std::pair<Region, ValueId>>> slabs;
+        for (auto& p : ps) slabs[p.first.begin[axis]].push_back(std::move(p));
+        std::vector<ValueId> inputs;
+        Region whole;
+        for (auto& [begin, slab] : slabs) {
+          auto [r, v] = self(self, std::move(slab));
+          if (inputs.empty()) {
+            whole = r;
+          } else {
+            whole.size[axis] += r.size[axis];
+          }
+          inputs.push_back(v);
+        }
+        Attrs attrs;
+        attrs.set_int("axis", int64_t(axis));
+        return {whole, add_device_node(g, fresh("concat", device), "Concat", "concat", std::move(attrs), inputs,
+                                       TensorDesc{whole.size, logical.dtype}, device)};
+      };
+      OF_ASSERT(!parts.empty(), "boxing found no source for a region of " + name);
+      summands.push_back(assemble(assemble, std::move(parts)).second);
+    }
+    ValueId sum = summands[0];
+    for (size_t k = 1; k < summands.size(); ++k)
+      sum = add_device_node(g, fresh("add", device), "Add", "add", {}, {sum, summands[k]}, TensorDesc{want.size, logical.dtype}, device);
+    out.push_back(sum);
+  }
+  return out;
+}
+
+}  // namespace of::compiler

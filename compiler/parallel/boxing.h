@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// Boxing: turning a tensor laid out one way (placement + SBP) into another, the single place that
+// knows how. Planning works on regions: each destination device needs a box of the logical
+// tensor, fully summed; the source holds boxes (one set per partial-sum summand). The plan lists,
+// per destination device and summand, which source device sends which box; its cost is the bytes
+// that cross devices, which is what SBP inference minimizes. Lowering turns a plan into ordinary
+// nodes: slice on the source device, copy to the destination (the register transfer), concat and
+// add there. So P->B is an all-reduce, P->S a reduce-scatter, S->B an all-gather, S(i)->S(j) an
+// all-to-all, B->S a local slice, and a change of placement (pipeline stages) a copy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/parallel/sbp.h"
+
+namespace of::compiler {
+
+struct Layout {
+  Placement placement;
+  NdSbp sbp;
+  bool operator==(const Layout&) const = default;
+};
+
+struct BoxingPiece {
+  Region region;  // in logical coordinates
+  size_t src;     // index into the source placement
+};
+
+struct BoxingPlan {
+  bool possible = true;  // false: the destination needs partial sums made from something else
+  // [destination device][summand] -> the pieces that tile the destination's region.
+  std::vector<std::vector<std::vector<BoxingPiece>>> pieces;
+  uint64_t bytes_moved = 0;  // bytes that leave their device
+};
+
+BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to);
+
+// "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "slice", "copy", or "boxing".
+std::string boxing_kind(const Layout& from, const Layout& to);
+
+// Appends the nodes that carry out `plan` to `g`; `src[j]` is the value on source device j.
+// Returns the value on each destination device. Node names start with `name`.
+std::vector<ValueId> lower_boxing(Graph& g, const BoxingPlan& plan, const TensorDesc& logical, const Layout& from,
+                                  const Layout& to, const std::vector<ValueId>& src, const std::string& name);
+
+// Adds a node running `kernel` on `device` with one output of `desc`; returns the output.
+ValueId add_device_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs,
+                        std::vector<ValueId> inputs, TensorDesc desc, int32_t device);
+
+}  // namespace of::compiler

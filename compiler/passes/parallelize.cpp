@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: Apache-2.0
+// parallelize (with --devices N and --dp/--tp/--pp): afterwards c.graph is the physical graph,
+// one node per (op, device) plus boxing nodes, every value a box of a logical tensor with its
+// local shape, and c.logical the graph as it was.
+//
+// 1. Placement: pipeline stages are contiguous runs of forward ops balanced by estimated work;
+//    a backward op joins its forward op's stage, an update its weight's. A stage's devices form
+//    a hierarchy [dp, tp] (levels of size 1 dropped).
+// 2. SBP: ops are visited in order; each takes, among the products of its per-level signatures
+//    (compiler/parallel/signatures.h), the one of least estimated time: the bytes boxing must
+//    move to give its inputs the SBP it needs (compiler/parallel/boxing.h) plus its compute over
+//    the devices that share it. A weight takes the SBP its first reader picks; a broadcast weight
+//    on a level where the work is split will need its gradient all-reduced, which is charged
+//    now. The dp level is data parallel by the user's word: there weights stay B and the data
+//    arrives split by rows; the tp level is left to the costs, and the Megatron pattern (column
+//    then row split, one reduction) is what they pick.
+// 3. Physical graph: per device a copy of each op with its local shapes; where a producer's
+//    layout differs from what a consumer needs, the boxing nodes in between.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/ranges.h>
+
+#include "common/box_copy.h"
+#include "common/error.h"
+#include "compiler/parallel/boxing.h"
+#include "compiler/parallel/signatures.h"
+#include "compiler/passes/pass.h"
+
+namespace of::compiler {
+namespace {
+
+// Seconds per byte moved between devices and per floating-point operation: rough CPU figures;
+// only their ratio steers the choice.
+constexpr double kSecondsPerByte = 1.0 / 5e9;
+constexpr double kSecondsPerFlop = 1.0 / 2e10;
+
+double flops_of(const Graph& g, const Node& n) {
+  const Shape& y = g.values[size_t(n.outputs[0])].desc.shape;
+  double out = double(numel(y));
+  if (n.kernel == "gemm" && !n.inputs.empty()) {
+    const Shape& a = g.values[size_t(n.inputs[0])].desc.shape;
+    return 2.0 * out * double(a[n.kernel_attrs.get_int("trans_a", 0) ? 0 : 1]);
+  }
+  if (n.kernel == "matmul") return 2.0 * out * double(g.values[size_t(n.inputs[0])].desc.shape.back());
+  if (n.kernel == "conv" || n.kernel == "conv_grad_data" || n.kernel == "conv_grad_weight") {
+    const Shape& w = g.values[size_t(n.inputs[n.kernel == "conv" ? 1 : 0])].desc.shape;
+    return 2.0 * out * double(numel(w)) / double(std::max<int64_t>(w.empty() ? 1 : w[0], 1));
+  }
+  return out;
+}
+
+std::string layout_key(const Layout& l) {
+  return fmt::format("{} {} {}", fmt::join(l.placement.devices, ","), fmt::join(l.placement.hierarchy, ","), sbp_str(l.sbp));
+}
+
+struct Level {
+  int64_t size;
+  bool data_parallel;
+};
+
+class Parallelizer {
+ public:
+  Parallelizer(Compilation& c) : c_(c), g_(c.logical), o_(c.options) {}
+  void run();
+
+ private:
+  void place();
+  void choose(NodeId n);
+  std::vector<ValueId> need(ValueId v, const Layout& want, const std::string& consumer, bool backward);
+  std::vector<ValueId> shards(ValueId v);
+  Layout input_hint(ValueId v, const Placement& p) const;
+  bool trainable(ValueId v) const { return std::count(weights_.begin(), weights_.end(), v) > 0; }
+
+  Compilation& c_;
+  Graph& g_;
+  const CompileOptions& o_;
+  Graph phys_;
+  std::vector<Level> levels_;
+  std::vector<Placement> stages_;
+  std::vector<int32_t> stage_of_;                  // per logical node
+  std::vector<std::optional<Layout>> home_;        // per logical value
+  std::vector<std::vector<Signature>> chosen_;     // per logical node: one signature per level
+  std::vector<std::vector<ValueId>> phys_of_;      // per logical value, per device of its home
+  std::map<std::pair<ValueId, std::string>, std::vector<ValueId>> boxed_;
+  std::set<std::pair<ValueId, std::string>> wanted_;  // layouts chosen consumers need (boxed once)
+  std::vector<ValueId> weights_;
+};
+
+void Parallelizer::place() {
+  const int32_t per_stage = o_.dp * o_.tp;
+  if (o_.dp > 1) levels_.push_back({o_.dp, true});
+  if (o_.tp > 1) levels_.push_back({o_.tp, false});
+  if (levels_.empty()) levels_.push_back({1, false});
+  for (int32_t s = 0; s < o_.pp; ++s) {
+    Placement p;
+    for (int32_t d = 0; d < per_stage; ++d) p.devices.push_back(s * per_stage + d);
+    for (const Level& l : levels_) p.hierarchy.push_back(l.size);
+    stages_.push_back(std::move(p));
+  }
+  // Forward ops: contiguous stages, each cut where the running work crosses its share.
+  stage_of_.assign(g_.nodes.size(), 0);
+  double total = 0;
+  std::vector<double> work(g_.nodes.size(), 0);
+  for (size_t n = 0; n < g_.nodes.size(); ++n)
+    if (g_.nodes[n].forward < 0 && g_.nodes[n].inplace.empty()) total += work[n] = flops_of(g_, g_.nodes[n]);
+  double before = 0;
+  for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    const Node& node = g_.nodes[n];
+    if (node.forward >= 0) {
+      stage_of_[n] = stage_of_[size_t(node.forward)];
+    } else if (!node.inplace.empty()) {
+      // An update runs where its weight is first read.
+      const Value& w = g_.values[size_t(node.inputs[size_t(node.inplace[0])])];
+      stage_of_[n] = w.consumers.empty() ? 0 : stage_of_[size_t(w.consumers[0])];
+    } else {
+      const double mid = total > 0 ? (before + work[n] / 2) / total : 0;
+      stage_of_[n] = std::min(o_.pp - 1, int32_t(mid * o_.pp));
+      before += work[n];
+    }
+  }
+}
+
+// A graph input arrives whole on device 0 (the data source); for costing, it is as if it came
+// split by rows over the data-parallel level, which is what every choice there starts from.
+Layout Parallelizer::input_hint(ValueId v, const Placement& p) const {
+  const Shape& s = g_.values[size_t(v)].desc.shape;
+  NdSbp sbp;
+  for (size_t l = 0; l < levels_.size(); ++l)
+    sbp.push_back(levels_[l].data_parallel && !s.empty() && s[0] % levels_[l].size == 0 ? Sbp::S(0) : Sbp::B());
+  return Layout{p, sbp};
+}
+
+void Parallelizer::choose(NodeId id) {
+  const Node& n = g_.nodes[size_t(id)];
+  const Placement& p = stages_[size_t(stage_of_[size_t(id)])];
+  const std::vector<Signature> sigs = signatures_of(g_, n);
+  // Candidates are products of one signature per level.
+  std::vector<size_t> pick(levels_.size(), 0);
+  double best = -1;
+  std::vector<Signature> best_sigs;
+  const double flops = flops_of(g_, n);
+  for (;;) {
+    std::vector<NdSbp> ins(n.inputs.size()), outs(n.outputs.size());
+    double parts = 1;
+    bool ok = true;
+    for (size_t l = 0; l < levels_.size(); ++l) {
+      const Signature& s = sigs[pick[l]];
+      for (size_t i = 0; i < ins.size(); ++i) ins[i].push_back(s.in[i]);
+      for (size_t o = 0; o < outs.size(); ++o) outs[o].push_back(s.out[o]);
+      if (s.splits_work) parts *= double(levels_[l].size);
+    }
+    double cost = flops / parts * kSecondsPerFlop;
+    for (size_t i = 0; i < ins.size() && ok; ++i) {
+      const ValueId v = n.inputs[i];
+      if (v == kNoValue) continue;
+      const Value& val = g_.values[size_t(v)];
+      const bool runtime = std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) > 0;
+      if (!runtime) continue;
+      ok = splits_evenly(val.desc.shape, p, ins[i]);
+      if (!ok) break;
+      const bool own = std::count(n.inplace.begin(), n.inplace.end(), int32_t(i)) > 0;
+      if (!home_[size_t(v)]) {
+        // A constant not placed yet takes this layout. Weights stay B over data parallelism.
+        for (size_t l = 0; l < levels_.size() && ok; ++l) {
+          if (!trainable(v) || ins[i][l].kind != Sbp::Kind::broadcast) {
+            ok = !(trainable(v) && levels_[l].data_parallel) && !ins[i][l].is_partial();
+            continue;
+          }
+          if (sigs[pick[l]].splits_work)
+            cost += 2.0 * double(val.desc.bytes()) * double(levels_[l].size - 1) / double(levels_[l].size) * kSecondsPerByte;
+        }
+        continue;
+      }
+      const Layout want{p, ins[i]};
+      if (own) {
+        ok = *home_[size_t(v)] == want;  // an update writes its weight where it lives
+        continue;
+      }
+      if (wanted_.count({v, layout_key(want)})) continue;  // an earlier consumer already pays for it
+      const Layout from = val.graph_input ? input_hint(v, p) : *home_[size_t(v)];
+      const BoxingPlan plan = plan_boxing(val.desc, from, want);
+      ok = plan.possible;
+      cost += double(plan.bytes_moved) * kSecondsPerByte;
+      // Re-laying out a weight is not streamed work: it is done once per read, so steer away.
+      if (val.data && !(from == want)) cost += double(val.desc.bytes()) * kSecondsPerByte * 4;
+    }
+    for (size_t o = 0; o < outs.size() && ok; ++o) ok = splits_evenly(g_.values[size_t(n.outputs[o])].desc.shape, p, outs[o]);
+    if (ok && (best < 0 || cost < best)) {
+      best = cost;
+      best_sigs.clear();
+      for (size_t l = 0; l < levels_.size(); ++l) best_sigs.push_back(sigs[pick[l]]);
+    }
+    size_t l = 0;
+    while (l < pick.size() && ++pick[l] == sigs.size()) pick[l++] = 0;
+    if (l == pick.size()) break;
+  }
+  OF_ASSERT(!best_sigs.empty(), "no signature fits node " + n.name);  // all-B always fits
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
+    if (v == kNoValue || home_[size_t(v)] || g_.values[size_t(v)].graph_input) continue;
+    if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) continue;
+    NdSbp sbp;
+    for (const Signature& s : best_sigs) sbp.push_back(s.in[i]);
+    home_[size_t(v)] = Layout{p, sbp};
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    NdSbp sbp;
+    for (const Signature& s : best_sigs) sbp.push_back(s.in[i]);
+    wanted_.insert({n.inputs[i], layout_key(Layout{p, sbp})});
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    NdSbp sbp;
+    for (const Signature& s : best_sigs) sbp.push_back(s.out[o]);
+    home_[size_t(n.outputs[o])] = Layout{p, sbp};
+  }
+  chosen_[size_t(id)] = best_sigs;
+}
+
+// The physical values of a constant or graph input, made on first use.
+std::vector<ValueId> Parallelizer::shards(ValueId v) {
+  std::vector<ValueId>& out = phys_of_[size_t(v)];
+  if (!out.empty()) return out;
+  const Value& val = g_.values[size_t(v)];
+  const Layout& h = *home_[size_t(v)];
+  for (size_t j = 0; j < h.placement.size(); ++j) {
+    const Region r = local_region(val.desc.shape, h.placement, h.sbp, j);
+    const ValueId pv = phys_.add_value(val.name);
+    Value& x = phys_.values[size_t(pv)];
+    x.desc = TensorDesc{r.size, val.desc.dtype};
+    x.known = true;
+    x.graph_input = val.graph_input;
+    x.logical = v;
+    x.shard_begin = r.begin;
+    if (val.data) {
+      x.data = std::vector<uint8_t>(size_t(x.desc.bytes()));
+      copy_box_out(val.data->data(), val.desc.shape, r.begin, r.size, size_t(dtype_size(val.desc.dtype)), x.data->data());
+    }
+    if (val.graph_input) phys_.inputs.push_back(pv);
+    out.push_back(pv);
+  }
+  return out;
+}
+
+std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std::string& consumer, bool backward) {
+  const Layout& from = *home_[size_t(v)];
+  if (from == want) return phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
+  const std::string key = layout_key(want);
+  auto it = boxed_.find({v, key});
+  if (it != boxed_.end()) return it->second;
+  const Value& val = g_.values[size_t(v)];
+  const std::vector<ValueId> src = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
+  const BoxingPlan plan = plan_boxing(val.desc, from, want);
+  if (!plan.possible)
+    fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
+         want.placement.str(), sbp_str(from.sbp), from.placement.str());
+  std::vector<ValueId> out = lower_boxing(phys_, plan, val.desc, from, want, src, val.name + "/boxing");
+  for (size_t j = 0; j < out.size(); ++j) {
+    phys_.values[size_t(out[j])].logical = v;
+    phys_.values[size_t(out[j])].shard_begin = local_region(val.desc.shape, want.placement, want.sbp, j).begin;
+  }
+  c_.parallel.boxings.push_back(plan::Boxing{.tensor = val.name, .kind = boxing_kind(from, want),
+                                           .from = from.placement.str() + " " + sbp_str(from.sbp),
+                                           .to = want.placement.str() + " " + sbp_str(want.sbp), .consumer = consumer,
+                                           .bytes = plan.bytes_moved, .backward = backward});
+  boxed_.emplace(std::make_pair(v, key), out);
+  return out;
+}
+
+void Parallelizer::run() {
+  place();
+  for (const auto& [w, grad] : c_.training.weights) weights_.push_back(w);
+  home_.assign(g_.values.size(), std::nullopt);
+  phys_of_.assign(g_.values.size(), {});
+  chosen_.assign(g_.nodes.size(), {});
+  const Layout source{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
+  for (ValueId v : g_.inputs) home_[size_t(v)] = source;
+  for (NodeId n = 0; n < NodeId(g_.nodes.size()); ++n) choose(n);
+
+  phys_.name = g_.name;
+  phys_.source_file = g_.source_file;
+  for (ValueId v : g_.inputs) shards(v);  // the source's register keeps the inputs' order
+  for (NodeId id = 0; id < NodeId(g_.nodes.size()); ++id) {
+    const Node& n = g_.nodes[size_t(id)];
+    const Placement& p = stages_[size_t(stage_of_[size_t(id)])];
+    const bool backward = n.forward >= 0 || !n.inplace.empty();
+    std::vector<std::vector<ValueId>> in_phys(n.inputs.size());
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ValueId v = n.inputs[i];
+      if (v == kNoValue) continue;
+      if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) {
+        // Read at compile time only (e.g. Reshape's shape): one device-less copy.
+        if (phys_of_[size_t(v)].empty()) {
+          home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
+          shards(v);
+        }
+        in_phys[i] = std::vector<ValueId>(p.size(), phys_of_[size_t(v)][0]);
+        continue;
+      }
+      NdSbp sbp;
+      for (const Signature& s : chosen_[size_t(id)]) sbp.push_back(s.in[i]);
+      in_phys[i] = need(v, Layout{p, sbp}, n.name, backward);
+    }
+    for (size_t j = 0; j < p.size(); ++j) {
+      Node x = n;
+      x.device = p.devices[j];
+      if (p.size() > 1) x.name = fmt::format("{}@{}", n.name, x.device);
+      const std::vector<int64_t> coords = p.coords(j);
+      for (size_t l = 0; l < levels_.size(); ++l) apply_tweak(chosen_[size_t(id)][l], coords[l], levels_[l].size, x.kernel_attrs);
+      for (size_t i = 0; i < n.inputs.size(); ++i) x.inputs[i] = n.inputs[i] == kNoValue ? kNoValue : in_phys[i][j];
+      x.runtime_inputs.clear();
+      for (ValueId v : n.runtime_inputs) {
+        const auto pos = size_t(std::find(n.inputs.begin(), n.inputs.end(), v) - n.inputs.begin());
+        x.runtime_inputs.push_back(in_phys[pos][j]);
+      }
+      const auto pid = NodeId(phys_.nodes.size());
+      for (ValueId v : x.inputs)
+        if (v != kNoValue) phys_.values[size_t(v)].consumers.push_back(pid);
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        const Value& lv = g_.values[size_t(n.outputs[o])];
+        const Region r = local_region(lv.desc.shape, p, home_[size_t(n.outputs[o])]->sbp, j);
+        const ValueId pv = phys_.add_value(p.size() > 1 ? fmt::format("{}@{}", lv.name, x.device) : lv.name);
+        Value& out = phys_.values[size_t(pv)];
+        out.desc = TensorDesc{r.size, lv.desc.dtype};
+        out.known = true;
+        out.producer = pid;
+        out.logical = n.outputs[o];
+        out.shard_begin = r.begin;
+        x.outputs[o] = pv;
+        phys_of_[size_t(n.outputs[o])].push_back(pv);
+      }
+      phys_.nodes.push_back(std::move(x));
+    }
+  }
+  // Graph outputs go to the sink on device 0, whole.
+  const Layout sink{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
+  for (ValueId v : g_.outputs) {
+    const ValueId pv = need(v, sink, "sink", false)[0];
+    phys_.values[size_t(pv)].graph_output = true;
+    phys_.values[size_t(pv)].name = g_.values[size_t(v)].name;
+    phys_.outputs.push_back(pv);
+  }
+  for (size_t v = 0; v < g_.values.size(); ++v) {
+    if (!home_[v]) continue;
+    const Value& val = g_.values[v];
+    const int32_t stage = val.producer >= 0 ? stage_of_[size_t(val.producer)] : (val.consumers.empty() ? 0 : stage_of_[size_t(val.consumers[0])]);
+    c_.parallel.tensors.push_back(plan::TensorLayout{.name = val.name, .desc = val.desc, .placement = home_[v]->placement.str(),
+                                                   .sbp = sbp_str(home_[v]->sbp), .stage = stage});
+  }
+  c_.graph = std::move(phys_);
+}
+
+}  // namespace
+
+bool Parallelize::run(Compilation& c) {
+  const CompileOptions& o = c.options;
+  if (o.devices == 1 && o.dp == 1 && o.tp == 1 && o.pp == 1) return false;
+  if (o.dp < 1 || o.tp < 1 || o.pp < 1) fail({.field = "--dp/--tp/--pp"}, "must each be at least 1");
+  if (int64_t(o.dp) * o.tp * o.pp != o.devices)
+    fail({.field = "--devices"}, "{} devices, but --dp {} x --tp {} x --pp {} = {}", o.devices, o.dp, o.tp, o.pp, int64_t(o.dp) * o.tp * o.pp);
+  if (o.pp > 1 && o.train && o.micro_batches < o.pp)
+    fail({.field = "--micro-batches"}, "{} micro-batches cannot keep {} pipeline stages busy; give at least {}", o.micro_batches, o.pp, o.pp);
+  c.logical = std::move(c.graph);
+  c.parallel.devices = o.devices;
+  Parallelizer p(c);
+  p.run();
+  return true;
+}
+
+}  // namespace of::compiler
