@@ -22,6 +22,7 @@ std::string_view device_name(DeviceKind d) { return d == DeviceKind::cpu ? "cpu"
 
 const std::vector<KernelEntry>& all_kernels() {
   static const std::vector<KernelEntry> entries = {
+      {"accumulate", DeviceKind::cpu, DType::f32, &cpu::make_accumulate},
       {"adam_update", DeviceKind::cpu, DType::f32, &cpu::make_adam_update},
       {"add", DeviceKind::cpu, DType::f32, &cpu::make_add},
       {"average_pool", DeviceKind::cpu, DType::f32, &cpu::make_average_pool},

@@ -76,7 +76,8 @@ std::vector<uint8_t> encode(const Plan& p) {
     for (const Blob& bl : r.blobs)
       blobs.push_back(fb::CreateBlob(b, bl.tensor, b.CreateVector(bl.desc.shape), fb::DType(bl.desc.dtype), bl.offset, bl.bytes));
     regsts.push_back(fb::CreateRegst(b, r.id, r.producer, b.CreateVector(r.consumers), r.slots, r.slot_bytes, r.arena,
-                                     b.CreateVector(r.offsets), b.CreateVector(blobs), r.persistent));
+                                     b.CreateVector(r.offsets), b.CreateVector(blobs), r.persistent, r.acts_per_piece,
+                                     r.pieces_per_version));
   }
   std::vector<Offset<fb::Variable>> variables;
   for (const Variable& v : p.variables)
@@ -182,7 +183,8 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     const fb::Regst* g = regsts->Get(i);
     Regst out{.id = g->id(), .producer = g->producer(), .consumers = r.vec(g->consumers(), f + ".consumers"),
               .slots = g->slots(), .slot_bytes = g->slot_bytes(), .arena = g->arena(),
-              .offsets = r.vec(g->offsets(), f + ".offsets"), .blobs = {}, .persistent = g->persistent()};
+              .offsets = r.vec(g->offsets(), f + ".offsets"), .blobs = {}, .persistent = g->persistent(),
+              .acts_per_piece = g->acts_per_piece(), .pieces_per_version = g->pieces_per_version()};
     auto blobs = r.need(g->blobs(), f + ".blobs");
     for (flatbuffers::uoffset_t k = 0; k < blobs->size(); ++k) {
       std::string bf = fmt::format("{}.blobs[{}]", f, k);

@@ -67,6 +67,11 @@ struct Regst {
   // One slot living across pieces (a weight and its optimizer state): the producer lends version
   // 0 at start and version n+1 after acting on piece n. See plan.fbs.
   bool persistent = false;
+  // Micro-batches (see plan.fbs): the producer acts this many times per piece it emits (summing
+  // gradients into one slot), and a persistent register's readers read each version for this
+  // many pieces.
+  int32_t acts_per_piece = 1;
+  int32_t pieces_per_version = 1;
 };
 
 struct Variable {

@@ -52,6 +52,9 @@ struct Node {
   NodeId forward = -1;
   // In a parallel graph: the device (index into the plan's device list) the node runs on.
   int32_t device = 0;
+  // Slots of the node's output register; 0: CompileOptions::slots. Pipeline stages raise it so
+  // that a stage can run ahead by as many micro-batches as the stages after it hold.
+  int32_t slots = 0;
 };
 
 struct Graph {

@@ -183,6 +183,12 @@ std::vector<Signature> signatures_of(const Graph& g, const Node& n) {
     batch_rows(n, {true, true}, false, Sig::Tweak::none, out);
   } else if (k == "conv_grad_weight") {
     batch_rows(n, {true, true}, true, Sig::Tweak::none, out);
+  } else if (k == "accumulate") {
+    // Linear in the gradient: partial sums are summed as they come and reduced once per step.
+    const Shape& g0 = shape_of(g, n.inputs[0]);
+    for (size_t a = 0; a < g0.size(); ++a)
+      if (g0[a] > 1) out.push_back(Sig{{Sbp::S(int64_t(a)), Sbp::B(), Sbp::B()}, {Sbp::S(int64_t(a)), Sbp::B(), Sbp::B()}, Sig::Tweak::none, true});
+    out.push_back(Sig{{Sbp::P(), Sbp::B(), Sbp::B()}, {Sbp::P(), Sbp::B(), Sbp::B()}, Sig::Tweak::none, true});
   } else if (is(k, {"sgd_update", "adam_update"})) {
     update(g, n, out);
   } else if (k == "transpose") {

@@ -2,10 +2,12 @@
 // add-optimizer: with --train, afterwards every trained weight has one update node that reads the
 // weight, its gradient, its optimizer state (and accumulator) and the step's scalars, and writes
 // the weight and state back in place (Node::inplace). The step's scalars are new graph inputs the
-// data source fills per piece: "train/lr", "train/step" (1-based) and, with micro-batches,
-// "train/micro" (the piece's place in its step). State tensors are zero constants named as
-// PyTorch's optimizers name them ("<weight>.momentum_buffer", ".exp_avg", ".exp_avg_sq"), so a
-// checkpoint's optimizer file reads like torch's state; the accumulator is "<weight>.grad_accum".
+// data source fills per piece: "train/lr" and "train/step" (1-based). State tensors are zero
+// constants named as PyTorch's optimizers name them ("<weight>.momentum_buffer", ".exp_avg",
+// ".exp_avg_sq"), so a checkpoint's optimizer file reads like torch's state. With k micro-batches
+// an accumulate node before each update sums k gradients (its register gets one piece per k acts)
+// and hands the update their mean with the step's scalars: the update runs once per step, and the
+// forward passes of a step's micro-batches all read the same weights without waiting for it.
 #include <cstring>
 
 #include "common/error.h"
@@ -90,20 +92,38 @@ bool AddOptimizer::run(Compilation& c) {
 
   const ValueId lr = add_scalar_input(g, "train/lr");
   const ValueId step = add_scalar_input(g, "train/step");
-  const ValueId micro = o.micro_batches > 1 ? add_scalar_input(g, "train/micro") : kNoValue;
   Attrs attrs = opt.attrs;
-  attrs.set_int("micro_batches", o.micro_batches);
+  attrs.set_int("micro_batches", 1);
 
   for (const auto& [w, dw] : c.training.weights) {
     const std::string wname = g.values[size_t(w)].name;
     const TensorDesc desc = g.values[size_t(w)].desc;
-    std::vector<ValueId> inputs{w, dw};
+    ValueId grad = dw, step_lr = lr, step_no = step;
+    if (o.micro_batches > 1) {
+      const auto acc_id = NodeId(g.nodes.size());
+      Node acc{.name = "accumulate/" + wname, .op_type = "Accumulate", .inputs = {dw, lr, step}, .kernel = "accumulate",
+               .kernel_attrs = {}, .runtime_inputs = {dw, lr, step}};
+      acc.kernel_attrs.set_int("micro_batches", o.micro_batches);
+      acc.forward = g.values[size_t(dw)].producer;  // joins the backward pass's stage
+      for (const char* suffix : {".grad_mean", "/lr", "/step"}) {
+        const ValueId out = g.add_value("accumulate/" + wname + suffix);
+        const ValueId from = acc.inputs[acc.outputs.size()];
+        g.values[size_t(out)].desc = g.values[size_t(from)].desc;
+        g.values[size_t(out)].known = true;
+        g.values[size_t(out)].producer = acc_id;
+        acc.outputs.push_back(out);
+      }
+      for (ValueId v : acc.inputs) g.values[size_t(v)].consumers.push_back(acc_id);
+      grad = acc.outputs[0];
+      step_lr = acc.outputs[1];
+      step_no = acc.outputs[2];
+      g.nodes.push_back(std::move(acc));
+    }
+    std::vector<ValueId> inputs{w, grad};
     for (const std::string& s : opt.state_names) inputs.push_back(add_zeros(g, wname + "." + s, desc));
-    if (micro != kNoValue) inputs.push_back(add_zeros(g, wname + ".grad_accum", desc));
     const size_t tensors = inputs.size();
-    inputs.push_back(lr);
-    inputs.push_back(step);
-    if (micro != kNoValue) inputs.push_back(micro);
+    inputs.push_back(step_lr);
+    inputs.push_back(step_no);
 
     const auto id = NodeId(g.nodes.size());
     Node n{.name = "update/" + wname, .op_type = opt.kernel == "sgd_update" ? "SgdUpdate" : "AdamUpdate",

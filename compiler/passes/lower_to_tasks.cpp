@@ -82,6 +82,7 @@ bool LowerToTasks::run(Compilation& c) {
         fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "updates '{}' in place, which is not a constant of its own", g.values[v].name);
     Regst r = make_regst(tg, TaskId(n + 1), g, state, 1, node.device);
     r.persistent = true;
+    r.pieces_per_version = c.options.micro_batches;  // the update runs once per step
     for (size_t k = 0; k < state.size(); ++k) home[state[k]] = {InputKind::regst, r.id, int32_t(k)};
     persistent_of[n] = r.id;
     tg.regsts.push_back(std::move(r));
@@ -119,7 +120,8 @@ bool LowerToTasks::run(Compilation& c) {
     if (persistent_of[n] >= 0) {
       t.out_regsts.push_back(persistent_of[n]);
     } else {
-      Regst out = make_regst(tg, t.id, g, node.outputs, slots, node.device);
+      Regst out = make_regst(tg, t.id, g, node.outputs, node.slots > 0 ? node.slots : slots, node.device);
+      if (node.kernel == "accumulate") out.acts_per_piece = int32_t(node.kernel_attrs.get_int("micro_batches", 1));
       for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {InputKind::regst, out.id, int32_t(i)};
       t.out_regsts.push_back(out.id);
       tg.regsts.push_back(std::move(out));

@@ -308,6 +308,9 @@ void Parallelizer::run() {
     for (size_t j = 0; j < p.size(); ++j) {
       Node x = n;
       x.device = p.devices[j];
+      // 1F1B-like: a forward op of stage s keeps up to pp - s micro-batches in flight (the ones
+      // the later stages are still working on), plus one to overlap with the next transfer.
+      if (o_.pp > 1 && !backward) x.slots = std::max(o_.slots, o_.pp - stage_of_[size_t(id)] + 1);
       if (p.size() > 1) x.name = fmt::format("{}@{}", n.name, x.device);
       const std::vector<int64_t> coords = p.coords(j);
       for (size_t l = 0; l < levels_.size(); ++l) apply_tweak(chosen_[size_t(id)][l], coords[l], levels_[l].size, x.kernel_attrs);

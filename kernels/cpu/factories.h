@@ -9,6 +9,7 @@
 
 namespace of::kernels::cpu {
 
+std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);

@@ -29,7 +29,8 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
-    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst)), .persistent = regst.persistent};
+    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst)), .persistent = regst.persistent,
+          .per_version = regst.pieces_per_version};
     in.ring.resize(size_t(slots_of(regst)));
     ins_.push_back(std::move(in));
   }
@@ -37,7 +38,8 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     const plan::Regst& regst = p.regsts[size_t(r)];
     int32_t slots = slots_of(regst);
     outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots),
-                        .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent});
+                        .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent,
+                        .acts_per_piece = regst.acts_per_piece});
   }
   for (const plan::TaskInput& in : t.inputs) {
     const uint64_t blob_offset = in.kind == plan::InputKind::variable ? 0 : p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset;
@@ -135,9 +137,15 @@ void TaskState::try_act(Outbox& out) {
     for (const In& in : ins_)
       if (in.count == 0) return;
     for (const Out& o : outs_)
-      if (o.outstanding[size_t(o.next)] != 0) return;
-    const int64_t piece = source_ ? emitted_ : ins_[0].ring[ins_[0].head].piece;
-    for (const In& in : ins_) OF_ASSERT(in.ring[in.head].piece == piece, "inputs out of step");
+      if (o.group == 0 && o.outstanding[size_t(o.next)] != 0) return;
+    int64_t piece = emitted_;
+    for (const In& in : ins_)
+      if (!in.persistent) {
+        piece = in.ring[in.head].piece;
+        break;
+      }
+    for (const In& in : ins_)
+      OF_ASSERT(in.ring[in.head].piece == (in.persistent ? piece / in.per_version : piece), "inputs out of step");
 
     for (size_t a = 0; a < in_args_.size(); ++a) in_ptrs_[a] = address(in_args_[a]);
     for (size_t a = 0; a < out_args_.size(); ++a) out_ptrs_[a] = address(out_args_[a]);
@@ -147,13 +155,16 @@ void TaskState::try_act(Outbox& out) {
     ++acts_;
 
     for (Out& o : outs_) {
+      if (++o.group < o.acts_per_piece) continue;
+      o.group = 0;
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
       // A persistent register now holds the version read with piece + 1.
-      for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece);
+      for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
     }
     for (In& in : ins_) {
+      if (in.persistent && piece % in.per_version != in.per_version - 1) continue;  // read again by the next piece
       const Pending done = in.ring[in.head];
       in.head = (in.head + 1) % in.ring.size();
       --in.count;
@@ -172,7 +183,7 @@ void TaskState::maybe_finish(Outbox& out) {
       if (in.persistent) {
         // The version after the last piece must have arrived, or its producer would lend it to
         // an actor that has quit.
-        if (in.count != 1 || in.ring[in.head].piece != acts_) return;
+        if (in.count != 1 || in.ring[in.head].piece != acts_ / in.per_version) return;
       } else if (!in.eos || in.count != 0) {
         return;
       }

@@ -12,6 +12,10 @@
 // version 0 at start and version n+1 after acting on piece n, so it acts on piece n only once
 // every reader has freed version n. A reader ends holding the version after its last piece and
 // hands it back as it finishes; persistent edges carry no eos.
+//
+// Micro-batches: a reader reads each version for pieces_per_version (k) pieces (pieces sk..sk+k-1
+// read version s) and frees it after the last; an accumulator register gets one piece per k acts
+// of its producer, which keeps the slot across them (the kernel sums into it).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +82,7 @@ class TaskState {
     size_t head = 0, count = 0;
     bool eos = false;
     bool persistent = false;
+    int32_t per_version = 1;  // persistent: pieces read per version
   };
   struct Out {
     plan::RegstId regst;
@@ -86,6 +91,8 @@ class TaskState {
     std::vector<int32_t> outstanding;  // consumers that have not freed the slot yet
     int32_t next = 0;
     bool persistent = false;
+    int32_t acts_per_piece = 1;
+    int32_t group = 0;  // acts so far into the slot `next`
   };
   // A kernel argument: a fixed address (variable) or an offset into an input or output slot.
   struct Arg {

@@ -80,6 +80,10 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (r.arena < 0 || r.arena >= n_arenas) fail(at(f + ".arena"), "{} out of range ({} arenas)", r.arena, n_arenas);
     if (r.slots < 1 || r.slots > kMaxSlots) fail(at(f + ".slots"), "{} is outside [1, {}]", r.slots, kMaxSlots);
     if (r.persistent && r.slots != 1) fail(at(f + ".slots"), "a persistent register has one slot, not {}", r.slots);
+    if (r.acts_per_piece < 1 || r.acts_per_piece > (1 << 20) || (r.persistent && r.acts_per_piece != 1))
+      fail(at(f + ".acts_per_piece"), "{} is outside [1, 2^20] (1 for a persistent register)", r.acts_per_piece);
+    if (r.pieces_per_version < 1 || r.pieces_per_version > (1 << 20) || (!r.persistent && r.pieces_per_version != 1))
+      fail(at(f + ".pieces_per_version"), "{} is outside [1, 2^20] (1 for a streamed register)", r.pieces_per_version);
     if (r.persistent && p.tasks[size_t(r.producer)].kind != plan::TaskKind::compute) fail(at(f + ".producer"), "a persistent register is written by a compute task");
     if (r.offsets.size() != size_t(r.slots)) fail(at(f + ".offsets"), "has {} entries for {} slots", r.offsets.size(), r.slots);
     const uint64_t arena_bytes = p.arenas[size_t(r.arena)].bytes;
