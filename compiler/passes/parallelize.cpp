@@ -147,6 +147,8 @@ void Parallelizer::choose(NodeId id) {
     std::vector<NdSbp> ins(n.inputs.size()), outs(n.outputs.size());
     double parts = 1;
     bool ok = true;
+    bool trivial = false;  // a level of one device splits nothing: only B is meaningful there
+    for (size_t l = 0; l < levels_.size(); ++l) trivial = trivial || (levels_[l].size == 1 && pick[l] + 1 != sigs.size());
     for (size_t l = 0; l < levels_.size(); ++l) {
       const Signature& s = sigs[pick[l]];
       for (size_t i = 0; i < ins.size(); ++i) ins[i].push_back(s.in[i]);
@@ -154,6 +156,7 @@ void Parallelizer::choose(NodeId id) {
       if (s.splits_work) parts *= double(levels_[l].size);
     }
     double cost = flops / parts * kSecondsPerFlop;
+    ok = !trivial;
     for (size_t i = 0; i < ins.size() && ok; ++i) {
       const ValueId v = n.inputs[i];
       if (v == kNoValue) continue;
