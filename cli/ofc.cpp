@@ -32,9 +32,12 @@ int main(int argc, char** argv) {
   app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(CLI::Range(1, 4096));
   app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(CLI::Range(1, 4096));
   app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(CLI::Range(1, 4096));
+  std::string device_memory;
+  app.add_option("--device-memory", device_memory, "memory each device may use, e.g. 512MiB or 16GB (default: unlimited)");
   CLI11_PARSE(app, argc, argv);
   return of::cli::guarded_main("ofc", [&] {
     options.devices = of::compiler::parse_devices(devices);
+    if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
     if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;
     of::compiler::Compilation c = of::compiler::compile_model(model, options);

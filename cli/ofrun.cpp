@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   app.add_option("--scheduler", o.policy, "CAF scheduling policy")->check(CLI::IsMember({"sharing", "stealing"}));
   app.add_option("--gemm", o.gemm, "matrix products: onednn (fast) or openblas (PyTorch's summation order, to track it step for step)")
       ->check(CLI::IsMember({"onednn", "openblas"}));
+  app.add_flag("--memory-report", o.memory_report, "after the run, print how much of each device's arena it touched");
   app.add_option("--trace", o.trace_path, "write a Chrome-trace JSON of actor activity (training: the first 10000 pieces)");
   auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]");
   app.add_option("--epochs", t.epochs, "train for N passes over the data (counting resumed steps)")->check(CLI::PositiveNumber);
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
       t.policy = o.policy;
       t.gemm = o.gemm;
       t.trace_path = o.trace_path;
+      t.memory_report = o.memory_report;
       if (seed_opt->count() > 0) t.seed = seed;
       t.shuffle = !no_shuffle;
       t.pad_last = last_batch == "pad";

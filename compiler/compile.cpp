@@ -12,6 +12,22 @@ Compilation compile_model(const std::string& model_path, const CompileOptions& o
   return c;
 }
 
+uint64_t parse_bytes(const std::string& text, const std::string& option) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  const std::string unit = text.substr(end);
+  const std::pair<const char*, double> units[] = {{"", 1},          {"B", 1},         {"KB", 1e3},  {"MB", 1e6},  {"GB", 1e9},
+                                                  {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  for (const auto& [name, scale] : units)
+    if (end > 0 && unit == name && value > 0 && value * scale < 1.8e19) return uint64_t(value * scale);
+  fail({.field = option}, "'{}': expected a positive size such as 512MiB or 16GB", text);
+}
+
 int32_t parse_devices(const std::string& spec) {
   const auto colon = spec.find(':');
   const std::string count = spec.substr(0, colon), kind = colon == std::string::npos ? "" : spec.substr(colon + 1);

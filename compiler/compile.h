@@ -14,4 +14,7 @@ Compilation compile_model(const std::string& model_path, const CompileOptions& o
 // "N:cpu" -> N; fails naming --devices for anything else.
 int32_t parse_devices(const std::string& spec);
 
+// "512MiB", "16GB", "1000000" -> bytes; fails naming `option` for anything else.
+uint64_t parse_bytes(const std::string& text, const std::string& option);
+
 }  // namespace of::compiler

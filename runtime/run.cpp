@@ -13,6 +13,7 @@
 #include "runtime/actors/actor_system.h"
 #include "runtime/plan/load.h"
 #include "runtime/plan_instance.h"
+#include "runtime/memory/high_water.h"
 #include "runtime/trace/chrome_trace.h"
 
 namespace of::runtime {
@@ -140,6 +141,7 @@ RunResult run(const RunOptions& o) {
     write_npy(file, d.dtype, d.shape, collected[i].data());
   }
   if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
+  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
   return result;
 }
 

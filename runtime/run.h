@@ -23,6 +23,7 @@ struct RunOptions {
   std::string policy = "sharing";
   std::string gemm = "onednn";  // or "openblas" (kernels/kernel.h GemmBackend)
   std::string trace_path;
+  bool memory_report = false;  // print each arena's high-water mark after the run
 };
 
 struct RunResult {

@@ -105,6 +105,7 @@ bool AddOptimizer::run(Compilation& c) {
                .kernel_attrs = {}, .runtime_inputs = {dw, lr, step}};
       acc.kernel_attrs.set_int("micro_batches", o.micro_batches);
       acc.forward = g.values[size_t(dw)].producer;  // joins the backward pass's stage
+      acc.slots = 1;  // the update reads the mean before the next step's first micro-batch lands
       for (const char* suffix : {".grad_mean", "/lr", "/step"}) {
         const ValueId out = g.add_value("accumulate/" + wname + suffix);
         const ValueId from = acc.inputs[acc.outputs.size()];

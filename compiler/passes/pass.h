@@ -30,6 +30,7 @@ struct CompileOptions {
   // tensor x pipeline parallel (their product must be `devices`).
   int32_t devices = 1;
   int32_t dp = 1, tp = 1, pp = 1;
+  uint64_t device_memory = 0;  // bytes each device may hold (check-plan); 0: unlimited
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
@@ -117,5 +118,15 @@ class PlanMemory final : public Pass {
   std::string name() const override { return "plan-memory"; }
   bool run(Compilation& c) override;
 };
+
+class CheckPlan final : public Pass {
+ public:
+  std::string name() const override { return "check-plan"; }
+  bool run(Compilation& c) override;
+};
+
+// Plays the actor protocol on `tg` for `pieces` source pieces; fails naming the cycle of waits
+// when the actors would stall (check_plan.cpp).
+void check_no_deadlock(const TaskGraph& tg, int64_t pieces);
 
 }  // namespace of::compiler

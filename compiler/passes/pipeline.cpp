@@ -14,6 +14,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<FuseActivations>();  // per device, so a partial-sum Gemm keeps its ReLU apart; before lowering
   p.add<LowerToTasks>();     // needs kernels and shapes; builds tasks and registers
   p.add<PlanMemory>();       // needs every register's size and slot count
+  p.add<CheckPlan>();        // needs the finished plan: refuses one that would stall or not fit
   return p;
 }
 

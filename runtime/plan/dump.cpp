@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/plan/dump.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -110,7 +112,9 @@ std::string dump_json(const plan::Plan& p) {
   for (const auto& d : p.devices) j["devices"].push_back(device(d));
   j["weights"] = {{"file", p.weights}, {"bytes", p.weights_bytes}, {"crc32", p.weights_crc32}};
   j["arenas"] = json::array();
-  for (const auto& a : p.arenas) j["arenas"].push_back({{"id", a.id}, {"device", device(p.devices[size_t(a.device)])}, {"bytes", a.bytes}});
+  const std::vector<uint64_t> peak = arena_peaks(p);
+  for (const auto& a : p.arenas)
+    j["arenas"].push_back({{"id", a.id}, {"device", device(p.devices[size_t(a.device)])}, {"bytes", a.bytes}, {"peak", peak[size_t(a.id)]}});
   j["tensors"] = json::array();
   for (const auto& t : p.tensors) {
     json tj{{"name", t.name}, {"shape", t.desc.shape}, {"dtype", dtype_name(t.desc.dtype)}};
@@ -165,13 +169,23 @@ std::string dump_sbp(const plan::Plan& p) {
   return out;
 }
 
+std::vector<uint64_t> arena_peaks(const plan::Plan& p) {
+  std::vector<uint64_t> peak(p.arenas.size(), 0);
+  for (const auto& v : p.variables) peak[size_t(v.arena)] = std::max(peak[size_t(v.arena)], v.offset + v.bytes);
+  for (const auto& r : p.regsts)
+    for (uint64_t off : r.offsets) peak[size_t(r.arena)] = std::max(peak[size_t(r.arena)], off + r.slot_bytes);
+  return peak;
+}
+
 std::string dump_memory(const plan::Plan& p) {
-  std::string out = fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", "device", "arena bytes", "", "registers", "variables");
+  const std::vector<uint64_t> peak = arena_peaks(p);
+  std::string out = fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", "device", "peak bytes", "", "registers", "variables");
   for (const auto& a : p.arenas) {
     size_t regsts = 0, vars = 0;
     for (const auto& r : p.regsts) regsts += r.arena == a.id;
     for (const auto& v : p.variables) vars += v.arena == a.id;
-    out += fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", device_name(p.devices[size_t(a.device)]), a.bytes, human_bytes(a.bytes), regsts, vars);
+    out += fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", device_name(p.devices[size_t(a.device)]), peak[size_t(a.id)],
+                       human_bytes(peak[size_t(a.id)]), regsts, vars);
   }
   return out;
 }

@@ -3,7 +3,9 @@
 // are stable: tests and scripts depend on them), and Graphviz DOT.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "schemas/plan_model.h"
 
@@ -16,5 +18,7 @@ std::string dump_dot(const plan::Plan& p);
 std::string dump_sbp(const plan::Plan& p);
 // Per device: its arena's bytes (the most the run ever holds there: every slot has its place).
 std::string dump_memory(const plan::Plan& p);
+// Per arena: the end of its highest slot or variable (what a run that uses every slot touches).
+std::vector<uint64_t> arena_peaks(const plan::Plan& p);
 
 }  // namespace of::runtime

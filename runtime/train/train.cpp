@@ -26,6 +26,7 @@
 #include "runtime/train/eval_sink.h"
 #include "runtime/train/progress.h"
 #include "runtime/train/snapshot_action.h"
+#include "runtime/memory/high_water.h"
 #include "runtime/trace/chrome_trace.h"
 
 namespace of::runtime::train {
@@ -149,6 +150,7 @@ double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& ac
   ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy});
   if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
   if (!trace_path.empty()) write_chrome_trace(trace_path, p, tasks);
+  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
   return ran.seconds;
 }
 

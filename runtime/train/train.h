@@ -33,6 +33,7 @@ struct TrainOptions {
   int kernel_threads = 1;
   std::string policy = "sharing";
   std::string trace_path;          // Chrome trace of the first 10000 pieces
+  bool memory_report = false;      // print each arena's high-water mark after training
   std::string gemm = "onednn";     // or "openblas": PyTorch's summation order
 };
 
