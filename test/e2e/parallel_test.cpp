@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// Parallel plans end to end (issue 4): the same model trained on several CPU devices with data,
+// tensor and pipeline parallelism, alone and combined, gives the one-device losses; the SBP the
+// compiler picks for tensor parallelism is the Megatron split; the static checks refuse plans
+// that would stall or not fit; and the memory ofdump promises is the memory a run touches.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/safetensors.h"
+#include "e2e/e2e_util.h"
+
+using namespace of::e2e;
+using nlohmann::json;
+
+namespace {
+
+const std::string kFashion = "idx:/usr/share/datasets/fashion-mnist";
+const std::string kSgd = " --train --loss cross_entropy --optimizer sgd:lr=0.01,momentum=0.9";
+
+std::string compile_mlp(const TempDir& d, const std::string& flags, const std::string& name) {
+  CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / name) + kSgd + " " + flags, d);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  return d / name;
+}
+
+std::vector<double> train_losses(const TempDir& d, const std::string& plan, int steps, const std::string& extra = "") {
+  const std::string metrics = plan + ".metrics.jsonl";
+  CmdResult r = run_cmd(bin("ofrun") + " " + plan + " --data " + kFashion + fmt::format(" --steps {} --seed 1 --metrics ", steps) +
+                            metrics + " " + extra,
+                        d);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<double> out;
+  std::istringstream lines(slurp(metrics));
+  for (std::string line; std::getline(lines, line);) out.push_back(json::parse(line).at("loss").get<double>());
+  return out;
+}
+
+json dump_json(const TempDir& d, const std::string& plan) {
+  CmdResult r = run_cmd(bin("ofdump") + " --json " + plan, d);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+std::string sbp_of(const json& plan, const std::string& tensor) {
+  for (const json& t : plan.at("layouts"))
+    if (t.at("name") == tensor) return t.at("sbp").get<std::string>();
+  return "(not in the plan)";
+}
+
+}  // namespace
+
+TEST_CASE("parallel: 20 MLP steps on several devices give the one-device losses", "[e2e][parallel]") {
+  TempDir d;
+  struct Config {
+    const char* name;
+    std::string flags;
+    int micro_batches;
+  };
+  const std::vector<Config> configs = {
+      {"dp=2", "--devices 2:cpu --dp 2", 1},
+      {"tp=2", "--devices 2:cpu --tp 2", 1},
+      {"dp=2 x tp=2", "--devices 4:cpu --dp 2 --tp 2", 1},
+      {"pp=2, 4 micro-batches", "--devices 2:cpu --pp 2", 4},
+      {"dp=2 x pp=2, 4 micro-batches", "--devices 4:cpu --dp 2 --pp 2", 4},
+      {"dp=2 x tp=2 x pp=2, 4 micro-batches", "--devices 8:cpu --dp 2 --tp 2 --pp 2", 4},
+  };
+  std::map<int, std::vector<double>> single;
+  for (int k : {1, 4}) single[k] = train_losses(d, compile_mlp(d, fmt::format("--micro-batches {}", k), fmt::format("one{}.ofp", k)), 20);
+  for (const Config& c : configs) {
+    const std::string plan = compile_mlp(d, c.flags + fmt::format(" --micro-batches {}", c.micro_batches), "par.ofp");
+    const std::vector<double> got = train_losses(d, plan, 20);
+    const std::vector<double>& want = single[c.micro_batches];
+    REQUIRE(got.size() == 20);
+    for (size_t s = 0; s < 20; ++s) {
+      INFO(c.name << ", step " << s + 1 << ": " << got[s] << " vs one device " << want[s]);
+      CHECK(std::abs(got[s] - want[s]) / std::abs(want[s]) <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("parallel: tensor parallelism splits the MLP's weights by column then row, one reduction per row split", "[e2e][parallel]") {
+  TempDir d;
+  const json plan = dump_json(d, compile_mlp(d, "--devices 2:cpu --tp 2", "tp.ofp"));
+  CHECK(sbp_of(plan, "fc1.weight") == "S(0)");  // [out, in]: output features split (column parallel)
+  CHECK(sbp_of(plan, "fc1.bias") == "S(0)");
+  CHECK(sbp_of(plan, "fc2.weight") == "S(1)");  // input features split (row parallel): partial sums
+  CHECK(sbp_of(plan, "fc2.bias") == "B");       // added once, by the first summand
+  CHECK(sbp_of(plan, "/fc2/Gemm_output_0") == "P");
+  CHECK(sbp_of(plan, "fc3.weight") == "S(1)");
+  // Forward, the only reductions are of the two row-parallel products' partial sums; every other
+  // forward boxing moves the data source's inputs (or the loss to the sink).
+  int reductions = 0;
+  for (const json& b : plan.at("boxings")) {
+    if (b.at("backward").get<bool>()) continue;
+    const std::string kind = b.at("kind"), tensor = b.at("tensor");
+    INFO(kind << " of " << tensor << " for " << b.at("consumer"));
+    if (kind == "all-reduce" || kind == "reduce-scatter") {
+      ++reductions;
+      CHECK((tensor == "/fc2/Gemm_output_0" || tensor == "logits"));
+    } else {
+      CHECK((tensor == "input" || tensor == "label" || tensor == "loss"));
+    }
+  }
+  CHECK(reductions == 2);
+  // Data parallelism: weights replicated, gradients all-reduced (before the update).
+  const json dp = dump_json(d, compile_mlp(d, "--devices 2:cpu --dp 2", "dp.ofp"));
+  CHECK(sbp_of(dp, "fc2.weight") == "B");
+  CHECK(sbp_of(dp, "/fc2/Gemm_output_0") == "S(0)");
+  int grad_all_reduces = 0;
+  for (const json& b : dp.at("boxings")) grad_all_reduces += b.at("backward").get<bool>() && b.at("kind") == "all-reduce";
+  CHECK(grad_all_reduces == 6);  // one per weight and bias
+}
+
+TEST_CASE("parallel: a parallel plan's checkpoint holds whole tensors that evaluate and resume", "[e2e][parallel]") {
+  TempDir d;
+  const std::string one = compile_mlp(d, "", "one.ofp");
+  const std::string par = compile_mlp(d, "--devices 4:cpu --dp 2 --tp 2", "par.ofp");
+  train_losses(d, par, 10, "--checkpoint " + (d / "ckpt"));
+  train_losses(d, one, 10, "--checkpoint " + (d / "ckpt1"));
+  auto read = [&](const std::string& ckpt) {
+    std::string name = slurp(ckpt + "/latest");
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    return of::read_safetensors(ckpt + "/" + name + "/model.safetensors");
+  };
+  of::SafetensorsFile a = read(d / "ckpt"), b = read(d / "ckpt1");
+  REQUIRE(a.entries.size() == b.entries.size());
+  for (const auto& [key, e] : b.entries) {
+    INFO(key);
+    REQUIRE(a.entries.count(key) == 1);
+    const auto& f = a.entries.at(key);
+    REQUIRE(f.shape == e.shape);
+    const auto* x = reinterpret_cast<const float*>(a.ptr(f));
+    const auto* y = reinterpret_cast<const float*>(b.ptr(e));
+    double worst = 0;
+    for (int64_t i = 0; i < of::numel(e.shape); ++i) worst = std::max(worst, double(std::abs(x[i] - y[i])));
+    CHECK(worst < 1e-5);
+  }
+  // The one-device evaluation plan reads the parallel plan's checkpoint; resuming goes on from it.
+  CmdResult ev = run_cmd(bin("ofrun") + " " + par + " --data " + kFashion + " --eval --checkpoint " + (d / "ckpt"), d);
+  INFO(ev.err);
+  CHECK(ev.exit_code == 0);
+  CHECK(ev.out.find("accuracy") != std::string::npos);
+  const std::vector<double> resumed = train_losses(d, par, 12, "--checkpoint " + (d / "ckpt") + " --resume");
+  const std::vector<double> straight = train_losses(d, one, 12);
+  REQUIRE(resumed.size() >= 12);
+  CHECK(std::abs(resumed[11] - straight[11]) / straight[11] <= 1e-4);
+}
+
+TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, naming the device", "[e2e][parallel]") {
+  TempDir d;
+  CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd +
+                            " --devices 2:cpu --dp 2 --device-memory 40MiB",
+                        d);
+  CHECK(c.exit_code != 0);
+  CHECK(c.err.find("--device-memory: device cpu:0 needs") != std::string::npos);
+  CHECK(std::count(c.err.begin(), c.err.end(), '\n') == 1);
+  CHECK(!std::filesystem::exists(d / "p.ofp"));
+  CmdResult ok = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd +
+                             " --devices 2:cpu --dp 2 --device-memory 1GiB",
+                         d);
+  CHECK(ok.exit_code == 0);
+  for (const char* bad : {"--devices 3:cpu --dp 2", "--devices 2:gpu", "--devices 4:cpu --tp 3", "--devices 2:cpu --pp 2 --micro-batches 1"}) {
+    CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "q.ofp") + kSgd + " " + bad, d);
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("parallel: ofdump --memory's peak per device is what a run touches", "[e2e][parallel]") {
+  TempDir d;
+  for (const std::string flags : {"", "--devices 4:cpu --dp 2 --tp 2", "--devices 2:cpu --pp 2 --micro-batches 4"}) {
+    const std::string plan = compile_mlp(d, flags, "m.ofp");
+    const json j = dump_json(d, plan);
+    std::string want = "ofrun: arena high-water mark:";
+    size_t a = 0;
+    for (const json& arena : j.at("arenas"))
+      want += fmt::format("{} cpu:{} {} bytes", a++ ? "," : "", arena.at("device").at("index").get<int>(), arena.at("peak").get<uint64_t>());
+    CmdResult r = run_cmd(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 3 --memory-report", d);
+    INFO(flags << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find(want) != std::string::npos);
+  }
+}
