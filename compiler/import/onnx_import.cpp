@@ -201,6 +201,20 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
       by_name[np.output(0)] = ValueId(g.values.size() - 1);
       continue;
     }
+    // torch's exporter stores equal initializers once and names the others by Identity nodes
+    // (every zero bias of a model, say): each name gets its own copy, so each trains on its own.
+    if (np.op_type() == "Identity" && np.domain().empty() && np.input_size() == 1 && np.output_size() == 1) {
+      const ValueId src = find(np.input(0));
+      if (src != kNoValue && g.values[src].data && !g.values[src].graph_input) {
+        if (find(np.output(0)) != kNoValue) fail(w, "output '{}' is defined twice", np.output(0));
+        const Value copy = g.values[src];
+        const ValueId v = add(np.output(0));
+        g.values[v].desc = copy.desc;
+        g.values[v].known = copy.known;
+        g.values[v].data = copy.data;
+        continue;
+      }
+    }
     if (!find_op(np.domain(), np.op_type()))
       fail(w, "unsupported operator '{}{}'; supported: {}", np.domain().empty() ? "" : np.domain() + ".",
            np.op_type(), supported_op_list());

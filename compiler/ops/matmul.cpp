@@ -79,6 +79,16 @@ void grad_matmul(GradCtx& g) {
     return g.emit("MatMulGrad", "gemm", {x, y}, std::move(at), TensorDesc{out, DType::f32});
   };
   const bool plain = sa.size() == 2 && sb.size() == 2;
+  // [..., M, K] x [K, N] (a layer applied to every position): the batch folds into the rows, so
+  // both gradients are single GEMMs, and a weight is never transposed as a task of its own (which
+  // would read nothing streamed).
+  if (!plain && sa.size() > 2 && sb.size() == 2 && !a_vec && !b_vec) {
+    const int64_t rows = numel(sa) / sa.back(), k = sb[0], n = sb[1];
+    const ValueId dy2 = g.reshape(dy, {rows, n});
+    if (g.wants(0)) g.add_in_grad(0, g.reshape(gemm(dy2, bp, false, true, {rows, k}), g.desc(a).shape));
+    if (g.wants(1)) g.add_in_grad(1, g.reshape(gemm(g.reshape(ap, {rows, k}), dy2, true, false, sb), g.desc(b).shape));
+    return;
+  }
   // The product's batch dims are dY's; the sums over broadcast dims come from unbroadcast.
   Shape batch(sy.begin(), sy.end() - 2);
   auto with_batch = [&](int64_t rows, int64_t cols) {

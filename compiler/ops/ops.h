@@ -16,6 +16,7 @@ OpDef conv_def();                 // conv.cpp
 OpDef delay_def();                // delay.cpp (custom op of.test.Delay)
 OpDef gather_def();               // gather.cpp
 OpDef gemm_def();                 // gemm.cpp
+OpDef layer_norm_def();           // layer_norm.cpp
 OpDef matmul_def();               // matmul.cpp
 OpDef average_pool_def();         // pool.cpp
 OpDef global_average_pool_def();

@@ -21,6 +21,7 @@ const std::vector<OpDef>& all_ops() {
       gemm_def(),
       global_average_pool_def(),
       identity_def(),
+      layer_norm_def(),
       log_softmax_def(),
       matmul_def(),
       max_pool_def(),

@@ -47,6 +47,26 @@ void elementwise(const Graph& g, const Node& n, bool linear, std::vector<Sig>& o
   out.push_back(Sig{std::vector<Sbp>(n.inputs.size(), Sbp::P()), {Sbp::P()}, Sig::Tweak::none, true});
 }
 
+// Reshape (a copy): a split of input axis a is a split of output axis b when the elements before
+// them are the same count and one of the two dims is a multiple of the other (the split cuts the
+// outer factor: [B,T,C] S(2) -> [B,T,H,D] S(2), heads; [B,T,C] S(0) -> [B*T,C] S(0), rows).
+// Partial sums stay partial.
+void reshape(const Graph& g, const Node& n, std::vector<Sig>& out) {
+  const Shape& x = shape_of(g, n.inputs[0]);
+  const Shape& y = shape_of(g, n.outputs[0]);
+  int64_t before_x = 1;
+  for (size_t a = 0; a < x.size(); before_x *= x[a], ++a) {
+    if (x[a] <= 1) continue;
+    int64_t before_y = 1;
+    for (size_t b = 0; b < y.size() && before_y <= before_x; before_y *= y[b], ++b)
+      if (before_y == before_x && y[b] > 1 && (x[a] % y[b] == 0 || y[b] % x[a] == 0)) {
+        out.push_back(Sig{{Sbp::S(int64_t(a))}, {Sbp::S(int64_t(b))}, Sig::Tweak::none, true});
+        break;
+      }
+  }
+  out.push_back(Sig{{Sbp::P()}, {Sbp::P()}, Sig::Tweak::none, true});
+}
+
 // gemm: Y = act(alpha * op(A) op(B) + beta * C), op(A) [M,K], op(B) [K,N], C broadcast to [M,N].
 void gemm(const Graph& g, const Node& n, std::vector<Sig>& out) {
   const bool ta = n.kernel_attrs.get_int("trans_a", 0) != 0, tb = n.kernel_attrs.get_int("trans_b", 0) != 0;
@@ -152,11 +172,7 @@ std::vector<Signature> signatures_of(const Graph& g, const Node& n) {
   } else if (is(k, {"mul", "div", "relu", "relu_grad", "sigmoid", "sigmoid_grad", "tanh", "tanh_grad", "delay"})) {
     elementwise(g, n, false, out);
   } else if (k == "copy") {
-    // Reshape/Flatten keep a split on the leading axis when it is unchanged.
-    const Shape& x = shape_of(g, n.inputs[0]);
-    const Shape& y = shape_of(g, n.outputs[0]);
-    if (x == y) elementwise(g, n, true, out);
-    else if (!x.empty() && !y.empty() && x[0] == y[0] && x[0] > 1) out.push_back(Sig{{Sbp::S(0)}, {Sbp::S(0)}, Sig::Tweak::none, true});
+    reshape(g, n, out);
   } else if (k == "gemm") {
     gemm(g, n, out);
   } else if (k == "matmul") {

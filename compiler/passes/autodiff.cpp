@@ -42,12 +42,17 @@ bool Autodiff::run(Compilation& c) {
   const ValueId pred = g.outputs[0];
   const TensorDesc pred_desc = g.values[size_t(pred)].desc;
 
-  // Weights and everything computed from them want a gradient.
+  // Weights and everything computed from them want a gradient. A weight is a float constant read
+  // at run time that the model names as a parameter: the exporter's own constants (a Constant
+  // node's output "/.../Constant_output_0", a folded expression "onnx::Mul_12") are not trained,
+  // e.g. an attention mask or scale.
+  auto exporter_made = [](const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; };
   std::vector<bool> wants(g.values.size(), false);
   std::vector<ValueId> weights;
   for (const Node& n : g.nodes)
     for (ValueId v : n.runtime_inputs)
-      if (g.values[size_t(v)].data && g.values[size_t(v)].desc.dtype == DType::f32 && !wants[size_t(v)]) {
+      if (g.values[size_t(v)].data && g.values[size_t(v)].desc.dtype == DType::f32 && !wants[size_t(v)] &&
+          !exporter_made(g.values[size_t(v)].name)) {
         wants[size_t(v)] = true;
         weights.push_back(v);
       }
