@@ -46,6 +46,7 @@ struct Task {
   std::vector<RegstId> in_regsts;   // distinct, first-use order
   std::vector<RegstId> out_regsts;
   std::vector<std::string> io_names;  // source: graph inputs; sink: graph outputs
+  int32_t stage = 0;  // pipeline stage (its device's)
 };
 
 struct Blob {

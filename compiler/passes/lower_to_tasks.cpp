@@ -92,6 +92,7 @@ bool LowerToTasks::run(Compilation& c) {
     const Node& node = g.nodes[n];
     Task t{.id = TaskId(tg.tasks.size()), .kind = TaskKind::compute, .name = node.name, .op = node.op_type,
            .kernel = node.kernel, .attrs = node.kernel_attrs, .device = node.device};
+    t.stage = c.parallel.stage_of_device[size_t(node.device)];
     OF_ASSERT(t.id == TaskId(n + 1), "task ids follow node order");
     for (size_t k = 0; k < node.runtime_inputs.size(); ++k) {
       const ValueId v = node.runtime_inputs[k];

@@ -372,6 +372,8 @@ bool Parallelize::run(Compilation& c) {
     fail({.field = "--micro-batches"}, "{} micro-batches cannot keep {} pipeline stages busy; give at least {}", o.micro_batches, o.pp, o.pp);
   c.logical = std::move(c.graph);
   c.parallel.devices = o.devices;
+  c.parallel.stage_of_device.clear();
+  for (int32_t d = 0; d < o.devices; ++d) c.parallel.stage_of_device.push_back(d / (o.dp * o.tp));
   Parallelizer p(c);
   p.run();
   return true;

@@ -43,6 +43,7 @@ struct Training {
 // What parallelize leaves for the plan (ofdump --sbp shows it).
 struct ParallelInfo {
   int32_t devices = 1;
+  std::vector<int32_t> stage_of_device = {0};
   std::vector<plan::TensorLayout> tensors;
   std::vector<plan::Boxing> boxings;
 };

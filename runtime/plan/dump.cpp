@@ -152,7 +152,7 @@ std::string dump_json(const plan::Plan& p) {
       attrs[a.name] = !a.floats.empty() ? json(a.floats) : !a.str.empty() ? json(a.str) : json(a.ints);
     j["tasks"].push_back({{"id", t.id}, {"kind", kind_name(t.kind)}, {"name", t.name}, {"op", t.op}, {"kernel", t.kernel},
                           {"device", device(p.devices[size_t(t.device)])}, {"stream", t.stream}, {"inputs", inputs},
-                          {"in_regsts", t.in_regsts}, {"out_regsts", t.out_regsts}, {"attrs", attrs}, {"io_names", t.io_names}});
+                          {"in_regsts", t.in_regsts}, {"out_regsts", t.out_regsts}, {"attrs", attrs}, {"io_names", t.io_names}, {"stage", t.stage}});
   }
   return j.dump(2) + "\n";
 }
@@ -188,6 +188,89 @@ std::string dump_memory(const plan::Plan& p) {
                        human_bytes(peak[size_t(a.id)]), regsts, vars);
   }
   return out;
+}
+
+namespace {
+
+// A task's op without its device suffix ("/fc1/Gemm@3" -> "/fc1/Gemm"); "" for boxing tasks.
+std::string op_of(const plan::Task& t) {
+  if (t.kind != plan::TaskKind::compute || t.name.find("/boxing/") != std::string::npos) return {};
+  const auto at = t.name.rfind('@');
+  return at == std::string::npos ? t.name : t.name.substr(0, at);
+}
+
+}  // namespace
+
+std::string dump_stages(const plan::Plan& p) {
+  int32_t stages = 1;
+  for (const auto& t : p.tasks) stages = std::max(stages, t.stage + 1);
+  const std::vector<uint64_t> peak = arena_peaks(p);
+  std::string out;
+  for (int32_t s = 0; s < stages; ++s) {
+    std::vector<std::string> ops, devices;
+    size_t tasks = 0, boxing = 0;
+    uint64_t bytes = 0;
+    std::vector<bool> seen_device(p.devices.size(), false);
+    for (const auto& t : p.tasks) {
+      if (t.stage != s) continue;
+      ++tasks;
+      seen_device[size_t(t.device)] = true;
+      const std::string op = op_of(t);
+      if (op.empty()) boxing += t.kind == plan::TaskKind::compute;
+      else if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    }
+    for (const auto& a : p.arenas)
+      if (seen_device[size_t(a.device)]) {
+        bytes += peak[size_t(a.id)];
+        devices.push_back(fmt::format("cpu:{} {}", p.devices[size_t(a.device)].index, human_bytes(peak[size_t(a.id)])));
+      }
+    out += fmt::format("stage {}: {} tasks ({} boxing), {} ops, {} on {}\n", s, tasks, boxing, ops.size(), human_bytes(bytes),
+                       fmt::join(devices, ", "));
+    for (const std::string& op : ops) out += fmt::format("  {}\n", op);
+  }
+  return out;
+}
+
+std::string dump_diff(const plan::Plan& a, const plan::Plan& b) {
+  std::string out;
+  auto line = [&](const char* what, auto x, auto y) {
+    if (x != y) out += fmt::format("{:<12} {} -> {}\n", what, x, y);
+  };
+  line("devices", a.devices.size(), b.devices.size());
+  line("tasks", a.tasks.size(), b.tasks.size());
+  line("registers", a.regsts.size(), b.regsts.size());
+  line("variables", a.variables.size(), b.variables.size());
+  line("boxings", a.boxings.size(), b.boxings.size());
+  const std::vector<uint64_t> pa = arena_peaks(a), pb = arena_peaks(b);
+  for (size_t d = 0; d < std::max(pa.size(), pb.size()); ++d) {
+    const std::string x = d < pa.size() ? human_bytes(pa[d]) : "-", y = d < pb.size() ? human_bytes(pb[d]) : "-";
+    if (x != y) out += fmt::format("memory      cpu:{} {} -> {}\n", d, x, y);
+  }
+  auto layout_of = [](const plan::Plan& p, const std::string& name) -> std::string {
+    for (const auto& t : p.layouts)
+      if (t.name == name) return t.placement + " " + t.sbp;
+    return p.layouts.empty() ? "cpu:0 B" : "-";
+  };
+  std::vector<std::string> names;
+  for (const auto& t : a.layouts) names.push_back(t.name);
+  for (const auto& t : b.layouts)
+    if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
+  for (const std::string& n : names) {
+    const std::string x = layout_of(a, n), y = layout_of(b, n);
+    if (x != y) out += fmt::format("sbp         {}: {} -> {}\n", n, x, y);
+  }
+  auto ops = [](const plan::Plan& p) {
+    std::vector<std::string> v;
+    for (const auto& t : p.tasks)
+      if (const std::string op = op_of(t); !op.empty() && std::find(v.begin(), v.end(), op) == v.end()) v.push_back(op);
+    return v;
+  };
+  const std::vector<std::string> oa = ops(a), ob = ops(b);
+  for (const std::string& o : oa)
+    if (std::find(ob.begin(), ob.end(), o) == ob.end()) out += fmt::format("op removed  {}\n", o);
+  for (const std::string& o : ob)
+    if (std::find(oa.begin(), oa.end(), o) == oa.end()) out += fmt::format("op added    {}\n", o);
+  return out.empty() ? "the plans do not differ in tasks, registers, memory or SBP\n" : out;
 }
 
 std::string dump_dot(const plan::Plan& p) {

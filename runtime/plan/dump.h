@@ -20,5 +20,9 @@ std::string dump_sbp(const plan::Plan& p);
 std::string dump_memory(const plan::Plan& p);
 // Per arena: the end of its highest slot or variable (what a run that uses every slot touches).
 std::vector<uint64_t> arena_peaks(const plan::Plan& p);
+// Pipeline stages: their devices, ops (forward and backward), tasks and memory.
+std::string dump_stages(const plan::Plan& p);
+// What changed from plan `a` to plan `b`: tasks, registers, memory per device, SBP of tensors.
+std::string dump_diff(const plan::Plan& a, const plan::Plan& b);
 
 }  // namespace of::runtime

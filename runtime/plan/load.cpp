@@ -123,6 +123,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     std::string f = fmt::format("tasks[{}]", i);
     if (t.id != i) fail(at(f + ".id"), "is {}, expected {}", t.id, i);
     if (t.device < 0 || size_t(t.device) >= p.devices.size()) fail(at(f + ".device"), "out of range");
+    if (t.stage < 0 || t.stage >= int32_t(p.devices.size())) fail(at(f + ".stage"), "{} out of range ({} devices)", t.stage, p.devices.size());
     if (!distinct(t.in_regsts)) fail(at(f + ".in_regsts"), "lists a register twice");
     if (!distinct(t.out_regsts)) fail(at(f + ".out_regsts"), "lists a register twice");
     for (size_t k = 0; k < t.in_regsts.size(); ++k) {

@@ -188,3 +188,33 @@ TEST_CASE("parallel: ofdump --memory's peak per device is what a run touches", "
     CHECK(r.out.find(want) != std::string::npos);
   }
 }
+
+TEST_CASE("parallel: ofdump shows stages, SBP and what changed between two plans", "[e2e][parallel]") {
+  TempDir d;
+  const std::string one = compile_mlp(d, "", "one.ofp");
+  const std::string pipe = compile_mlp(d, "--devices 4:cpu --dp 2 --pp 2 --micro-batches 4", "pipe.ofp");
+  CmdResult st = run_cmd(bin("ofdump") + " --stages " + pipe, d);
+  REQUIRE(st.exit_code == 0);
+  // fc1 (and its backward and updates) on the first stage, the rest on the second.
+  const size_t s0 = st.out.find("stage 0:"), s1 = st.out.find("stage 1:");
+  REQUIRE(s0 != std::string::npos);
+  REQUIRE(s1 != std::string::npos);
+  CHECK(st.out.find("/fc1/Gemm\n") > s0);
+  CHECK(st.out.find("/fc1/Gemm\n") < s1);
+  CHECK(st.out.find("update/fc1.weight") < s1);
+  CHECK(st.out.find("/fc2/Gemm\n") > s1);
+  CHECK(st.out.find("loss\n") > s1);
+  CHECK(st.out.find("cpu:0") < s1);
+  CHECK(st.out.find("cpu:2") > s1);
+  CmdResult sbp = run_cmd(bin("ofdump") + " --sbp " + pipe, d);
+  REQUIRE(sbp.exit_code == 0);
+  CHECK(sbp.out.find("all-reduce") != std::string::npos);  // data-parallel gradients
+  CHECK(sbp.out.find("copy") != std::string::npos);        // between the stages
+  CmdResult diff = run_cmd(bin("ofdump") + " --diff " + one + " " + pipe, d);
+  REQUIRE(diff.exit_code == 0);
+  CHECK(diff.out.find("devices      1 -> 4") != std::string::npos);
+  CHECK(diff.out.find("sbp         fc2.weight: cpu:0 B -> cpu:2-3 B") != std::string::npos);
+  CHECK(diff.out.find("op added    accumulate/fc1.weight") != std::string::npos);
+  CmdResult same = run_cmd(bin("ofdump") + " --diff " + one + " " + one, d);
+  CHECK(same.out == "the plans do not differ in tasks, registers, memory or SBP\n");
+}
