@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(CLI::Range(1, 4096));
   app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(CLI::Range(1, 4096));
   app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(CLI::Range(1, 4096));
+  app.add_option("--parallel-config", options.parallel_config, "JSON: pipeline stage boundaries and SBP hints per tensor (they win)");
   std::string device_memory;
   app.add_option("--device-memory", device_memory, "memory each device may use, e.g. 512MiB or 16GB (default: unlimited)");
   CLI11_PARSE(app, argc, argv);

@@ -27,6 +27,7 @@
 #include "common/box_copy.h"
 #include "common/error.h"
 #include "compiler/parallel/boxing.h"
+#include "compiler/parallel/parallel_config.h"
 #include "compiler/parallel/signatures.h"
 #include "compiler/passes/pass.h"
 
@@ -78,6 +79,7 @@ class Parallelizer {
   Compilation& c_;
   Graph& g_;
   const CompileOptions& o_;
+  ParallelConfig config_;
   Graph phys_;
   std::vector<Level> levels_;
   std::vector<Placement> stages_;
@@ -95,6 +97,24 @@ void Parallelizer::place() {
   if (o_.dp > 1) levels_.push_back({o_.dp, true});
   if (o_.tp > 1) levels_.push_back({o_.tp, false});
   if (levels_.empty()) levels_.push_back({1, false});
+  if (!o_.parallel_config.empty()) config_ = read_parallel_config(o_.parallel_config, levels_.size());
+  const std::string& file = o_.parallel_config;
+  for (const auto& [name, sbp] : config_.sbp) {
+    const std::string& tensor = name;  // a plain reference: lambdas may not capture bindings (clang 14)
+    if (std::none_of(g_.values.begin(), g_.values.end(), [&](const Value& v) { return v.name == tensor; }))
+      fail({.file = file, .field = "sbp." + tensor}, "the model has no tensor of that name");
+  }
+  std::vector<NodeId> starts;
+  for (const std::string& s : config_.stage_starts) {
+    auto it = std::find_if(g_.nodes.begin(), g_.nodes.end(), [&](const Node& n) { return n.name == s; });
+    if (it == g_.nodes.end() || it->forward >= 0 || !it->inplace.empty())
+      fail({.file = file, .field = "stages"}, "'{}' is not a forward op of the model", s);
+    starts.push_back(NodeId(it - g_.nodes.begin()));
+    if (starts.size() > 1 && starts.back() <= starts[starts.size() - 2])
+      fail({.file = file, .field = "stages"}, "'{}' does not come after the op before it in the list", s);
+  }
+  if (!starts.empty() && int32_t(starts.size()) != o_.pp - 1)
+    fail({.file = file, .field = "stages"}, "{} boundaries for {} stages; give {}", starts.size(), o_.pp, o_.pp - 1);
   for (int32_t s = 0; s < o_.pp; ++s) {
     Placement p;
     for (int32_t d = 0; d < per_stage; ++d) p.devices.push_back(s * per_stage + d);
@@ -116,6 +136,8 @@ void Parallelizer::place() {
       // An update runs where its weight is first read.
       const Value& w = g_.values[size_t(node.inputs[size_t(node.inplace[0])])];
       stage_of_[n] = w.consumers.empty() ? 0 : stage_of_[size_t(w.consumers[0])];
+    } else if (!starts.empty()) {
+      stage_of_[n] = int32_t(std::upper_bound(starts.begin(), starts.end(), NodeId(n)) - starts.begin());
     } else {
       const double mid = total > 0 ? (before + work[n] / 2) / total : 0;
       stage_of_[n] = std::min(o_.pp - 1, int32_t(mid * o_.pp));
@@ -192,6 +214,16 @@ void Parallelizer::choose(NodeId id) {
       if (val.data && !(from == want)) cost += double(val.desc.bytes()) * kSecondsPerByte * 4;
     }
     for (size_t o = 0; o < outs.size() && ok; ++o) ok = splits_evenly(g_.values[size_t(n.outputs[o])].desc.shape, p, outs[o]);
+    // The user's hints win: on what this op makes, and on weights it is the first to read.
+    for (size_t o = 0; o < outs.size() && ok; ++o) {
+      auto hint = config_.sbp.find(g_.values[size_t(n.outputs[o])].name);
+      ok = hint == config_.sbp.end() || hint->second == outs[o];
+    }
+    for (size_t i = 0; i < ins.size() && ok; ++i) {
+      if (n.inputs[i] == kNoValue || home_[size_t(n.inputs[i])]) continue;
+      auto hint = config_.sbp.find(g_.values[size_t(n.inputs[i])].name);
+      ok = hint == config_.sbp.end() || hint->second == ins[i];
+    }
     if (ok && (best < 0 || cost < best)) {
       best = cost;
       best_sigs.clear();
@@ -201,7 +233,17 @@ void Parallelizer::choose(NodeId id) {
     while (l < pick.size() && ++pick[l] == sigs.size()) pick[l++] = 0;
     if (l == pick.size()) break;
   }
-  OF_ASSERT(!best_sigs.empty(), "no signature fits node " + n.name);  // all-B always fits
+  if (best_sigs.empty()) {  // all-B always fits, so a hint excluded everything
+    for (ValueId v : n.outputs)
+      if (config_.sbp.count(g_.values[size_t(v)].name))
+        fail({.file = o_.parallel_config, .field = "sbp." + g_.values[size_t(v)].name}, "no signature of '{}' ({}) gives it {}", n.name,
+             n.op_type, sbp_str(config_.sbp.at(g_.values[size_t(v)].name)));
+    for (ValueId v : n.inputs)
+      if (v != kNoValue && config_.sbp.count(g_.values[size_t(v)].name))
+        fail({.file = o_.parallel_config, .field = "sbp." + g_.values[size_t(v)].name}, "no signature of '{}' ({}) reads it as {}", n.name,
+             n.op_type, sbp_str(config_.sbp.at(g_.values[size_t(v)].name)));
+    OF_ASSERT(false, "no signature fits node " + n.name);
+  }
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const ValueId v = n.inputs[i];
     if (v == kNoValue || home_[size_t(v)] || g_.values[size_t(v)].graph_input) continue;

@@ -31,6 +31,7 @@ struct CompileOptions {
   int32_t devices = 1;
   int32_t dp = 1, tp = 1, pp = 1;
   uint64_t device_memory = 0;  // bytes each device may hold (check-plan); 0: unlimited
+  std::string parallel_config;  // JSON file of stage boundaries and SBP hints (parallel_config.h)
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.

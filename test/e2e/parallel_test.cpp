@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -217,4 +218,49 @@ TEST_CASE("parallel: ofdump shows stages, SBP and what changed between two plans
   CHECK(diff.out.find("op added    accumulate/fc1.weight") != std::string::npos);
   CmdResult same = run_cmd(bin("ofdump") + " --diff " + one + " " + one, d);
   CHECK(same.out == "the plans do not differ in tasks, registers, memory or SBP\n");
+}
+
+TEST_CASE("parallel: --parallel-config pins SBP and stage boundaries, and bad configs are refused in one line", "[e2e][parallel]") {
+  TempDir d;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(d / name) << text;
+    return d / name;
+  };
+  // Row-split fc1 and column-split fc2: the reverse of what the costs pick, still exact.
+  const std::string hinted = compile_mlp(d, "--devices 2:cpu --tp 2 --parallel-config " +
+                                                write("tp.json", R"j({"sbp": {"fc1.weight": "S(1)", "fc2.weight": "S(0)"}})j"),
+                                        "hinted.ofp");
+  const json plan = dump_json(d, hinted);
+  CHECK(sbp_of(plan, "fc1.weight") == "S(1)");
+  CHECK(sbp_of(plan, "fc2.weight") == "S(0)");
+  CHECK(sbp_of(plan, "/fc1/Gemm_output_0") == "P");
+  const std::vector<double> want = train_losses(d, compile_mlp(d, "", "one.ofp"), 5);
+  const std::vector<double> got = train_losses(d, hinted, 5);
+  REQUIRE(got.size() == 5);
+  for (size_t s = 0; s < 5; ++s) CHECK(std::abs(got[s] - want[s]) / want[s] <= 1e-4);
+  // Three stages cut where the user says (the costs would put fc3 with fc2).
+  const std::string staged = compile_mlp(d, "--devices 3:cpu --pp 3 --micro-batches 3 --parallel-config " +
+                                                write("st.json", R"j({"stages": ["/fc2/Gemm", "/fc3/Gemm"]})j"),
+                                        "staged.ofp");
+  CHECK(sbp_of(dump_json(d, staged), "fc3.weight") == "B");
+  CmdResult st = run_cmd(bin("ofdump") + " --stages " + staged, d);
+  CHECK(st.out.find("/fc3/Gemm\n") > st.out.find("stage 2:"));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"j({"sbp": {"nope": "S(0)"}})j", "sbp.nope: the model has no tensor of that name"},
+      {R"j({"sbp": {"fc1.weight": "S(3)"}})j", "sbp.fc1.weight: no signature of '/fc1/Gemm' (Gemm) reads it as S(3)"},
+      {R"j({"sbp": {"fc1.weight": "Q"}})j", "sbp.fc1.weight: 'Q' is not an SBP"},
+      {R"j({"stages": ["/fc9/Gemm"]})j", "stages: '/fc9/Gemm' is not a forward op of the model"},
+      {R"j({"stagez": []})j", "stagez: unknown key"},
+      {"{not json", "not JSON"},
+  };
+  for (const auto& [text, message] : bad) {
+    CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "bad.ofp") + kSgd +
+                              " --devices 2:cpu --tp 2 --parallel-config " + write("bad.json", text),
+                          d);
+    INFO(text << " -> " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(message) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(!std::filesystem::exists(d / "bad.ofp"));
+  }
 }
