@@ -66,7 +66,19 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (a.id != i) fail(at(fmt::format("arenas[{}].id", i)), "is {}, expected {}", a.id, i);
     if (a.bytes > memory) fail(at(fmt::format("arenas[{}].bytes", i)), "{} bytes exceed this machine's memory ({})", a.bytes, memory);
   }
-  for (size_t i = 0; i < p.tensors.size(); ++i) checked_bytes(p.tensors[i].desc, at(fmt::format("tensors[{}].shape", i)));
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    const plan::LogicalTensor& t = p.tensors[i];
+    const std::string f = fmt::format("tensors[{}]", i);
+    checked_bytes(t.desc, at(f + ".shape"));
+    if (t.full_shape.empty() && t.shard_begin.empty()) continue;
+    // A box of a whole tensor: weights are cut from and put back into the whole by these numbers.
+    checked_bytes(TensorDesc{t.full_shape, t.desc.dtype}, at(f + ".full_shape"));
+    if (t.full_shape.size() != t.desc.shape.size() || t.shard_begin.size() != t.desc.shape.size())
+      fail(at(f + ".shard_begin"), "rank differs from the shape {} or full shape {}", shape_str(t.desc.shape), shape_str(t.full_shape));
+    for (size_t k = 0; k < t.desc.shape.size(); ++k)
+      if (t.shard_begin[k] < 0 || t.shard_begin[k] > t.full_shape[k] - t.desc.shape[k])
+        fail(at(f + ".shard_begin"), "box {} at {} lies outside {}", shape_str(t.desc.shape), shape_str(t.shard_begin), shape_str(t.full_shape));
+  }
 
   for (int32_t i = 0; i < n_regsts; ++i) {
     const plan::Regst& r = p.regsts[size_t(i)];

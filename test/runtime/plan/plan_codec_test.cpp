@@ -113,3 +113,29 @@ TEST_CASE("verify_plan: a register read before it is produced (a cycle) is refus
   p.tasks[1].in_regsts = {1};
   CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].in_regsts[0]") && Catch::Contains("cycle"));
 }
+
+TEST_CASE("verify_plan: parallel-plan fields out of range name the field", "[runtime]") {
+  plan::Plan p = tiny_plan();
+  p.tensors[2].full_shape = {8};
+  p.tensors[2].shard_begin = {4};
+  CHECK(verify_error(p).empty());  // w is the second half of an [8] tensor
+  p.tensors[2].shard_begin = {5};
+  CHECK_THAT(verify_error(p), Catch::Contains("tensors[2].shard_begin") && Catch::Contains("outside [8]"));
+  p.tensors[2].shard_begin = {-1};
+  CHECK_THAT(verify_error(p), Catch::Contains("tensors[2].shard_begin"));
+  p.tensors[2].shard_begin = {0, 0};
+  CHECK_THAT(verify_error(p), Catch::Contains("tensors[2].shard_begin") && Catch::Contains("rank"));
+  p = tiny_plan();
+  p.tensors[2].full_shape = {int64_t(1) << 62};
+  p.tensors[2].shard_begin = {0};
+  CHECK_THAT(verify_error(p), Catch::Contains("tensors[2].full_shape"));
+  p = tiny_plan();
+  p.regsts[0].acts_per_piece = 0;
+  CHECK_THAT(verify_error(p), Catch::Contains("regsts[0].acts_per_piece"));
+  p = tiny_plan();
+  p.regsts[0].pieces_per_version = 2;  // only a persistent register has versions
+  CHECK_THAT(verify_error(p), Catch::Contains("regsts[0].pieces_per_version"));
+  p = tiny_plan();
+  p.tasks[1].stage = 3;
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].stage"));
+}
