@@ -92,8 +92,7 @@ bool AddOptimizer::run(Compilation& c) {
 
   const ValueId lr = add_scalar_input(g, "train/lr");
   const ValueId step = add_scalar_input(g, "train/step");
-  Attrs attrs = opt.attrs;
-  attrs.set_int("micro_batches", 1);
+  const Attrs& attrs = opt.attrs;
 
   for (const auto& [w, dw] : c.training.weights) {
     const std::string wname = g.values[size_t(w)].name;

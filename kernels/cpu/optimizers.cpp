@@ -3,16 +3,10 @@
 // (maximize=False; no amsgrad). lr and the 1-based step count are f32 scalar INPUTS, so a
 // schedule can change them every step without re-preparing the kernel. The state outputs may
 // alias their inputs (out[k] == the matching in[]): every element is read before it is written.
-//
-// Gradient accumulation (attribute micro_batches k > 1): the state gains an accumulator `acc`
-// (after the optimizer's own state) and the scalars a third one, `micro` (0..k-1, the piece's
-// place in its step). Micro-batches 0..k-2 only add their gradient to acc; micro-batch k-1 steps
-// with (acc + grad) / k, the mean gradient of the k micro-batches, which is the gradient of one
-// batch k times as large when the loss is a mean.
+// Micro-batches are summed before the update, by the accumulate kernel: an update steps once.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -21,21 +15,19 @@ namespace of::kernels::cpu {
 
 namespace {
 
-// The shared layout: inputs (param, grad, state..., [acc], lr, step, [micro]) and outputs
-// (param', state'..., [acc']). Checks shapes and attributes; run() then splits the pointers.
+// The shared layout: inputs (param, grad, state..., lr, step) and outputs (param', state'...).
+// Checks shapes and attributes; run() then splits the pointers.
 class UpdateLayout {
  public:
-  UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names) : name_(name) {
-    micro_batches_ = cfg.attrs.get_int("micro_batches", 1);
-    if (micro_batches_ < 1 || micro_batches_ > (1 << 20))
-      fail(where_of(cfg), "{}: micro_batches {} is outside [1, 2^20]", name, micro_batches_);
+  UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names) {
+    if (cfg.attrs.get_int("micro_batches", 1) != 1)
+      fail(where_of(cfg), "{}: micro_batches {} (plans now sum micro-batches in an accumulate task; recompile the plan)", name,
+           cfg.attrs.get_int("micro_batches", 1));
     std::vector<const char*> names{"param", "grad"};
     names.insert(names.end(), state_names.begin(), state_names.end());
-    if (accumulates()) names.push_back("acc");
     tensors_ = int(names.size());
     names.push_back("lr");
     names.push_back("step");
-    if (accumulates()) names.push_back("micro");
     const int inputs = int(names.size());
     check_arity(cfg, name, inputs, inputs, tensors_ - 1);
     check_dtypes(cfg, name, DType::f32);
@@ -50,38 +42,12 @@ class UpdateLayout {
     n_ = numel(p);
   }
 
-  bool accumulates() const { return micro_batches_ > 1; }
   int64_t n() const { return n_; }
   float lr(const void* const* in) const { return scalar(in, 0); }
   float step(const void* const* in) const { return scalar(in, 1); }
 
-  // Handles accumulation. Returns the gradient scale to step with (1/k), or 0 when this
-  // micro-batch only accumulates (then params and state are carried over unchanged).
-  float accumulate(const void* const* in, void* const* out) const {
-    if (!accumulates()) return 1.0f;
-    const auto micro = int64_t(std::lround(scalar(in, 2)));
-    const auto* grad = static_cast<const float*>(in[1]);
-    const auto* acc = static_cast<const float*>(in[size_t(tensors_ - 1)]);
-    if (micro >= micro_batches_ - 1) return 1.0f / float(micro_batches_);
-    auto* acc_out = static_cast<float*>(out[size_t(tensors_ - 2)]);
-    for (int64_t i = 0; i < n_; ++i) acc_out[i] = (micro == 0 ? 0.0f : acc[i]) + grad[i];
-    // Outputs alias their inputs in a plan (in-place update); copy when they do not.
-    for (int t = 0; t < tensors_ - 2; ++t) {
-      const int src = t == 0 ? 0 : t + 1;
-      if (out[size_t(t)] != in[size_t(src)]) std::memcpy(out[size_t(t)], in[size_t(src)], size_t(n_) * sizeof(float));
-    }
-    return 0.0f;
-  }
-  // The accumulated gradient (acc + grad) when accumulating, else grad itself.
-  const float* acc(const void* const* in) const {
-    return accumulates() ? static_cast<const float*>(in[size_t(tensors_ - 1)]) : nullptr;
-  }
-  const char* name() const { return name_; }
-
  private:
   float scalar(const void* const* in, int k) const { return *static_cast<const float*>(in[size_t(tensors_ + k)]); }
-  const char* name_;
-  int64_t micro_batches_ = 1;
   int tensors_ = 0;
   int64_t n_ = 0;
 };
@@ -98,22 +64,8 @@ float float_attr(const KernelConfig& cfg, const char* name, const char* attr, fl
 // outputs may be the inputs themselves (in place): each element is read before it is written and
 // no element depends on another, which is what `omp simd` asserts.
 template <bool Momentum, bool Nesterov>
-void sgd_loop(int64_t n, const float* p, const float* grad, const float* acc, float scale, const float* buf, float* p_out,
-              float* buf_out, float mu, float keep, float wd, float lr, bool first) {
-  if (acc) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const float pi = p[i];
-      float g = (acc[i] + grad[i]) * scale + wd * pi;
-      if constexpr (Momentum) {
-        const float b = first ? g : mu * buf[i] + keep * g;
-        buf_out[i] = b;
-        g = Nesterov ? g + mu * b : b;
-      }
-      p_out[i] = pi - lr * g;
-    }
-    return;
-  }
+void sgd_loop(int64_t n, const float* p, const float* grad, const float* buf, float* p_out, float* buf_out, float mu,
+              float keep, float wd, float lr, bool first) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float pi = p[i];
@@ -142,9 +94,6 @@ class SgdUpdate final : public Kernel {
       fail(where_of(cfg), "sgd_update: nesterov needs momentum > 0 and dampening 0");
   }
   void run(const void* const* in, void* const* out) override {
-    const float scale = layout_.accumulate(in, out);
-    if (scale == 0.0f) return;
-    const float* acc = layout_.acc(in);
     const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
@@ -156,11 +105,11 @@ class SgdUpdate final : public Kernel {
     const float mu = momentum_, wd = weight_decay_, keep = 1.0f - dampening_;
     if (mu == 0.0f) {
       if (buf_out != buf) std::memcpy(buf_out, buf, size_t(n) * sizeof(float));  // torch keeps no buffer
-      sgd_loop<false, false>(n, p, grad, acc, scale, buf, p_out, buf_out, 0.0f, 1.0f, wd, lr, first);
+      sgd_loop<false, false>(n, p, grad, buf, p_out, buf_out, 0.0f, 1.0f, wd, lr, first);
     } else if (nesterov_) {
-      sgd_loop<true, true>(n, p, grad, acc, scale, buf, p_out, buf_out, mu, keep, wd, lr, first);
+      sgd_loop<true, true>(n, p, grad, buf, p_out, buf_out, mu, keep, wd, lr, first);
     } else {
-      sgd_loop<true, false>(n, p, grad, acc, scale, buf, p_out, buf_out, mu, keep, wd, lr, first);
+      sgd_loop<true, false>(n, p, grad, buf, p_out, buf_out, mu, keep, wd, lr, first);
     }
   }
 
@@ -190,9 +139,6 @@ class AdamUpdate final : public Kernel {
     decoupled_ = decoupled == 1;
   }
   void run(const void* const* in, void* const* out) override {
-    const float scale = layout_.accumulate(in, out);
-    if (scale == 0.0f) return;
-    const float* acc = layout_.acc(in);
     const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
@@ -210,20 +156,16 @@ class AdamUpdate final : public Kernel {
     const float b1 = beta1_, b2 = beta2_, eps = eps_;
     const float l2 = decoupled_ ? 0.0f : weight_decay_;
     const float shrink = decoupled_ ? 1.0f - lr * weight_decay_ : 1.0f;
-    auto loop = [&](auto accumulated) {
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) {
-        const float pi = p[i] * shrink;
-        const float g = (decltype(accumulated)::value ? (acc[i] + grad[i]) * scale : grad[i]) + l2 * p[i];
-        const float mi = b1 * m[i] + (1.0f - b1) * g;
-        const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m_out[i] = mi;
-        v_out[i] = vi;
-        p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
-      }
-    };
-    if (acc) loop(std::true_type{});
-    else loop(std::false_type{});
+    for (int64_t i = 0; i < n; ++i) {
+      const float pi = p[i] * shrink;
+      const float g = grad[i] + l2 * p[i];
+      const float mi = b1 * m[i] + (1.0f - b1) * g;
+      const float vi = b2 * v[i] + (1.0f - b2) * g * g;
+      m_out[i] = mi;
+      v_out[i] = vi;
+      p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
+    }
   }
 
  private:

@@ -18,7 +18,6 @@ void DataSourceAction::act(int64_t piece, const void* const*, void* const* out) 
   const int64_t step = global / cfg_.micro_batches + 1;
   if (l.lr >= 0) *static_cast<float*>(out[size_t(l.lr)]) = cfg_.schedule.at(step, cfg_.total_steps);
   if (l.step >= 0) *static_cast<float*>(out[size_t(l.step)]) = float(step);
-  if (l.micro >= 0) *static_cast<float*>(out[size_t(l.micro)]) = float(global % cfg_.micro_batches);
 }
 
 bool DataSourceAction::stop_before(int64_t piece) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The source task of a training or evaluation run: piece p (counted over the whole training, so
 // a resumed run continues where it stopped) is micro-batch p of the sampler's stream, plus the
-// step's scalars the optimizer reads (learning rate, 1-based step, micro-batch index). Prefetch
+// step's scalars the optimizer reads (learning rate, 1-based step). Prefetch
 // is the source register's slots: the source runs that many pieces ahead of the model.
 #pragma once
 
@@ -19,7 +19,7 @@ namespace of::runtime::train {
 struct SourceLayout {
   // Blob index in the source register of each role; -1 when the plan has no such input
   // (features and labels are always there).
-  int features = -1, labels = -1, lr = -1, step = -1, micro = -1;
+  int features = -1, labels = -1, lr = -1, step = -1;
 };
 
 struct DataSourceConfig {

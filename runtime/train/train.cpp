@@ -72,7 +72,6 @@ SourceLayout layout_of(const PlanInstance& inst) {
     const std::string& n = src.io_names[i];
     if (n == "train/lr") l.lr = int(i);
     else if (n == "train/step") l.step = int(i);
-    else if (n == "train/micro") l.micro = int(i);
     else if (n == label) l.labels = int(i);
     else {
       l.features = int(i);
