@@ -27,3 +27,21 @@ TEST_CASE("actor_system: persistent registers: every reader of piece n sees vers
     for (const auto& t : run.tasks) CHECK(t->done());
   }
 }
+
+TEST_CASE("actor_system: micro-batches: an accumulator feeds one update per step; readers see the step's version", "[runtime]") {
+  constexpr int64_t kPieces = 200;
+  constexpr int32_t kMicro = 4;
+  for (int threads : {1, 2, 4}) {
+    INFO("threads " << threads);
+    testing::WeightRun run(kPieces, kMicro);
+    ActorRunResult r = run_actors(run.tasks, SchedulerOptions{threads, "stealing"});
+    REQUIRE(r.error.empty());
+    for (int64_t n = 0; n < kPieces; ++n) {
+      INFO("piece " << n);
+      REQUIRE(run.y[size_t(n)] == float(kMicro * (n / kMicro)));
+      REQUIRE(run.z[size_t(n)] == float(kMicro * (n / kMicro)));
+    }
+    CHECK(run.weight() == float(kPieces));
+    for (const auto& t : run.tasks) CHECK(t->done());
+  }
+}

@@ -166,3 +166,23 @@ TEST_CASE("task_state: persistent registers give every reader of piece n version
     for (const auto& t : run.tasks) CHECK(t->done());
   }
 }
+
+TEST_CASE("task_state: with micro-batches every reader of a step's pieces sees that step's version, on 1, 2 and 4 threads", "[runtime]") {
+  constexpr int64_t kPieces = 240;
+  constexpr int32_t kMicro = 4;
+  for (int threads : {1, 2, 4}) {
+    INFO("threads " << threads);
+    testing::WeightRun run(kPieces, kMicro);
+    std::vector<TaskState*> raw;
+    for (const auto& t : run.tasks) raw.push_back(t.get());
+    MiniScheduler(raw).run(threads);
+    for (int64_t n = 0; n < kPieces; ++n) {
+      INFO("piece " << n);
+      REQUIRE(run.y[size_t(n)] == float(kMicro * (n / kMicro)));
+      REQUIRE(run.z[size_t(n)] == float(kMicro * (n / kMicro)));
+    }
+    CHECK(run.weight() == float(kPieces));  // one update per step, adding the step's k ones
+    CHECK(run.tasks[3]->acts() == kPieces / kMicro);
+    for (const auto& t : run.tasks) CHECK(t->done());
+  }
+}

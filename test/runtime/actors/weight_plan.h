@@ -5,6 +5,10 @@
 //   z = w) ; sink (y, z).  w is persistent, read by F and L (F comes before its producer U).
 //
 // Every reader of piece n must see version n: y[n] == z[n] == n.
+//
+// With k micro-batches, an accumulator A (task 6) sits between G and U: it sums k pieces of g
+// into one slot (acts_per_piece k) and U runs once per k pieces; F and L read each version for k
+// pieces (pieces_per_version k). Then y[n] == z[n] == k * floor(n / k).
 #pragma once
 
 #include <atomic>
@@ -51,7 +55,17 @@ inline plan::Task task(int32_t id, plan::TaskKind kind, std::vector<plan::TaskIn
 }
 
 
-inline plan::Plan weight_plan() {
+struct Accumulate final : Action {  // out[0] = sum of k consecutive in[0]
+  int64_t k, seen = 0;
+  explicit Accumulate(int64_t micro) : k(micro) {}
+  void act(int64_t, const void* const* in, void* const* out) override {
+    float& acc = *static_cast<float*>(out[0]);
+    acc = (seen == 0 ? 0.0f : acc) + *static_cast<const float*>(in[0]);
+    seen = (seen + 1) % k;
+  }
+};
+
+inline plan::Plan weight_plan(int32_t k = 1) {
   using K = plan::InputKind;
   plan::Plan p;
   p.devices = {plan::DeviceRef{}};
@@ -69,6 +83,15 @@ inline plan::Plan weight_plan() {
              task(3, plan::TaskKind::compute, {{K::own, 3, 0}, {K::regst, 2, 0}}, {2}, {3}),
              task(4, plan::TaskKind::compute, {{K::regst, 2, 0}, {K::regst, 3, 0}}, {2, 3}, {4}),
              task(5, plan::TaskKind::sink, {{K::regst, 1, 0}, {K::regst, 4, 0}}, {1, 4}, {})};
+  if (k > 1) {
+    p.regsts[2].consumers = {6, 4};
+    p.regsts.push_back(regst(5, 6, {3}, 1, offset));
+    p.regsts[5].acts_per_piece = k;
+    p.regsts[3].pieces_per_version = k;
+    p.tasks[3] = task(3, plan::TaskKind::compute, {{K::own, 3, 0}, {K::regst, 5, 0}}, {5}, {3});
+    p.tasks.push_back(task(6, plan::TaskKind::compute, {{K::regst, 2, 0}}, {2}, {5}));
+    p.arenas[0].bytes = offset;
+  }
   return p;
 }
 
@@ -82,15 +105,17 @@ struct WeightRun {
   CopyInput f{1}, l{1};
   One g;
   AddInPlace u;
+  Accumulate a;
   std::vector<std::unique_ptr<TaskState>> tasks;
 
-  explicit WeightRun(int64_t pieces) : p(weight_plan()), arena(p.arenas[0].bytes, 0), y(size_t(pieces), -1), z(size_t(pieces), -1) {
+  explicit WeightRun(int64_t pieces, int32_t k = 1)
+      : p(weight_plan(k)), arena(p.arenas[0].bytes, 0), y(size_t(pieces), -1), z(size_t(pieces), -1), a(k) {
     uint8_t* arenas[] = {arena.data()};
     source = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(zeros.data()), 1, 4}});
     sink = std::make_unique<SinkAction>(std::vector<SinkAction::Collect>{{reinterpret_cast<uint8_t*>(y.data()), pieces, 4},
                                                                           {reinterpret_cast<uint8_t*>(z.data()), pieces, 4}});
-    Action* actions[] = {source.get(), &f, &g, &u, &l, sink.get()};
-    for (int t = 0; t < 6; ++t) tasks.push_back(std::make_unique<TaskState>(p, t, actions[t], arenas, 2, pieces, 0));
+    Action* actions[] = {source.get(), &f, &g, &u, &l, sink.get(), &a};
+    for (int t = 0; t < int(p.tasks.size()); ++t) tasks.push_back(std::make_unique<TaskState>(p, t, actions[t], arenas, 2, pieces, 0));
   }
   float weight() const { return *reinterpret_cast<const float*>(arena.data() + p.regsts[3].offsets[0]); }
 };
