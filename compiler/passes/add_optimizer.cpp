@@ -119,6 +119,9 @@ bool AddOptimizer::run(Compilation& c) {
       step_no = acc.outputs[2];
       g.nodes.push_back(std::move(acc));
     }
+    // Without micro-batches a weight's gradient is consumed by its update before the next one
+    // can exist (the next forward pass waits for the updated weight): one slot is enough.
+    if (o.micro_batches == 1 && g.values[size_t(dw)].producer >= 0) g.nodes[size_t(g.values[size_t(dw)].producer)].slots = 1;
     std::vector<ValueId> inputs{w, grad};
     for (const std::string& s : opt.state_names) inputs.push_back(add_zeros(g, wname + "." + s, desc));
     const size_t tensors = inputs.size();

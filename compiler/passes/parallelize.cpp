@@ -71,7 +71,7 @@ class Parallelizer {
  private:
   void place();
   void choose(NodeId n);
-  std::vector<ValueId> need(ValueId v, const Layout& want, const std::string& consumer, bool backward);
+  std::vector<ValueId> need(ValueId v, const Layout& want, const std::string& consumer, bool backward, bool to_update = false);
   std::vector<ValueId> shards(ValueId v);
   Layout input_hint(ValueId v, const Placement& p) const;
   bool trainable(ValueId v) const { return std::count(weights_.begin(), weights_.end(), v) > 0; }
@@ -291,7 +291,7 @@ std::vector<ValueId> Parallelizer::shards(ValueId v) {
   return out;
 }
 
-std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std::string& consumer, bool backward) {
+std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std::string& consumer, bool backward, bool to_update) {
   const Layout& from = *home_[size_t(v)];
   if (from == want) return phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
   const std::string key = layout_key(want);
@@ -303,7 +303,12 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
   if (!plan.possible)
     fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
          want.placement.str(), sbp_str(from.sbp), from.placement.str());
+  const size_t first_node = phys_.nodes.size();
   std::vector<ValueId> out = lower_boxing(phys_, plan, val.desc, from, want, src, val.name + "/boxing");
+  // Gradients on their way to an optimizer update come once per step and are consumed before the
+  // next can exist (the next forward pass waits for the update): one slot each.
+  if (to_update)
+    for (size_t k = first_node; k < phys_.nodes.size(); ++k) phys_.nodes[k].slots = 1;
   for (size_t j = 0; j < out.size(); ++j) {
     phys_.values[size_t(out[j])].logical = v;
     phys_.values[size_t(out[j])].shard_begin = local_region(val.desc.shape, want.placement, want.sbp, j).begin;
@@ -348,7 +353,7 @@ void Parallelizer::run() {
       }
       NdSbp sbp;
       for (const Signature& s : chosen_[size_t(id)]) sbp.push_back(s.in[i]);
-      in_phys[i] = need(v, Layout{p, sbp}, n.name, backward);
+      in_phys[i] = need(v, Layout{p, sbp}, n.name, backward, !n.inplace.empty());
     }
     for (size_t j = 0; j < p.size(); ++j) {
       Node x = n;

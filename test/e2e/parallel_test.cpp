@@ -156,7 +156,7 @@ TEST_CASE("parallel: a parallel plan's checkpoint holds whole tensors that evalu
 TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, naming the device", "[e2e][parallel]") {
   TempDir d;
   CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd +
-                            " --devices 2:cpu --dp 2 --device-memory 40MiB",
+                            " --devices 2:cpu --dp 2 --device-memory 30MiB",
                         d);
   CHECK(c.exit_code != 0);
   CHECK(c.err.find("--device-memory: device cpu:0 needs") != std::string::npos);
