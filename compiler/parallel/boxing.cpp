@@ -66,6 +66,39 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
   return plan;
 }
 
+std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to) {
+  std::vector<Layout> route{from};
+  if (from.placement == to.placement && !has_partial(to.sbp)) {
+    Layout mid = from;
+    bool changed = false;
+    for (size_t l = 0; l < from.sbp.size(); ++l) {
+      if (!from.sbp[l].is_partial() || to.sbp[l].kind != Sbp::Kind::broadcast || from.placement.hierarchy[l] <= 2) continue;
+      for (size_t a = 0; a < logical.shape.size(); ++a) {
+        Layout trial = mid;
+        trial.sbp[l] = Sbp::S(int64_t(a));
+        if (!splits_evenly(logical.shape, trial.placement, trial.sbp)) continue;
+        mid = trial;
+        changed = true;
+        break;
+      }
+    }
+    if (changed) route.push_back(mid);
+  }
+  route.push_back(to);
+  return route;
+}
+
+RouteCost route_cost(const TensorDesc& logical, const Layout& from, const Layout& to) {
+  const std::vector<Layout> route = boxing_route(logical, from, to);
+  RouteCost cost;
+  for (size_t k = 0; k + 1 < route.size() && cost.possible; ++k) {
+    const BoxingPlan plan = plan_boxing(logical, route[k], route[k + 1]);
+    cost.possible = plan.possible;
+    cost.bytes += plan.bytes_moved;
+  }
+  return cost;
+}
+
 std::string boxing_kind(const Layout& from, const Layout& to) {
   if (!(from.placement == to.placement)) return "copy";
   bool p = false, s_from = false, s_to = false, b_to = false;

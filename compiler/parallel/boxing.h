@@ -38,6 +38,17 @@ struct BoxingPlan {
 
 BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to);
 
+// The layouts a conversion goes through: `from`, any intermediates, `to`. A partial sum over more
+// than two devices that must become whole goes reduce-scatter then all-gather (each device sends
+// 2(p-1)/p of the tensor instead of p-1 times it); everything else goes directly.
+std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to);
+// Bytes that leave their device along the route; 0 with possible = false when a hop cannot be made.
+struct RouteCost {
+  bool possible = true;
+  uint64_t bytes = 0;
+};
+RouteCost route_cost(const TensorDesc& logical, const Layout& from, const Layout& to);
+
 // "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "slice", "copy", or "boxing".
 std::string boxing_kind(const Layout& from, const Layout& to);
 

@@ -207,9 +207,9 @@ void Parallelizer::choose(NodeId id) {
       }
       if (wanted_.count({v, layout_key(want)})) continue;  // an earlier consumer already pays for it
       const Layout from = val.graph_input ? input_hint(v, p) : *home_[size_t(v)];
-      const BoxingPlan plan = plan_boxing(val.desc, from, want);
-      ok = plan.possible;
-      cost += double(plan.bytes_moved) * kSecondsPerByte;
+      const RouteCost route = route_cost(val.desc, from, want);
+      ok = route.possible;
+      cost += double(route.bytes) * kSecondsPerByte;
       // Re-laying out a weight is not streamed work: it is done once per read, so steer away.
       if (val.data && !(from == want)) cost += double(val.desc.bytes()) * kSecondsPerByte * 4;
     }
@@ -298,25 +298,30 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
   auto it = boxed_.find({v, key});
   if (it != boxed_.end()) return it->second;
   const Value& val = g_.values[size_t(v)];
-  const std::vector<ValueId> src = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
-  const BoxingPlan plan = plan_boxing(val.desc, from, want);
-  if (!plan.possible)
-    fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
-         want.placement.str(), sbp_str(from.sbp), from.placement.str());
+  std::vector<ValueId> out = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
+  const std::vector<Layout> route = boxing_route(val.desc, from, want);
   const size_t first_node = phys_.nodes.size();
-  std::vector<ValueId> out = lower_boxing(phys_, plan, val.desc, from, want, src, val.name + "/boxing");
+  uint64_t bytes = 0;
+  for (size_t k = 0; k + 1 < route.size(); ++k) {
+    const BoxingPlan plan = plan_boxing(val.desc, route[k], route[k + 1]);
+    if (!plan.possible)
+      fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
+           want.placement.str(), sbp_str(from.sbp), from.placement.str());
+    out = lower_boxing(phys_, plan, val.desc, route[k], route[k + 1], out, fmt::format("{}/boxing{}", val.name, k ? std::to_string(k) : ""));
+    for (size_t j = 0; j < out.size(); ++j) {
+      phys_.values[size_t(out[j])].logical = v;
+      phys_.values[size_t(out[j])].shard_begin = local_region(val.desc.shape, route[k + 1].placement, route[k + 1].sbp, j).begin;
+    }
+    bytes += plan.bytes_moved;
+  }
   // Gradients on their way to an optimizer update come once per step and are consumed before the
   // next can exist (the next forward pass waits for the update): one slot each.
   if (to_update)
     for (size_t k = first_node; k < phys_.nodes.size(); ++k) phys_.nodes[k].slots = 1;
-  for (size_t j = 0; j < out.size(); ++j) {
-    phys_.values[size_t(out[j])].logical = v;
-    phys_.values[size_t(out[j])].shard_begin = local_region(val.desc.shape, want.placement, want.sbp, j).begin;
-  }
   c_.parallel.boxings.push_back(plan::Boxing{.tensor = val.name, .kind = boxing_kind(from, want),
                                            .from = from.placement.str() + " " + sbp_str(from.sbp),
                                            .to = want.placement.str() + " " + sbp_str(want.sbp), .consumer = consumer,
-                                           .bytes = plan.bytes_moved, .backward = backward});
+                                           .bytes = bytes, .backward = backward});
   boxed_.emplace(std::make_pair(v, key), out);
   return out;
 }
