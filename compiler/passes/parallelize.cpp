@@ -27,32 +27,13 @@
 #include "common/box_copy.h"
 #include "common/error.h"
 #include "compiler/parallel/boxing.h"
+#include "compiler/parallel/cost_model.h"
 #include "compiler/parallel/parallel_config.h"
 #include "compiler/parallel/signatures.h"
 #include "compiler/passes/pass.h"
 
 namespace of::compiler {
 namespace {
-
-// Seconds per byte moved between devices and per floating-point operation: rough CPU figures;
-// only their ratio steers the choice.
-constexpr double kSecondsPerByte = 1.0 / 5e9;
-constexpr double kSecondsPerFlop = 1.0 / 2e10;
-
-double flops_of(const Graph& g, const Node& n) {
-  const Shape& y = g.values[size_t(n.outputs[0])].desc.shape;
-  double out = double(numel(y));
-  if (n.kernel == "gemm" && !n.inputs.empty()) {
-    const Shape& a = g.values[size_t(n.inputs[0])].desc.shape;
-    return 2.0 * out * double(a[n.kernel_attrs.get_int("trans_a", 0) ? 0 : 1]);
-  }
-  if (n.kernel == "matmul") return 2.0 * out * double(g.values[size_t(n.inputs[0])].desc.shape.back());
-  if (n.kernel == "conv" || n.kernel == "conv_grad_data" || n.kernel == "conv_grad_weight") {
-    const Shape& w = g.values[size_t(n.inputs[n.kernel == "conv" ? 1 : 0])].desc.shape;
-    return 2.0 * out * double(numel(w)) / double(std::max<int64_t>(w.empty() ? 1 : w[0], 1));
-  }
-  return out;
-}
 
 std::string layout_key(const Layout& l) {
   return fmt::format("{} {} {}", fmt::join(l.placement.devices, ","), fmt::join(l.placement.hierarchy, ","), sbp_str(l.sbp));
