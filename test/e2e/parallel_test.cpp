@@ -265,3 +265,29 @@ TEST_CASE("parallel: --parallel-config pins SBP and stage boundaries, and bad co
     CHECK(!std::filesystem::exists(d / "bad.ofp"));
   }
 }
+
+TEST_CASE("parallel: the CNN (conv, pool, flatten) trains with dp and tp as on one device", "[e2e][parallel]") {
+  TempDir d;
+  const std::string data = " --data npy:" + fixture("cnn_input.npy") + "," + fixture("cnn_labels.npy") + " --no-shuffle";
+  auto losses = [&](const std::string& flags, const std::string& name) {
+    CmdResult c = run_cmd(bin("ofc") + " " + fixture("cnn.onnx") + " -o " + (d / name) + kSgd + " " + flags, d);
+    INFO(c.err);
+    REQUIRE(c.exit_code == 0);
+    CmdResult r = run_cmd(bin("ofrun") + " " + (d / name) + data + " --steps 20 --metrics " + (d / name) + ".jsonl", d);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<double> out;
+    std::istringstream lines(slurp(d / name + ".jsonl"));
+    for (std::string line; std::getline(lines, line);) out.push_back(json::parse(line).at("loss").get<double>());
+    return out;
+  };
+  const std::vector<double> want = losses("", "one.ofp");
+  for (const std::string flags : {"--devices 2:cpu --dp 2", "--devices 2:cpu --tp 2", "--devices 4:cpu --dp 2 --tp 2"}) {
+    const std::vector<double> got = losses(flags, "par.ofp");
+    REQUIRE(got.size() == 20);
+    for (size_t s = 0; s < 20; ++s) {
+      INFO(flags << ", step " << s + 1 << ": " << got[s] << " vs one device " << want[s]);
+      CHECK(std::abs(got[s] - want[s]) / want[s] <= 1e-4);
+    }
+  }
+}
