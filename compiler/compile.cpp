@@ -38,6 +38,10 @@ int32_t parse_devices(const std::string& spec) {
     n = n * 10 + (ch - '0');
   }
   if (n < 1 || n > 4096) fail({.field = "--devices"}, "'{}': expected N:cpu with 1 <= N <= 4096", spec);
+  // Boxing is lowered to point-to-point tasks, so a plan grows with the square of its devices
+  // (64 devices: ~90k tasks for the MLP); larger ones wait for collective tasks.
+  if (n > kMaxDevices)
+    fail({.field = "--devices"}, "'{}': at most {} devices per plan for now (boxing tasks grow with the square of the devices)", spec, kMaxDevices);
   return int32_t(n);
 }
 

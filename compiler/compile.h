@@ -11,7 +11,9 @@ namespace of::compiler {
 // Imports the model and runs the pass pipeline; throws of::Error for bad input.
 Compilation compile_model(const std::string& model_path, const CompileOptions& options);
 
-// "N:cpu" -> N; fails naming --devices for anything else.
+inline constexpr int64_t kMaxDevices = 64;
+
+// "N:cpu" -> N (1..kMaxDevices); fails naming --devices for anything else.
 int32_t parse_devices(const std::string& spec);
 
 // "512MiB", "16GB", "1000000" -> bytes; fails naming `option` for anything else.

@@ -167,7 +167,7 @@ TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, namin
                              " --devices 2:cpu --dp 2 --device-memory 1GiB",
                          d);
   CHECK(ok.exit_code == 0);
-  for (const char* bad : {"--devices 3:cpu --dp 2", "--devices 2:gpu", "--devices 4:cpu --tp 3", "--devices 2:cpu --pp 2 --micro-batches 1"}) {
+  for (const char* bad : {"--devices 3:cpu --dp 2", "--devices 2:gpu", "--devices 65:cpu", "--devices x:cpu", "--devices 4:cpu --tp 3", "--devices 2:cpu --pp 2 --micro-batches 1"}) {
     CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "q.ofp") + kSgd + " " + bad, d);
     INFO(bad << ": " << r.err);
     CHECK(r.exit_code != 0);
