@@ -26,6 +26,12 @@ for m in test/fixtures/ops/*.onnx test/fixtures/delay_chain.onnx test/fixtures/u
     mv "$seeds/plan/$name.safetensors" "$seeds/safetensors/"
   fi
 done
+# Parallel training plans (boxes of weights, boxing tasks, accumulators, weight versions per step).
+for flags in "--devices 2:cpu --tp 2" "--devices 2:cpu --pp 2 --micro-batches 2"; do
+  name=tiny_$(echo "$flags" | tr -cd 'a-z0-9')
+  ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc test/fixtures/tiny_b16.onnx -o "$seeds/plan/$name.ofp" --train --loss cross_entropy $flags >/dev/null
+  rm -f "$seeds/plan/$name.safetensors" "$seeds/plan/$name.eval.ofp"
+done
 cp test/fixtures/ops/*.npy "$seeds/npy/"
 # IDX seeds in fuzz_idx's layout (u16 images length, flags, images file, labels file): plain and gzipped.
 python3 - "$seeds/idx" <<'PY'
