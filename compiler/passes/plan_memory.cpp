@@ -3,7 +3,7 @@
 // and every arena its size. Lifetimes: variables live for the whole run, and so does every slot
 // of a streamed register, because actors work on different pieces at once, so any two slots can
 // be in flight together. Sharing bytes between registers needs ordering edges between their
-// tasks, which the pipeline-stage work adds. TODO(issue-4): ordering edges + in-stage reuse.
+// tasks (not made yet: every slot keeps its own bytes, in one-device and parallel plans alike).
 #include <algorithm>
 #include <numeric>
 

@@ -3,6 +3,7 @@
 #include "compiler/plan/plan_writer.h"
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "common/error.h"
@@ -27,12 +28,18 @@ WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
   const plan::Plan& p = c.tasks;
   SafetensorsWriter writer;
   WeightsFile out{.name = name, .bytes = {}, .keys = {}};
-  // A parallel plan stores the whole (logical) tensor once for all its boxes on all devices.
+  // A parallel plan stores the whole (logical) tensor once for all its boxes on all devices; any
+  // other name stored twice is a compiler bug.
+  std::map<std::string, ValueId> stored_as;  // key -> the logical value (or the value) it holds
   auto add = [&](int32_t tensor, const std::string& key) {
     const Value* val = &g.values[size_t(tensor)];
+    const ValueId whole = val->logical >= 0 ? val->logical : ValueId(-2 - tensor);
     if (val->logical >= 0) val = &c.logical.values[size_t(val->logical)];
     OF_ASSERT(val->data.has_value(), "stored tensor without contents: " + key);
-    if (!out.keys.insert(key).second) return;
+    auto [it, fresh] = stored_as.emplace(key, whole);
+    OF_ASSERT(fresh || it->second == whole, "two stored tensors named " + key);
+    if (!fresh) return;
+    out.keys.insert(key);
     writer.add(key, val->desc.dtype, val->desc.shape, val->data->data());
   };
   for (const Variable& v : p.variables) add(v.tensor, v.key);
