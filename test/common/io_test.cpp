@@ -45,7 +45,7 @@ TEST_CASE("npy: bad headers and sizes are refused by name", "[common]") {
   CHECK_THROWS_WITH(parse_npy(reinterpret_cast<const uint8_t*>(magic.data()), magic.size(), "x.npy"), Catch::Contains("bad magic"));
 }
 
-TEST_CASE("safetensors: write then read; corrupt headers are refused", "[common]") {
+TEST_CASE("safetensors: write then read, corrupt headers are refused", "[common]") {
   std::vector<float> w = {1, 2, 3, 4};
   std::vector<int64_t> s = {5, 6};
   SafetensorsWriter writer;

@@ -5,7 +5,7 @@
 namespace of::kernels {
 namespace {
 
-TEST_CASE("copy: bytes are copied for f32 and i64; size mismatch throws", "[kernels]") {
+TEST_CASE("copy: bytes are copied for f32 and i64, size mismatch throws", "[kernels]") {
   const auto f = testing::iota_data<float>(12);
   CHECK(testing::run_any<float>("copy", DType::f32, Attrs{}, {{3, 4}}, {f}, {2, 6}) == f);
   const auto i = testing::iota_data<int64_t>(12);

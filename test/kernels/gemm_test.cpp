@@ -70,7 +70,7 @@ TEST_CASE("gemm: all transposes with alpha and beta match naive reference", "[ke
     }
 }
 
-TEST_CASE("gemm: C broadcasts from [N], [1,N], [M,1], [M,N], [1] and rank 0", "[kernels]") {
+TEST_CASE("gemm: C broadcasts from shapes N, 1xN, Mx1, MxN, 1 and rank 0", "[kernels]") {
   for (const Shape& c : {Shape{6}, Shape{1, 6}, Shape{4, 1}, Shape{4, 6}, Shape{1}, Shape{}}) {
     INFO("C " << shape_str(c));
     check_gemm({4, 6, 3, false, true, 1.0f, 0.75f, c});

@@ -88,7 +88,7 @@ TEST_CASE("softmax_cross_entropy: large logits stay finite (log-sum-exp)", "[ker
   for (float p : out.prob) CHECK(std::isfinite(p));
 }
 
-TEST_CASE("softmax_cross_entropy: labels outside [0,C) contribute 0 and get zero gradient",
+TEST_CASE("softmax_cross_entropy: labels outside 0..C-1 contribute 0 and get zero gradient",
           "[kernels]") {
   check_xent({2, -1, 7, 1}, 4, 2.0f);  // -1 and 7 are out of range for C=4
   std::mt19937 rng(47);

@@ -23,7 +23,7 @@ TEST_CASE("gemm: transA, no C", "[compiler]") {
   CHECK(t.node().runtime_inputs.size() == 2);
 }
 
-TEST_CASE("gemm: C of shape [M,1] and a scalar C broadcast", "[compiler]") {
+TEST_CASE("gemm: C of shape Mx1 and a scalar C broadcast", "[compiler]") {
   CHECK(OneNode(gemm_def(), {f32({2, 3}), f32({3, 4}), f32({2, 1})}).shape() == Shape{2, 4});
   CHECK(OneNode(gemm_def(), {f32({2, 3}), f32({3, 4}), f32({})}).shape() == Shape{2, 4});
 }

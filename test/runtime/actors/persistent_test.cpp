@@ -28,7 +28,7 @@ TEST_CASE("actor_system: persistent registers: every reader of piece n sees vers
   }
 }
 
-TEST_CASE("actor_system: micro-batches: an accumulator feeds one update per step; readers see the step's version", "[runtime]") {
+TEST_CASE("actor_system: micro-batches: an accumulator feeds one update per step, readers see the step's version", "[runtime]") {
   constexpr int64_t kPieces = 200;
   constexpr int32_t kMicro = 4;
   for (int threads : {1, 2, 4}) {

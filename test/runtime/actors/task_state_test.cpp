@@ -63,7 +63,7 @@ TEST_CASE("task_state: a source fills every free slot, then waits for a free", "
   CHECK_FALSE(source.done());
 }
 
-TEST_CASE("task_state: with 1 slot a source waits for each free; eos after the last piece", "[runtime]") {
+TEST_CASE("task_state: with 1 slot a source waits for each free, eos after the last piece", "[runtime]") {
   Harness h(1);
   TaskState source = h.task(0, 2);
   Recorder& out = h.out;

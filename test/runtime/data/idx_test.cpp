@@ -96,7 +96,7 @@ TEST_CASE("idx: plain and gzipped files read back the same samples", "[runtime]"
   CHECK_THROWS_WITH(open_idx(dir.path, "valid"), Catch::Contains("split 'valid'"));
 }
 
-TEST_CASE("idx: pixels scale to [0,1] and labels widen to i64", "[runtime]") {
+TEST_CASE("idx: pixels scale to 0..1 and labels widen to i64", "[runtime]") {
   std::vector<uint8_t> images = idx_images(1, 1, 3), labels = idx_labels(1);
   images[16] = 0;
   images[17] = 255;

@@ -12,7 +12,7 @@
 using namespace of;
 using namespace of::runtime::data;
 
-TEST_CASE("npy_dataset: features keep their per-sample shape; i32 and i64 labels read as i64", "[runtime]") {
+TEST_CASE("npy_dataset: features keep their per-sample shape, i32 and i64 labels read as i64", "[runtime]") {
   const std::string fx = "/tmp/of_npy_ds_x.npy", fy = "/tmp/of_npy_ds_y.npy";
   std::vector<float> x(3 * 2 * 2);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f;

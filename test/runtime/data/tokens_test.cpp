@@ -24,7 +24,7 @@ std::vector<uint8_t> le_tokens(const std::vector<uint32_t>& tokens, int width) {
 
 }  // namespace
 
-TEST_CASE("tokens: sample i is tokens [i*seq, i*seq+seq] with labels shifted by one", "[runtime]") {
+TEST_CASE("tokens: sample i is tokens i*seq to i*seq+seq with labels shifted by one", "[runtime]") {
   // 11 tokens, seq 3: (11 - 1) / 3 = 3 samples; the last token (10) is never a feature.
   std::vector<uint32_t> t = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
   std::vector<uint8_t> b = le_tokens(t, 2);
@@ -46,7 +46,7 @@ TEST_CASE("tokens: sample i is tokens [i*seq, i*seq+seq] with labels shifted by 
   CHECK(parse_tokens(b.data(), 20, "t.bin", TokenWidth::u16, 3)->size() == 3);
 }
 
-TEST_CASE("tokens: uint16 and uint32 are little-endian; open reads a file", "[runtime]") {
+TEST_CASE("tokens: uint16 and uint32 are little-endian, open reads a file", "[runtime]") {
   std::vector<uint32_t> t = {65535, 1, 258, 70000, 4000000000u};
   std::vector<uint8_t> b16 = le_tokens({65535, 1, 258}, 2);
   int64_t x[2], y[2];

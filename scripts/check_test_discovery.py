@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Fails unless ctest has one entry for every test case each Catch2 binary lists.
+
+  check_test_discovery.py BUILD_DIR BINARY [BINARY ...]
+
+Why: catch_discover_tests passes names through CMake lists, so a name with `;` splits into two
+entries and one with an unbalanced `[` swallows the names after it; their filters then match
+nothing, Catch2 reports "No tests ran" and ctest counts a pass. The suites also run with
+`-w NoTests` (an empty match fails), and this check names every case that would be lost.
+"""
+import subprocess
+import sys
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    build, binaries = sys.argv[1], sys.argv[2:]
+    listed = subprocess.run(["ctest", "--test-dir", build, "-N"], capture_output=True, text=True, check=True).stdout
+    registered = set()
+    for line in listed.splitlines():
+        # "  Test  #12: kernels_tests:gemm: ..." -> "kernels_tests:gemm: ..." (CMake drops the
+        # space that ends TEST_PREFIX)
+        head, sep, name = line.partition(": ")
+        if sep and head.strip().startswith("Test"):
+            registered.add(name)
+    missing, bad = [], []
+    total = 0
+    for binary in binaries:
+        suite = binary.rsplit("/", 1)[-1]
+        out = subprocess.run([binary, "--list-test-names-only"], capture_output=True, text=True).stdout
+        for case in out.splitlines():
+            if not case.strip():
+                continue
+            total += 1
+            if any(c in case for c in "[];"):
+                bad.append(f"{suite}: {case}")
+            if f"{suite}:{case}" not in registered and f"{suite}: {case}" not in registered:
+                missing.append(f"{suite}: {case}")
+    for name in bad:
+        print(f"check_test_discovery: test name has '[', ']' or ';', which discovery mangles: {name}")
+    for name in missing:
+        print(f"check_test_discovery: not registered with ctest (it would never run): {name}")
+    if bad or missing:
+        return 1
+    print(f"check_test_discovery: all {total} test cases of {len(binaries)} binaries are ctest entries")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
