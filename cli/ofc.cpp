@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   app.add_option("--micro-batches", options.micro_batches, "pieces (micro-batches) whose gradients one optimizer step sums")
       ->check(CLI::Range(1, 1 << 20));
   std::string devices = "1:cpu";
+  app.add_option("--folded", options.folded,
+                 "train | freeze: what --train does with parameters the exporter folded into new names (default: refuse)")
+      ->check(CLI::IsMember({"train", "freeze"}));
+  app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable");
   app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices in one process)")->capture_default_str();
   app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(CLI::Range(1, 4096));
   app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(CLI::Range(1, 4096));
@@ -60,6 +64,8 @@ int main(int argc, char** argv) {
     for (const auto& a : c.tasks.arenas) arena += a.bytes;
     fmt::print("ofc: wrote {} ({} tasks, {} registers, {:.1f} MiB arena) and {}\n", output, c.tasks.tasks.size(),
                c.tasks.regsts.size(), double(arena) / (1 << 20), weights);
+    if (options.train)
+      fmt::print("ofc: {} tensors train, {} frozen, {} state\n", c.training.weights.size(), c.training.frozen, c.training.state);
     return 0;
   });
 }

@@ -3,8 +3,10 @@
 // inputs (minus initializers) become fed inputs, every node must name a supported operator.
 #include "compiler/import/onnx_import.h"
 
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -168,6 +170,7 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     g.values[v].desc = tensor_desc(t, w);
     g.values[v].data = tensor_bytes(t, g.values[v].desc, w);
     g.values[v].known = true;
+    g.values[v].initializer = true;
     check_finite(*g.values[v].data, g.values[v].desc, w);
   }
   for (const onnx::ValueInfoProto& in : gp.input()) {
@@ -190,6 +193,12 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
   }
   if (g.inputs.empty()) fail(file, "the graph has no inputs to feed");
 
+  struct Unsupported {
+    std::string type;
+    std::string first_node;
+    int64_t count;
+  };
+  std::vector<Unsupported> unsupported;  // in order of first appearance
   int index = 0;
   for (const onnx::NodeProto& np : gp.node()) {
     std::string name = np.name().empty() ? fmt::format("{}_{}", np.op_type(), index) : np.name();
@@ -212,12 +221,21 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
         g.values[v].desc = copy.desc;
         g.values[v].known = copy.known;
         g.values[v].data = copy.data;
+        g.values[v].initializer = copy.initializer;
         continue;
       }
     }
-    if (!find_op(np.domain(), np.op_type()))
-      fail(w, "unsupported operator '{}{}'; supported: {}", np.domain().empty() ? "" : np.domain() + ".",
-           np.op_type(), supported_op_list());
+    if (!find_op(np.domain(), np.op_type())) {
+      // Keep reading, so that one line can name every unsupported type; its outputs get names
+      // (no producer) so that later nodes still resolve their inputs.
+      const std::string type = np.domain().empty() ? np.op_type() : np.domain() + "." + np.op_type();
+      auto it = std::find_if(unsupported.begin(), unsupported.end(), [&](const Unsupported& u) { return u.type == type; });
+      if (it == unsupported.end()) unsupported.push_back({type, name, 1});
+      else ++it->count;
+      for (const std::string& out : np.output())
+        if (!out.empty() && find(out) == kNoValue) add(out);
+      continue;
+    }
     Node node{.name = name, .op_type = np.op_type(), .domain = np.domain()};
     import_attrs(np, node.attrs, w);
     const auto self = NodeId(g.nodes.size());
@@ -243,6 +261,16 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
       node.outputs.push_back(v);
     }
     g.nodes.push_back(std::move(node));
+  }
+  if (!unsupported.empty()) {
+    std::vector<std::string> parts;
+    int64_t nodes = 0;
+    for (const Unsupported& u : unsupported) {
+      parts.push_back(fmt::format("{} x{} (first: node '{}')", u.type, u.count, u.first_node));
+      nodes += u.count;
+    }
+    fail(file, "{} unsupported operator type{} in {} node{}: {}; supported: {}", unsupported.size(),
+         unsupported.size() == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", fmt::join(parts, ", "), supported_op_list());
   }
   for (const onnx::ValueInfoProto& out : gp.output()) {
     ValueId v = find(out.name());

@@ -26,6 +26,9 @@ struct Value {
   std::optional<std::vector<uint8_t>> data; // constant contents (initializer or Constant node)
   bool graph_input = false;
   bool graph_output = false;
+  // Read from the model file's initializers (a parameter or buffer, or a tensor the exporter
+  // folded), not computed from a Constant node or by the compiler.
+  bool initializer = false;
   // In a parallel (physical) graph: the logical tensor this value is a box of, starting at
   // `shard_begin` (an index into Compilation::logical.values), or -1. Weights files and
   // checkpoints hold the logical tensors; each device loads and saves its box.
@@ -45,6 +48,9 @@ struct Node {
   std::string kernel;
   Attrs kernel_attrs;
   std::vector<ValueId> runtime_inputs;
+  // Inputs (indices) that are the op's state rather than parameters, e.g. BatchNorm's running
+  // statistics: never trained, whatever their names.
+  std::vector<size_t> state_inputs;
   // Per output: the input it overwrites in place (an optimizer update writes the weight and its
   // state back where it read them), or -1. Lowering turns such inputs into persistent registers.
   std::vector<int32_t> inplace;

@@ -51,7 +51,9 @@ const OpDef* find_op(std::string_view domain, std::string_view onnx_type) {
 
 std::string supported_op_list() {
   std::vector<std::string_view> names;
-  for (const OpDef& op : all_ops()) names.push_back(op.onnx_type);
+  // Custom ops (a domain-qualified name, e.g. the test-only of.test.Delay) are not for users.
+  for (const OpDef& op : all_ops())
+    if (op.onnx_type.find('.') == std::string_view::npos) names.push_back(op.onnx_type);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 

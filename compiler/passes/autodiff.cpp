@@ -6,7 +6,11 @@
 // run time. The backward nodes come from each operator's grad rule (compiler/ops/*.cpp), in
 // reverse order; gradients of a value read by several nodes are summed. An evaluation plan
 // (eval_metrics) ends instead in per-sample metrics and has no backward pass.
+#include <fnmatch.h>
+
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "common/error.h"
 #include "compiler/ops/registry.h"
@@ -22,7 +26,69 @@ void set_scalar(Value& v, float x) {
   std::memcpy(v.data->data(), &x, 4);
 }
 
+bool exporter_made(const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; }
+
+// Only the default export (eval mode, constant folding) gives parameters exporter-made names:
+// its Transposes of nn.Linear weights and the convolutions BatchNorm was folded into. Training
+// those as constants would silently freeze them, so the model is refused unless told.
+void check_folded(const Compilation& c, const std::vector<ValueId>& folded) {
+  if (folded.empty() || !c.options.folded.empty()) return;
+  const Graph& g = c.graph;
+  std::vector<std::string> first;
+  for (size_t i = 0; i < folded.size() && i < 3; ++i)
+    first.push_back(fmt::format("{} {}", g.values[size_t(folded[i])].name, shape_str(g.values[size_t(folded[i])].desc.shape)));
+  fail({.file = g.source_file},
+       "{} float initializer{} named by the exporter, not the model ({}{}): parameters that torch.onnx.export folded "
+       "(eval-mode export with constant folding) would train as constants; export with "
+       "training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, or say to train or freeze them",
+       folded.size(), folded.size() == 1 ? "" : "s", fmt::join(first, ", "), folded.size() > 3 ? ", ..." : "");
+}
+
+bool frozen_by_option(const CompileOptions& o, const std::string& name) {
+  for (const std::string& pattern : o.freeze)
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
 }  // namespace
+
+std::vector<ValueId> trainable_weights(Compilation& c) {
+  const Graph& g = c.graph;
+  std::vector<bool> seen(g.values.size(), false), state(g.values.size(), false);
+  for (const Node& n : g.nodes)
+    for (size_t k : n.state_inputs) state[size_t(n.inputs[k])] = true;
+  std::vector<ValueId> weights, folded;
+  c.training.frozen = c.training.state = 0;
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.runtime_inputs) {
+      const Value& val = g.values[size_t(v)];
+      if (seen[size_t(v)] || !val.data || !val.initializer || val.desc.dtype != DType::f32) continue;
+      seen[size_t(v)] = true;
+      if (state[size_t(v)]) {  // buffers are state, never trained
+        ++c.training.state;
+        continue;
+      }
+      if (exporter_made(val.name)) {
+        if (numel(val.desc.shape) <= 1) continue;  // a folded scale or epsilon
+        folded.push_back(v);
+        if (c.options.folded != "train") {
+          ++c.training.frozen;
+          continue;
+        }
+      } else if (frozen_by_option(c.options, val.name)) {
+        ++c.training.frozen;
+        continue;
+      }
+      weights.push_back(v);
+    }
+  if (c.options.train || c.options.gradients) check_folded(c, folded);
+  for (const std::string& pattern : c.options.freeze) {
+    bool any = false;
+    for (const Value& val : g.values) any = any || (val.initializer && fnmatch(pattern.c_str(), val.name.c_str(), 0) == 0);
+    if (!any) fail({.file = g.source_file}, "freeze pattern '{}' matches no initializer of the model", pattern);
+  }
+  return weights;
+}
 
 bool Autodiff::run(Compilation& c) {
   const CompileOptions& o = c.options;
@@ -42,20 +108,15 @@ bool Autodiff::run(Compilation& c) {
   const ValueId pred = g.outputs[0];
   const TensorDesc pred_desc = g.values[size_t(pred)].desc;
 
-  // Weights and everything computed from them want a gradient. A weight is a float constant read
-  // at run time that the model names as a parameter: the exporter's own constants (a Constant
-  // node's output "/.../Constant_output_0", a folded expression "onnx::Mul_12") are not trained,
-  // e.g. an attention mask or scale.
-  auto exporter_made = [](const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; };
+  // Weights and everything computed from them want a gradient. A weight is a float initializer
+  // read at run time that the model names as a parameter: the exporter's own constants (a
+  // Constant node's output "/.../Constant_output_0", a scalar "onnx::Mul_12") are not trained,
+  // e.g. an attention mask or scale; nor are buffers (BatchNorm's running statistics, which their
+  // op marks as state) or what --freeze names.
   std::vector<bool> wants(g.values.size(), false);
   std::vector<ValueId> weights;
-  for (const Node& n : g.nodes)
-    for (ValueId v : n.runtime_inputs)
-      if (g.values[size_t(v)].data && g.values[size_t(v)].desc.dtype == DType::f32 && !wants[size_t(v)] &&
-          !exporter_made(g.values[size_t(v)].name)) {
-        wants[size_t(v)] = true;
-        weights.push_back(v);
-      }
+  weights = trainable_weights(c);
+  for (ValueId w : weights) wants[size_t(w)] = true;
   for (const Node& n : g.nodes) {
     bool any = false;
     for (ValueId v : n.runtime_inputs) any = any || wants[size_t(v)];

@@ -112,12 +112,16 @@ bool LowerToTasks::run(Compilation& c) {
       }
       add_input(tg, t, TaskInput{.kind = it->second.kind, .id = it->second.id, .blob = it->second.blob});
     }
-    // A task acts once per piece of its inputs: one that reads only constants (or weights) has no pieces.
+    // A task acts once per piece of its inputs. One that reads only weights (the Transpose of an
+    // nn.Linear weight, the Slices of an LSTM's) or constants has no pieces of its own: the
+    // source's register paces it, like the snapshot task, so it runs once per piece and reads the
+    // weight version of that piece.
     bool streamed = false;
     for (RegstId r : t.in_regsts) streamed = streamed || !tg.regsts[r].persistent;
-    if (!streamed)
-      fail({.file = g.source_file, .node = node.name, .op = node.op_type},
-           "computes only from constants; constant folding is not supported yet (export with do_constant_folding=True)");
+    if (!streamed) {
+      t.in_regsts.push_back(0);
+      tg.regsts[0].consumers.push_back(t.id);
+    }
     if (persistent_of[n] >= 0) {
       t.out_regsts.push_back(persistent_of[n]);
     } else {

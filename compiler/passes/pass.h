@@ -32,11 +32,20 @@ struct CompileOptions {
   int32_t dp = 1, tp = 1, pp = 1;
   uint64_t device_memory = 0;  // bytes each device may hold (check-plan); 0: unlimited
   std::string parallel_config;  // JSON file of stage boundaries and SBP hints (parallel_config.h)
+  // Float initializers the exporter named itself ("onnx::MatMul_12": parameters it transposed or
+  // folded BatchNorm into): "" refuses to train such a model, "train" trains them, "freeze"
+  // keeps them fixed.
+  std::string folded;
+  // Float initializers never trained (names or globs, e.g. "encoder.*"), like ONNX Runtime
+  // training's frozen_params; they stay in the weights file and checkpoints.
+  std::vector<std::string> freeze;
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
 struct Training {
   std::vector<std::pair<ValueId, ValueId>> weights;  // (weight, its gradient), in first-use order
+  int64_t frozen = 0;  // float initializers read at run time but not trained
+  int64_t state = 0;   // buffers an op updates (BatchNorm's running statistics)
   float lr = 0;
   std::string label;
 };
@@ -126,6 +135,11 @@ class CheckPlan final : public Pass {
   std::string name() const override { return "check-plan"; }
   bool run(Compilation& c) override;
 };
+
+// The float initializers training updates, in first-use order: named by the model, not state,
+// not frozen (autodiff.cpp). Refuses a model whose parameters the exporter folded (see
+// CompileOptions::folded) and --freeze patterns that match nothing; counts the frozen ones.
+std::vector<ValueId> trainable_weights(Compilation& c);
 
 // Plays the actor protocol on `tg` for `pieces` source pieces; fails naming the cycle of waits
 // when the actors would stall (check_plan.cpp).

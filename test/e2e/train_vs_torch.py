@@ -205,6 +205,10 @@ def ofrun_eval(args, plan, *extra):
 # ---------------------------------------------------------------- checks
 
 def check_adam_mlp(args):
+    # Both sides must run the same OpenBLAS kernels: unset, OpenBLAS picks its own for this CPU
+    # on one side while the other differs in summation order (measured: 1.7e-3 by step 20).
+    # CI's environment sets Haswell (ANCHORS.md); a bare shell does not.
+    os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
     work = os.path.join(args.work, "adam-mlp")
     plan = compile_mlp(args, work, "adam:lr=0.001")
     metrics = os.path.join(work, "metrics.jsonl")

@@ -1,0 +1,533 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A model zoo: models as PyTorch users write them, exported the way they export them, run and
+trained by `of` and compared with PyTorch.
+
+  zoo.py --bin BUILD/cli --work DIR [--opset N] MODEL CHECK
+  zoo.py --list
+
+Every model is small, built after torch.manual_seed(0), float32, batch 4:
+  linear3d      Linear(16,32) -> GELU -> Linear(32,8) on [4,5,16] (a Linear on a 3-D input:
+                MatMul, not Gemm); trained through a wrapper that reshapes the output to [20,8],
+                with 5 class ids per sample (labels [n,5]).
+  mlp_nobias    Linear(16,32,bias=False) -> ReLU -> Linear(32,10) on [4,16].
+  resnet18      torchvision resnet18(num_classes=10) on [4,3,32,32] (BatchNorm).
+  mobilenet_v2  torchvision mobilenet_v2(num_classes=10, width_mult=0.25) on [4,3,32,32]
+                (ReLU6, depthwise convolutions). Built with dropout=0.0 instead of torchvision's
+                0.2: a random dropout mask cannot be matched step for step.
+  gpt           a nanoGPT-style model: token + position embeddings (torch.arange), 2 pre-LN blocks
+                with a fused qkv Linear split in three, a causal mask buffer applied with
+                masked_fill(-inf), GELU MLP, Dropout(0.0), an untied head; vocab 64, width 32,
+                4 heads, 16 tokens; logits [64,64]. Trained on a token file (next-token labels).
+  encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
+                on [4,8,32], mean over the sequence, Linear(32,10).
+
+CHECK is one of:
+  infer         model.eval(), torch.onnx.export(model, x, f, opset_version=N) with torch's other
+                defaults (constant folding on), `ofc`, then `ofrun --input` / `--output` under the
+                ONNX file's own input and output names. Passes when
+                max|of - torch| / max|torch| <= 1e-4 (float32 rounding of a different summation
+                order stays well below that for models this small).
+  train-sgd     The training recipe: model.train(), torch.onnx.export(..., training=TRAINING,
+  train-adamw   do_constant_folding=False), `ofc --train --loss cross_entropy --label label
+                --optimizer sgd:lr=0.05` (resp. adamw:lr=1e-3,weight_decay=0.01), then
+                `ofrun --data ... --steps 5 --no-shuffle --metrics --checkpoint` over a file of
+                exactly 5 batches (npy:FEATURES,LABELS; the gpt a uint16 token file, as
+                gpt_parallel.py feeds its LM). PyTorch trains a copy of the model made before the
+                export (the export runs the model once in train mode, which moves BatchNorm's
+                running statistics; the ONNX file gets the pre-export values written back) with
+                torch.optim.SGD / AdamW and F.cross_entropy on the same batches in file order.
+                Passes when
+                (a) every step's loss agrees within 1e-4 relative: what train_vs_torch.py holds
+                    `of` to over 20 steps, and 5 steps give Adam no time to amplify rounding; and
+                (b) CK/latest's model.safetensors loads into a fresh copy of the model with
+                    load_state_dict(strict=True) (every parameter and persistent buffer, in
+                    PyTorch's names and shapes; a tied weight stored once gets its other name
+                    added here) and every tensor is within 1e-3 of its own max |value| of
+                    PyTorch's after 5 steps: BatchNorm running_mean/var included, integer and bool
+                    tensors (num_batches_tracked, masks) exactly. Looser than the losses: a
+                    weight's small entries are judged against its largest, and its rounding
+                    differences accumulate over all 5 updates.
+
+Exit status: 0 pass (summary lines), 1 mismatch (both sides' numbers printed), 2 bad
+arguments or a tool failure (the tool's error line printed; a failing torch.onnx.export counts
+too, and a tool still running after 300 s counts as hung), 77 a missing prerequisite (torch,
+onnx, numpy or, for the torchvision models, torchvision).
+
+Run with Debian's /usr/bin/python3. The PyTorch side runs single-threaded with GOMP_SPINCOUNT=1000
+(idle OpenMP threads would otherwise spin on the cores `ofrun` needs).
+"""
+import os
+
+# Read by libgomp when torch loads it, so it must be set before `import torch`.
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+BATCH = 4
+STEPS = 5
+INFER_REL_TOL = 1e-4
+LOSS_REL_TOL = 1e-4
+WEIGHT_REL_TOL = 1e-3
+TOOL_TIMEOUT_S = 300  # a plan that stalls would otherwise hang the test forever
+OPTIMIZERS = {  # CHECK -> (ofc --optimizer, torch.optim factory)
+    "train-sgd": ("sgd:lr=0.05", lambda params: torch.optim.SGD(params, lr=0.05)),
+    "train-adamw": ("adamw:lr=1e-3,weight_decay=0.01",
+                    lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)),
+}
+CHECKS = ["infer", "train-sgd", "train-adamw"]
+
+MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder"]
+
+
+def parse_args():
+    """Needs neither torch nor the tools: --list and bad arguments answer without them."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--list", action="store_true", help="print the model names and exit")
+    p.add_argument("--bin", help="folder holding ofc and ofrun")
+    p.add_argument("--work", help="scratch folder (WORK/MODEL-CHECK is emptied first)")
+    p.add_argument("--opset", type=int, default=17,
+                   help="ONNX opset to export (default 17: the first with LayerNormalization)")
+    p.add_argument("model", nargs="?", choices=MODEL_NAMES)
+    p.add_argument("check", nargs="?", choices=CHECKS)
+    args = p.parse_args()
+    if args.list:
+        print("\n".join(MODEL_NAMES))
+        sys.exit(0)
+    if not (args.bin and args.work and args.model and args.check):
+        p.error("needs --bin DIR --work DIR MODEL CHECK (or --list)")  # exits 2
+    return args
+
+
+if __name__ == "__main__":  # before the imports below, so that they decide only a skip
+    ARGS = parse_args()
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    sys.path.insert(0, HERE)
+    from torch_load_checkpoint import read_safetensors
+except ImportError as e:  # the models below are torch modules: nothing more can be defined
+    print(f"zoo: SKIP: {sys.executable} cannot import what the checks need: {e}")
+    sys.exit(SKIP)
+
+
+class Failure(Exception):
+    """A tool failed or printed something unexpected (exit 2)."""
+
+
+class Skip(Exception):
+    """A prerequisite is missing (exit 77)."""
+
+
+# ---------------------------------------------------------------- the models
+
+class Model:
+    """infer: the module `infer` exports; train: the module the training checks export (the same
+    one, or a wrapper sharing its parameters); feature / label: one sample's shape (labels are
+    class ids below `classes`); tokens: fed as a token file (features are the labels shifted)."""
+
+    def __init__(self, infer, feature, classes, label=(), train=None, tokens=False):
+        self.infer, self.train = infer, train if train is not None else infer
+        self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
+
+
+class Flatten(nn.Module):
+    """[batch, seq, classes] -> [batch*seq, classes]: cross_entropy wants one row per label."""
+
+    def __init__(self, net, classes):
+        super().__init__()
+        self.net, self.classes = net, classes
+
+    def forward(self, x):
+        return self.net(x).reshape(-1, self.classes)
+
+
+def linear3d():
+    net = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8))
+    return Model(net, (5, 16), 8, label=(5,), train=Flatten(net, 8))
+
+
+def mlp_nobias():
+    return Model(nn.Sequential(nn.Linear(16, 32, bias=False), nn.ReLU(), nn.Linear(32, 10)), (16,), 10)
+
+
+def resnet18():
+    import torchvision
+    return Model(torchvision.models.resnet18(num_classes=10), (3, 32, 32), 10)
+
+
+def mobilenet_v2():
+    import torchvision
+    return Model(torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25, dropout=0.0), (3, 32, 32), 10)
+
+
+GPT_VOCAB, GPT_WIDTH, GPT_HEADS, GPT_SEQ, GPT_LAYERS = 64, 32, 4, 16, 2
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn = nn.Linear(GPT_WIDTH, 3 * GPT_WIDTH)
+        self.c_proj = nn.Linear(GPT_WIDTH, GPT_WIDTH)
+        self.attn_dropout, self.resid_dropout = nn.Dropout(0.0), nn.Dropout(0.0)
+        # A persistent bool buffer, as users register it: it is in the state_dict, so a strict
+        # load of `of`'s checkpoint needs it there too.
+        self.register_buffer("mask", torch.triu(torch.ones(GPT_SEQ, GPT_SEQ, dtype=torch.bool), 1))
+
+    def forward(self, x):
+        b, t, c = x.size()
+        q, k, v = self.c_attn(x).split(GPT_WIDTH, dim=2)
+        q = q.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2)
+        k = k.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2)
+        v = v.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:t, :t], float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class GptBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(GPT_WIDTH), nn.LayerNorm(GPT_WIDTH)
+        self.attn = CausalSelfAttention()
+        self.mlp = nn.Sequential(nn.Linear(GPT_WIDTH, 4 * GPT_WIDTH), nn.GELU(),
+                                 nn.Linear(4 * GPT_WIDTH, GPT_WIDTH), nn.Dropout(0.0))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(GPT_VOCAB, GPT_WIDTH), nn.Embedding(GPT_SEQ, GPT_WIDTH)
+        self.drop = nn.Dropout(0.0)
+        self.blocks = nn.ModuleList(GptBlock() for _ in range(GPT_LAYERS))
+        self.ln_f = nn.LayerNorm(GPT_WIDTH)
+        self.head = nn.Linear(GPT_WIDTH, GPT_VOCAB, bias=False)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x)).reshape(b * t, GPT_VOCAB)
+
+
+def gpt():
+    return Model(GPT(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(self.encoder(x).mean(dim=1))
+
+
+def encoder():
+    return Model(Encoder(), (8, 32), 10)
+
+
+MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder]))
+
+
+def build(name):
+    torch.manual_seed(0)
+    try:
+        return MODELS[name]()
+    except ImportError as e:  # torchvision
+        raise Skip(f"{name} needs {e.name or e}")
+
+
+# ---------------------------------------------------------------- data
+
+def make_data(m, work):
+    """STEPS batches: features [n, *feature], labels [n, *label] as numpy arrays, and the --data
+    argument that feeds them to `ofrun` in that order (with --no-shuffle)."""
+    rng = np.random.default_rng(0)  # independent of the model's torch seed
+    n = STEPS * BATCH
+    if m.tokens:
+        # Sample i is tokens [i*seq, i*seq + seq] (ofrun's token layout): features the first seq,
+        # labels the last seq. One more token than n*seq makes exactly n samples.
+        seq = m.feature[0]
+        corpus = rng.integers(0, m.classes, n * seq + 1).astype(np.uint16)
+        path = os.path.join(work, "corpus.u16")
+        corpus.tofile(path)
+        idx = np.arange(n)[:, None] * seq + np.arange(seq)[None, :]
+        return corpus[idx].astype(np.int64), corpus[idx + 1].astype(np.int64), f"tokens:{path},dtype=uint16"
+    features = rng.standard_normal((n,) + m.feature).astype(np.float32)
+    labels = rng.integers(0, m.classes, (n,) + m.label).astype(np.int64)
+    fpath, lpath = os.path.join(work, "features.npy"), os.path.join(work, "labels.npy")
+    np.save(fpath, features)
+    np.save(lpath, labels)
+    return features, labels, f"npy:{fpath},{lpath}"
+
+
+# ---------------------------------------------------------------- the tools
+
+def tool(args, name, *argv):
+    cmd = [os.path.join(args.bin, name), *map(str, argv)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{name} timed out after {TOOL_TIMEOUT_S} s: {' '.join(cmd)}")
+    if p.returncode != 0:
+        # The tools end a failure with one "<tool>: error: ..." line; progress lines may precede it.
+        lines = [ln.strip() for ln in (p.stderr + "\n" + p.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith(f"{name}: error")]
+        err = errors[0] if errors else (lines[-1] if lines else "(printed nothing)")
+        if p.returncode < 0:
+            err = f"killed by signal {-p.returncode}; last line: {err}"
+        raise Failure(f"{name} failed (exit {p.returncode}): {err}")
+    return p.stdout
+
+
+def export(model, x, path, opset, train):
+    """torch.onnx.export as a user calls it; its warnings are noise here (the ONNX file is what
+    gets checked) and its failure is a tool failure."""
+    kwargs = dict(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) if train else {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, x, path, opset_version=opset, **kwargs)
+    except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
+        line = str(e).strip().splitlines()
+        raise Failure(f"torch.onnx.export failed: {type(e).__name__}: {line[0] if line else ''}")
+    proto = onnx.load(path)
+    inits = {t.name for t in proto.graph.initializer}
+    inputs = [i.name for i in proto.graph.input if i.name not in inits]
+    return proto, inputs, [o.name for o in proto.graph.output]
+
+
+def restore_initializers(proto, state, path):
+    """Exporting in training mode runs the model once in train mode, which moves every BatchNorm's
+    running statistics, and the ONNX file records the moved values. Writes the pre-export values
+    (by PyTorch name) back, so that `of` starts where the PyTorch copy starts."""
+    changed = 0
+    for t in proto.graph.initializer:
+        want = state.get(t.name)
+        if want is None or tuple(want.shape) != tuple(t.dims) or not want.is_floating_point():
+            continue
+        have = numpy_helper.to_array(t)
+        if not np.array_equal(have, want.numpy().astype(have.dtype)):
+            t.CopyFrom(numpy_helper.from_array(want.numpy().astype(have.dtype), t.name))
+            changed += 1
+    if changed:
+        onnx.save(proto, path)
+    return changed
+
+
+def rel_err(got, want):
+    """max|got - want| / max|want| (absolute when want is all zeros), and max|want|."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    err = float(np.max(np.abs(got - want))) if want.size else 0.0
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    return (err / scale if scale > 0 else err), scale
+
+
+# ---------------------------------------------------------------- checks
+
+def check_infer(args, name, m, work):
+    model = m.infer.eval()
+    features, _, _ = make_data(m, work)
+    x = torch.from_numpy(features[:BATCH])
+    with torch.no_grad():
+        want = model(x).numpy()
+    path = os.path.join(work, "model.onnx")
+    _, inputs, outputs = export(model, x, path, args.opset, train=False)
+    if len(inputs) != 1 or len(outputs) != 1:
+        raise Failure(f"the export has inputs {inputs} and outputs {outputs}, not one of each")
+    plan = os.path.join(work, "p.ofp")
+    tool(args, "ofc", path, "-o", plan)
+    xpath, ypath = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
+    np.save(xpath, features[:BATCH])
+    tool(args, "ofrun", plan, "--input", f"{inputs[0]}={xpath}", "--output", f"{outputs[0]}={ypath}")
+    got = np.load(ypath)
+    if got.shape != want.shape:
+        print(f"zoo {name} infer: FAIL: ofrun's output '{outputs[0]}' is {list(got.shape)}, "
+              f"PyTorch's {list(want.shape)}")
+        return 1
+    rel, scale = rel_err(got, want)
+    ok = bool(np.isfinite(rel)) and rel <= INFER_REL_TOL
+    print(f"zoo {name} infer: {'ok' if ok else 'FAIL'}: output {list(want.shape)}, "
+          f"max|of - torch| / max|torch| = {rel:.3g} (max|torch| {scale:.3g}, tolerance {INFER_REL_TOL:g})")
+    if not ok:
+        with np.printoptions(precision=6, suppress=True, linewidth=120, threshold=40, edgeitems=4):
+            print(f"  of (flat, first values):    {got.reshape(-1)[:8]}\n"
+                  f"  torch (flat, first values): {want.reshape(-1)[:8]}")
+    return 0 if ok else 1
+
+
+def of_losses(metrics):
+    losses = {}
+    with open(metrics) as f:
+        for line in f:
+            if line.strip():
+                rec = json.loads(line)
+                losses[int(rec["step"])] = float(rec["loss"])
+    if sorted(losses) != list(range(1, STEPS + 1)):
+        raise Failure(f"{metrics}: steps {sorted(losses)}, expected 1..{STEPS}")
+    return [losses[s] for s in range(1, STEPS + 1)]
+
+
+def torch_train(model, make_opt, features, labels):
+    """STEPS steps over consecutive batches, as `ofrun --no-shuffle` takes them."""
+    opt = make_opt(model.parameters())
+    losses = []
+    for s in range(STEPS):
+        x = torch.from_numpy(features[s * BATCH:(s + 1) * BATCH])
+        y = torch.from_numpy(labels[s * BATCH:(s + 1) * BATCH]).reshape(-1)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def checkpoint_weights(ck):
+    """ck/latest is a file naming the newest step folder (or, should it become one, that folder)."""
+    latest = os.path.join(ck, "latest")
+    if os.path.isdir(latest):
+        return os.path.join(latest, "model.safetensors")
+    with open(latest) as f:
+        return os.path.join(ck, f.read().strip(), "model.safetensors")
+
+
+def add_aliases(tensors, model):
+    """A tied parameter (a head sharing the embedding's weight) is one tensor under two state_dict
+    names; a checkpoint stores it once. Adds the missing name(s) of each such tensor."""
+    groups = {}
+    for k, v in model.state_dict().items():
+        if v.numel():
+            groups.setdefault((v.data_ptr(), tuple(v.shape), v.dtype), []).append(k)
+    for names in groups.values():
+        have = [k for k in names if k in tensors]
+        for k in names:
+            if have and k not in tensors:
+                tensors[k] = tensors[have[0]]
+    return tensors
+
+
+def check_train(args, name, m, work, check):
+    optimizer, make_opt = OPTIMIZERS[check]
+    model = m.train.train()
+    # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
+    ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
+    features, labels, data = make_data(m, work)
+    path = os.path.join(work, "model.onnx")
+    proto, _, _ = export(model, torch.from_numpy(features[:BATCH]), path, args.opset, train=True)
+    restore_initializers(proto, ref.state_dict(), path)
+    plan = os.path.join(work, "t.ofp")
+    tool(args, "ofc", path, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
+         "--optimizer", optimizer)
+    metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
+    tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
+         "--checkpoint", ck)
+    got = of_losses(metrics)
+    want = torch_train(ref, make_opt, features, labels)
+
+    rel = [abs(g - w) / abs(w) if w != 0 else abs(g) for g, w in zip(got, want)]
+    losses_ok = all(r <= LOSS_REL_TOL for r in rel)  # also false for a NaN
+    print(f"zoo {name} {check}: losses {'ok' if losses_ok else 'FAIL'}: {STEPS} steps, "
+          f"{want[0]:.6f} -> {want[-1]:.6f}, max relative difference {max(rel):.3g} "
+          f"(tolerance {LOSS_REL_TOL:g})")
+    if not losses_ok:
+        print(f"  {'step':>4} {'of':>14} {'torch':>14} {'rel. diff':>10}")
+        for s, (g, w, r) in enumerate(zip(got, want, rel), 1):
+            print(f"  {s:>4} {g:>14.9f} {w:>14.9f} {r:>10.3g}" + ("" if r <= LOSS_REL_TOL else "  <--"))
+
+    weights = checkpoint_weights(ck)
+    try:
+        tensors, _ = read_safetensors(weights)
+    except Exception as e:  # torch_load_checkpoint.FormatError, OSError
+        raise Failure(f"{weights}: {e}")
+    tensors = add_aliases(tensors, fresh)
+    try:
+        fresh.load_state_dict(tensors, strict=True)
+    except RuntimeError as e:  # missing / unexpected keys, wrong shapes: `of`'s checkpoint is wrong
+        print(f"zoo {name} {check}: weights FAIL: load_state_dict(strict=True) of "
+              f"{os.path.relpath(weights, work)} refused it:")
+        print("  " + str(e).strip().replace("\n", "\n  "))
+        return 1
+    bad, worst, state = [], 0.0, ref.state_dict()
+    for k, w in state.items():
+        g = tensors[k]
+        if w.is_floating_point():
+            r, scale = rel_err(g.double().numpy(), w.double().numpy())
+            ok = bool(np.isfinite(r)) and r <= WEIGHT_REL_TOL
+            worst = max(worst, r) if np.isfinite(r) else float("inf")
+        else:  # num_batches_tracked, masks: counts and flags are exact
+            ok = torch.equal(g.to(w.dtype), w)
+            r, scale = (0.0 if ok else float("inf")), None
+        if not ok:
+            bad.append((k, r, scale, g, w))
+    print(f"zoo {name} {check}: weights {'ok' if not bad else 'FAIL'}: {len(state)} tensors of "
+          f"{os.path.relpath(weights, work)} vs PyTorch after {STEPS} steps, worst relative "
+          f"difference {worst:.3g} (tolerance {WEIGHT_REL_TOL:g} of each tensor's max |value|)"
+          + (f"; {len(bad)} differ" if bad else ""))
+    with np.printoptions(precision=6, suppress=True, linewidth=120, threshold=20, edgeitems=3):
+        for k, r, scale, g, w in bad[:12]:
+            what = f"relative {r:.3g} of max|torch| {scale:.3g}" if scale is not None else "not equal"
+            print(f"  {k} {list(w.shape)}: {what}\n    of:    {g.reshape(-1)[:6].numpy()}\n"
+                  f"    torch: {w.reshape(-1)[:6].numpy()}")
+        if len(bad) > 12:
+            print(f"  ... and {len(bad) - 12} more")
+    return 0 if losses_ok and not bad else 1
+
+
+def main(args):
+    args.bin, args.work = os.path.abspath(args.bin), os.path.abspath(args.work)
+    for t in ("ofc", "ofrun"):
+        if not os.access(os.path.join(args.bin, t), os.X_OK):
+            print(f"zoo: no executable {t} in {args.bin}", file=sys.stderr)
+            return 2
+    torch.set_num_threads(1)
+    work = os.path.join(args.work, f"{args.model}-{args.check}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    start = time.monotonic()
+    try:
+        m = build(args.model)
+        if args.check == "infer":
+            rc = check_infer(args, args.model, m, work)
+        else:
+            rc = check_train(args, args.model, m, work, args.check)
+    except Skip as e:
+        print(f"zoo {args.model} {args.check}: SKIP: {e}")
+        return SKIP
+    except (Failure, OSError, ValueError, KeyError) as e:
+        print(f"zoo {args.model} {args.check}: {e}", file=sys.stderr)
+        return 2
+    print(f"zoo {args.model} {args.check}: {'pass' if rc == 0 else 'MISMATCH'} "
+          f"({time.monotonic() - start:.1f} s)")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(ARGS))
