@@ -7,7 +7,7 @@ packages=(
   libcaf-dev libflatbuffers-dev flatbuffers-compiler libcli11-dev libspdlog-dev libfmt-dev
   catch2 libucx-dev libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
-  python3-torch python3-onnx python3-numpy graphviz
+  python3-torch python3-torchvision python3-onnx python3-numpy graphviz
 )
 # Training data for the README's main command (issue 3); small and Debian-packaged.
 packages+=(dataset-fashion-mnist)

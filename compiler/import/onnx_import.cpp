@@ -100,6 +100,23 @@ void import_attrs(const onnx::NodeProto& node, Attrs& attrs, const Where& where)
       case onnx::AttributeProto::STRING: attrs.set_str(a.name(), a.s()); break;
       case onnx::AttributeProto::INTS: attrs.set_ints(a.name(), {a.ints().begin(), a.ints().end()}); break;
       case onnx::AttributeProto::FLOATS: attrs.set_floats(a.name(), {a.floats().begin(), a.floats().end()}); break;
+      case onnx::AttributeProto::TENSOR: {
+        // A one-element tensor (ConstantOfShape's value): its number and its dtype.
+        const TensorDesc d = tensor_desc(a.t(), where);
+        if (numel(d.shape) != 1) fail(where, "attribute '{}' holds a tensor of {} elements; only one is supported", a.name(), numel(d.shape));
+        const std::vector<uint8_t> bytes = tensor_bytes(a.t(), d, where);
+        double x = 0;
+        switch (d.dtype) {
+          case DType::f32: { float f; std::memcpy(&f, bytes.data(), 4); x = f; break; }
+          case DType::i64: { int64_t i; std::memcpy(&i, bytes.data(), 8); x = double(i); break; }
+          case DType::i32: { int32_t i; std::memcpy(&i, bytes.data(), 4); x = i; break; }
+          case DType::bool_: case DType::u8: x = bytes[0]; break;
+          default: fail(where, "attribute '{}' holds a {} tensor, which is not supported", a.name(), dtype_name(d.dtype));
+        }
+        attrs.set_floats(a.name(), {float(x)});
+        attrs.set_int(a.name() + "_dtype", int64_t(d.dtype));
+        break;
+      }
       default: fail(where, "attribute '{}' has a type (AttributeProto {}) that is not supported", a.name(), int(a.type()));
     }
   }

@@ -12,6 +12,26 @@ ValueId Graph::add_value(std::string name) {
   return ValueId(values.size() - 1);
 }
 
+void remove_nodes(Graph& g, const std::vector<bool>& dead) {
+  std::vector<NodeId> new_id(g.nodes.size(), -1);
+  std::vector<Node> kept;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!dead[n]) {
+      new_id[n] = NodeId(kept.size());
+      kept.push_back(std::move(g.nodes[n]));
+    }
+  g.nodes = std::move(kept);
+  for (Node& node : g.nodes)
+    if (node.forward >= 0) node.forward = new_id[size_t(node.forward)];
+  for (Value& v : g.values) {
+    if (v.producer >= 0) v.producer = new_id[size_t(v.producer)];
+    std::vector<NodeId> consumers;
+    for (NodeId c : v.consumers)
+      if (new_id[size_t(c)] >= 0) consumers.push_back(new_id[size_t(c)]);
+    v.consumers = std::move(consumers);
+  }
+}
+
 void verify(const Graph& g, const std::string& after) {
   auto check = [&](bool ok, const std::string& what) {
     if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what));

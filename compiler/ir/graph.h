@@ -70,9 +70,15 @@ struct Graph {
   std::vector<Node> nodes;                  // in topological order (import checks this)
   std::vector<ValueId> inputs;              // graph inputs fed at run time
   std::vector<ValueId> outputs;
+  // Compiling a training (or gradient) plan: BatchNorm normalises with batch statistics and
+  // updates its running ones; otherwise (inference, evaluation) it uses the running ones.
+  bool training = false;
 
   ValueId add_value(std::string name);
 };
+
+// Drops the nodes marked dead (folded to constants), renumbering the rest and every link to them.
+void remove_nodes(Graph& g, const std::vector<bool>& dead);
 
 // Structural invariants (ids in range, producer/consumer links agree, topological order,
 // every value produced at most once). Throws an internal error naming `after` (a pass name).

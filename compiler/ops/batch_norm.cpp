@@ -8,12 +8,16 @@ namespace of::compiler {
 namespace {
 
 void infer_batch_norm(OpCtx& c) {
-  c.expect_arity(5, 5, 3);
-  if (c.attrs().get_int("training_mode", 0) != 0)
-    c.fail("training_mode = 1 is not supported (inference only; export the model in eval mode)");
-  for (size_t i = 1; i < c.num_outputs(); ++i)
-    if (c.node().outputs[i] != kNoValue)
-      c.fail("has {} outputs; the training outputs (running mean and variance) are not supported", c.num_outputs());
+  c.expect_arity(5, 5, 5);
+  // A training-mode export in an inference or evaluation plan normalises with the running
+  // statistics, as torch's eval mode does. Training with batch statistics is not built yet.
+  if (c.attrs().get_int("training_mode", 0) != 0 && c.training())
+    // TODO(issue-10): batch statistics, running-statistics updates and num_batches_tracked.
+    c.fail("training with batch statistics (torch's train mode) is not supported yet; only frozen running "
+           "statistics (torch's eval-mode BatchNorm) train so far");
+  while (c.num_outputs() > 1)
+    if (!c.drop_output_if_unused(c.num_outputs() - 1))
+      c.fail("reads the running mean or variance BatchNormalization writes in training; not supported");
   for (size_t i = 0; i < 5; ++i) c.expect_float(i);
   const Shape& x = c.in(0).shape;
   if (x.size() < 2) c.fail("input 0 (X) has shape {}, expected rank >= 2 [N,C,...]", shape_str(x));

@@ -45,6 +45,16 @@ TensorDesc& OpCtx::out(size_t i) {
   return v.desc;
 }
 
+bool OpCtx::drop_output_if_unused(size_t i) {
+  if (i >= node_.outputs.size()) return true;
+  Value& v = g_.values[node_.outputs[i]];
+  if (!v.consumers.empty() || v.graph_output) return false;
+  v.producer = -1;
+  v.known = true;  // an orphan nothing reads; its desc stays empty
+  node_.outputs.erase(node_.outputs.begin() + long(i));
+  return true;
+}
+
 void OpCtx::expect_arity(size_t lo, size_t hi, size_t max_out) const {
   size_t n = node_.inputs.size();
   while (n > 0 && node_.inputs[n - 1] == kNoValue) --n;

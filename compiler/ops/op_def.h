@@ -22,6 +22,7 @@ class OpCtx {
   OpCtx(Graph& g, Node& node) : g_(g), node_(node) {}
 
   Node& node() { return node_; }
+  bool training() const { return g_.training; }  // see Graph::training
   const Attrs& attrs() const { return node_.attrs; }
   size_t num_inputs() const { return node_.inputs.size(); }
   size_t num_outputs() const { return node_.outputs.size(); }
@@ -32,6 +33,8 @@ class OpCtx {
   // Integer contents of a constant int64/int32 input (e.g. Reshape's shape); fails if not constant.
   std::vector<int64_t> const_ints(size_t i) const;
   TensorDesc& out(size_t i);                        // marks output i known
+  // Optional outputs nothing reads (Dropout's mask) are dropped; false when output i is read.
+  bool drop_output_if_unused(size_t i);
 
   // Checks the input count is within [lo, hi] and the output count within [1, max_out].
   void expect_arity(size_t lo, size_t hi, size_t max_out = 1) const;

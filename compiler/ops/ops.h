@@ -30,5 +30,32 @@ OpDef transpose_def();            // transpose.cpp
 OpDef relu_def();                 // unary.cpp
 OpDef sigmoid_def();
 OpDef tanh_def();
+OpDef and_def();                  // compile_time.cpp (folded: shape arithmetic)
+OpDef cast_def();
+OpDef constant_of_shape_def();
+OpDef equal_def();
+OpDef greater_def();
+OpDef less_def();
+OpDef not_def();
+OpDef or_def();
+OpDef range_def();
+OpDef shape_def();
+OpDef dropout_def();              // dropout.cpp
+OpDef clip_def();                 // pointwise.cpp
+OpDef erf_def();
+OpDef hard_sigmoid_def();
+OpDef hard_swish_def();
+OpDef leaky_relu_def();
+OpDef neg_def();
+OpDef pow_def();
+OpDef reciprocal_def();
+OpDef sqrt_def();
+OpDef reduce_mean_def();          // reduce_mean.cpp
+OpDef slice_def();                // split.cpp
+OpDef split_def();
+OpDef squeeze_def();              // squeeze.cpp
+OpDef unsqueeze_def();
+OpDef expand_def();               // where.cpp
+OpDef where_def();
 
 }  // namespace of::compiler

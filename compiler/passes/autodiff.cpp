@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
 
@@ -25,8 +26,6 @@ void set_scalar(Value& v, float x) {
   v.data = std::vector<uint8_t>(4);
   std::memcpy(v.data->data(), &x, 4);
 }
-
-bool exporter_made(const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; }
 
 // Only the default export (eval mode, constant folding) gives parameters exporter-made names:
 // its Transposes of nn.Linear weights and the convolutions BatchNorm was folded into. Training
@@ -68,7 +67,7 @@ std::vector<ValueId> trainable_weights(Compilation& c) {
         ++c.training.state;
         continue;
       }
-      if (exporter_made(val.name)) {
+      if (exporter_named(val.name)) {
         if (numel(val.desc.shape) <= 1) continue;  // a folded scale or epsilon
         folded.push_back(v);
         if (c.options.folded != "train") {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// infer-shapes: afterwards every value has a shape and dtype, and every node a kernel (from its
-// OpDef's lower()) that exists in the kernel registry for the node's device and dtype.
+// infer-shapes: afterwards every value has a shape and dtype, every node a kernel (from its
+// OpDef's lower()) that exists in the kernel registry for the node's device and dtype, and no
+// node computes only from compile-time constants (those were folded into constants).
 #include "common/error.h"
+#include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
 #include "kernels/registry.h"
@@ -10,7 +12,14 @@ namespace of::compiler {
 
 bool InferShapes::run(Compilation& c) {
   Graph& g = c.graph;
-  for (Node& node : g.nodes) {
+  std::vector<bool> folded(g.nodes.size(), false);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    Node& node = g.nodes[n];
+    // Shape arithmetic and other constant-only nodes become constants (const_eval.cpp).
+    if (try_fold(g, node)) {
+      folded[n] = true;
+      continue;
+    }
     const OpDef* def = find_op(node.domain, node.op_type);
     OF_ASSERT(def, "import let an unsupported op through: " + node.op_type);
     OpCtx ctx(g, node);
@@ -23,6 +32,7 @@ bool InferShapes::run(Compilation& c) {
     if (!kernels::find_kernel(node.kernel, kernels::DeviceKind::cpu, dtype))
       ctx.fail("no kernel '{}' for cpu:{}", node.kernel, dtype_name(dtype));
   }
+  remove_nodes(g, folded);
   return true;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // reduce_sum over sorted, non-negative `axes` (absent: all axes, as in ONNX; an empty list: none)
-// with `keepdims` 0/1, for bias gradients and for undoing broadcasts. Adjacent axes of the same
+// with `keepdims` 0/1, for bias gradients and for undoing broadcasts; `divisor` (default 1) then
+// divides every sum (ReduceMean: divided, not multiplied by 1/n, as PyTorch's mean rounds). Adjacent axes of the same
 // kind (reduced or kept) are merged at prepare time, so a bias gradient [N,C] -> [C] is one
 // contiguous accumulate per row. The output must not alias the input.
 #include <algorithm>
@@ -22,6 +23,7 @@ class ReduceSum final : public Kernel {
   std::vector<int64_t> dims_, out_strides_;
   std::vector<int64_t> index_;  // odometer over the outer dims (a member: run() allocates nothing)
   int64_t in_n_ = 0, out_n_ = 0;
+  float divisor_ = 1.0f;
 };
 
 ReduceSum::ReduceSum(const KernelConfig& cfg) {
@@ -50,6 +52,8 @@ ReduceSum::ReduceSum(const KernelConfig& cfg) {
   check_output_shape(cfg, "reduce_sum", 0, y);
   in_n_ = numel(x);
   out_n_ = numel(y);
+  divisor_ = cfg.attrs.get_float("divisor", 1.0f);
+  if (!(divisor_ > 0.0f)) fail(where_of(cfg), "reduce_sum: divisor must be positive, got {}", divisor_);
 
   // Merge runs of same-kind axes, dropping size-1 ones (they change neither offset).
   std::vector<bool> kinds;
@@ -103,6 +107,8 @@ void ReduceSum::run(const void* const* in, void* const* out) {
       index_[d] = 0;
     }
   }
+  if (divisor_ != 1.0f)
+    for (int64_t i = 0; i < out_n_; ++i) y[i] /= divisor_;
 }
 
 }  // namespace

@@ -12,13 +12,15 @@ namespace {
 
 class NpyDataset final : public Dataset {
  public:
-  NpyDataset(NpyArray features, std::vector<int64_t> labels)
+  // Labels [n, ...]: each sample's label is a tensor (one class id per position of a sequence
+  // model, whose logits are [batch*seq, classes]) or, for [n], a scalar.
+  NpyDataset(NpyArray features, std::vector<int64_t> labels, Shape label_shape)
       : features_(std::move(features)),
         labels_(std::move(labels)),
         feature_desc_{Shape(features_.shape.begin() + 1, features_.shape.end()), DType::f32},
-        label_desc_{{}, DType::i64} {}
+        label_desc_{std::move(label_shape), DType::i64} {}
 
-  int64_t size() const override { return int64_t(labels_.size()); }
+  int64_t size() const override { return features_.shape[0]; }
   const TensorDesc& features() const override { return feature_desc_; }
   const TensorDesc& labels() const override { return label_desc_; }
 
@@ -26,7 +28,8 @@ class NpyDataset final : public Dataset {
     OF_ASSERT(index >= 0 && index < size(), "npy sample index out of range");
     size_t bytes = size_t(feature_desc_.bytes());
     std::memcpy(features, features_.data.data() + size_t(index) * bytes, bytes);
-    *static_cast<int64_t*>(labels) = labels_[size_t(index)];
+    const auto per = size_t(numel(label_desc_.shape));
+    std::memcpy(labels, labels_.data() + size_t(index) * per, per * sizeof(int64_t));
   }
 
  private:
@@ -51,12 +54,12 @@ std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, cons
   NpyArray labels = read_npy(labels_path);
   if (labels.dtype != DType::i64 && labels.dtype != DType::i32)
     fail({.file = labels_path}, "labels must be i64 (<i8) or i32 (<i4), not {}", dtype_name(labels.dtype));
-  if (labels.shape.size() != 1) fail({.file = labels_path}, "labels must be [n], not {}", shape_str(labels.shape));
+  if (labels.shape.empty()) fail({.file = labels_path}, "labels must be [n] or [n, ...], not a scalar");
   if (labels.shape[0] != features.shape[0])
     fail({.file = labels_path}, "holds {} labels but {} holds {} samples", labels.shape[0], features_path,
          features.shape[0]);
 
-  std::vector<int64_t> values(size_t(labels.shape[0]));
+  std::vector<int64_t> values(size_t(numel(labels.shape)));
   for (size_t i = 0; i < values.size(); ++i) {
     if (labels.dtype == DType::i64) {
       std::memcpy(&values[i], labels.data.data() + 8 * i, 8);
@@ -69,7 +72,7 @@ std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, cons
     if (num_classes > 0 && values[i] >= num_classes)
       fail({.file = labels_path}, "label {} at index {} is out of range (num_classes {})", values[i], i, num_classes);
   }
-  return std::make_unique<NpyDataset>(std::move(features), std::move(values));
+  return std::make_unique<NpyDataset>(std::move(features), std::move(values), Shape(labels.shape.begin() + 1, labels.shape.end()));
 }
 
 }  // namespace of::runtime::data

@@ -105,8 +105,6 @@ const std::vector<Row>& rows() {
        "ofc: error: {f}/hostile/reshape_runtime_shape.onnx: node 'reshape' (Reshape): input 1 must be a constant (an initializer or a Constant node)"},
       {"model: a value defined twice", [](const TempDir& d) { return ofc(d, "hostile/duplicate_output.onnx"); },
        "ofc: error: {f}/hostile/duplicate_output.onnx: node 'b' (Relu): output 't' is defined twice"},
-      {"model: a node that computes only from constants", [](const TempDir& d) { return ofc(d, "hostile/constant_only_node.onnx"); },
-       "ofc: error: {f}/hostile/constant_only_node.onnx: node 'fold_me' (Add): computes only from constants; constant folding is not supported yet (export with do_constant_folding=True)"},
       {"model: 3-D convolution", [](const TempDir& d) { return ofc(d, "hostile/conv_3d.onnx"); },
        "ofc: error: {f}/hostile/conv_3d.onnx: node 'conv' (Conv): only 2-D convolution is supported: input 0 has shape [1,1,4,4,4], expected rank 4 [N,C,H,W]"},
 

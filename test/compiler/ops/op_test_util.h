@@ -55,7 +55,9 @@ struct A {
 struct OneNode {
   Graph g;
 
-  OneNode(const OpDef& def, std::vector<In> inputs, Attrs attrs = {}, size_t n_outputs = 1) {
+  // `training`: as in a training plan (Graph::training).
+  OneNode(const OpDef& def, std::vector<In> inputs, Attrs attrs = {}, size_t n_outputs = 1, bool training = false) {
+    g.training = training;
     std::string type(def.onnx_type);
     size_t dot = type.rfind('.');
     Node n;

@@ -56,7 +56,17 @@ TEST_CASE("npy_dataset: wrong dtypes, ranks, counts and labels are refused by na
   write_npy(fy, DType::f32, {4}, x.data());
   CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": labels must be i64 (<i8) or i32 (<i4), not f32"));
   write_npy(fy, DType::i64, {2, 2}, std::vector<int64_t>{0, 1, 2, 3}.data());
-  CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": labels must be [n], not [2,2]"));
+  CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": holds 2 labels but " + fx + " holds 4 samples"));
+  // Labels [n, k]: k class ids per sample (a sequence model's per-position labels).
+  write_npy(fy, DType::i64, {4, 2}, std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}.data());
+  auto seq = open_npy_dataset(fx, fy);
+  CHECK(seq->labels().shape == Shape{2});
+  std::vector<float> feats(2);
+  std::vector<int64_t> labs(2);
+  seq->read(2, feats.data(), labs.data());
+  CHECK(labs == std::vector<int64_t>{4, 5});
+  write_npy(fy, DType::i64, {}, std::vector<int64_t>{0}.data());
+  CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": labels must be [n] or [n, ...], not a scalar"));
 
   write_npy(fy, DType::i64, {4}, std::vector<int64_t>{0, 1, 2, 3}.data());
   write_npy(fx, DType::i64, {4}, std::vector<int64_t>{0, 1, 2, 3}.data());

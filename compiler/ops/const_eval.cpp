@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compile-time evaluation of the shape arithmetic exporters emit (Shape, Gather, Unsqueeze,
+// Concat, Slice, Cast, Range, Equal, Where, Expand, ...): plans have static shapes, so a node
+// whose inputs are all known at compile time becomes a constant. Parameters are never folded
+// (they change every step); true constants, shapes and buffers that are not floats are.
+// Values are evaluated as doubles: exact for the integers shapes hold (|x| < 2^53) and for f32.
+#include "compiler/ops/const_eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "common/error.h"
+
+namespace of::compiler {
+namespace {
+
+// Folding is for small tensors (shapes, masks, index ranges); a large one stays a run-time op.
+constexpr int64_t kMaxFoldElements = int64_t(1) << 22;
+
+struct Ct {
+  Shape shape;
+  DType dtype = DType::i64;
+  std::vector<double> v;
+  int64_t n() const { return int64_t(v.size()); }
+};
+
+bool readable(DType t) {
+  return t == DType::f32 || t == DType::i64 || t == DType::i32 || t == DType::bool_ || t == DType::u8 || t == DType::i8;
+}
+
+Ct read(const Value& val) {
+  Ct c{val.desc.shape, val.desc.dtype, {}};
+  const int64_t n = numel(c.shape);
+  c.v.resize(size_t(n));
+  const uint8_t* p = val.data->data();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (c.dtype) {
+      case DType::f32: { float x; std::memcpy(&x, p + 4 * i, 4); c.v[i] = x; break; }
+      case DType::i64: { int64_t x; std::memcpy(&x, p + 8 * i, 8); c.v[i] = double(x); break; }
+      case DType::i32: { int32_t x; std::memcpy(&x, p + 4 * i, 4); c.v[i] = x; break; }
+      case DType::i8: c.v[i] = double(int8_t(p[i])); break;
+      default: c.v[i] = p[i]; break;  // bool, u8
+    }
+  }
+  return c;
+}
+
+int64_t to_i64(double x) {
+  // INT64_MAX/MIN (Slice's "to the end") do not survive a double round trip: clamp.
+  if (x >= 9.2e18) return std::numeric_limits<int64_t>::max();
+  if (x <= -9.2e18) return std::numeric_limits<int64_t>::min();
+  return int64_t(x);
+}
+
+std::vector<uint8_t> bytes_of(const Ct& c) {
+  std::vector<uint8_t> out(size_t(c.n() * dtype_size(c.dtype)));
+  for (int64_t i = 0; i < c.n(); ++i) {
+    switch (c.dtype) {
+      case DType::f32: { float x = float(c.v[i]); std::memcpy(out.data() + 4 * i, &x, 4); break; }
+      case DType::i64: { int64_t x = to_i64(c.v[i]); std::memcpy(out.data() + 8 * i, &x, 8); break; }
+      case DType::i32: { int32_t x = int32_t(c.v[i]); std::memcpy(out.data() + 4 * i, &x, 4); break; }
+      case DType::bool_: out[i] = c.v[i] != 0 ? 1 : 0; break;
+      default: out[i] = uint8_t(int64_t(c.v[i])); break;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> ints(const Ct& c) {
+  std::vector<int64_t> out;
+  for (double x : c.v) out.push_back(to_i64(x));
+  return out;
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// Broadcasts every input to the common shape and applies f element-wise.
+Ct broadcast_map(const std::vector<Ct>& in, DType out_dtype, const std::function<double(const double*)>& f,
+                 const std::function<void(const std::string&)>& bad) {
+  size_t rank = 0;
+  for (const Ct& c : in) rank = std::max(rank, c.shape.size());
+  Shape out(rank, 1);
+  for (const Ct& c : in)
+    for (size_t i = 0; i < c.shape.size(); ++i) {
+      int64_t& o = out[rank - c.shape.size() + i];
+      const int64_t d = c.shape[i];
+      if (o == 1) o = d;
+      else if (d != 1 && d != o) bad("shapes do not broadcast");
+    }
+  Ct r{out, out_dtype, std::vector<double>(size_t(numel(out)))};
+  const std::vector<int64_t> ost = strides_of(out);
+  std::vector<double> args(in.size());
+  for (int64_t flat = 0; flat < r.n(); ++flat) {
+    for (size_t k = 0; k < in.size(); ++k) {
+      const Ct& c = in[k];
+      int64_t idx = 0, stride = 1;
+      for (size_t i = c.shape.size(); i-- > 0;) {
+        const int64_t coord = (flat / ost[rank - c.shape.size() + i]) % out[rank - c.shape.size() + i];
+        if (c.shape[i] != 1) idx += coord * stride;
+        stride *= c.shape[i];
+      }
+      args[k] = c.v[size_t(idx)];
+    }
+    r.v[size_t(flat)] = f(args.data());
+  }
+  return r;
+}
+
+int64_t norm_axis(int64_t axis, int64_t rank, const std::function<void(const std::string&)>& bad) {
+  if (axis < -rank || axis >= rank) bad(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+DType onnx_to_dtype(int64_t to, const std::function<void(const std::string&)>& bad) {
+  switch (to) {
+    case 1: return DType::f32;
+    case 3: return DType::i8;
+    case 2: return DType::u8;
+    case 6: return DType::i32;
+    case 7: return DType::i64;
+    case 9: return DType::bool_;
+    default: bad(fmt::format("Cast to ONNX type {} is not supported", to));
+  }
+  return DType::f32;
+}
+
+// The evaluator proper: nullopt when the op is not one it knows.
+std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>& in, const std::vector<const Value*>& vals,
+                                        const std::function<void(const std::string&)>& bad) {
+  const std::string& op = node.op_type;
+  const Attrs& a = node.attrs;
+  auto one = [](Ct c) { return std::optional<std::vector<Ct>>(std::vector<Ct>{std::move(c)}); };
+  auto has = [&](size_t i) { return i < in.size() && vals[i] != nullptr; };
+  if (op == "Shape") {
+    const Shape& s = vals[0]->desc.shape;
+    const auto rank = int64_t(s.size());
+    int64_t start = a.get_int("start", 0), end = a.get_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, start, rank);
+    Ct r{{end - start}, DType::i64, {}};
+    for (int64_t i = start; i < end; ++i) r.v.push_back(double(s[size_t(i)]));
+    return one(r);
+  }
+  if (op == "Identity") return one(in[0]);
+  if (op == "Cast") {
+    Ct r = in[0];
+    r.dtype = onnx_to_dtype(a.get_int("to", 1), bad);
+    for (double& x : r.v) {
+      if (r.dtype == DType::bool_) x = x != 0 ? 1 : 0;
+      else if (r.dtype != DType::f32) x = std::trunc(x);
+      else x = double(float(x));
+    }
+    return one(r);
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
+      op == "Greater" || op == "And" || op == "Or" || op == "Max" || op == "Min" || op == "Mod") {
+    if (in.size() != 2) bad("expects 2 inputs");
+    const bool integer = in[0].dtype != DType::f32;
+    const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
+    std::function<double(const double*)> f;
+    if (op == "Add") f = [](const double* x) { return x[0] + x[1]; };
+    else if (op == "Sub") f = [](const double* x) { return x[0] - x[1]; };
+    else if (op == "Mul") f = [](const double* x) { return x[0] * x[1]; };
+    else if (op == "Div") f = [integer](const double* x) { return integer ? std::trunc(x[0] / x[1]) : x[0] / x[1]; };
+    else if (op == "Pow") f = [](const double* x) { return std::pow(x[0], x[1]); };
+    else if (op == "Equal") f = [](const double* x) { return double(x[0] == x[1]); };
+    else if (op == "Less") f = [](const double* x) { return double(x[0] < x[1]); };
+    else if (op == "Greater") f = [](const double* x) { return double(x[0] > x[1]); };
+    else if (op == "And") f = [](const double* x) { return double(x[0] != 0 && x[1] != 0); };
+    else if (op == "Or") f = [](const double* x) { return double(x[0] != 0 || x[1] != 0); };
+    else if (op == "Max") f = [](const double* x) { return std::max(x[0], x[1]); };
+    else if (op == "Min") f = [](const double* x) { return std::min(x[0], x[1]); };
+    else f = [](const double* x) { return std::fmod(x[0], x[1]); };
+    if (integer && op == "Div")
+      for (double d : in[1].v)
+        if (d == 0) bad("integer division by zero");
+    Ct r = broadcast_map(in, compare ? DType::bool_ : in[0].dtype, f, bad);
+    if (!compare && r.dtype == DType::f32)
+      for (double& x : r.v) x = double(float(x));  // f32 arithmetic, as at run time
+    return one(r);
+  }
+  if (op == "Not" || op == "Neg" || op == "Sqrt" || op == "Reciprocal" || op == "Abs" || op == "Floor" || op == "Ceil") {
+    Ct r = in[0];
+    for (double& x : r.v) {
+      if (op == "Not") x = x == 0 ? 1 : 0;
+      else if (op == "Neg") x = -x;
+      else if (op == "Sqrt") x = double(std::sqrt(float(x)));
+      else if (op == "Reciprocal") x = double(1.0f / float(x));
+      else if (op == "Abs") x = std::fabs(x);
+      else if (op == "Floor") x = std::floor(x);
+      else x = std::ceil(x);
+    }
+    return one(r);
+  }
+  if (op == "Where") {
+    if (in.size() != 3) bad("expects 3 inputs");
+    return one(broadcast_map(in, in[1].dtype, [](const double* x) { return x[0] != 0 ? x[1] : x[2]; }, bad));
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    Ct r = in[0];
+    std::vector<int64_t> axes = has(1) ? ints(in[1]) : a.get_ints("axes");
+    if (op == "Unsqueeze") {
+      const auto rank = int64_t(r.shape.size() + axes.size());
+      for (int64_t& ax : axes) ax = norm_axis(ax, rank, bad);
+      std::sort(axes.begin(), axes.end());
+      for (int64_t ax : axes) r.shape.insert(r.shape.begin() + ax, 1);
+    } else {
+      const auto rank = int64_t(r.shape.size());
+      Shape out;
+      for (int64_t i = 0; i < rank; ++i) {
+        bool drop = axes.empty() ? r.shape[size_t(i)] == 1 : false;
+        for (int64_t ax : axes) drop = drop || norm_axis(ax, rank, bad) == i;
+        if (drop && r.shape[size_t(i)] != 1) bad(fmt::format("cannot squeeze axis {} of size {}", i, r.shape[size_t(i)]));
+        if (!drop) out.push_back(r.shape[size_t(i)]);
+      }
+      r.shape = out;
+    }
+    return one(r);
+  }
+  if (op == "Reshape") {
+    Ct r = in[0];
+    std::vector<int64_t> want = ints(in[1]);
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (want[i] == 0 && a.get_int("allowzero", 0) == 0) want[i] = in[0].shape.at(i);
+      if (want[i] == -1) infer = int64_t(i);
+      else known *= want[i];
+    }
+    if (infer >= 0) want[size_t(infer)] = known == 0 ? 0 : r.n() / known;
+    if (numel(want) != r.n()) bad("reshape changes the element count");
+    r.shape = want;
+    return one(r);
+  }
+  if (op == "Concat") {
+    const auto rank = int64_t(in[0].shape.size());
+    const int64_t axis = norm_axis(a.get_int("axis", 0), rank, bad);
+    Ct r{in[0].shape, in[0].dtype, {}};
+    r.shape[size_t(axis)] = 0;
+    for (const Ct& c : in) r.shape[size_t(axis)] += c.shape.at(size_t(axis));
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= r.shape[size_t(i)];
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Ct& c : in) {
+        const int64_t chunk = c.n() / std::max<int64_t>(outer, 1);
+        r.v.insert(r.v.end(), c.v.begin() + o * chunk, c.v.begin() + (o + 1) * chunk);
+      }
+    return one(r);
+  }
+  if (op == "Gather") {
+    const Ct& data = in[0];
+    const auto rank = int64_t(data.shape.size());
+    const int64_t axis = norm_axis(a.get_int("axis", 0), rank, bad);
+    Shape out(data.shape.begin(), data.shape.begin() + axis);
+    out.insert(out.end(), in[1].shape.begin(), in[1].shape.end());
+    out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= data.shape[size_t(i)];
+    for (int64_t i = axis + 1; i < rank; ++i) inner *= data.shape[size_t(i)];
+    const int64_t dim = data.shape[size_t(axis)];
+    Ct r{out, data.dtype, {}};
+    for (int64_t o = 0; o < outer; ++o)
+      for (double idx : in[1].v) {
+        int64_t k = to_i64(idx);
+        if (k < 0) k += dim;
+        if (k < 0 || k >= dim) bad(fmt::format("index {} is out of range for axis {} of size {}", to_i64(idx), axis, dim));
+        r.v.insert(r.v.end(), data.v.begin() + (o * dim + k) * inner, data.v.begin() + (o * dim + k + 1) * inner);
+      }
+    return one(r);
+  }
+  if (op == "Slice") {
+    const Ct& data = in[0];
+    const auto rank = int64_t(data.shape.size());
+    std::vector<int64_t> starts = ints(in[1]), ends = ints(in[2]);
+    std::vector<int64_t> axes = has(3) ? ints(in[3]) : std::vector<int64_t>();
+    std::vector<int64_t> steps = has(4) ? ints(in[4]) : std::vector<int64_t>(starts.size(), 1);
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      bad("starts, ends, axes and steps differ in length");
+    std::vector<int64_t> begin(size_t(rank), 0), step(size_t(rank), 1);
+    Shape out = data.shape;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t ax = norm_axis(axes[i], rank, bad), dim = data.shape[size_t(ax)], st = steps[i];
+      if (st == 0) bad("Slice step 0");
+      int64_t s = starts[i], e = ends[i];
+      if (s < 0) s += dim;
+      if (e < 0 && e > std::numeric_limits<int64_t>::min()) e += dim;
+      if (st > 0) {
+        s = std::clamp<int64_t>(s, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        out[size_t(ax)] = std::max<int64_t>(0, (e - s + st - 1) / st);
+      } else {
+        s = std::clamp<int64_t>(s, 0, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+        out[size_t(ax)] = std::max<int64_t>(0, (s - e - st - 1) / -st);
+      }
+      begin[size_t(ax)] = s;
+      step[size_t(ax)] = st;
+    }
+    Ct r{out, data.dtype, std::vector<double>(size_t(numel(out)))};
+    const std::vector<int64_t> ist = strides_of(data.shape), ost = strides_of(out);
+    for (int64_t flat = 0; flat < r.n(); ++flat) {
+      int64_t src = 0;
+      for (int64_t d = 0; d < rank; ++d) src += (begin[size_t(d)] + (flat / ost[size_t(d)]) % out[size_t(d)] * step[size_t(d)]) * ist[size_t(d)];
+      r.v[size_t(flat)] = data.v[size_t(src)];
+    }
+    return one(r);
+  }
+  if (op == "Expand") {
+    const std::vector<int64_t> shape = ints(in[1]);
+    Ct target{shape, in[0].dtype, std::vector<double>(size_t(std::max<int64_t>(numel(shape), 0)), 0)};
+    for (int64_t d : shape)
+      if (d < 0) bad("Expand to a negative size");
+    return one(broadcast_map({in[0], target}, in[0].dtype, [](const double* x) { return x[0]; }, bad));
+  }
+  if (op == "ConstantOfShape") {
+    const std::vector<int64_t> shape = ints(in[0]);
+    const DType t = DType(a.get_int("value_dtype", int64_t(DType::f32)));
+    const std::vector<float> value = a.get_floats("value", {0.0f});
+    Ct r{shape, t, std::vector<double>(size_t(numel(shape)), value.empty() ? 0.0 : double(value[0]))};
+    return one(r);
+  }
+  if (op == "Range") {
+    const double start = in[0].v.at(0), limit = in[1].v.at(0), delta = in[2].v.at(0);
+    if (delta == 0) bad("Range delta 0");
+    const auto n = int64_t(std::max(0.0, std::ceil((limit - start) / delta)));
+    if (n > kMaxFoldElements) bad("Range too long");
+    Ct r{{n}, in[0].dtype, {}};
+    for (int64_t i = 0; i < n; ++i) r.v.push_back(start + double(i) * delta);
+    return one(r);
+  }
+  if (op == "Transpose") {
+    const Ct& x = in[0];
+    const auto rank = int64_t(x.shape.size());
+    std::vector<int64_t> perm(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < rank; ++i) perm[size_t(i)] = rank - 1 - i;
+    perm = a.get_ints("perm", perm);
+    if (int64_t(perm.size()) != rank) bad("perm has the wrong length");
+    Shape out(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < rank; ++i) out[size_t(i)] = x.shape.at(size_t(perm[size_t(i)]));
+    Ct r{out, x.dtype, std::vector<double>(size_t(x.n()))};
+    const std::vector<int64_t> ist = strides_of(x.shape), ost = strides_of(out);
+    for (int64_t flat = 0; flat < r.n(); ++flat) {
+      int64_t src = 0;
+      for (int64_t d = 0; d < rank; ++d) src += (flat / ost[size_t(d)]) % out[size_t(d)] * ist[size_t(perm[size_t(d)])];
+      r.v[size_t(flat)] = x.v[size_t(src)];
+    }
+    return one(r);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_parameter(const Value& v) { return v.initializer && v.desc.dtype == DType::f32 && !exporter_named(v.name); }
+
+bool exporter_named(const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; }
+
+bool try_fold(Graph& g, Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
+  // Shape needs only its input's shape; every other op needs the contents of all its inputs.
+  const bool shape_only = node.op_type == "Shape";
+  std::vector<const Value*> vals;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] == kNoValue) {
+      vals.push_back(nullptr);
+      continue;
+    }
+    const Value& v = g.values[size_t(node.inputs[i])];
+    if (!v.known) return false;
+    if (!shape_only) {
+      if (!v.data || is_parameter(v) || !readable(v.desc.dtype) || numel(v.desc.shape) > kMaxFoldElements) return false;
+    }
+    vals.push_back(&v);
+  }
+  if (vals.empty()) return false;
+  std::vector<Ct> in;
+  for (const Value* v : vals) in.push_back(v && !shape_only ? read(*v) : Ct{});
+  while (!in.empty() && vals[in.size() - 1] == nullptr) in.pop_back();  // trailing absent optionals
+  auto bad = [&](const std::string& why) {
+    throw Error(Where{.file = g.source_file, .node = node.name, .op = node.op_type}, "at compile time: " + why);
+  };
+  std::optional<std::vector<Ct>> out = evaluate(node, in, vals, bad);
+  if (!out) return false;
+  if (out->size() != node.outputs.size()) return false;
+  for (size_t k = 0; k < out->size(); ++k) {
+    Value& v = g.values[size_t(node.outputs[k])];
+    v.desc = TensorDesc{(*out)[k].shape, (*out)[k].dtype};
+    v.data = bytes_of((*out)[k]);
+    v.known = true;
+  }
+  return true;
+}
+
+}  // namespace of::compiler

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compile-time constant folding (const_eval.cpp): infer-shapes asks it first for every node.
+#pragma once
+
+#include <string>
+
+#include "compiler/ir/graph.h"
+
+namespace of::compiler {
+
+// A name torch's exporter made up ("onnx::MatMul_12", "/blocks.0/Constant_output_0"), not a
+// state_dict name.
+bool exporter_named(const std::string& name);
+
+// A float initializer under a model's own name: trained (or frozen) state, never folded.
+bool is_parameter(const Value& v);
+
+// When every input of `node` is known at compile time (Shape: only its input's shape) and the op
+// is one the evaluator knows, gives its outputs shapes and contents and returns true; the node
+// is then dead. Fails (naming the node) when the constants are invalid for the op.
+bool try_fold(Graph& g, Node& node);
+
+}  // namespace of::compiler

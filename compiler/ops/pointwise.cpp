@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// Erf, Sqrt, Reciprocal, Neg, Pow (constant exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
+// HardSwish: element-wise f32, output shape = input shape. Gradients either have their own
+// kernel `<k>_grad(dy, x)` or are composed of existing ones (Sqrt, Reciprocal, Neg).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+namespace {
+
+void infer_same(OpCtx& c) {
+  c.expect_float(0);
+  c.out(0) = c.in(0);
+}
+
+void infer_one(OpCtx& c) {
+  c.expect_arity(1, 1);
+  infer_same(c);
+}
+
+// A float scalar from a constant input (Clip's bounds, Pow's exponent).
+float const_scalar(OpCtx& c, size_t i, const char* what) {
+  const std::vector<uint8_t>* d = c.const_data(i);
+  if (!d || numel(c.in(i).shape) != 1 || c.in(i).dtype != DType::f32)
+    c.fail("input {} ({}) must be a constant f32 scalar", i, what);
+  float x;
+  std::memcpy(&x, d->data(), 4);
+  return x;
+}
+
+template <const char* kKernel>
+void lower_plain(OpCtx& c) { c.set_kernel(kKernel); }
+
+// dX = kernel_grad(dY, X) with the forward kernel's attributes.
+template <const char* kKernel>
+void grad_by_kernel(GradCtx& g) {
+  if (g.wants(0))
+    g.add_in_grad(0, g.emit(g.node().op_type + "Grad", std::string(kKernel) + "_grad", {g.out_grad(0), g.in(0)}, g.attrs(), g.desc(g.in(0))));
+}
+
+constexpr char kErf[] = "erf", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
+               kClip[] = "clip", kLeakyRelu[] = "leaky_relu", kHardSigmoid[] = "hard_sigmoid", kHardSwish[] = "hard_swish";
+
+// y = sqrt(x): dx = dy / (2 y).
+void grad_sqrt(GradCtx& g) {
+  if (!g.wants(0)) return;
+  const ValueId q = g.emit("SqrtGrad", "div", {g.out_grad(0), g.out(0)}, {}, g.desc(g.in(0)));
+  g.add_in_grad(0, g.emit("SqrtGrad", "mul", {q, g.scalar(0.5f)}, {}, g.desc(g.in(0))));
+}
+
+// y = 1/x: dx = -dy y^2.
+void grad_reciprocal(GradCtx& g) {
+  if (!g.wants(0)) return;
+  const TensorDesc d = g.desc(g.in(0));
+  const ValueId t = g.emit("ReciprocalGrad", "mul", {g.out_grad(0), g.out(0)}, {}, d);
+  const ValueId u = g.emit("ReciprocalGrad", "mul", {t, g.out(0)}, {}, d);
+  g.add_in_grad(0, g.emit("ReciprocalGrad", "mul", {u, g.scalar(-1.0f)}, {}, d));
+}
+
+void grad_neg(GradCtx& g) {
+  if (g.wants(0)) g.add_in_grad(0, g.emit("NegGrad", "mul", {g.out_grad(0), g.scalar(-1.0f)}, {}, g.desc(g.in(0))));
+}
+
+void infer_pow(OpCtx& c) {
+  c.expect_arity(2, 2);
+  const_scalar(c, 1, "exponent");
+  if (c.in(1).shape.size() > c.in(0).shape.size()) c.fail("the exponent has a higher rank than the base");
+  infer_same(c);
+}
+
+void lower_pow(OpCtx& c) {
+  Attrs a;
+  a.set_float("exponent", const_scalar(c, 1, "exponent"));
+  c.set_kernel(kPow, std::move(a));
+  c.set_runtime_inputs({0});
+}
+
+// Clip: min and max are optional constant inputs (absent: unbounded). torchvision's ReLU6.
+void infer_clip(OpCtx& c) {
+  c.expect_arity(1, 3);
+  if (c.has_in(1)) const_scalar(c, 1, "min");
+  if (c.has_in(2)) const_scalar(c, 2, "max");
+  infer_same(c);
+}
+
+void lower_clip(OpCtx& c) {
+  Attrs a;
+  a.set_float("min", c.has_in(1) ? const_scalar(c, 1, "min") : -std::numeric_limits<float>::infinity());
+  a.set_float("max", c.has_in(2) ? const_scalar(c, 2, "max") : std::numeric_limits<float>::infinity());
+  c.set_kernel(kClip, std::move(a));
+  c.set_runtime_inputs({0});
+}
+
+void lower_leaky_relu(OpCtx& c) {
+  Attrs a;
+  a.set_float("alpha", c.attrs().get_float("alpha", 0.01f));
+  c.set_kernel(kLeakyRelu, std::move(a));
+}
+
+void lower_hard_sigmoid(OpCtx& c) {
+  Attrs a;
+  a.set_float("alpha", c.attrs().get_float("alpha", 0.2f));
+  a.set_float("beta", c.attrs().get_float("beta", 0.5f));
+  c.set_kernel(kHardSigmoid, std::move(a));
+}
+
+}  // namespace
+
+OpDef clip_def() { return {"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>}; }
+OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>}; }
+OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid, grad_by_kernel<kHardSigmoid>}; }
+OpDef hard_swish_def() { return {"HardSwish", infer_one, lower_plain<kHardSwish>, grad_by_kernel<kHardSwish>}; }
+OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_by_kernel<kLeakyRelu>}; }
+OpDef neg_def() { return {"Neg", infer_one, lower_plain<kNeg>, grad_neg}; }
+OpDef pow_def() { return {"Pow", infer_pow, lower_pow, grad_by_kernel<kPow>}; }
+OpDef reciprocal_def() { return {"Reciprocal", infer_one, lower_plain<kReciprocal>, grad_reciprocal}; }
+OpDef sqrt_def() { return {"Sqrt", infer_one, lower_plain<kSqrt>, grad_sqrt}; }
+
+}  // namespace of::compiler

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// ReduceMean (a LayerNorm written out below opset 17, a mean over the sequence): axes from the
+// attribute (opsets 13-17) or a constant input (18); keepdims. Runs reduce_sum with a divisor.
+#include <algorithm>
+
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+namespace {
+
+std::vector<int64_t> mean_axes(OpCtx& c) {
+  const auto rank = int64_t(c.in(0).shape.size());
+  std::vector<int64_t> axes = c.has_in(1) ? c.const_ints(1) : c.attrs().get_ints("axes");
+  if (axes.empty() && c.attrs().get_int("noop_with_empty_axes", 0) == 0)
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  for (int64_t& a : axes) a = c.axis(a, rank);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) c.fail("axes repeat an axis");
+  return axes;
+}
+
+void infer_reduce_mean(OpCtx& c) {
+  c.expect_arity(1, 2);
+  c.expect_float(0);
+  const std::vector<int64_t> axes = mean_axes(c);
+  const bool keep = c.attrs().get_int("keepdims", 1) != 0;
+  Shape out;
+  const Shape& x = c.in(0).shape;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
+    if (!reduced) out.push_back(x[i]);
+    else if (keep) out.push_back(1);
+  }
+  c.out(0) = TensorDesc{out, DType::f32};
+}
+
+void lower_reduce_mean(OpCtx& c) {
+  const std::vector<int64_t> axes = mean_axes(c);
+  int64_t n = 1;
+  for (int64_t a : axes) n *= c.in(0).shape[size_t(a)];
+  Attrs a;
+  a.set_ints("axes", axes);
+  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  a.set_float("divisor", n > 0 ? float(n) : 1.0f);
+  c.set_kernel("reduce_sum", std::move(a));
+  c.set_runtime_inputs({0});
+}
+
+// dX = dY (with the reduced axes kept as 1) broadcast to X's shape, divided by n.
+void grad_reduce_mean(GradCtx& g) {
+  if (!g.wants(0)) return;
+  const TensorDesc x = g.desc(g.in(0));
+  const std::vector<int64_t> axes = g.attrs().get_ints("axes");
+  Shape kept = x.shape;
+  for (int64_t a : axes) kept[size_t(a)] = 1;
+  const ValueId dy = g.reshape(g.out_grad(0), kept);
+  const ValueId wide = g.emit("ReduceMeanGrad", "expand", {dy}, {}, x);
+  g.add_in_grad(0, g.emit("ReduceMeanGrad", "div", {wide, g.scalar(g.attrs().get_float("divisor", 1.0f))}, {}, x));
+}
+
+}  // namespace
+
+OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce_mean, lower_reduce_mean, grad_reduce_mean}; }
+
+}  // namespace of::compiler

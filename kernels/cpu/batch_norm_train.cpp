@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// batch_norm_train and batch_norm_train_grad: torch.nn.BatchNorm{1,2,3}d in train mode over
+// X [N,C,*spatial], normalizing with the batch statistics (biased variance) and updating the
+// running ones (unbiased variance, PyTorch's momentum), in place when outputs 3 and 4 are
+// inputs 3 and 4. Per-channel sums are kept in double.
+#include <cmath>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+// X [N,C,*spatial] seen as N blocks of C channels of `inner` contiguous values.
+struct ChannelView {
+  int64_t n = 0, c = 0, inner = 1;
+  int64_t m() const { return n * inner; }  // values per channel
+};
+
+// Checks X's rank and that inputs [first, last] are [C] vectors (`names` index by input).
+ChannelView channel_view(const KernelConfig& cfg, const char* kernel, int x_index, int first,
+                         int last, const char* const* names) {
+  const Shape& x = cfg.inputs[size_t(x_index)].shape;
+  if (x.size() < 2) fail(where_of(cfg), "{}: X {} needs rank >= 2", kernel, shape_str(x));
+  ChannelView v;
+  v.n = x[0];
+  v.c = x[1];
+  for (size_t i = 2; i < x.size(); ++i) v.inner *= x[i];
+  for (int i = first; i <= last; ++i) check_input_shape(cfg, kernel, i, names[i], Shape{v.c});
+  return v;
+}
+
+class BatchNormTrain final : public Kernel {
+ public:
+  BatchNormTrain(const KernelConfig& cfg);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  ChannelView v_;
+  double epsilon_ = 1e-5, momentum_ = 0.1;
+};
+
+BatchNormTrain::BatchNormTrain(const KernelConfig& cfg) {
+  check_arity(cfg, "batch_norm_train", 5, 5, 5);
+  check_dtypes(cfg, "batch_norm_train", DType::f32);
+  static const char* const names[] = {"x", "scale", "bias", "running_mean", "running_var"};
+  v_ = channel_view(cfg, "batch_norm_train", 0, 1, 4, names);
+  // PyTorch refuses this too: the unbiased variance would divide by m - 1 = 0.
+  if (v_.m() < 2)
+    fail(where_of(cfg), "batch_norm_train: X {} has {} values per channel, needs more than 1",
+         shape_str(cfg.inputs[0].shape), v_.m());
+  check_output_shape(cfg, "batch_norm_train", 0, cfg.inputs[0].shape);
+  for (int i = 1; i < 5; ++i) check_output_shape(cfg, "batch_norm_train", i, Shape{v_.c});
+  epsilon_ = cfg.attrs.get_float("epsilon", 1e-5f);
+  momentum_ = cfg.attrs.get_float("momentum", 0.1f);
+  if (!(epsilon_ >= 0) || !std::isfinite(epsilon_))
+    fail(where_of(cfg), "batch_norm_train: epsilon {} must be finite and >= 0", epsilon_);
+  if (!std::isfinite(momentum_))
+    fail(where_of(cfg), "batch_norm_train: momentum {} is not finite", momentum_);
+}
+
+void BatchNormTrain::run(const void* const* in, void* const* out) {
+  const float* x = static_cast<const float*>(in[0]);
+  const float* scale = static_cast<const float*>(in[1]);
+  const float* bias = static_cast<const float*>(in[2]);
+  const float* running_mean = static_cast<const float*>(in[3]);
+  const float* running_var = static_cast<const float*>(in[4]);
+  float* y = static_cast<float*>(out[0]);
+  float* saved_mean = static_cast<float*>(out[1]);
+  float* saved_invstd = static_cast<float*>(out[2]);
+  float* running_mean_out = static_cast<float*>(out[3]);
+  float* running_var_out = static_cast<float*>(out[4]);
+  const int64_t plane = v_.c * v_.inner;  // stride between batch items
+  const double m = double(v_.m());
+  for (int64_t c = 0; c < v_.c; ++c) {
+    // Two passes (mean, then squared deviations): no cancellation when |mean| >> std.
+    double sum = 0;
+    for (int64_t b = 0; b < v_.n; ++b) {
+      const float* xc = x + b * plane + c * v_.inner;
+      for (int64_t i = 0; i < v_.inner; ++i) sum += xc[i];
+    }
+    const double mean = sum / m;
+    double sq = 0;
+    for (int64_t b = 0; b < v_.n; ++b) {
+      const float* xc = x + b * plane + c * v_.inner;
+      for (int64_t i = 0; i < v_.inner; ++i) {
+        const double d = xc[i] - mean;
+        sq += d * d;
+      }
+    }
+    const double var = sq / m;
+    const double invstd = 1.0 / std::sqrt(var + epsilon_);
+    const float mf = float(mean), a = float(invstd * scale[c]), s = bias[c];
+    for (int64_t b = 0; b < v_.n; ++b) {
+      const float* xc = x + b * plane + c * v_.inner;
+      float* yc = y + b * plane + c * v_.inner;
+      for (int64_t i = 0; i < v_.inner; ++i) yc[i] = (xc[i] - mf) * a + s;
+    }
+    // Outputs 3 and 4 may be inputs 3 and 4 (updated in place): read both before writing.
+    const double rm = running_mean[c], rv = running_var[c];
+    saved_mean[c] = mf;
+    saved_invstd[c] = float(invstd);
+    running_mean_out[c] = float((1 - momentum_) * rm + momentum_ * mean);
+    running_var_out[c] = float((1 - momentum_) * rv + momentum_ * var * m / (m - 1));
+  }
+}
+
+class BatchNormTrainGrad final : public Kernel {
+ public:
+  BatchNormTrainGrad(const KernelConfig& cfg);
+  void run(const void* const* in, void* const* out) override;
+
+ private:
+  ChannelView v_;
+};
+
+BatchNormTrainGrad::BatchNormTrainGrad(const KernelConfig& cfg) {
+  check_arity(cfg, "batch_norm_train_grad", 5, 5, 3);
+  check_dtypes(cfg, "batch_norm_train_grad", DType::f32);
+  static const char* const names[] = {"dy", "x", "scale", "saved_mean", "saved_invstd"};
+  v_ = channel_view(cfg, "batch_norm_train_grad", 1, 2, 4, names);
+  check_input_shape(cfg, "batch_norm_train_grad", 0, "dy", cfg.inputs[1].shape);
+  check_output_shape(cfg, "batch_norm_train_grad", 0, cfg.inputs[1].shape);
+  check_output_shape(cfg, "batch_norm_train_grad", 1, Shape{v_.c});
+  check_output_shape(cfg, "batch_norm_train_grad", 2, Shape{v_.c});
+}
+
+void BatchNormTrainGrad::run(const void* const* in, void* const* out) {
+  const float* dy = static_cast<const float*>(in[0]);
+  const float* x = static_cast<const float*>(in[1]);
+  const float* scale = static_cast<const float*>(in[2]);
+  const float* saved_mean = static_cast<const float*>(in[3]);
+  const float* saved_invstd = static_cast<const float*>(in[4]);
+  float* dx = static_cast<float*>(out[0]);
+  float* dscale = static_cast<float*>(out[1]);
+  float* dbias = static_cast<float*>(out[2]);
+  const int64_t plane = v_.c * v_.inner;
+  const double m = double(v_.m());
+  for (int64_t c = 0; c < v_.c; ++c) {
+    const double mean = saved_mean[c], invstd = saved_invstd[c];
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t b = 0; b < v_.n; ++b) {
+      const int64_t o = b * plane + c * v_.inner;
+      for (int64_t i = 0; i < v_.inner; ++i) {
+        sum_dy += dy[o + i];
+        sum_dy_xhat += dy[o + i] * ((x[o + i] - mean) * invstd);
+      }
+    }
+    dbias[c] = float(sum_dy);
+    dscale[c] = float(sum_dy_xhat);
+    // dx = scale*invstd/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)): y's dependence on x through
+    // the batch mean and variance, as PyTorch's batch_norm_backward computes it.
+    const double k = scale[c] * invstd / m;
+    for (int64_t b = 0; b < v_.n; ++b) {
+      const int64_t o = b * plane + c * v_.inner;
+      for (int64_t i = 0; i < v_.inner; ++i) {
+        const double xhat = (x[o + i] - mean) * invstd;
+        dx[o + i] = float(k * (m * dy[o + i] - sum_dy - xhat * sum_dy_xhat));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_batch_norm_train(const KernelConfig& cfg) {
+  return std::make_unique<BatchNormTrain>(cfg);
+}
+std::unique_ptr<Kernel> make_batch_norm_train_grad(const KernelConfig& cfg) {
+  return std::make_unique<BatchNormTrainGrad>(cfg);
+}
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pointwise math over same-shaped tensors (erf, sqrt, reciprocal, exp, neg, pow, clip, leaky_relu,
+// hard_sigmoid, hard_swish) and the *_grad kernels, which take (dy, x) with x the forward INPUT.
+// Each op is a functor holding its attributes, read once at prepare time; dx may alias dy or x.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+// Forward ops: y = op(x).
+
+struct ErfOp {
+  float operator()(float x) const { return std::erf(x); }
+};
+struct SqrtOp {
+  float operator()(float x) const { return std::sqrt(x); }
+};
+struct ReciprocalOp {
+  float operator()(float x) const { return 1.0f / x; }
+};
+struct ExpOp {
+  float operator()(float x) const { return std::exp(x); }
+};
+struct NegOp {
+  float operator()(float x) const { return -x; }
+};
+struct IdentityOp {
+  float operator()(float x) const { return x; }
+};
+struct SquareOp {
+  float operator()(float x) const { return x * x; }
+};
+struct CubeOp {
+  float operator()(float x) const { return x * x * x; }
+};
+struct PowOp {
+  float p;
+  float operator()(float x) const { return std::pow(x, p); }
+};
+// std::max/min in this order propagate a NaN x, as torch.clamp does.
+struct ClipOp {
+  float lo, hi;
+  float operator()(float x) const { return std::min(std::max(x, lo), hi); }
+};
+struct LeakyReluOp {
+  float alpha;
+  float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
+};
+struct HardSigmoidOp {
+  float alpha, beta;
+  float operator()(float x) const { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); }
+};
+struct HardSwishOp {
+  float operator()(float x) const { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+};
+
+// Gradient ops: dx = op(dy, x).
+
+constexpr float two_over_sqrt_pi = 1.12837916709551257f;
+
+struct ErfGradOp {
+  float operator()(float dy, float x) const { return dy * two_over_sqrt_pi * std::exp(-x * x); }
+};
+// PyTorch returns zeros for exponent 0, so x == 0 gives 0 rather than 0 * inf.
+struct ZeroGradOp {
+  float operator()(float, float) const { return 0.0f; }
+};
+struct PassGradOp {
+  float operator()(float dy, float) const { return dy; }
+};
+struct SquareGradOp {
+  float operator()(float dy, float x) const { return 2.0f * x * dy; }
+};
+struct CubeGradOp {
+  float operator()(float dy, float x) const { return 3.0f * x * x * dy; }
+};
+struct SqrtGradOp {
+  float operator()(float dy, float x) const { return dy * 0.5f / std::sqrt(x); }
+};
+struct PowGradOp {
+  float p;
+  float operator()(float dy, float x) const { return dy * p * std::pow(x, p - 1.0f); }
+};
+// Strict bounds: PyTorch's hardtanh_backward (nn.ReLU6, nn.Hardtanh) passes no gradient at
+// x == min or x == max.
+struct ClipGradOp {
+  float lo, hi;
+  float operator()(float dy, float x) const { return x > lo && x < hi ? dy : 0.0f; }
+};
+// x == 0 takes the alpha branch, as PyTorch's leaky_relu_backward does.
+struct LeakyReluGradOp {
+  float alpha;
+  float operator()(float dy, float x) const { return x > 0.0f ? dy : alpha * dy; }
+};
+struct HardSigmoidGradOp {
+  float alpha, beta;
+  float operator()(float dy, float x) const {
+    const float t = alpha * x + beta;
+    return t > 0.0f && t < 1.0f ? dy * alpha : 0.0f;
+  }
+};
+// PyTorch's hardswish_backward, boundaries included: x == -3 and x == 3 take the middle branch.
+struct HardSwishGradOp {
+  float operator()(float dy, float x) const {
+    if (x < -3.0f) return 0.0f;
+    if (x <= 3.0f) return dy * (2.0f * x + 3.0f) / 6.0f;
+    return dy;
+  }
+};
+
+template <class Op>
+class Unary final : public Kernel {
+ public:
+  Unary(const KernelConfig& cfg, const char* name, Op op) : op_(op) {
+    check_arity(cfg, name, 1, 1, 1);
+    check_dtypes(cfg, name, DType::f32);
+    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[0]);
+    float* y = static_cast<float*>(out[0]);
+    const Op op = op_;  // a local copy: stores through y cannot change it, so the loop vectorizes
+    for (int64_t i = 0; i < n_; ++i) y[i] = op(x[i]);
+  }
+
+ private:
+  Op op_;
+  int64_t n_ = 0;
+};
+
+template <class Op>
+class UnaryGrad final : public Kernel {
+ public:
+  UnaryGrad(const KernelConfig& cfg, const char* name, Op op) : op_(op) {
+    check_arity(cfg, name, 2, 2, 1);
+    check_dtypes(cfg, name, DType::f32);
+    check_input_shape(cfg, name, 1, "x", cfg.inputs[0].shape);
+    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    const float* x = static_cast<const float*>(in[1]);
+    float* dx = static_cast<float*>(out[0]);
+    const Op op = op_;
+    for (int64_t i = 0; i < n_; ++i) dx[i] = op(dy[i], x[i]);
+  }
+
+ private:
+  Op op_;
+  int64_t n_ = 0;
+};
+
+template <class Op>
+std::unique_ptr<Kernel> unary(const KernelConfig& cfg, const char* name, Op op = Op{}) {
+  return std::make_unique<Unary<Op>>(cfg, name, op);
+}
+template <class Op>
+std::unique_ptr<Kernel> unary_grad(const KernelConfig& cfg, const char* name, Op op = Op{}) {
+  return std::make_unique<UnaryGrad<Op>>(cfg, name, op);
+}
+
+// A float attribute with a default; NaN is refused, since every comparison with it is false.
+float float_attr(const KernelConfig& cfg, const char* kernel, const char* attr, float fallback) {
+  const float v = cfg.attrs.get_float(attr, fallback);
+  if (std::isnan(v)) fail(where_of(cfg), "{}: attribute '{}' is NaN", kernel, attr);
+  return v;
+}
+
+float exponent_attr(const KernelConfig& cfg, const char* kernel) {
+  const Attr* a = cfg.attrs.find("exponent");
+  if (!a || a->floats.size() != 1)
+    fail(where_of(cfg), "{}: attribute 'exponent' (one float) is required", kernel);
+  if (!std::isfinite(a->floats[0]))
+    fail(where_of(cfg), "{}: exponent {} is not finite", kernel, a->floats[0]);
+  return a->floats[0];
+}
+
+ClipOp clip_bounds(const KernelConfig& cfg, const char* kernel) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  return {float_attr(cfg, kernel, "min", -inf), float_attr(cfg, kernel, "max", inf)};
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_erf(const KernelConfig& cfg) { return unary<ErfOp>(cfg, "erf"); }
+std::unique_ptr<Kernel> make_erf_grad(const KernelConfig& cfg) {
+  return unary_grad<ErfGradOp>(cfg, "erf_grad");
+}
+std::unique_ptr<Kernel> make_sqrt(const KernelConfig& cfg) { return unary<SqrtOp>(cfg, "sqrt"); }
+std::unique_ptr<Kernel> make_reciprocal(const KernelConfig& cfg) {
+  return unary<ReciprocalOp>(cfg, "reciprocal");
+}
+std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg) { return unary<ExpOp>(cfg, "exp"); }
+std::unique_ptr<Kernel> make_neg(const KernelConfig& cfg) { return unary<NegOp>(cfg, "neg"); }
+
+// The common exponents get exact loops (x*x rather than powf(x, 2)), as PyTorch's pow does.
+std::unique_ptr<Kernel> make_pow(const KernelConfig& cfg) {
+  const float p = exponent_attr(cfg, "pow");
+  if (p == 2.0f) return unary<SquareOp>(cfg, "pow");
+  if (p == 1.0f) return unary<IdentityOp>(cfg, "pow");
+  if (p == 0.5f) return unary<SqrtOp>(cfg, "pow");
+  if (p == 3.0f) return unary<CubeOp>(cfg, "pow");
+  return unary(cfg, "pow", PowOp{p});
+}
+std::unique_ptr<Kernel> make_pow_grad(const KernelConfig& cfg) {
+  const float p = exponent_attr(cfg, "pow_grad");
+  if (p == 2.0f) return unary_grad<SquareGradOp>(cfg, "pow_grad");
+  if (p == 1.0f) return unary_grad<PassGradOp>(cfg, "pow_grad");
+  if (p == 0.0f) return unary_grad<ZeroGradOp>(cfg, "pow_grad");
+  if (p == 0.5f) return unary_grad<SqrtGradOp>(cfg, "pow_grad");
+  if (p == 3.0f) return unary_grad<CubeGradOp>(cfg, "pow_grad");
+  return unary_grad(cfg, "pow_grad", PowGradOp{p});
+}
+
+std::unique_ptr<Kernel> make_clip(const KernelConfig& cfg) {
+  return unary(cfg, "clip", clip_bounds(cfg, "clip"));
+}
+std::unique_ptr<Kernel> make_clip_grad(const KernelConfig& cfg) {
+  const ClipOp b = clip_bounds(cfg, "clip_grad");
+  return unary_grad(cfg, "clip_grad", ClipGradOp{b.lo, b.hi});
+}
+
+std::unique_ptr<Kernel> make_leaky_relu(const KernelConfig& cfg) {
+  return unary(cfg, "leaky_relu", LeakyReluOp{float_attr(cfg, "leaky_relu", "alpha", 0.01f)});
+}
+std::unique_ptr<Kernel> make_leaky_relu_grad(const KernelConfig& cfg) {
+  return unary_grad(cfg, "leaky_relu_grad",
+                    LeakyReluGradOp{float_attr(cfg, "leaky_relu_grad", "alpha", 0.01f)});
+}
+
+std::unique_ptr<Kernel> make_hard_sigmoid(const KernelConfig& cfg) {
+  return unary(cfg, "hard_sigmoid",
+               HardSigmoidOp{float_attr(cfg, "hard_sigmoid", "alpha", 0.2f),
+                             float_attr(cfg, "hard_sigmoid", "beta", 0.5f)});
+}
+std::unique_ptr<Kernel> make_hard_sigmoid_grad(const KernelConfig& cfg) {
+  return unary_grad(cfg, "hard_sigmoid_grad",
+                    HardSigmoidGradOp{float_attr(cfg, "hard_sigmoid_grad", "alpha", 0.2f),
+                                      float_attr(cfg, "hard_sigmoid_grad", "beta", 0.5f)});
+}
+
+std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg) {
+  return unary<HardSwishOp>(cfg, "hard_swish");
+}
+std::unique_ptr<Kernel> make_hard_swish_grad(const KernelConfig& cfg) {
+  return unary_grad<HardSwishGradOp>(cfg, "hard_swish_grad");
+}
+
+}  // namespace of::kernels::cpu

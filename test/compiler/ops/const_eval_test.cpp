@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compile-time folding of the exporter's shape arithmetic; parameters are never folded.
+#include <catch2/catch.hpp>
+
+#include <climits>
+#include <cstring>
+#include <set>
+
+#include "compiler/compile.h"
+#include "compiler/ops/const_eval.h"
+
+using namespace of::compiler;
+using of::TensorDesc;
+
+static std::string fixture(const std::string& name) { return std::string(OF_FIXTURES_DIR) + "/" + name; }
+
+static std::multiset<std::string> ops_of(const Graph& g) {
+  std::multiset<std::string> ops;
+  for (const Node& n : g.nodes)
+    if (n.forward < 0 && n.inplace.empty()) ops.insert(n.op_type);
+  return ops;
+}
+
+TEST_CASE("const_eval: shape arithmetic from x.shape folds away, the parameter still trains", "[compiler]") {
+  CompileOptions o;
+  o.loss = "mse";
+  o.train = true;
+  Compilation c = compile_model(fixture("export/shape_arith.onnx"), o);
+  // Before: Shape, Gather, Unsqueeze x9, Concat x3, ConstantOfShape, Mul, Equal, Where, Expand,
+  // Reshape x3, Add. After: what touches data at run time.
+  const std::multiset<std::string> ops = ops_of(c.graph);
+  for (const char* gone : {"Shape", "Concat", "ConstantOfShape", "Equal", "Where", "Mul"}) {
+    INFO(gone);
+    CHECK(ops.count(gone) == 0);
+  }
+  CHECK(ops.count("Unsqueeze") == 1);  // of the gathered rows (data), not of a shape
+  CHECK(ops.count("Gather") == 1);  // the parameter pos, indexed by the folded arange
+  CHECK(ops.count("Expand") == 1);
+  CHECK(ops.count("Add") == 1);
+  REQUIRE(c.training.weights.size() == 1);
+  CHECK(c.graph.values[size_t(c.training.weights[0].first)].name == "pos");
+}
+
+TEST_CASE("const_eval: a parameter's Transpose is not folded, a constant's is", "[compiler]") {
+  Graph g;
+  const ValueId w = g.add_value("fc.weight");
+  g.values[size_t(w)].desc = TensorDesc{{2, 3}, of::DType::f32};
+  g.values[size_t(w)].known = true;
+  g.values[size_t(w)].initializer = true;
+  g.values[size_t(w)].data = std::vector<uint8_t>(24, 0);
+  const ValueId out = g.add_value("t");
+  Node n{.name = "T", .op_type = "Transpose", .inputs = {w}, .outputs = {out}};
+  g.nodes.push_back(n);
+  CHECK_FALSE(try_fold(g, g.nodes[0]));
+  CHECK(is_parameter(g.values[size_t(w)]));
+  g.values[size_t(w)].name = "/Constant_output_0";  // an exporter's constant
+  REQUIRE(try_fold(g, g.nodes[0]));
+  CHECK(g.values[size_t(out)].desc.shape == of::Shape{3, 2});
+}
+
+TEST_CASE("const_eval: Shape, Gather, Unsqueeze, Concat, Slice and Range on constants", "[compiler]") {
+  Graph g;
+  auto input = [&](const std::string& name, of::Shape shape) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = TensorDesc{shape, of::DType::f32};
+    g.values[size_t(v)].known = true;
+    g.values[size_t(v)].graph_input = true;
+    return v;
+  };
+  auto i64 = [&](const std::string& name, std::vector<int64_t> xs) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = TensorDesc{{int64_t(xs.size())}, of::DType::i64};
+    g.values[size_t(v)].known = true;
+    g.values[size_t(v)].data = std::vector<uint8_t>(xs.size() * 8);
+    std::memcpy(g.values[size_t(v)].data->data(), xs.data(), xs.size() * 8);
+    return v;
+  };
+  auto ints = [&](ValueId v) {
+    std::vector<int64_t> out(g.values[size_t(v)].data->size() / 8);
+    std::memcpy(out.data(), g.values[size_t(v)].data->data(), out.size() * 8);
+    return out;
+  };
+  auto run = [&](const std::string& op, std::vector<ValueId> in, of::Attrs attrs = {}) {
+    const ValueId out = g.add_value(op + "_out");
+    g.nodes.push_back(Node{.name = op, .op_type = op, .inputs = std::move(in), .outputs = {out}, .attrs = std::move(attrs)});
+    REQUIRE(try_fold(g, g.nodes.back()));
+    return out;
+  };
+  const ValueId x = input("x", {4, 5, 16});
+  const ValueId shape = run("Shape", {x});
+  CHECK(ints(shape) == std::vector<int64_t>{4, 5, 16});
+  of::Attrs axis0;
+  axis0.set_int("axis", 0);
+  const ValueId t = run("Gather", {shape, i64("one", {1})}, axis0);
+  CHECK(ints(t) == std::vector<int64_t>{5});
+  const ValueId cat = run("Concat", {i64("m1", {-1}), t}, axis0);
+  CHECK(ints(cat) == std::vector<int64_t>{-1, 5});
+  const ValueId sl = run("Slice", {shape, i64("s", {-2}), i64("e", {INT64_MAX})});
+  CHECK(ints(sl) == std::vector<int64_t>{5, 16});
+  const ValueId r = run("Range", {i64("a", {0}), i64("b", {3}), i64("d", {1})});
+  CHECK(ints(r) == std::vector<int64_t>{0, 1, 2});
+  // An index out of range is an error naming the node, not a silent wrong shape.
+  const ValueId bad = g.add_value("bad");
+  g.nodes.push_back(Node{.name = "G2", .op_type = "Gather", .inputs = {shape, i64("nine", {9})}, .outputs = {bad}, .attrs = axis0});
+  REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'G2' (Gather)") && Catch::Contains("index 9 is out of range"));
+}

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// batch_norm_train against a double reference (normalized output, saved statistics, running
+// statistics with the unbiased variance, updated in place), and batch_norm_train_grad against
+// double central differences of sum(y * w) through the batch statistics.
+#include <cmath>
+
+#include "grad_check.h"
+
+namespace of::kernels {
+namespace {
+
+struct Stats {
+  std::vector<double> y, mean, var;  // var: biased, as used for normalizing
+};
+
+// x [N,C,*] normalized with its own per-channel statistics, then scaled and shifted.
+Stats reference(const std::vector<double>& x, const Shape& s, const std::vector<double>& scale,
+                const std::vector<double>& bias, double eps) {
+  const int64_t c = s[1], inner = numel(s) / (s[0] * s[1]);
+  const double m = double(s[0] * inner);
+  Stats r{std::vector<double>(x.size()), std::vector<double>(size_t(c), 0.0),
+          std::vector<double>(size_t(c), 0.0)};
+  auto channel = [&](size_t i) { return size_t((int64_t(i) / inner) % c); };
+  for (size_t i = 0; i < x.size(); ++i) r.mean[channel(i)] += x[i] / m;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = x[i] - r.mean[channel(i)];
+    r.var[channel(i)] += d * d / m;
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t ch = channel(i);
+    r.y[i] = (x[i] - r.mean[ch]) / std::sqrt(r.var[ch] + eps) * scale[ch] + bias[ch];
+  }
+  return r;
+}
+
+// The five outputs of one batch_norm_train run.
+struct Outputs {
+  std::vector<float> y, mean, invstd, running_mean, running_var;
+};
+
+Outputs run_forward(const Attrs& attrs, const Shape& s, const std::vector<float>& x,
+                    const std::vector<float>& scale, const std::vector<float>& bias,
+                    std::vector<float> running_mean, std::vector<float> running_var) {
+  const size_t c = size_t(s[1]);
+  Outputs o{std::vector<float>(x.size()), std::vector<float>(c), std::vector<float>(c),
+            running_mean, running_var};
+  const Shape v{s[1]};
+  testing::run_kernel("batch_norm_train", attrs, testing::f32_descs({s, v, v, v, v}),
+                      testing::f32_descs({s, v, v, v, v}),
+                      {x.data(), scale.data(), bias.data(), running_mean.data(),
+                       running_var.data()},
+                      {o.y.data(), o.mean.data(), o.invstd.data(), o.running_mean.data(),
+                       o.running_var.data()});
+  return o;
+}
+
+TEST_CASE("batch_norm_train: y and saved statistics match a double reference", "[kernels]") {
+  std::mt19937 rng(41);
+  for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{4, 3}, Shape{2, 5, 7}, Shape{2, 2, 2, 3, 2}}) {
+    INFO(shape_str(s));
+    const int64_t c = s[1];
+    const auto x = testing::random_floats(numel(s), rng, -3, 5);
+    const auto scale = testing::random_floats(c, rng, 0.5f, 2);
+    const auto bias = testing::random_floats(c, rng);
+    Attrs attrs;
+    attrs.set_float("epsilon", 1e-3f);
+    const Outputs o = run_forward(attrs, s, x, scale, bias, std::vector<float>(size_t(c), 0),
+                                  std::vector<float>(size_t(c), 1));
+    const Stats r = reference(testing::to_double(x), s, testing::to_double(scale),
+                              testing::to_double(bias), double(1e-3f));
+    testing::check_close(o.y, r.y);
+    testing::check_close(o.mean, r.mean);
+    std::vector<double> invstd;
+    for (double v : r.var) invstd.push_back(1 / std::sqrt(v + double(1e-3f)));
+    testing::check_close(o.invstd, invstd);
+  }
+}
+
+TEST_CASE("batch_norm_train: scale 1 and bias 0 give per-channel mean 0 and variance 1",
+          "[kernels]") {
+  std::mt19937 rng(43);
+  const Shape s{4, 3, 5, 5};
+  auto x = testing::random_floats(numel(s), rng, -2, 2);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += float(10 * ((i / 25) % 3));  // offset channels
+  const Outputs o = run_forward(Attrs{}, s, x, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1});
+  for (int64_t ch = 0; ch < 3; ++ch) {
+    double sum = 0, sq = 0;
+    const double m = 4 * 25;
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t i = 0; i < 25; ++i) {
+        const double v = o.y[size_t((b * 3 + ch) * 25 + i)];
+        sum += v;
+        sq += v * v;
+      }
+    INFO("channel " << ch);
+    CHECK(std::fabs(sum / m) < 1e-5);
+    CHECK(std::fabs(sq / m - sum * sum / (m * m) - 1) < 1e-4);
+  }
+}
+
+TEST_CASE("batch_norm_train: running statistics use the unbiased variance, in place",
+          "[kernels]") {
+  std::mt19937 rng(47);
+  const Shape s{3, 2, 4};
+  const Shape v{2};
+  const double momentum = double(0.3f), m = 3 * 4;
+  Attrs attrs;
+  attrs.set_float("momentum", 0.3f);
+  auto kernel = make_kernel(
+      "batch_norm_train", DeviceKind::cpu, DType::f32,
+      KernelConfig{attrs, testing::f32_descs({s, v, v, v, v}), testing::f32_descs({s, v, v, v, v}),
+                   "test_node"});
+  std::vector<float> running_mean{0.5f, -1}, running_var{2, 0.25f};
+  std::vector<double> expect_mean = testing::to_double(running_mean),
+                      expect_var = testing::to_double(running_var);
+  const std::vector<float> scale{1, 2}, bias{0, 1};
+  std::vector<float> y(size_t(numel(s))), saved_mean(2), saved_invstd(2);
+  for (int round = 0; round < 2; ++round) {
+    const auto x = testing::random_floats(numel(s), rng, -1 + 3 * round, 2 + round);
+    const Stats r = reference(testing::to_double(x), s, {1, 1}, {0, 0}, 1e-5);
+    for (size_t ch = 0; ch < 2; ++ch) {
+      expect_mean[ch] = (1 - momentum) * expect_mean[ch] + momentum * r.mean[ch];
+      expect_var[ch] = (1 - momentum) * expect_var[ch] + momentum * r.var[ch] * m / (m - 1);
+    }
+    // Outputs 3 and 4 are the very buffers of inputs 3 and 4.
+    const void* in[] = {x.data(), scale.data(), bias.data(), running_mean.data(),
+                        running_var.data()};
+    void* out[] = {y.data(), saved_mean.data(), saved_invstd.data(), running_mean.data(),
+                   running_var.data()};
+    kernel->run(in, out);
+    INFO("round " << round);
+    testing::check_close(running_mean, expect_mean, 1e-6);
+    testing::check_close(running_var, expect_var, 1e-6);
+  }
+}
+
+TEST_CASE("batch_norm_train: default momentum is 0.1", "[kernels]") {
+  const Shape s{2, 1, 2};
+  const std::vector<float> x{1, 2, 3, 6};  // mean 3, biased var 3.5, unbiased 14/3
+  const Outputs o = run_forward(Attrs{}, s, x, {1}, {0}, {1}, {2});
+  CHECK(o.running_mean[0] == Approx(0.9 * 1 + 0.1 * 3));
+  CHECK(o.running_var[0] == Approx(0.9 * 2 + 0.1 * 14.0 / 3));
+  CHECK(o.mean[0] == Approx(3));
+  CHECK(o.invstd[0] == Approx(1 / std::sqrt(3.5 + 1e-5)));
+}
+
+TEST_CASE("batch_norm_train_grad: matches finite differences of sum(y*w)", "[kernels]") {
+  std::mt19937 rng(53);
+  const Shape s{2, 3, 2, 2};
+  const Shape v{3};
+  const auto x = testing::random_floats(numel(s), rng, -1, 2);
+  const auto scale = testing::random_floats(3, rng, 0.5f, 2);
+  const auto bias = testing::random_floats(3, rng);
+  const auto w = testing::random_floats(numel(s), rng);
+  const double eps = double(1e-5f);
+  const Outputs o = run_forward(Attrs{}, s, x, scale, bias, {0, 0, 0}, {1, 1, 1});
+
+  std::vector<float> dx(x.size()), dscale(3), dbias(3);
+  testing::run_kernel("batch_norm_train_grad", Attrs{}, testing::f32_descs({s, s, v, v, v}),
+                      testing::f32_descs({s, v, v}),
+                      {w.data(), x.data(), scale.data(), o.mean.data(), o.invstd.data()},
+                      {dx.data(), dscale.data(), dbias.data()});
+
+  const auto xd = testing::to_double(x), sd = testing::to_double(scale),
+             bd = testing::to_double(bias), wd = testing::to_double(w);
+  const testing::DoubleFn by_x = [&](const std::vector<double>& at) {
+    return reference(at, s, sd, bd, eps).y;
+  };
+  const testing::DoubleFn by_scale = [&](const std::vector<double>& at) {
+    return reference(xd, s, at, bd, eps).y;
+  };
+  const testing::DoubleFn by_bias = [&](const std::vector<double>& at) {
+    return reference(xd, s, sd, at, eps).y;
+  };
+  SECTION("dx") { testing::check_grad(dx, testing::numeric_grad(by_x, xd, wd)); }
+  SECTION("dscale") { testing::check_grad(dscale, testing::numeric_grad(by_scale, sd, wd)); }
+  SECTION("dbias") { testing::check_grad(dbias, testing::numeric_grad(by_bias, bd, wd)); }
+}
+
+TEST_CASE("batch_norm_train: bad configs throw of::Error", "[kernels]") {
+  const Shape x{2, 3, 4};
+  const Shape c{3};
+  testing::check_rejects("batch_norm_train", Attrs{}, {{3}, {3}, {3}, {3}, {3}},
+                         {{3}, {3}, {3}, {3}, {3}});                          // rank 1
+  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c, c, {4}},
+                         {x, c, c, c, c});                                    // running_var [4]
+  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c, c, c}, {x, c, c, c});  // arity
+  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c, c, c},
+                         {{2, 3, 5}, c, c, c, c});                            // y shape
+  testing::check_rejects("batch_norm_train", Attrs{}, {{1, 3}, c, c, c, c},
+                         {{1, 3}, c, c, c, c});                               // 1 value/channel
+  Attrs negative;
+  negative.set_float("epsilon", -1);
+  testing::check_rejects("batch_norm_train", negative, {x, c, c, c, c}, {x, c, c, c, c});
+  testing::check_rejects("batch_norm_train_grad", Attrs{}, {{2, 3, 5}, x, c, c, c},
+                         {x, c, c});                                          // dy shape
+  testing::check_rejects("batch_norm_train_grad", Attrs{}, {x, x, c, c, {2}},
+                         {x, c, c});                                          // saved_invstd
+  testing::check_rejects("batch_norm_train_grad", Attrs{}, {x, x, c, c, c}, {x, c});  // arity
+  testing::check_rejects("batch_norm_train_grad", Attrs{}, {x, x, c, c, c},
+                         {x, c, {4}});                                        // dbias shape
+}
+
+}  // namespace
+}  // namespace of::kernels
