@@ -49,7 +49,9 @@ Ct read(const Value& val) {
 }
 
 int64_t to_i64(double x) {
-  // INT64_MAX/MIN (Slice's "to the end") do not survive a double round trip: clamp.
+  // INT64_MAX/MIN (Slice's "to the end") do not survive a double round trip: clamp. NaN (a
+  // hostile fmod) has no integer value; 0 keeps the conversion defined.
+  if (std::isnan(x)) return 0;
   if (x >= 9.2e18) return std::numeric_limits<int64_t>::max();
   if (x <= -9.2e18) return std::numeric_limits<int64_t>::min();
   return int64_t(x);
@@ -61,9 +63,13 @@ std::vector<uint8_t> bytes_of(const Ct& c) {
     switch (c.dtype) {
       case DType::f32: { float x = float(c.v[i]); std::memcpy(out.data() + 4 * i, &x, 4); break; }
       case DType::i64: { int64_t x = to_i64(c.v[i]); std::memcpy(out.data() + 8 * i, &x, 8); break; }
-      case DType::i32: { int32_t x = int32_t(c.v[i]); std::memcpy(out.data() + 4 * i, &x, 4); break; }
+      case DType::i32: {
+        auto x = int32_t(std::clamp<int64_t>(to_i64(c.v[i]), INT32_MIN, INT32_MAX));
+        std::memcpy(out.data() + 4 * i, &x, 4);
+        break;
+      }
       case DType::bool_: out[i] = c.v[i] != 0 ? 1 : 0; break;
-      default: out[i] = uint8_t(int64_t(c.v[i])); break;
+      default: out[i] = uint8_t(to_i64(c.v[i])); break;
     }
   }
   return out;
@@ -81,6 +87,17 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
+// The element count of `shape`, failing (through bad) past kMaxFoldElements or for a negative dim.
+int64_t checked_numel(const Shape& shape, const std::function<void(const std::string&)>& bad) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) bad(fmt::format("shape {} has a negative dimension", shape_str(shape)));
+    if (d > 0 && n > kMaxFoldElements / d) bad(fmt::format("shape {} is too large to fold", shape_str(shape)));
+    n *= d;
+  }
+  return n;
+}
+
 // Broadcasts every input to the common shape and applies f element-wise.
 Ct broadcast_map(const std::vector<Ct>& in, DType out_dtype, const std::function<double(const double*)>& f,
                  const std::function<void(const std::string&)>& bad) {
@@ -94,7 +111,7 @@ Ct broadcast_map(const std::vector<Ct>& in, DType out_dtype, const std::function
       if (o == 1) o = d;
       else if (d != 1 && d != o) bad("shapes do not broadcast");
     }
-  Ct r{out, out_dtype, std::vector<double>(size_t(numel(out)))};
+  Ct r{out, out_dtype, std::vector<double>(size_t(checked_numel(out, bad)))};
   const std::vector<int64_t> ost = strides_of(out);
   std::vector<double> args(in.size());
   for (int64_t flat = 0; flat < r.n(); ++flat) {
@@ -138,6 +155,20 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   const Attrs& a = node.attrs;
   auto one = [](Ct c) { return std::optional<std::vector<Ct>>(std::vector<Ct>{std::move(c)}); };
   auto has = [&](size_t i) { return i < in.size() && vals[i] != nullptr; };
+  // Inputs every op below reads without checking; a malformed node fails here by name.
+  static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
+      {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Abs", 1},
+      {"Floor", 1}, {"Ceil", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
+      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}};
+  for (const auto& [name, need] : kMinInputs)
+    if (op == name)
+      for (size_t i = 0; i < need; ++i)
+        if (!has(i)) bad(fmt::format("input {} is required", i));
+  auto scalar = [&](size_t i) {
+    if (in[i].v.size() != 1) bad(fmt::format("input {} must hold one value, has {}", i, in[i].v.size()));
+    if (!std::isfinite(in[i].v[0])) bad(fmt::format("input {} is not finite", i));
+    return in[i].v[0];
+  };
   if (op == "Shape") {
     const Shape& s = vals[0]->desc.shape;
     const auto rank = int64_t(s.size());
@@ -163,7 +194,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
       op == "Greater" || op == "And" || op == "Or" || op == "Max" || op == "Min" || op == "Mod") {
-    if (in.size() != 2) bad("expects 2 inputs");
+    if (in.size() != 2 || !has(0) || !has(1)) bad("expects 2 inputs");
     const bool integer = in[0].dtype != DType::f32;
     const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
     std::function<double(const double*)> f;
@@ -202,7 +233,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     return one(r);
   }
   if (op == "Where") {
-    if (in.size() != 3) bad("expects 3 inputs");
+    if (in.size() != 3 || !has(0) || !has(1) || !has(2)) bad("expects 3 inputs");
     return one(broadcast_map(in, in[1].dtype, [](const double* x) { return x[0] != 0 ? x[1] : x[2]; }, bad));
   }
   if (op == "Unsqueeze" || op == "Squeeze") {
@@ -231,12 +262,20 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     std::vector<int64_t> want = ints(in[1]);
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < want.size(); ++i) {
-      if (want[i] == 0 && a.get_int("allowzero", 0) == 0) want[i] = in[0].shape.at(i);
-      if (want[i] == -1) infer = int64_t(i);
-      else known *= want[i];
+      if (want[i] == 0 && a.get_int("allowzero", 0) == 0) {
+        if (i >= in[0].shape.size()) bad("reshape copies a dimension the input lacks");
+        want[i] = in[0].shape[i];
+      }
+      if (want[i] == -1) {
+        if (infer >= 0) bad("reshape has two -1 dimensions");
+        infer = int64_t(i);
+        continue;
+      }
+      if (want[i] < 0 || (want[i] > 0 && known > kMaxFoldElements / want[i])) bad("reshape to an invalid shape");
+      known *= want[i];
     }
     if (infer >= 0) want[size_t(infer)] = known == 0 ? 0 : r.n() / known;
-    if (numel(want) != r.n()) bad("reshape changes the element count");
+    if (checked_numel(want, bad) != r.n()) bad("reshape changes the element count");
     r.shape = want;
     return one(r);
   }
@@ -245,7 +284,13 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     const int64_t axis = norm_axis(a.get_int("axis", 0), rank, bad);
     Ct r{in[0].shape, in[0].dtype, {}};
     r.shape[size_t(axis)] = 0;
-    for (const Ct& c : in) r.shape[size_t(axis)] += c.shape.at(size_t(axis));
+    for (const Ct& c : in) {
+      if (c.shape.size() != in[0].shape.size()) bad("inputs differ in rank");
+      for (size_t d = 0; d < c.shape.size(); ++d)
+        if (int64_t(d) != axis && c.shape[d] != in[0].shape[d]) bad("inputs differ off the concat axis");
+      r.shape[size_t(axis)] += c.shape[size_t(axis)];
+    }
+    checked_numel(r.shape, bad);
     int64_t outer = 1;
     for (int64_t i = 0; i < axis; ++i) outer *= r.shape[size_t(i)];
     for (int64_t o = 0; o < outer; ++o)
@@ -266,6 +311,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     for (int64_t i = 0; i < axis; ++i) outer *= data.shape[size_t(i)];
     for (int64_t i = axis + 1; i < rank; ++i) inner *= data.shape[size_t(i)];
     const int64_t dim = data.shape[size_t(axis)];
+    checked_numel(out, bad);
     Ct r{out, data.dtype, {}};
     for (int64_t o = 0; o < outer; ++o)
       for (double idx : in[1].v) {
@@ -289,8 +335,11 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     std::vector<int64_t> begin(size_t(rank), 0), step(size_t(rank), 1);
     Shape out = data.shape;
     for (size_t i = 0; i < starts.size(); ++i) {
-      const int64_t ax = norm_axis(axes[i], rank, bad), dim = data.shape[size_t(ax)], st = steps[i];
-      if (st == 0) bad("Slice step 0");
+      const int64_t ax = norm_axis(axes[i], rank, bad), dim = data.shape[size_t(ax)];
+      if (steps[i] == 0) bad("Slice step 0");
+      // A step longer than the axis takes one element, as any such step does; clamping keeps the
+      // size arithmetic below from overflowing.
+      const int64_t st = std::clamp<int64_t>(steps[i], -(dim + 1), dim + 1);
       int64_t s = starts[i], e = ends[i];
       if (s < 0) s += dim;
       if (e < 0 && e > std::numeric_limits<int64_t>::min()) e += dim;
@@ -306,7 +355,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
       begin[size_t(ax)] = s;
       step[size_t(ax)] = st;
     }
-    Ct r{out, data.dtype, std::vector<double>(size_t(numel(out)))};
+    Ct r{out, data.dtype, std::vector<double>(size_t(checked_numel(out, bad)))};
     const std::vector<int64_t> ist = strides_of(data.shape), ost = strides_of(out);
     for (int64_t flat = 0; flat < r.n(); ++flat) {
       int64_t src = 0;
@@ -317,23 +366,23 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   }
   if (op == "Expand") {
     const std::vector<int64_t> shape = ints(in[1]);
-    Ct target{shape, in[0].dtype, std::vector<double>(size_t(std::max<int64_t>(numel(shape), 0)), 0)};
-    for (int64_t d : shape)
-      if (d < 0) bad("Expand to a negative size");
+    Ct target{shape, in[0].dtype, std::vector<double>(size_t(checked_numel(shape, bad)), 0)};
     return one(broadcast_map({in[0], target}, in[0].dtype, [](const double* x) { return x[0]; }, bad));
   }
   if (op == "ConstantOfShape") {
     const std::vector<int64_t> shape = ints(in[0]);
     const DType t = DType(a.get_int("value_dtype", int64_t(DType::f32)));
     const std::vector<float> value = a.get_floats("value", {0.0f});
-    Ct r{shape, t, std::vector<double>(size_t(numel(shape)), value.empty() ? 0.0 : double(value[0]))};
+    if (!readable(t)) bad("value has an unsupported dtype");
+    Ct r{shape, t, std::vector<double>(size_t(checked_numel(shape, bad)), value.empty() ? 0.0 : double(value[0]))};
     return one(r);
   }
   if (op == "Range") {
-    const double start = in[0].v.at(0), limit = in[1].v.at(0), delta = in[2].v.at(0);
+    const double start = scalar(0), limit = scalar(1), delta = scalar(2);
     if (delta == 0) bad("Range delta 0");
-    const auto n = int64_t(std::max(0.0, std::ceil((limit - start) / delta)));
-    if (n > kMaxFoldElements) bad("Range too long");
+    const double count = std::max(0.0, std::ceil((limit - start) / delta));
+    if (!(count <= double(kMaxFoldElements))) bad("Range too long");
+    const auto n = int64_t(count);
     Ct r{{n}, in[0].dtype, {}};
     for (int64_t i = 0; i < n; ++i) r.v.push_back(start + double(i) * delta);
     return one(r);
@@ -344,9 +393,15 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     std::vector<int64_t> perm(static_cast<size_t>(rank));
     for (int64_t i = 0; i < rank; ++i) perm[size_t(i)] = rank - 1 - i;
     perm = a.get_ints("perm", perm);
-    if (int64_t(perm.size()) != rank) bad("perm has the wrong length");
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    bool ok = int64_t(perm.size()) == rank;
+    for (size_t i = 0; ok && i < perm.size(); ++i) {
+      ok = perm[i] >= 0 && perm[i] < rank && !seen[size_t(perm[i])];
+      if (ok) seen[size_t(perm[i])] = true;
+    }
+    if (!ok) bad("perm is not a permutation of the input's axes");
     Shape out(static_cast<size_t>(rank));
-    for (int64_t i = 0; i < rank; ++i) out[size_t(i)] = x.shape.at(size_t(perm[size_t(i)]));
+    for (int64_t i = 0; i < rank; ++i) out[size_t(i)] = x.shape[size_t(perm[size_t(i)])];
     Ct r{out, x.dtype, std::vector<double>(size_t(x.n()))};
     const std::vector<int64_t> ist = strides_of(x.shape), ost = strides_of(out);
     for (int64_t flat = 0; flat < r.n(); ++flat) {

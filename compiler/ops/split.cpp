@@ -24,7 +24,7 @@ std::vector<int64_t> split_sizes(OpCtx& c, int64_t axis) {
   }
   int64_t sum = 0;
   for (int64_t s : sizes) {
-    if (s < 0) c.fail("split sizes [{}] have a negative entry", fmt::join(sizes, ","));
+    if (s < 0 || s > dim) c.fail("split sizes [{}] have an entry outside [0, {}]", fmt::join(sizes, ","), dim);
     sum += s;
   }
   if (int64_t(sizes.size()) != parts || sum != dim)

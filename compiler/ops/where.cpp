@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where(cond, a, b) and Expand(x, shape): numpy broadcasting to the output shape. Where is how
 // the exporter writes masked_fill (a causal mask); Expand how it writes tensor.expand.
+#include <fmt/format.h>
+
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -27,7 +29,16 @@ void infer_expand(OpCtx& c) {
   c.expect_arity(2, 2);
   const TensorDesc& x = c.in(0);
   if (x.dtype != DType::f32 && x.dtype != DType::i64) c.fail("input 0 has dtype {}, expected f32 or i64", dtype_name(x.dtype));
-  c.out(0) = TensorDesc{broadcast_shapes(c, x.shape, c.const_ints(1)), x.dtype};
+  const std::vector<int64_t> shape = c.const_ints(1);
+  for (int64_t d : shape)
+    if (d < 0) c.fail("input 1 (shape) [{}] has a negative dimension", fmt::join(shape, ","));
+  const Shape out = broadcast_shapes(c, x.shape, shape);
+  int64_t n = 1;
+  for (int64_t d : out) {
+    if (d > 0 && n > (int64_t(1) << 40) / d) c.fail("expands input 0 {} to a tensor too large to hold", shape_str(x.shape));
+    n *= d;
+  }
+  c.out(0) = TensorDesc{out, x.dtype};
 }
 
 void lower_expand(OpCtx& c) {
