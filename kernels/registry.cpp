@@ -28,6 +28,7 @@ const std::vector<KernelEntry>& all_kernels() {
       {"average_pool", DeviceKind::cpu, DType::f32, &cpu::make_average_pool},
       {"average_pool_grad", DeviceKind::cpu, DType::f32, &cpu::make_average_pool_grad},
       {"batch_norm", DeviceKind::cpu, DType::f32, &cpu::make_batch_norm},
+      {"batch_norm_stats_update", DeviceKind::cpu, DType::f32, &cpu::make_batch_norm_stats_update},
       {"batch_norm_train", DeviceKind::cpu, DType::f32, &cpu::make_batch_norm_train},
       {"batch_norm_train_grad", DeviceKind::cpu, DType::f32, &cpu::make_batch_norm_train_grad},
       {"classify_metrics", DeviceKind::cpu, DType::f32, &cpu::make_classify_metrics},

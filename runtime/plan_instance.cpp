@@ -52,11 +52,13 @@ PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_
       fail({.file = path_, .field = "tensor '" + t.name + "'"}, "its boxes disagree on the whole tensor");
     it->boxes.push_back(std::move(box));
   };
-  for (const plan::Variable& v : plan_.variables) add(v.tensor, arena_ptrs_[size_t(v.arena)] + v.offset, false, false);
+  for (const plan::Variable& v : plan_.variables)
+    add(v.tensor, arena_ptrs_[size_t(v.arena)] + v.offset, false, plan_.tensors[size_t(v.tensor)].model);
   for (const plan::Regst& r : plan_.regsts) {
     if (!r.persistent) continue;
     for (size_t b = 0; b < r.blobs.size(); ++b)
-      add(r.blobs[b].tensor, arena_ptrs_[size_t(r.arena)] + r.offsets[0] + r.blobs[b].offset, true, b == 0);
+      add(r.blobs[b].tensor, arena_ptrs_[size_t(r.arena)] + r.offsets[0] + r.blobs[b].offset, true,
+          plan_.tensors[size_t(r.blobs[b].tensor)].model);
   }
 
   // The weights file: its size and checksum as the plan recorded them, then every stored tensor.
@@ -66,6 +68,22 @@ PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_
     fail({.file = weights}, "weights file has {} bytes, the plan expects {} (was it replaced or truncated?)", bytes.size(), plan_.weights_bytes);
   if (crc32_of(bytes.data(), bytes.size()) != plan_.weights_crc32) fail({.file = weights}, "weights checksum mismatch: the file is corrupt or belongs to another plan");
   SafetensorsFile file = parse_safetensors(bytes.data(), bytes.size(), weights);
+  // Buffers take their shape from the weights file (checked above by size and checksum).
+  buffers_.reserve(plan_.buffers.size() + plan_.carried.size());
+  for (size_t i = 0; i < plan_.buffers.size() + plan_.carried.size(); ++i) {
+    const bool folded = i < plan_.buffers.size();
+    const std::string& key = folded ? plan_.buffers[i] : plan_.carried[i - plan_.buffers.size()];
+    const std::string field = folded ? fmt::format("buffers[{}]", i) : fmt::format("carried[{}]", i - plan_.buffers.size());
+    auto it = file.entries.find(key);
+    if (it == file.entries.end()) fail({.file = weights, .field = "tensor '" + key + "'"}, "missing (plan {})", field);
+    if (std::any_of(stored_.begin(), stored_.end(), [&](const StoredTensor& s) { return s.key == key; }))
+      fail({.file = path_, .field = field}, "'{}' is also a variable, a register or another buffer of the plan", key);
+    const TensorDesc desc{it->second.shape, it->second.dtype};
+    std::vector<uint8_t>& data = buffers_.emplace_back(size_t(desc.bytes()));
+    stored_.push_back(StoredTensor{.key = key, .desc = desc, .bytes = uint64_t(desc.bytes()),
+                                   .boxes = {StoredTensor::Box{data.data(), desc.shape, std::vector<int64_t>(desc.shape.size(), 0)}},
+                                   .persistent = false, .weight = true, .buffer = folded});
+  }
   // A training plan's weights file also serves its evaluation plan, so it may hold more.
   for (const StoredTensor& t : stored_) {
     auto it = file.entries.find(t.key);
@@ -120,6 +138,16 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
     const std::string& key = entry.first;  // a plain reference: lambdas may not capture bindings (clang 14)
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& t) { return t.key == key && selected(t); });
     if (it == stored_.end()) fail({.file = path, .field = "tensor '" + key + "'"}, "is not a tensor of the plan {}", path_);
+  }
+  // A buffer was folded into the plan's constants: other contents cannot take effect.
+  for (const StoredTensor& t : stored_) {
+    auto it = file.entries.find(t.key);
+    if (!t.buffer || !selected(t) || it == file.entries.end()) continue;
+    std::vector<uint8_t> now(t.bytes);
+    t.gather(now.data());
+    if (std::memcmp(now.data(), file.ptr(it->second), t.bytes) != 0)
+      fail({.file = path, .field = "tensor '" + t.key + "'"},
+           "differs from the buffer the plan {} was compiled with (folded into its constants); recompile with it", path_);
   }
   // Copied only once everything matched: a refused file changes nothing.
   for (const StoredTensor& t : stored_) {

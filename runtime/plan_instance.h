@@ -30,7 +30,12 @@ struct StoredTensor {
   uint64_t bytes = 0;
   std::vector<Box> boxes;
   bool persistent = false;  // a blob of a persistent register (trained weight or optimizer state)
-  bool weight = false;      // persistent and blob 0: the trained weight itself (not its state)
+  // A tensor of the model's state_dict (checkpoints' model.safetensors): a trained weight, a
+  // BatchNorm running statistic, a frozen parameter or a buffer; not optimizer state.
+  bool weight = false;
+  // A buffer no task reads (folded into the plan's constants at compile time): carried into
+  // checkpoints as it is; loading other contents into it is refused.
+  bool buffer = false;
 
   // Fills every box from the whole tensor (`bytes` bytes) / assembles the whole tensor.
   void scatter(const uint8_t* whole) const;
@@ -70,6 +75,7 @@ class PlanInstance {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
   std::vector<uint8_t*> arena_ptrs_;
   std::vector<StoredTensor> stored_;
+  std::vector<std::vector<uint8_t>> buffers_;  // the contents of the buffer tensors
 };
 
 }  // namespace of::runtime

@@ -56,7 +56,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   std::vector<Offset<fb::LogicalTensor>> tensors;
   for (const LogicalTensor& t : p.tensors)
     tensors.push_back(fb::CreateLogicalTensor(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype), 0, 0,
-                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin)));
+                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin), t.model));
   std::vector<Offset<fb::TensorLayout>> layouts;
   for (const TensorLayout& t : p.layouts)
     layouts.push_back(fb::CreateTensorLayout(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype),
@@ -103,7 +103,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   auto root = fb::CreatePlan(b, plan_format::kVersion, b.CreateString(p.model), job, cluster, b.CreateVector(tensors),
                              b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
                              b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32,
-                             b.CreateVector(layouts), b.CreateVector(boxings));
+                             b.CreateVector(layouts), b.CreateVector(boxings), b.CreateVectorOfStrings(p.buffers), b.CreateVectorOfStrings(p.carried));
   fb::FinishPlanBuffer(b, root);
   if (b.GetSize() >= (1ull << 31) - 1) fail({}, "plan exceeds the FlatBuffers limit of 2 GiB");
 
@@ -170,6 +170,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       lt.full_shape = r.shape(t->full_shape(), f + ".full_shape");
       lt.shard_begin = r.vec(t->shard_begin(), f + ".shard_begin");
     }
+    lt.model = t->model();
     p.tensors.push_back(std::move(lt));
   }
   auto arenas = r.need(root->arenas(), "arenas");
@@ -243,6 +244,12 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       p.boxings.push_back(Boxing{r.str(x->tensor(), f + ".tensor"), r.str(x->kind(), f + ".kind"), r.str(x->from(), f + ".from"),
                                  r.str(x->to(), f + ".to"), r.str(x->consumer(), f + ".consumer"), x->bytes(), x->backward()});
     }
+  if (root->buffers())
+    for (flatbuffers::uoffset_t i = 0; i < root->buffers()->size(); ++i)
+      p.buffers.push_back(r.str(root->buffers()->Get(i), fmt::format("buffers[{}]", i)));
+  if (root->carried())
+    for (flatbuffers::uoffset_t i = 0; i < root->carried()->size(); ++i)
+      p.carried.push_back(r.str(root->carried()->Get(i), fmt::format("carried[{}]", i)));
   return p;
 }
 

@@ -104,6 +104,7 @@ struct LogicalTensor {
   // whole tensors; each device loads and saves its box.
   Shape full_shape;
   std::vector<int64_t> shard_begin;
+  bool model = false;  // a state_dict tensor: checkpoints' model.safetensors (see plan.fbs)
 };
 
 // For people (ofdump --sbp): a tensor of the model as the user wrote it, and how it is laid out.
@@ -150,6 +151,8 @@ struct Plan {
   std::vector<Arena> arenas;
   std::vector<TensorLayout> layouts;  // empty for a one-device plan
   std::vector<Boxing> boxings;
+  std::vector<std::string> buffers;  // folded into constants; checkpoints carry them (plan.fbs)
+  std::vector<std::string> carried;  // unread model tensors checkpoints pass on
   std::string weights;  // companion safetensors file, relative to the plan's folder
   uint64_t weights_bytes = 0;
   uint32_t weights_crc32 = 0;

@@ -29,6 +29,8 @@ struct Value {
   // Read from the model file's initializers (a parameter or buffer, or a tensor the exporter
   // folded), not computed from a Constant node or by the compiler.
   bool initializer = false;
+  // Read by a node folded at compile time (const_eval): its contents are baked into the plan.
+  bool folded_into_plan = false;
   // In a parallel (physical) graph: the logical tensor this value is a box of, starting at
   // `shard_begin` (an index into Compilation::logical.values), or -1. Weights files and
   // checkpoints hold the logical tensors; each device loads and saves its box.
@@ -54,6 +56,9 @@ struct Node {
   // Per output: the input it overwrites in place (an optimizer update writes the weight and its
   // state back where it read them), or -1. Lowering turns such inputs into persistent registers.
   std::vector<int32_t> inplace;
+  // The in-place state changes every piece (BatchNorm's running statistics), not once per
+  // optimizer step: its register's readers read one version per piece.
+  bool state_per_piece = false;
   // The forward node a backward node was made for (autodiff), or -1.
   NodeId forward = -1;
   // In a parallel graph: the device (index into the plan's device list) the node runs on.

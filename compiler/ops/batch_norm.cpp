@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// BatchNormalization, inference form: Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel.
+// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel, with the
+// running statistics (inference, evaluation, frozen BN) or, in a training plan of a train-mode
+// export, the batch's (torch's train mode; add-optimizer adds the running-statistics update).
 #include <cmath>
 
 #include "compiler/ops/ops.h"
@@ -7,14 +9,18 @@
 namespace of::compiler {
 namespace {
 
+// Torch's train mode: the exported node says training_mode = 1 (opset 14+) or has the running
+// statistics among its outputs (opset 13). Only a training plan normalises with batch statistics;
+// inference and evaluation plans of the same export use the running ones, as torch's eval mode.
+bool batch_statistics(OpCtx& c) {
+  return c.training() && (c.attrs().get_int("training_mode", 0) != 0 || c.num_outputs() > 1);
+}
+
 void infer_batch_norm(OpCtx& c) {
   c.expect_arity(5, 5, 5);
-  // A training-mode export in an inference or evaluation plan normalises with the running
-  // statistics, as torch's eval mode does. Training with batch statistics is not built yet.
-  if (c.attrs().get_int("training_mode", 0) != 0 && c.training())
-    // TODO(issue-10): batch statistics, running-statistics updates and num_batches_tracked.
-    c.fail("training with batch statistics (torch's train mode) is not supported yet; only frozen running "
-           "statistics (torch's eval-mode BatchNorm) train so far");
+  const bool train = batch_statistics(c);
+  // The running statistics written as outputs are read by nothing in torch's exports: the update
+  // is a task of its own (add-optimizer), so they are dropped.
   while (c.num_outputs() > 1)
     if (!c.drop_output_if_unused(c.num_outputs() - 1))
       c.fail("reads the running mean or variance BatchNormalization writes in training; not supported");
@@ -26,13 +32,40 @@ void infer_batch_norm(OpCtx& c) {
     if (c.in(i).shape != Shape{x[1]})
       c.fail("input {} ({}) has shape {}, expected [{}] (the channels of input 0 {})", i, kNames[i],
              shape_str(c.in(i).shape), x[1], shape_str(x));
+  if (train && numel(x) / x[1] < 2)
+    c.fail("input 0 (X) {} has one value per channel: batch statistics need more (torch refuses it too)", shape_str(x));
+  const TensorDesc channel{{x[1]}, DType::f32};
   c.out(0) = c.in(0);
+  c.node().state_inputs = {3, 4};
+  if (train) {  // what the backward pass and the running-statistics update read
+    c.add_output("saved_mean", channel);
+    c.add_output("saved_invstd", channel);
+    c.add_output("batch_var", channel);
+  }
 }
 
 void lower_batch_norm(OpCtx& c) {
   Attrs a;
   a.set_float("epsilon", c.attrs().get_float("epsilon", 1e-5f));
-  c.set_kernel("batch_norm", std::move(a));
+  if (c.num_outputs() == 1) {
+    c.set_kernel("batch_norm", std::move(a));
+    return;
+  }
+  // ONNX's momentum weighs the old running value (torch exports 1 - its own momentum).
+  a.set_float("momentum", 1.0f - c.attrs().get_float("momentum", 0.9f));
+  c.set_kernel("batch_norm_train", std::move(a));
+  c.set_runtime_inputs({0, 1, 2});
+}
+
+// Batch statistics (torch's train mode): dX, dscale and dB in one kernel, from the saved mean
+// and inverse standard deviation (the batch's mean and variance depend on X too).
+void grad_batch_norm_train(GradCtx& g) {
+  const ValueId x = g.in(0), dy = g.out_grad(0);
+  const TensorDesc xd = g.desc(x), cd = g.desc(g.in(1));
+  const std::vector<ValueId> d = g.emit_n("BatchNormalizationGrad", "batch_norm_train_grad",
+                                          {dy, x, g.in(1), g.out(1), g.out(2)}, {}, {xd, cd, cd});
+  for (size_t i = 0; i < 3; ++i)
+    if (g.wants(i)) g.add_in_grad(i, d[i]);
 }
 
 // Training treats the running mean and variance as frozen statistics (what torch's BN does in
@@ -40,6 +73,7 @@ void lower_batch_norm(OpCtx& c) {
 // dX = dY scale s, dscale = sum(dY xhat), dB = sum(dY), sums over every axis but the channels.
 // mean and var get no gradient: they stay constants of the plan.
 void grad_batch_norm(GradCtx& g) {
+  if (g.node().kernel == "batch_norm_train") return grad_batch_norm_train(g);
   const ValueId x = g.in(0), dy = g.out_grad(0);
   const Shape xs = g.desc(x).shape;
   const int64_t c = xs[1];

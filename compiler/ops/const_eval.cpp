@@ -447,6 +447,9 @@ bool try_fold(Graph& g, Node& node) {
   std::optional<std::vector<Ct>> out = evaluate(node, in, vals, bad);
   if (!out) return false;
   if (out->size() != node.outputs.size()) return false;
+  if (!shape_only)
+    for (ValueId in : node.inputs)
+      if (in != kNoValue) g.values[size_t(in)].folded_into_plan = true;
   for (size_t k = 0; k < out->size(); ++k) {
     Value& v = g.values[size_t(node.outputs[k])];
     v.desc = TensorDesc{(*out)[k].shape, (*out)[k].dtype};

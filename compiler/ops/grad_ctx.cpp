@@ -13,20 +13,29 @@ bool GradCtx::wants(size_t i) const {
 
 ValueId GradCtx::emit(const std::string& op, const std::string& kernel, std::vector<ValueId> inputs, Attrs attrs,
                       TensorDesc desc) {
+  return emit_n(op, kernel, std::move(inputs), std::move(attrs), {std::move(desc)})[0];
+}
+
+std::vector<ValueId> GradCtx::emit_n(const std::string& op, const std::string& kernel, std::vector<ValueId> inputs,
+                                     Attrs attrs, std::vector<TensorDesc> descs) {
   const auto id = NodeId(g_.nodes.size());
   const std::string name = fmt::format("{}/{}_{}", node().name, op, id);
-  const ValueId out = g_.add_value(name);
-  g_.values[size_t(out)].desc = std::move(desc);
-  g_.values[size_t(out)].known = true;
-  g_.values[size_t(out)].producer = id;
+  std::vector<ValueId> outs;
+  for (size_t k = 0; k < descs.size(); ++k) {
+    const ValueId out = g_.add_value(k == 0 ? name : fmt::format("{}:{}", name, k));
+    g_.values[size_t(out)].desc = std::move(descs[k]);
+    g_.values[size_t(out)].known = true;
+    g_.values[size_t(out)].producer = id;
+    outs.push_back(out);
+  }
   for (ValueId v : inputs) g_.values[size_t(v)].consumers.push_back(id);
   grads_.resize(g_.values.size(), kNoValue);
   wants_.resize(g_.values.size(), false);
-  Node n{.name = name, .op_type = op, .inputs = inputs, .outputs = {out}, .kernel = kernel,
+  Node n{.name = name, .op_type = op, .inputs = inputs, .outputs = outs, .kernel = kernel,
          .kernel_attrs = std::move(attrs), .runtime_inputs = inputs};
   n.forward = node_;
   g_.nodes.push_back(std::move(n));  // invalidates Node references: node() looks it up again
-  return out;
+  return outs;
 }
 
 ValueId GradCtx::scalar(float x) {

@@ -55,6 +55,17 @@ bool OpCtx::drop_output_if_unused(size_t i) {
   return true;
 }
 
+ValueId OpCtx::add_output(const std::string& suffix, TensorDesc desc) {
+  const auto self = NodeId(&node_ - g_.nodes.data());
+  OF_ASSERT(self >= 0 && size_t(self) < g_.nodes.size(), "add_output: the node is not in its graph");
+  const ValueId v = g_.add_value(node_.name + "/" + suffix);  // node_ stays valid: values grow, nodes do not
+  g_.values[size_t(v)].desc = std::move(desc);
+  g_.values[size_t(v)].known = true;
+  g_.values[size_t(v)].producer = self;
+  node_.outputs.push_back(v);
+  return v;
+}
+
 void OpCtx::expect_arity(size_t lo, size_t hi, size_t max_out) const {
   size_t n = node_.inputs.size();
   while (n > 0 && node_.inputs[n - 1] == kNoValue) --n;

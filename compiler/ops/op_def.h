@@ -35,6 +35,8 @@ class OpCtx {
   TensorDesc& out(size_t i);                        // marks output i known
   // Optional outputs nothing reads (Dropout's mask) are dropped; false when output i is read.
   bool drop_output_if_unused(size_t i);
+  // Appends an output the model file does not have (what a kernel saves for the backward pass).
+  ValueId add_output(const std::string& suffix, TensorDesc desc);
 
   // Checks the input count is within [lo, hi] and the output count within [1, max_out].
   void expect_arity(size_t lo, size_t hi, size_t max_out = 1) const;
@@ -79,6 +81,9 @@ class GradCtx {
   // Emits a node running `kernel` on `inputs`, with one output of `desc`; returns that output.
   ValueId emit(const std::string& op, const std::string& kernel, std::vector<ValueId> inputs, Attrs attrs,
                TensorDesc desc);
+  // The same with one output per desc.
+  std::vector<ValueId> emit_n(const std::string& op, const std::string& kernel, std::vector<ValueId> inputs, Attrs attrs,
+                              std::vector<TensorDesc> descs);
   // A constant f32 scalar (e.g. -1 for Sub's second input).
   ValueId scalar(float x);
   // A constant f32 tensor of `shape` holding `values`.

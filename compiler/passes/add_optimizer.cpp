@@ -8,6 +8,10 @@
 // an accumulate node before each update sums k gradients (its register gets one piece per k acts)
 // and hands the update their mean with the step's scalars: the update runs once per step, and the
 // forward passes of a step's micro-batches all read the same weights without waiting for it.
+// Every BatchNorm normalising with batch statistics gets a running-statistics update node too
+// (in place on running_mean, running_var and num_batches_tracked, once per piece, as torch
+// updates them once per forward call); it is a task of its own so that the forward pass never
+// waits for the readers of the running statistics.
 #include <cstring>
 
 #include "common/error.h"
@@ -73,6 +77,50 @@ ValueId add_zeros(Graph& g, const std::string& name, const TensorDesc& desc) {
   val.known = true;
   val.data = std::vector<uint8_t>(size_t(desc.bytes()), 0);
   return v;
+}
+
+// The running-statistics update after a batch_norm_train node (see the file comment).
+void add_batch_norm_update(Compilation& c, NodeId bn) {
+  Graph& g = c.graph;
+  const Node& fwd = g.nodes[size_t(bn)];
+  const ValueId mean = fwd.outputs[1], var = fwd.outputs[3], rm = fwd.inputs[3], rv = fwd.inputs[4];
+  const std::string& rm_name = g.values[size_t(rm)].name;
+  const std::string suffix = "running_mean";
+  // torch keeps num_batches_tracked beside running_mean; the export does not carry it.
+  const std::string prefix = rm_name.size() >= suffix.size() && rm_name.compare(rm_name.size() - suffix.size(), suffix.size(), suffix) == 0
+                                 ? rm_name.substr(0, rm_name.size() - suffix.size())
+                                 : rm_name + ".";
+  ValueId tracked = kNoValue;
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].name == prefix + "num_batches_tracked") tracked = ValueId(v);
+  if (tracked == kNoValue) {
+    tracked = add_zeros(g, prefix + "num_batches_tracked", TensorDesc{{}, DType::i64});
+    g.values[size_t(tracked)].initializer = true;  // a buffer of the model, as torch names it
+  }
+  for (ValueId s : {rm, rv})
+    if (!g.values[size_t(s)].data || g.values[size_t(s)].consumers.size() != 1)
+      fail({.file = g.source_file, .node = fwd.name, .op = fwd.op_type},
+           "running statistic '{}' must be an initializer only this BatchNormalization uses", g.values[size_t(s)].name);
+  Attrs a;
+  a.set_float("momentum", fwd.kernel_attrs.get_float("momentum", 0.1f));
+  const auto id = NodeId(g.nodes.size());
+  const std::string name = "update/" + fwd.name + "/running_stats";
+  Node n{.name = name, .op_type = "BatchNormStatsUpdate", .inputs = {mean, var, rm, rv, tracked},
+         .kernel = "batch_norm_stats_update", .kernel_attrs = a, .runtime_inputs = {mean, var, rm, rv, tracked}};
+  n.forward = bn;  // joins the forward node's stage and devices
+  n.state_per_piece = true;
+  for (int32_t k : {2, 3, 4}) {
+    const ValueId in = n.inputs[size_t(k)];
+    const ValueId out = g.add_value(g.values[size_t(in)].name + "'");
+    g.values[size_t(out)].desc = g.values[size_t(in)].desc;
+    g.values[size_t(out)].known = true;
+    g.values[size_t(out)].producer = id;
+    n.outputs.push_back(out);
+    n.inplace.push_back(k);
+  }
+  for (ValueId v : n.inputs) g.values[size_t(v)].consumers.push_back(id);
+  g.nodes.push_back(std::move(n));
+  c.training.state += 3;
 }
 
 }  // namespace
@@ -144,6 +192,9 @@ bool AddOptimizer::run(Compilation& c) {
     for (ValueId v : inputs) g.values[size_t(v)].consumers.push_back(id);
     g.nodes.push_back(std::move(n));
   }
+  const size_t before = g.nodes.size();
+  for (size_t n = 0; n < before; ++n)
+    if (g.nodes[n].kernel == "batch_norm_train") add_batch_norm_update(c, NodeId(n));
   return true;
 }
 

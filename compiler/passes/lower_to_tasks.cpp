@@ -82,7 +82,8 @@ bool LowerToTasks::run(Compilation& c) {
         fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "updates '{}' in place, which is not a constant of its own", g.values[v].name);
     Regst r = make_regst(tg, TaskId(n + 1), g, state, 1, node.device);
     r.persistent = true;
-    r.pieces_per_version = c.options.micro_batches;  // the update runs once per step
+    // An optimizer update runs once per step; a running-statistics update once per piece.
+    r.pieces_per_version = node.state_per_piece ? 1 : c.options.micro_batches;
     for (size_t k = 0; k < state.size(); ++k) home[state[k]] = {InputKind::regst, r.id, int32_t(k)};
     persistent_of[n] = r.id;
     tg.regsts.push_back(std::move(r));

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/safetensors.h"
+#include "compiler/ops/const_eval.h"
 #include "compiler/passes/pass.h"
 #include "schemas/plan_codec.h"
 
@@ -19,7 +20,23 @@ struct WeightsFile {
   std::string name;  // relative to the plan's folder
   std::vector<uint8_t> bytes;
   std::set<std::string> keys;
+  std::vector<std::string> buffers;  // model tensors folded into the plan, carried into checkpoints
+  std::vector<std::string> carried;  // model tensors nothing reads, carried into checkpoints
+  std::set<std::string> model_keys;  // entries that are state_dict tensors (not optimizer state)
 };
+
+// The value whose contents and identity a (possibly physical) value stands for.
+const Value& model_value(const Compilation& c, const Value& v) {
+  return v.logical >= 0 && v.data ? c.logical.values[size_t(v.logical)] : v;
+}
+
+// A tensor of the model's state_dict: an initializer under its own name, or one the exporter
+// named that --folded train trains anyway.
+bool is_model_tensor(const Compilation& c, const Value& v) {
+  const Value& m = model_value(c, v);
+  if (!m.initializer) return false;
+  return !exporter_named(m.name) || (c.options.folded == "train" && m.desc.dtype == DType::f32 && numel(m.desc.shape) > 1);
+}
 
 // Every tensor whose contents the run starts from: variables, and the blobs of persistent
 // registers (weights with their optimizer state), keyed by tensor name.
@@ -40,12 +57,23 @@ WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
     OF_ASSERT(fresh || it->second == whole, "two stored tensors named " + key);
     if (!fresh) return;
     out.keys.insert(key);
+    if (is_model_tensor(c, g.values[size_t(tensor)])) out.model_keys.insert(key);
     writer.add(key, val->desc.dtype, val->desc.shape, val->data->data());
   };
   for (const Variable& v : p.variables) add(v.tensor, v.key);
   for (const Regst& r : p.regsts)
     if (r.persistent)
       for (const Blob& b : r.blobs) add(b.tensor, g.values[size_t(b.tensor)].name);
+  // Buffers no task reads (folded into constants, like a causal mask) still belong to the
+  // model's state_dict: stored once, carried into every checkpoint.
+  const Graph& whole = c.logical.values.empty() ? g : c.logical;
+  for (const Value& v : whole.values)
+    if (v.initializer && v.data && !exporter_named(v.name) && !out.keys.count(v.name)) {
+      out.keys.insert(v.name);
+      out.model_keys.insert(v.name);
+      (v.folded_into_plan ? out.buffers : out.carried).push_back(v.name);
+      writer.add(v.name, v.desc.dtype, v.desc.shape, v.data->data());
+    }
   out.bytes = writer.serialize();
   return out;
 }
@@ -66,8 +94,11 @@ plan::Plan finish_plan(const Compilation& c, const WeightsFile& weights, plan::J
     p.job.lr = c.training.lr;
     p.job.schedule = c.options.schedule;
   }
+  p.buffers = weights.buffers;
+  p.carried = weights.carried;
   for (const Value& v : g.values) {
     plan::LogicalTensor t{v.name, v.desc, {}, {}};
+    t.model = is_model_tensor(c, v);
     if (v.logical >= 0 && v.data) {  // a box of a stored tensor
       t.full_shape = c.logical.values[size_t(v.logical)].desc.shape;
       t.shard_begin = v.shard_begin;
@@ -105,6 +136,16 @@ std::string write_training_plans(const Compilation& train, const Compilation& ev
   plan::Plan ep = finish_plan(eval, weights, plan::JobKind::eval);
   for (const Variable& v : ep.variables)
     if (!weights.keys.count(v.key)) fail({.file = plan_path, .field = "tensor '" + v.key + "'"}, "the evaluation plan reads a tensor the training plan does not store");
+  // The evaluation plan carries every model tensor it does not read (a BatchNorm's
+  // num_batches_tracked, a folded mask), so that it accepts the training run's checkpoints.
+  ep.buffers.clear();
+  ep.carried.clear();
+  std::set<std::string> read_by_eval, folded_by_eval;
+  for (const Variable& v : ep.variables) read_by_eval.insert(v.key);
+  for (const Value& v : eval.graph.values)
+    if (v.folded_into_plan) folded_by_eval.insert(v.name);
+  for (const std::string& key : weights.model_keys)
+    if (!read_by_eval.count(key)) (folded_by_eval.count(key) ? ep.buffers : ep.carried).push_back(key);
   const std::filesystem::path eval_path = path.parent_path() / (path.stem().string() + ".eval.ofp");
   tp.job.eval_plan = eval_path.filename().string();
   std::string weights_path = (path.parent_path() / weights.name).string();

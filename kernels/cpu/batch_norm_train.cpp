@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// batch_norm_train and batch_norm_train_grad: torch.nn.BatchNorm{1,2,3}d in train mode over
-// X [N,C,*spatial], normalizing with the batch statistics (biased variance) and updating the
-// running ones (unbiased variance, PyTorch's momentum), in place when outputs 3 and 4 are
-// inputs 3 and 4. Per-channel sums are kept in double.
+// batch_norm_train, batch_norm_train_grad, batch_norm_stats_update: torch.nn.BatchNorm{1,2,3}d
+// in train mode over X [N,C,*spatial]. The forward normalizes with the batch statistics (biased
+// variance) and outputs the unbiased variance too; the update (a task of its own, so that the
+// forward pass never waits on the running statistics' readers) blends both into the running
+// statistics with PyTorch's momentum and counts num_batches_tracked. Sums are kept in double.
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -38,39 +40,33 @@ class BatchNormTrain final : public Kernel {
 
  private:
   ChannelView v_;
-  double epsilon_ = 1e-5, momentum_ = 0.1;
+  double epsilon_ = 1e-5;
 };
 
 BatchNormTrain::BatchNormTrain(const KernelConfig& cfg) {
-  check_arity(cfg, "batch_norm_train", 5, 5, 5);
+  check_arity(cfg, "batch_norm_train", 3, 3, 4);
   check_dtypes(cfg, "batch_norm_train", DType::f32);
-  static const char* const names[] = {"x", "scale", "bias", "running_mean", "running_var"};
-  v_ = channel_view(cfg, "batch_norm_train", 0, 1, 4, names);
+  static const char* const names[] = {"x", "scale", "bias"};
+  v_ = channel_view(cfg, "batch_norm_train", 0, 1, 2, names);
   // PyTorch refuses this too: the unbiased variance would divide by m - 1 = 0.
   if (v_.m() < 2)
     fail(where_of(cfg), "batch_norm_train: X {} has {} values per channel, needs more than 1",
          shape_str(cfg.inputs[0].shape), v_.m());
   check_output_shape(cfg, "batch_norm_train", 0, cfg.inputs[0].shape);
-  for (int i = 1; i < 5; ++i) check_output_shape(cfg, "batch_norm_train", i, Shape{v_.c});
+  for (int i = 1; i < 4; ++i) check_output_shape(cfg, "batch_norm_train", i, Shape{v_.c});
   epsilon_ = cfg.attrs.get_float("epsilon", 1e-5f);
-  momentum_ = cfg.attrs.get_float("momentum", 0.1f);
   if (!(epsilon_ >= 0) || !std::isfinite(epsilon_))
     fail(where_of(cfg), "batch_norm_train: epsilon {} must be finite and >= 0", epsilon_);
-  if (!std::isfinite(momentum_))
-    fail(where_of(cfg), "batch_norm_train: momentum {} is not finite", momentum_);
 }
 
 void BatchNormTrain::run(const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   const float* scale = static_cast<const float*>(in[1]);
   const float* bias = static_cast<const float*>(in[2]);
-  const float* running_mean = static_cast<const float*>(in[3]);
-  const float* running_var = static_cast<const float*>(in[4]);
   float* y = static_cast<float*>(out[0]);
   float* saved_mean = static_cast<float*>(out[1]);
   float* saved_invstd = static_cast<float*>(out[2]);
-  float* running_mean_out = static_cast<float*>(out[3]);
-  float* running_var_out = static_cast<float*>(out[4]);
+  float* batch_var = static_cast<float*>(out[3]);
   const int64_t plane = v_.c * v_.inner;  // stride between batch items
   const double m = double(v_.m());
   for (int64_t c = 0; c < v_.c; ++c) {
@@ -97,14 +93,55 @@ void BatchNormTrain::run(const void* const* in, void* const* out) {
       float* yc = y + b * plane + c * v_.inner;
       for (int64_t i = 0; i < v_.inner; ++i) yc[i] = (xc[i] - mf) * a + s;
     }
-    // Outputs 3 and 4 may be inputs 3 and 4 (updated in place): read both before writing.
-    const double rm = running_mean[c], rv = running_var[c];
     saved_mean[c] = mf;
     saved_invstd[c] = float(invstd);
-    running_mean_out[c] = float((1 - momentum_) * rm + momentum_ * mean);
-    running_var_out[c] = float((1 - momentum_) * rv + momentum_ * var * m / (m - 1));
+    batch_var[c] = float(var * m / (m - 1));  // unbiased, for the running variance
   }
 }
+
+// (batch mean, batch unbiased variance, running mean, running var, num_batches_tracked) ->
+// the last three, in place: running = (1 - momentum) running + momentum batch, as torch's
+// batch_norm_cpu_update_stats computes it (in double), and num_batches_tracked + 1.
+class BatchNormStatsUpdate final : public Kernel {
+ public:
+  explicit BatchNormStatsUpdate(const KernelConfig& cfg) {
+    check_arity(cfg, "batch_norm_stats_update", 5, 5, 3);
+    const int64_t c = cfg.inputs[0].shape.size() == 1 ? cfg.inputs[0].shape[0] : -1;
+    if (c < 0) fail(where_of(cfg), "batch_norm_stats_update: input 0 {} is not [C]", shape_str(cfg.inputs[0].shape));
+    for (int i = 0; i < 4; ++i) {
+      check_input_shape(cfg, "batch_norm_stats_update", i, "statistic", Shape{c});
+      if (cfg.inputs[size_t(i)].dtype != DType::f32) fail(where_of(cfg), "batch_norm_stats_update: input {} is not f32", i);
+    }
+    if (cfg.inputs[4].dtype != DType::i64 || numel(cfg.inputs[4].shape) != 1)
+      fail(where_of(cfg), "batch_norm_stats_update: input 4 (num_batches_tracked) must be one i64");
+    check_output_shape(cfg, "batch_norm_stats_update", 0, Shape{c});
+    check_output_shape(cfg, "batch_norm_stats_update", 1, Shape{c});
+    c_ = c;
+    momentum_ = cfg.attrs.get_float("momentum", 0.1f);
+    if (!std::isfinite(momentum_)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum_);
+  }
+  void run(const void* const* in, void* const* out) override {
+    const float* mean = static_cast<const float*>(in[0]);
+    const float* var = static_cast<const float*>(in[1]);
+    const float* rm = static_cast<const float*>(in[2]);
+    const float* rv = static_cast<const float*>(in[3]);
+    float* rm_out = static_cast<float*>(out[0]);  // in place: out[0] is in[2], and so on
+    float* rv_out = static_cast<float*>(out[1]);
+    for (int64_t c = 0; c < c_; ++c) {
+      const double m = rm[c], v = rv[c];
+      rm_out[c] = float(momentum_ * mean[c] + (1 - momentum_) * m);
+      rv_out[c] = float(momentum_ * var[c] + (1 - momentum_) * v);
+    }
+    int64_t n;
+    std::memcpy(&n, in[4], 8);
+    ++n;
+    std::memcpy(out[2], &n, 8);
+  }
+
+ private:
+  int64_t c_ = 0;
+  double momentum_ = 0.1;
+};
 
 class BatchNormTrainGrad final : public Kernel {
  public:
@@ -169,6 +206,9 @@ std::unique_ptr<Kernel> make_batch_norm_train(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_batch_norm_train_grad(const KernelConfig& cfg) {
   return std::make_unique<BatchNormTrainGrad>(cfg);
+}
+std::unique_ptr<Kernel> make_batch_norm_stats_update(const KernelConfig& cfg) {
+  return std::make_unique<BatchNormStatsUpdate>(cfg);
 }
 
 }  // namespace of::kernels::cpu

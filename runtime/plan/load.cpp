@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "kernels/registry.h"
 #include "schemas/plan_codec.h"
+#include "schemas/plan_format.h"
 
 namespace of::runtime {
 namespace {
@@ -58,7 +59,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     fail(at("job.kind"), "unknown job kind {}", int(p.job.kind));
   if (p.job.micro_batches < 1 || p.job.micro_batches > 1 << 20) fail(at("job.micro_batches"), "{} is outside [1, 2^20]", p.job.micro_batches);
   if (!(p.job.lr >= 0) || p.job.lr > 1e6f) fail(at("job.lr"), "{} is not a learning rate", p.job.lr);
-  if (p.version != 2) fail(at("version"), "{} differs from the file header's version 2", p.version);
+  if (p.version != plan_format::kVersion)
+    fail(at("version"), "{} differs from the file header's version {}", p.version, plan_format::kVersion);
 
   const uint64_t memory = physical_memory();
   for (int32_t i = 0; i < n_arenas; ++i) {

@@ -25,7 +25,9 @@ std::vector<uint8_t> serialize(const PlanInstance& inst, bool weights) {
   std::vector<std::vector<uint8_t>> wholes;  // the writer keeps pointers until serialize()
   wholes.reserve(inst.stored().size());
   for (const StoredTensor& t : inst.stored()) {
-    if (!t.persistent || t.weight != weights) continue;
+    // model.safetensors: every state_dict tensor (trained, frozen, running statistics, buffers);
+    // optimizer.safetensors: the rest of the persistent state.
+    if (weights ? !t.weight : (!t.persistent || t.weight)) continue;
     std::vector<uint8_t>& whole = wholes.emplace_back(t.bytes);
     t.gather(whole.data());
     w.add(t.key, t.desc.dtype, t.desc.shape, whole.data());

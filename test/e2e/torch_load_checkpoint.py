@@ -105,14 +105,20 @@ def read_safetensors(path):
     return tensors, metadata
 
 
+# torch dtype -> (safetensors dtype, numpy dtype) for what a state_dict holds besides floats.
+_EXACT = {torch.int64: ("I64", "<i8"), torch.bool: ("BOOL", "|b1")}
+
+
 def write_safetensors(path, tensors, metadata=None):
-    """tensors: name -> float32 tensor, written in this order as F32."""
+    """tensors: name -> tensor, written in this order: as F32 (a float of any width), or I64 and
+    BOOL as they are (num_batches_tracked, masks)."""
     header, blobs, off = {}, [], 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     for name, t in tensors.items():
-        a = np.ascontiguousarray(t.detach().cpu().numpy(), dtype="<f4")
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
+        code, np_dtype = _EXACT.get(t.dtype, ("F32", "<f4"))
+        a = np.array(t.detach().cpu().numpy(), dtype=np_dtype, order="C")  # keeps a 0-d shape
+        header[name] = {"dtype": code, "shape": list(a.shape),
                         "data_offsets": [off, off + a.nbytes]}
         blobs.append(a.tobytes())
         off += a.nbytes

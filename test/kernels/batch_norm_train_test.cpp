@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// batch_norm_train against a double reference (normalized output, saved statistics, running
-// statistics with the unbiased variance, updated in place), and batch_norm_train_grad against
-// double central differences of sum(y * w) through the batch statistics.
+// batch_norm_train against a double reference (normalized output, saved statistics, the
+// unbiased batch variance), batch_norm_stats_update (running statistics, in place, and
+// num_batches_tracked), and batch_norm_train_grad against double central differences of
+// sum(y * w) through the batch statistics.
 #include <cmath>
 
 #include "grad_check.h"
@@ -33,24 +34,19 @@ Stats reference(const std::vector<double>& x, const Shape& s, const std::vector<
   return r;
 }
 
-// The five outputs of one batch_norm_train run.
+// The four outputs of one batch_norm_train run.
 struct Outputs {
-  std::vector<float> y, mean, invstd, running_mean, running_var;
+  std::vector<float> y, mean, invstd, batch_var;
 };
 
 Outputs run_forward(const Attrs& attrs, const Shape& s, const std::vector<float>& x,
-                    const std::vector<float>& scale, const std::vector<float>& bias,
-                    std::vector<float> running_mean, std::vector<float> running_var) {
+                    const std::vector<float>& scale, const std::vector<float>& bias) {
   const size_t c = size_t(s[1]);
-  Outputs o{std::vector<float>(x.size()), std::vector<float>(c), std::vector<float>(c),
-            running_mean, running_var};
+  Outputs o{std::vector<float>(x.size()), std::vector<float>(c), std::vector<float>(c), std::vector<float>(c)};
   const Shape v{s[1]};
-  testing::run_kernel("batch_norm_train", attrs, testing::f32_descs({s, v, v, v, v}),
-                      testing::f32_descs({s, v, v, v, v}),
-                      {x.data(), scale.data(), bias.data(), running_mean.data(),
-                       running_var.data()},
-                      {o.y.data(), o.mean.data(), o.invstd.data(), o.running_mean.data(),
-                       o.running_var.data()});
+  testing::run_kernel("batch_norm_train", attrs, testing::f32_descs({s, v, v}), testing::f32_descs({s, v, v, v}),
+                      {x.data(), scale.data(), bias.data()},
+                      {o.y.data(), o.mean.data(), o.invstd.data(), o.batch_var.data()});
   return o;
 }
 
@@ -64,8 +60,7 @@ TEST_CASE("batch_norm_train: y and saved statistics match a double reference", "
     const auto bias = testing::random_floats(c, rng);
     Attrs attrs;
     attrs.set_float("epsilon", 1e-3f);
-    const Outputs o = run_forward(attrs, s, x, scale, bias, std::vector<float>(size_t(c), 0),
-                                  std::vector<float>(size_t(c), 1));
+    const Outputs o = run_forward(attrs, s, x, scale, bias);
     const Stats r = reference(testing::to_double(x), s, testing::to_double(scale),
                               testing::to_double(bias), double(1e-3f));
     testing::check_close(o.y, r.y);
@@ -82,7 +77,7 @@ TEST_CASE("batch_norm_train: scale 1 and bias 0 give per-channel mean 0 and vari
   const Shape s{4, 3, 5, 5};
   auto x = testing::random_floats(numel(s), rng, -2, 2);
   for (size_t i = 0; i < x.size(); ++i) x[i] += float(10 * ((i / 25) % 3));  // offset channels
-  const Outputs o = run_forward(Attrs{}, s, x, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1});
+  const Outputs o = run_forward(Attrs{}, s, x, {1, 1, 1}, {0, 0, 0});
   for (int64_t ch = 0; ch < 3; ++ch) {
     double sum = 0, sq = 0;
     const double m = 4 * 25;
@@ -98,50 +93,57 @@ TEST_CASE("batch_norm_train: scale 1 and bias 0 give per-channel mean 0 and vari
   }
 }
 
-TEST_CASE("batch_norm_train: running statistics use the unbiased variance, in place",
-          "[kernels]") {
+TEST_CASE("batch_norm_stats_update: running statistics take the unbiased variance, in place", "[kernels]") {
   std::mt19937 rng(47);
   const Shape s{3, 2, 4};
   const Shape v{2};
   const double momentum = double(0.3f), m = 3 * 4;
   Attrs attrs;
   attrs.set_float("momentum", 0.3f);
-  auto kernel = make_kernel(
-      "batch_norm_train", DeviceKind::cpu, DType::f32,
-      KernelConfig{attrs, testing::f32_descs({s, v, v, v, v}), testing::f32_descs({s, v, v, v, v}),
-                   "test_node"});
+  const std::vector<TensorDesc> ins = {{v, DType::f32}, {v, DType::f32}, {v, DType::f32}, {v, DType::f32}, {{}, DType::i64}};
+  const std::vector<TensorDesc> outs = {{v, DType::f32}, {v, DType::f32}, {{}, DType::i64}};
+  auto update = make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{attrs, ins, outs, "test_node"});
   std::vector<float> running_mean{0.5f, -1}, running_var{2, 0.25f};
-  std::vector<double> expect_mean = testing::to_double(running_mean),
-                      expect_var = testing::to_double(running_var);
-  const std::vector<float> scale{1, 2}, bias{0, 1};
-  std::vector<float> y(size_t(numel(s))), saved_mean(2), saved_invstd(2);
+  int64_t tracked = 7;
+  std::vector<double> expect_mean = testing::to_double(running_mean), expect_var = testing::to_double(running_var);
   for (int round = 0; round < 2; ++round) {
     const auto x = testing::random_floats(numel(s), rng, -1 + 3 * round, 2 + round);
+    const Outputs o = run_forward(Attrs{}, s, x, {1, 1}, {0, 0});
     const Stats r = reference(testing::to_double(x), s, {1, 1}, {0, 0}, 1e-5);
     for (size_t ch = 0; ch < 2; ++ch) {
       expect_mean[ch] = (1 - momentum) * expect_mean[ch] + momentum * r.mean[ch];
       expect_var[ch] = (1 - momentum) * expect_var[ch] + momentum * r.var[ch] * m / (m - 1);
     }
-    // Outputs 3 and 4 are the very buffers of inputs 3 and 4.
-    const void* in[] = {x.data(), scale.data(), bias.data(), running_mean.data(),
-                        running_var.data()};
-    void* out[] = {y.data(), saved_mean.data(), saved_invstd.data(), running_mean.data(),
-                   running_var.data()};
-    kernel->run(in, out);
+    testing::check_close(o.batch_var, std::vector<double>{r.var[0] * m / (m - 1), r.var[1] * m / (m - 1)});
+    // Outputs are the very buffers of inputs 2, 3 and 4.
+    const void* in[] = {o.mean.data(), o.batch_var.data(), running_mean.data(), running_var.data(), &tracked};
+    void* out[] = {running_mean.data(), running_var.data(), &tracked};
+    update->run(in, out);
     INFO("round " << round);
     testing::check_close(running_mean, expect_mean, 1e-6);
     testing::check_close(running_var, expect_var, 1e-6);
+    CHECK(tracked == 8 + round);
   }
 }
 
-TEST_CASE("batch_norm_train: default momentum is 0.1", "[kernels]") {
+TEST_CASE("batch_norm_stats_update: default momentum is 0.1", "[kernels]") {
   const Shape s{2, 1, 2};
   const std::vector<float> x{1, 2, 3, 6};  // mean 3, biased var 3.5, unbiased 14/3
-  const Outputs o = run_forward(Attrs{}, s, x, {1}, {0}, {1}, {2});
-  CHECK(o.running_mean[0] == Approx(0.9 * 1 + 0.1 * 3));
-  CHECK(o.running_var[0] == Approx(0.9 * 2 + 0.1 * 14.0 / 3));
+  const Outputs o = run_forward(Attrs{}, s, x, {1}, {0});
   CHECK(o.mean[0] == Approx(3));
   CHECK(o.invstd[0] == Approx(1 / std::sqrt(3.5 + 1e-5)));
+  CHECK(o.batch_var[0] == Approx(14.0 / 3));
+  std::vector<float> rm{1}, rv{2};
+  int64_t tracked = 0;
+  const std::vector<TensorDesc> ins = {{{1}, DType::f32}, {{1}, DType::f32}, {{1}, DType::f32}, {{1}, DType::f32}, {{}, DType::i64}};
+  const std::vector<TensorDesc> outs = {{{1}, DType::f32}, {{1}, DType::f32}, {{}, DType::i64}};
+  auto update = make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{Attrs{}, ins, outs, "n"});
+  const void* in[] = {o.mean.data(), o.batch_var.data(), rm.data(), rv.data(), &tracked};
+  void* out[] = {rm.data(), rv.data(), &tracked};
+  update->run(in, out);
+  CHECK(rm[0] == Approx(0.9 * 1 + 0.1 * 3));
+  CHECK(rv[0] == Approx(0.9 * 2 + 0.1 * 14.0 / 3));
+  CHECK(tracked == 1);
 }
 
 TEST_CASE("batch_norm_train_grad: matches finite differences of sum(y*w)", "[kernels]") {
@@ -153,7 +155,7 @@ TEST_CASE("batch_norm_train_grad: matches finite differences of sum(y*w)", "[ker
   const auto bias = testing::random_floats(3, rng);
   const auto w = testing::random_floats(numel(s), rng);
   const double eps = double(1e-5f);
-  const Outputs o = run_forward(Attrs{}, s, x, scale, bias, {0, 0, 0}, {1, 1, 1});
+  const Outputs o = run_forward(Attrs{}, s, x, scale, bias);
 
   std::vector<float> dx(x.size()), dscale(3), dbias(3);
   testing::run_kernel("batch_norm_train_grad", Attrs{}, testing::f32_descs({s, s, v, v, v}),
@@ -180,18 +182,15 @@ TEST_CASE("batch_norm_train_grad: matches finite differences of sum(y*w)", "[ker
 TEST_CASE("batch_norm_train: bad configs throw of::Error", "[kernels]") {
   const Shape x{2, 3, 4};
   const Shape c{3};
-  testing::check_rejects("batch_norm_train", Attrs{}, {{3}, {3}, {3}, {3}, {3}},
-                         {{3}, {3}, {3}, {3}, {3}});                          // rank 1
-  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c, c, {4}},
-                         {x, c, c, c, c});                                    // running_var [4]
-  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c, c, c}, {x, c, c, c});  // arity
-  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c, c, c},
-                         {{2, 3, 5}, c, c, c, c});                            // y shape
-  testing::check_rejects("batch_norm_train", Attrs{}, {{1, 3}, c, c, c, c},
-                         {{1, 3}, c, c, c, c});                               // 1 value/channel
+  testing::check_rejects("batch_norm_train", Attrs{}, {{3}, {3}, {3}}, {{3}, {3}, {3}, {3}});  // rank 1
+  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, {4}}, {x, c, c, c});              // bias [4]
+  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c}, {x, c, c});                   // arity
+  testing::check_rejects("batch_norm_train", Attrs{}, {x, c, c}, {{2, 3, 5}, c, c, c});        // y shape
+  testing::check_rejects("batch_norm_train", Attrs{}, {{1, 3}, c, c}, {{1, 3}, c, c, c});      // 1 value/channel
   Attrs negative;
   negative.set_float("epsilon", -1);
-  testing::check_rejects("batch_norm_train", negative, {x, c, c, c, c}, {x, c, c, c, c});
+  testing::check_rejects("batch_norm_train", negative, {x, c, c}, {x, c, c, c});
+  testing::check_rejects("batch_norm_stats_update", Attrs{}, {c, c, c, c, c}, {c, c, c});      // f32 counter
   testing::check_rejects("batch_norm_train_grad", Attrs{}, {{2, 3, 5}, x, c, c, c},
                          {x, c, c});                                          // dy shape
   testing::check_rejects("batch_norm_train_grad", Attrs{}, {x, x, c, c, {2}},

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "runtime/plan/load.h"
 #include "schemas/plan_codec.h"
+#include "schemas/plan_format.h"
 
 using namespace of;
 
@@ -13,7 +14,7 @@ namespace {
 // source -> relu -> sink, with one variable, on one CPU device.
 plan::Plan tiny_plan() {
   plan::Plan p;
-  p.version = 2;
+  p.version = plan_format::kVersion;
   p.model = "tiny";
   p.job.batch = 2;
   p.devices = {plan::DeviceRef{}};
