@@ -32,11 +32,21 @@ struct KernelConfig {
   GemmBackend gemm = GemmBackend::onednn;
 };
 
+// What a kernel may need per act beyond its buffers. The CUDA backend adds the device, stream
+// and workspace here.
+struct RunCtx {
+  // The piece's index in the whole training run (step * micro-batches + micro-batch; a resumed
+  // run continues the count), and the run's seed: counter-based randomness (Dropout) is keyed by
+  // them, so masks do not depend on threads, devices or where a run was resumed.
+  int64_t piece = 0;
+  uint64_t seed = 0;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
   // in[i] / out[i] point at buffers of the shapes given to prepare().
-  virtual void run(const void* const* in, void* const* out) = 0;
+  virtual void run(const RunCtx& ctx, const void* const* in, void* const* out) = 0;
 };
 
 // Throws of::Error (naming cfg.node) when the configuration is not supported.

@@ -43,6 +43,8 @@ const std::vector<KernelEntry>& all_kernels() {
       {"copy", DeviceKind::cpu, DType::i64, &cpu::make_copy},
       {"delay", DeviceKind::cpu, DType::f32, &cpu::make_delay},
       {"div", DeviceKind::cpu, DType::f32, &cpu::make_div},
+      {"dropout", DeviceKind::cpu, DType::f32, &cpu::make_dropout},
+      {"dropout_grad", DeviceKind::cpu, DType::f32, &cpu::make_dropout_grad},
       {"erf", DeviceKind::cpu, DType::f32, &cpu::make_erf},
       {"erf_grad", DeviceKind::cpu, DType::f32, &cpu::make_erf_grad},
       {"exp", DeviceKind::cpu, DType::f32, &cpu::make_exp},

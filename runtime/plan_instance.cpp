@@ -156,7 +156,8 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
   }
 }
 
-std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm) const {
+std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm,
+                                                         kernels::RunCtx base) const {
   std::vector<TensorDesc> ins, outs;
   for (size_t k = 0; k < t.inputs.size(); ++k) ins.push_back(input_desc(t, k));
   for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) outs.push_back(b.desc);
@@ -169,7 +170,7 @@ std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, in
     cfg.constants.push_back(v && fixed_weights ? arena_ptrs_[size_t(v->arena)] + v->offset : nullptr);
   }
   auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, outs[0].dtype, cfg);
-  return std::make_unique<KernelAction>(std::move(kernel), kernel_threads);
+  return std::make_unique<KernelAction>(std::move(kernel), kernel_threads, base);
 }
 
 }  // namespace of::runtime

@@ -64,7 +64,9 @@ class PlanInstance {
   void load_tensors(const SafetensorsFile& file, const std::string& path, Which which, bool require_all);
 
   // A prepared kernel for compute task t (shapes checked, workspace allocated).
-  std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm) const;
+  // `base`: the run's seed and first piece (see KernelAction).
+  std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm,
+                                             kernels::RunCtx base = {}) const;
 
  private:
   struct FreeDeleter {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Dropout: the identity in inference and evaluation plans, and in training with ratio 0 (how
-// models compared step by step with PyTorch are run). Training with ratio > 0 needs a
-// counter-based generator keyed by step and element, which is not built yet: refused by name.
+// Dropout: the identity in inference and evaluation plans and with ratio 0; in a training plan
+// the `dropout` kernel, whose mask is keyed by (seed, this node, piece of the run, element):
+// the same on any layout and after a resume. PyTorch's CPU generator draws other masks, so
+// comparisons with PyTorch run with p = 0; the kernel has tests of its own.
 #include <cstring>
 
 #include "compiler/ops/ops.h"
@@ -24,20 +25,35 @@ void infer_dropout(OpCtx& c) {
   const float ratio = ratio_of(c);
   if (ratio < 0.0f || ratio >= 1.0f) c.fail("ratio {} is outside [0, 1)", ratio);
   if (!c.drop_output_if_unused(1)) c.fail("its mask output is read; only Dropout's first output is supported");
-  if (c.training() && ratio > 0.0f)
-    // TODO(issue-10): Philox masks keyed by (seed, step, micro-batch, tensor, element).
-    c.fail("ratio {} in a training plan: random dropout is not supported yet; train with p=0 (nn.Dropout(0.0)) "
-           "or leave it out", ratio);
   c.out(0) = c.in(0);
 }
 
+// FNV-1a of the node's name: each Dropout draws its own stream, stable across compilations.
+int64_t stream_of(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : name) h = (h ^ ch) * 16777619u;
+  return int64_t(h);
+}
+
 void lower_dropout(OpCtx& c) {
-  c.set_kernel("copy");
+  const float ratio = ratio_of(c);
+  if (!c.training() || ratio == 0.0f) {
+    c.set_kernel("copy");
+  } else {
+    Attrs a;
+    a.set_float("ratio", ratio);
+    a.set_int("stream", stream_of(c.node().name));
+    c.set_kernel("dropout", std::move(a));
+  }
   c.set_runtime_inputs({0});
 }
 
+// The same mask on dY (the kernel recomputes it from the same key and counters).
 void grad_dropout(GradCtx& g) {
-  if (g.wants(0)) g.add_in_grad(0, g.emit("DropoutGrad", "copy", {g.out_grad(0)}, {}, g.desc(g.in(0))));
+  if (!g.wants(0)) return;
+  const bool random = g.node().kernel == "dropout";
+  g.add_in_grad(0, g.emit("DropoutGrad", random ? "dropout_grad" : "copy", {g.out_grad(0)}, random ? g.attrs() : Attrs{},
+                          g.desc(g.in(0))));
 }
 
 }  // namespace

@@ -403,6 +403,13 @@ bool Parallelize::run(Compilation& c) {
     fail({.field = "--devices"}, "{} devices, but --dp {} x --tp {} x --pp {} = {}", o.devices, o.dp, o.tp, o.pp, int64_t(o.dp) * o.tp * o.pp);
   if (o.pp > 1 && o.train && o.micro_batches < o.pp)
     fail({.field = "--micro-batches"}, "{} micro-batches cannot keep {} pipeline stages busy; give at least {}", o.micro_batches, o.pp, o.pp);
+  // TODO(issue-10): per-device batch statistics (DDP's BatchNorm) need SBP rules for the
+  // statistics the forward pass saves and an update of each device's running copy.
+  for (const Node& n : c.graph.nodes)
+    if (n.kernel == "batch_norm_train")
+      fail({.file = c.graph.source_file, .node = n.name, .op = n.op_type},
+           "BatchNormalization with batch statistics (torch's train mode) is not supported in parallel plans yet; "
+           "train it on one device");
   c.logical = std::move(c.graph);
   c.parallel.devices = o.devices;
   c.parallel.stage_of_device.clear();

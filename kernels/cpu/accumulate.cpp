@@ -28,7 +28,7 @@ class Accumulate final : public Kernel {
     }
     n_ = numel(cfg.inputs[0].shape);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* g = static_cast<const float*>(in[0]);
     auto* acc = static_cast<float*>(out[0]);
     if (seen_ == 0) {

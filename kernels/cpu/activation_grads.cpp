@@ -29,7 +29,7 @@ class UnaryGrad final : public Kernel {
     check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
     n_ = numel(cfg.inputs[0].shape);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* y = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);

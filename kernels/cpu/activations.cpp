@@ -32,7 +32,7 @@ class Unary final : public Kernel {
     check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
     n_ = numel(cfg.inputs[0].shape);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);
     const Op op;

@@ -14,7 +14,7 @@ namespace {
 class BatchNorm final : public Kernel {
  public:
   BatchNorm(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   int64_t n_ = 0, c_ = 0, inner_ = 1;
@@ -41,7 +41,7 @@ BatchNorm::BatchNorm(const KernelConfig& cfg) {
   b_.resize(c_);
 }
 
-void BatchNorm::run(const void* const* in, void* const* out) {
+void BatchNorm::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   const float* scale = static_cast<const float*>(in[1]);
   const float* bias = static_cast<const float*>(in[2]);

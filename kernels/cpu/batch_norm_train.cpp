@@ -36,7 +36,7 @@ ChannelView channel_view(const KernelConfig& cfg, const char* kernel, int x_inde
 class BatchNormTrain final : public Kernel {
  public:
   BatchNormTrain(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   ChannelView v_;
@@ -59,7 +59,7 @@ BatchNormTrain::BatchNormTrain(const KernelConfig& cfg) {
     fail(where_of(cfg), "batch_norm_train: epsilon {} must be finite and >= 0", epsilon_);
 }
 
-void BatchNormTrain::run(const void* const* in, void* const* out) {
+void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   const float* scale = static_cast<const float*>(in[1]);
   const float* bias = static_cast<const float*>(in[2]);
@@ -120,7 +120,7 @@ class BatchNormStatsUpdate final : public Kernel {
     momentum_ = cfg.attrs.get_float("momentum", 0.1f);
     if (!std::isfinite(momentum_)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum_);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* mean = static_cast<const float*>(in[0]);
     const float* var = static_cast<const float*>(in[1]);
     const float* rm = static_cast<const float*>(in[2]);
@@ -146,7 +146,7 @@ class BatchNormStatsUpdate final : public Kernel {
 class BatchNormTrainGrad final : public Kernel {
  public:
   BatchNormTrainGrad(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   ChannelView v_;
@@ -163,7 +163,7 @@ BatchNormTrainGrad::BatchNormTrainGrad(const KernelConfig& cfg) {
   check_output_shape(cfg, "batch_norm_train_grad", 2, Shape{v_.c});
 }
 
-void BatchNormTrainGrad::run(const void* const* in, void* const* out) {
+void BatchNormTrainGrad::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* dy = static_cast<const float*>(in[0]);
   const float* x = static_cast<const float*>(in[1]);
   const float* scale = static_cast<const float*>(in[2]);

@@ -13,7 +13,7 @@ namespace {
 class Concat final : public Kernel {
  public:
   Concat(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   int64_t outer_ = 1;
@@ -47,7 +47,7 @@ Concat::Concat(const KernelConfig& cfg) {
          y.shape[axis]);
 }
 
-void Concat::run(const void* const* in, void* const* out) {
+void Concat::run(const RunCtx&, const void* const* in, void* const* out) {
   auto* y = static_cast<unsigned char*>(out[0]);
   for (int64_t o = 0; o < outer_; ++o)
     for (size_t k = 0; k < block_bytes_.size(); ++k) {

@@ -17,7 +17,7 @@ namespace {
 class Conv final : public Kernel {
  public:
   Conv(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   ConvGeometry g_;
@@ -39,7 +39,7 @@ Conv::Conv(const KernelConfig& cfg) {
   if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
 }
 
-void Conv::run(const void* const* in, void* const* out) {
+void Conv::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   const float* wt = static_cast<const float*>(in[1]);
   const float* bias = has_bias_ ? static_cast<const float*>(in[2]) : nullptr;

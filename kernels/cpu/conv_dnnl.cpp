@@ -35,7 +35,7 @@ class DnnlConv final : public Kernel {
  public:
   DnnlConv(const KernelConfig& cfg, const memory::dims& strides, const memory::dims& pad_l,
            const memory::dims& pad_r, const memory::dims& dilations, bool relu);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   void add_reorder(const memory& from, const memory& to);
@@ -104,7 +104,7 @@ DnnlConv::DnnlConv(const KernelConfig& cfg, const memory::dims& strides, const m
   if (dst_.get() != dst_user_.get()) add_reorder(dst_, dst_user_);
 }
 
-void DnnlConv::run(const void* const* in, void* const* out) {
+void DnnlConv::run(const RunCtx&, const void* const* in, void* const* out) {
   dnnl_memory_set_data_handle(src_user_.get(), const_cast<void*>(in[0]));
   dnnl_memory_set_data_handle(dst_user_.get(), out[0]);
   if (weights_user_) dnnl_memory_set_data_handle(weights_user_.get(), const_cast<void*>(in[1]));

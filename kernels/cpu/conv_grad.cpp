@@ -35,7 +35,7 @@ class ConvGradData final : public Kernel {
       : g_(grad_geometry(cfg, "conv_grad_data", true)) {
     if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* wt = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
@@ -70,7 +70,7 @@ class ConvGradWeight final : public Kernel {
       : g_(grad_geometry(cfg, "conv_grad_weight", false)) {
     if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
     float* dw = static_cast<float*>(out[0]);

@@ -24,7 +24,7 @@ class Delay final : public Kernel {
     bytes_ = static_cast<size_t>(cfg.inputs[0].bytes());
     delay_ = std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0f));
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     if (bytes_ > 0 && in[0] != out[0]) std::memcpy(out[0], in[0], bytes_);
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
   }

@@ -49,7 +49,7 @@ template <class Op>
 class Binary final : public Kernel {
  public:
   Binary(const KernelConfig& cfg, const char* name);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   // Collapsed iteration space: dims_[0..rank_) with per-operand strides (0 = broadcast).
@@ -111,7 +111,7 @@ Binary<Op>::Binary(const KernelConfig& cfg, const char* name) {
 }
 
 template <class Op>
-void Binary<Op>::run(const void* const* in, void* const* out) {
+void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* a = static_cast<const float*>(in[0]);
   const float* b = static_cast<const float*>(in[1]);
   float* y = static_cast<float*>(out[0]);

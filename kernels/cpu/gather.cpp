@@ -46,7 +46,7 @@ class Gather final : public Kernel {
     if (cfg.inputs[0].dtype != DType::f32 || cfg.outputs[0].dtype != DType::f32) fail(where_of(cfg), "gather: data must be f32");
     s_ = gather_shape(cfg, "gather", cfg.inputs[0].shape, cfg.inputs[1], cfg.outputs[0].shape);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* table = static_cast<const float*>(in[0]);
     auto* y = static_cast<float*>(out[0]);
     const size_t bytes = size_t(s_.row) * sizeof(float);
@@ -68,7 +68,7 @@ class GatherGrad final : public Kernel {
     if (cfg.inputs[0].dtype != DType::f32 || cfg.outputs[0].dtype != DType::f32) fail(where_of(cfg), "gather_grad: dY must be f32");
     s_ = gather_shape(cfg, "gather_grad", cfg.outputs[0].shape, cfg.inputs[1], cfg.inputs[0].shape);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     auto* table = static_cast<float*>(out[0]);
     std::memset(table, 0, size_t(s_.vocab * s_.row) * sizeof(float));

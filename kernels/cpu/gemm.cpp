@@ -17,7 +17,7 @@ namespace {
 class Gemm final : public Kernel {
  public:
   Gemm(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   char trans_a_ = 'N', trans_b_ = 'N';
@@ -66,7 +66,7 @@ Gemm::Gemm(const KernelConfig& cfg) {
   }
 }
 
-void Gemm::run(const void* const* in, void* const* out) {
+void Gemm::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* a = static_cast<const float*>(in[0]);
   const float* b = static_cast<const float*>(in[1]);
   float* y = static_cast<float*>(out[0]);

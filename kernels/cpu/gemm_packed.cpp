@@ -21,7 +21,7 @@ using dt = memory::data_type;
 class PackedGemm final : public Kernel {
  public:
   PackedGemm(const KernelConfig& cfg, int64_t m, int64_t n, int64_t k, bool trans_b, bool has_bias, bool relu);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   dnnl::stream stream_;
@@ -61,7 +61,7 @@ PackedGemm::PackedGemm(const KernelConfig& cfg, int64_t m, int64_t n, int64_t k,
   }
 }
 
-void PackedGemm::run(const void* const* in, void* const* out) {
+void PackedGemm::run(const RunCtx&, const void* const* in, void* const* out) {
   dnnl_memory_set_data_handle(src_.get(), const_cast<void*>(in[0]));
   dnnl_memory_set_data_handle(dst_.get(), out[0]);
   if (has_bias_) dnnl_memory_set_data_handle(bias_.get(), const_cast<void*>(in[2]));

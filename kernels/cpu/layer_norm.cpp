@@ -51,7 +51,7 @@ class LayerNorm final : public Kernel {
     check_output_shape(cfg, "layer_norm", 0, cfg.inputs[0].shape);
     bias_ = cfg.inputs.size() > 2;
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* x = static_cast<const float*>(in[0]);
     const auto* scale = static_cast<const float*>(in[1]);
     const auto* bias = bias_ ? static_cast<const float*>(in[2]) : nullptr;
@@ -77,7 +77,7 @@ class LayerNormGrad final : public Kernel {
     if (numel(cfg.inputs[2].shape) != r_.n) fail(where_of(cfg), "layer_norm_grad: scale has {} elements, rows have {}", numel(cfg.inputs[2].shape), r_.n);
     check_output_shape(cfg, "layer_norm_grad", 0, cfg.inputs[1].shape);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* x = static_cast<const float*>(in[1]);
     const auto* scale = static_cast<const float*>(in[2]);
@@ -111,7 +111,7 @@ class LayerNormScaleGrad final : public Kernel {
     check_input_shape(cfg, "layer_norm_scale_grad", 0, "dY", cfg.inputs[1].shape);
     if (numel(cfg.outputs[0].shape) != r_.n) fail(where_of(cfg), "layer_norm_scale_grad: output has {} elements, rows have {}", numel(cfg.outputs[0].shape), r_.n);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* x = static_cast<const float*>(in[1]);
     auto* ds = static_cast<float*>(out[0]);

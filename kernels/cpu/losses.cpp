@@ -49,7 +49,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
     denom_ = rows_over_scale(cfg, n_);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     const int64_t* labels = static_cast<const int64_t*>(in[1]);
     float* loss = static_cast<float*>(out[0]);
@@ -88,7 +88,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
     n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float scale = *static_cast<const float*>(in[0]) / n_f_;
     const float* prob = static_cast<const float*>(in[1]);
     const int64_t* labels = static_cast<const int64_t*>(in[2]);
@@ -120,7 +120,7 @@ class MseLoss final : public Kernel {
     n_ = numel(cfg.inputs[0].shape);
     denom_ = rows_over_scale(cfg, n_);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* p = static_cast<const float*>(in[0]);
     const float* t = static_cast<const float*>(in[1]);
     double sum = 0.0;
@@ -152,7 +152,7 @@ class MseLossGrad final : public Kernel {
     n_ = numel(cfg.inputs[1].shape);
     n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float scale = 2.0f * *static_cast<const float*>(in[0]) / n_f_;
     const float* p = static_cast<const float*>(in[1]);
     const float* t = static_cast<const float*>(in[2]);
@@ -178,7 +178,7 @@ class ClassifyMetrics final : public Kernel {
     check_output_shape(cfg, name, 0, {n_});
     check_output_shape(cfg, name, 1, {n_});
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     const int64_t* labels = static_cast<const int64_t*>(in[1]);
     float* nll = static_cast<float*>(out[0]);

@@ -15,7 +15,7 @@ namespace {
 class MatMul final : public Kernel {
  public:
   MatMul(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   int64_t m_ = 0, n_ = 0, k_ = 0;
@@ -89,7 +89,7 @@ MatMul::MatMul(const KernelConfig& cfg) {
   }
 }
 
-void MatMul::run(const void* const* in, void* const* out) {
+void MatMul::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* a = static_cast<const float*>(in[0]);
   const float* b = static_cast<const float*>(in[1]);
   float* y = static_cast<float*>(out[0]);

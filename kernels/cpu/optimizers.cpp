@@ -93,7 +93,7 @@ class SgdUpdate final : public Kernel {
     if (nesterov_ && (momentum_ <= 0.0f || dampening_ != 0.0f))  // torch raises the same
       fail(where_of(cfg), "sgd_update: nesterov needs momentum > 0 and dampening 0");
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
@@ -138,7 +138,7 @@ class AdamUpdate final : public Kernel {
       fail(where_of(cfg), "{}: decoupled must be 0 or 1, got {}", name, decoupled);
     decoupled_ = decoupled == 1;
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);

@@ -39,7 +39,7 @@ class MaxPool final : public Pool {
     auto plain = [](const Axis& a) { return a.kernel == 2 && a.stride == 2 && a.pad_begin == 0 && a.pad_end == 0 && a.dilation == 1 && a.out == a.in / 2; };
     two_by_two_ = plain(rows_) && plain(cols_);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);
     if (two_by_two_) {
@@ -79,7 +79,7 @@ class AveragePool final : public Pool {
   AveragePool(const KernelConfig& cfg) : Pool(cfg, "average_pool", false) {
     include_pad_ = cfg.attrs.get_int("count_include_pad", 0) != 0;
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);
     const int64_t w = cols_.in;
@@ -118,7 +118,7 @@ class GlobalAveragePool final : public Kernel {
     planes_ = x[0] * x[1];
     spatial_ = numel(x) / std::max<int64_t>(1, planes_);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);
     const float inv = spatial_ > 0 ? 1.0f / static_cast<float>(spatial_) : 0.0f;

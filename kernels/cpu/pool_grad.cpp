@@ -38,7 +38,7 @@ class MaxPoolGrad final : public PoolGrad {
  public:
   MaxPoolGrad(const KernelConfig& cfg)
       : PoolGrad(cfg, "max_pool_grad", 2, true) {}
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
@@ -74,7 +74,7 @@ class AveragePoolGrad final : public PoolGrad {
       : PoolGrad(cfg, "average_pool_grad", 1, false) {
     include_pad_ = cfg.attrs.get_int("count_include_pad", 0) != 0;
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     float* dx = static_cast<float*>(out[0]);
     const int64_t w = cols_.in, plane = rows_.in * w;
@@ -116,7 +116,7 @@ class GlobalAveragePoolGrad final : public Kernel {
     planes_ = x[0] * x[1];
     spatial_ = numel(x) / std::max<int64_t>(1, planes_);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     float* dx = static_cast<float*>(out[0]);
     const float inv = spatial_ > 0 ? 1.0f / static_cast<float>(spatial_) : 0.0f;

@@ -16,7 +16,7 @@ namespace {
 class ReduceSum final : public Kernel {
  public:
   ReduceSum(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   // Merged dims, outermost first, with the output stride of each (0 where reduced).
@@ -80,7 +80,7 @@ ReduceSum::ReduceSum(const KernelConfig& cfg) {
   index_.assign(dims_.size(), 0);
 }
 
-void ReduceSum::run(const void* const* in, void* const* out) {
+void ReduceSum::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   float* y = static_cast<float*>(out[0]);
   std::fill(y, y + out_n_, 0.0f);

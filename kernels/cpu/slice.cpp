@@ -36,7 +36,7 @@ class Slice final : public Kernel {
     out_row_ = inner * size_t(y[size_t(axis)]);
     offset_ = inner * size_t(start);
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* x = static_cast<const uint8_t*>(in[0]);
     auto* y = static_cast<uint8_t*>(out[0]);
     for (int64_t r = 0; r < outer_; ++r) std::memcpy(y + size_t(r) * out_row_, x + size_t(r) * in_row_ + offset_, out_row_);

@@ -16,7 +16,7 @@ namespace {
 class Softmax final : public Kernel {
  public:
   Softmax(const KernelConfig& cfg, const char* name, bool log);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   void run_rows(const float* x, float* y) const;  // inner == 1
@@ -59,7 +59,7 @@ void Softmax::run_rows(const float* x, float* y) const {
   }
 }
 
-void Softmax::run(const void* const* in, void* const* out) {
+void Softmax::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   float* y = static_cast<float*>(out[0]);
   if (n_ == 0) return;

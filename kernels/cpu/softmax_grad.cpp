@@ -16,7 +16,7 @@ namespace {
 class SoftmaxGrad final : public Kernel {
  public:
   SoftmaxGrad(const KernelConfig& cfg, const char* name, bool log);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   bool log_ = false;
@@ -35,7 +35,7 @@ SoftmaxGrad::SoftmaxGrad(const KernelConfig& cfg, const char* name, bool log) : 
   sum_.resize(inner_);
 }
 
-void SoftmaxGrad::run(const void* const* in, void* const* out) {
+void SoftmaxGrad::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* dy = static_cast<const float*>(in[0]);
   const float* y = static_cast<const float*>(in[1]);
   float* dx = static_cast<float*>(out[0]);

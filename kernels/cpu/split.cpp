@@ -14,7 +14,7 @@ namespace {
 class Split final : public Kernel {
  public:
   Split(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   int64_t outer_ = 1;
@@ -54,7 +54,7 @@ Split::Split(const KernelConfig& cfg) {
          x.shape[size_t(axis)]);
 }
 
-void Split::run(const void* const* in, void* const* out) {
+void Split::run(const RunCtx&, const void* const* in, void* const* out) {
   const auto* x = static_cast<const unsigned char*>(in[0]);
   for (size_t k = 0; k < row_.size(); ++k) {
     const size_t n = row_[k];

@@ -19,7 +19,7 @@ constexpr size_t max_rank = 8;
 class Transpose final : public Kernel {
  public:
   Transpose(const KernelConfig& cfg);
-  void run(const void* const* in, void* const* out) override;
+  void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   template <class T>
@@ -100,7 +100,7 @@ void Transpose::walk(const T* x, T* y) const {
   }
 }
 
-void Transpose::run(const void* const* in, void* const* out) {
+void Transpose::run(const RunCtx&, const void* const* in, void* const* out) {
   if (total_ == 0) return;
   switch (elem_size_) {
     case 1:

@@ -117,7 +117,7 @@ class WhereKernel final : public Kernel {
     check_output_shape(cfg, "where", 0, y);
     walk_ = make_walk<3>(y, {&c, &a, &b});
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* c = static_cast<const uint8_t*>(in[0]);
     const float* a = static_cast<const float*>(in[1]);
     const float* b = static_cast<const float*>(in[2]);
@@ -157,7 +157,7 @@ class Expand final : public Kernel {
     // x is contiguous, so its innermost collapsed stride is 1 (copy a row) or 0 (fill one value).
     OF_ASSERT(walk_.strides[0][walk_.rank - 1] <= 1, "expand: innermost stride above 1");
   }
-  void run(const void* const* in, void* const* out) override {
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
     const T* x = static_cast<const T*>(in[0]);
     T* y = static_cast<T*>(out[0]);
     const bool fill = walk_.strides[0][walk_.rank - 1] == 0;

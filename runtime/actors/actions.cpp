@@ -7,14 +7,14 @@
 
 namespace of::runtime {
 
-void KernelAction::act(int64_t, const void* const* in, void* const* out) {
+void KernelAction::act(int64_t piece, const void* const* in, void* const* out) {
   // Actors migrate between worker threads; the OpenMP limit is per thread, so set it where we run.
   thread_local int threads_set = 0;
   if (threads_set != kernel_threads_) {
     kernels::set_kernel_threads(kernel_threads_);
     threads_set = kernel_threads_;
   }
-  kernel_->run(in, out);
+  kernel_->run(kernels::RunCtx{.piece = base_.piece + piece, .seed = base_.seed}, in, out);
 }
 
 void SourceAction::act(int64_t piece, const void* const*, void* const* out) {

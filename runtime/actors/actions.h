@@ -12,15 +12,18 @@
 
 namespace of::runtime {
 
+// `base`: the run's seed and the index of its first piece (a resumed run's steps times its
+// micro-batches), so that kernels see the piece's index in the whole training run.
 class KernelAction final : public Action {
  public:
-  KernelAction(std::unique_ptr<kernels::Kernel> kernel, int kernel_threads)
-      : kernel_(std::move(kernel)), kernel_threads_(kernel_threads) {}
+  KernelAction(std::unique_ptr<kernels::Kernel> kernel, int kernel_threads, kernels::RunCtx base = {})
+      : kernel_(std::move(kernel)), kernel_threads_(kernel_threads), base_(base) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;
 
  private:
   std::unique_ptr<kernels::Kernel> kernel_;
   int kernel_threads_;
+  kernels::RunCtx base_;
 };
 
 // Piece p of blob i is bytes [(p % pieces_i) * piece_bytes_i, +piece_bytes_i) of feeds[i]:

@@ -124,14 +124,15 @@ void check_data_fits(const PlanInstance& inst, const SourceLayout& l, const data
 // (prepared now, after the weights are in place, since inference kernels may repack them).
 std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
                                                  std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
-                                                 int kernel_threads, kernels::GemmBackend gemm) {
+                                                 int kernel_threads, kernels::GemmBackend gemm,
+                                                 kernels::RunCtx base = {}) {
   std::vector<std::unique_ptr<Action>> out;
   for (const plan::Task& t : inst.plan().tasks) {
     switch (t.kind) {
       case plan::TaskKind::source: out.push_back(std::move(source)); break;
       case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
       case plan::TaskKind::snapshot: out.push_back(std::move(snapshot)); break;
-      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm)); break;
+      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;
     }
   }
   return out;
@@ -329,7 +330,8 @@ Report run_training(const TrainOptions& o) {
     TrainSinkAction* progress = sink.get();
     std::unique_ptr<Action> snapshot;
     if (inst.snapshot()) snapshot = std::make_unique<SnapshotAction>(inst, o.checkpoint_dir, o.checkpoint_every, base, pieces_per_epoch);
-    auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads, gemm_backend(o.gemm));
+    auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads,
+                               gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
       InterruptGuard guard;
       if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path);

@@ -42,7 +42,7 @@ TEST_CASE("batch_norm: a prepared kernel reads the current weights on every run"
   for (int round = 0; round < 2; ++round) {
     const void* in[] = {d[0].data(), d[1].data(), d[2].data(), d[3].data(), d[4].data()};
     void* out[] = {y.data()};
-    kernel->run(in, out);
+    kernel->run({}, in, out);
     testing::check_close(y, reference(d, s, 1e-5));
     d[1] = {-3, 0.5f};  // new scale, mean and var for the second run
     d[3] = {0.25f, -1};

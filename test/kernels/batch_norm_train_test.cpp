@@ -118,7 +118,7 @@ TEST_CASE("batch_norm_stats_update: running statistics take the unbiased varianc
     // Outputs are the very buffers of inputs 2, 3 and 4.
     const void* in[] = {o.mean.data(), o.batch_var.data(), running_mean.data(), running_var.data(), &tracked};
     void* out[] = {running_mean.data(), running_var.data(), &tracked};
-    update->run(in, out);
+    update->run({}, in, out);
     INFO("round " << round);
     testing::check_close(running_mean, expect_mean, 1e-6);
     testing::check_close(running_var, expect_var, 1e-6);
@@ -140,7 +140,7 @@ TEST_CASE("batch_norm_stats_update: default momentum is 0.1", "[kernels]") {
   auto update = make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{Attrs{}, ins, outs, "n"});
   const void* in[] = {o.mean.data(), o.batch_var.data(), rm.data(), rv.data(), &tracked};
   void* out[] = {rm.data(), rv.data(), &tracked};
-  update->run(in, out);
+  update->run({}, in, out);
   CHECK(rm[0] == Approx(0.9 * 1 + 0.1 * 3));
   CHECK(rv[0] == Approx(0.9 * 2 + 0.1 * 14.0 / 3));
   CHECK(tracked == 1);

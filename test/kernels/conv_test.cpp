@@ -153,8 +153,8 @@ TEST_CASE("conv: a constant weight with >= 16 channels (oneDNN primitive) matche
     std::vector<float> y(size_t(numel(ys)));
     const void* ins[] = {x.data(), w.data(), b.data()};
     void* outs[] = {y.data()};
-    kernel->run(ins, outs);
-    kernel->run(ins, outs);  // twice: the preset arguments must stay valid
+    kernel->run({}, ins, outs);
+    kernel->run({}, ins, outs);  // twice: the preset arguments must stay valid
     testing::check_close(y, std::vector<double>(im2col.begin(), im2col.end()));
   }
 }

@@ -125,7 +125,7 @@ TEST_CASE("gemm: a constant B takes the packed oneDNN path and matches the refer
       std::vector<float> y(size_t(m * n));
       const void* ins[] = {a.data(), b_garbage.data(), c.data()};
       void* outs[] = {y.data()};
-      kernel->run(ins, outs);
+      kernel->run({}, ins, outs);
       GemmCase g{m, n, k, false, tb, 1.0f, 1.0f, bias ? std::optional<Shape>(Shape{n}) : std::nullopt};
       INFO("trans_b " << tb << " bias " << bias);
       testing::check_close(y, reference(g, a, b, bias ? &c : nullptr));
@@ -154,7 +154,7 @@ TEST_CASE("gemm: a fused relu equals relu(gemm), packed and unpacked", "[kernels
     std::vector<float> y(size_t(m * n));
     const void* ins[] = {a.data(), b.data(), c.data()};
     void* outs[] = {y.data()};
-    kernel->run(ins, outs);
+    kernel->run({}, ins, outs);
     INFO("packed " << packed);
     testing::check_close(y, want);
   }

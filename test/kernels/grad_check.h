@@ -57,7 +57,7 @@ inline void run_kernel(const std::string& name, const Attrs& attrs,
                        const std::vector<void*>& out_ptrs) {
   auto kernel = make_kernel(name, DeviceKind::cpu, DType::f32,
                             KernelConfig{attrs, in, out, "test_node"});
-  kernel->run(in_ptrs.data(), out_ptrs.data());
+  kernel->run({}, in_ptrs.data(), out_ptrs.data());
 }
 
 // Expects `name` to reject a config given by descriptors, with an of::Error naming the node.

@@ -47,7 +47,7 @@ inline std::vector<float> run_f32(const std::string& name, const Attrs& attrs,
   std::vector<const void*> ins;
   for (const auto& d : in_data) ins.push_back(d.data());
   void* outs[] = {y.data()};
-  kernel->run(ins.data(), outs);
+  kernel->run({}, ins.data(), outs);
   return y;
 }
 
@@ -129,7 +129,7 @@ std::vector<T> run_any(const std::string& name, DType dtype, const Attrs& attrs,
   std::vector<const void*> in;
   for (const auto& d : in_data) in.push_back(d.data());
   void* out[] = {y.data()};
-  kernel->run(in.data(), out);
+  kernel->run({}, in.data(), out);
   return y;
 }
 

@@ -96,7 +96,7 @@ std::vector<std::vector<float>> run_steps(const std::string& name, const Attrs& 
     std::vector<void*> out;
     for (size_t k = 0; k < n_state - 1; ++k)
       out.push_back(in_place ? state[k == 0 ? 0 : k + 1].data() : fresh[k].data());
-    kernel->run(in.data(), out.data());
+    kernel->run({}, in.data(), out.data());
     if (!in_place)
       for (size_t k = 0; k < n_state - 1; ++k) state[k == 0 ? 0 : k + 1] = fresh[k];
   }

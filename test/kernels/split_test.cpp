@@ -36,7 +36,7 @@ void check_split(DType dtype, const Shape& x, int64_t axis, const std::vector<in
   std::vector<void*> out_ptrs;
   for (auto& g : got) out_ptrs.push_back(g.data());
   const void* in[] = {xv.data()};
-  kernel->run(in, out_ptrs.data());
+  kernel->run({}, in, out_ptrs.data());
   INFO(shape_str(x) << " axis " << axis);
   CHECK(got == ref);
 }

@@ -63,3 +63,32 @@ TEST_CASE("autodiff: folded tensors train or freeze when told, --freeze keeps na
   f.freeze = {"nothing.*"};
   REQUIRE_THROWS_WITH(compile_model(fixture("export/linear3d_train.onnx"), f), Catch::Contains("'nothing.*' matches no initializer"));
 }
+
+TEST_CASE("add_optimizer: a train-mode BatchNorm gets a per-piece update of its running statistics", "[compiler]") {
+  Compilation c = compile_model(fixture("export/bn_mlp_train.onnx"), training());
+  CHECK(c.training.weights.size() == 6);  // fc1, bn (weight, bias), fc2: not the statistics
+  CHECK(c.training.state == 3);           // running_mean, running_var, num_batches_tracked
+  int updates = 0;
+  for (const Node& n : c.graph.nodes)
+    if (n.kernel == "batch_norm_stats_update") {
+      ++updates;
+      CHECK(n.state_per_piece);
+      CHECK(n.inplace == std::vector<int32_t>{2, 3, 4});
+      CHECK(c.graph.values[size_t(n.inputs[4])].name == "bn.num_batches_tracked");
+    }
+  CHECK(updates == 1);
+  // Its register's readers read one version per piece, the optimizer's once per step.
+  CompileOptions o = training();
+  o.micro_batches = 4;
+  Compilation k = compile_model(fixture("export/bn_mlp_train.onnx"), o);
+  for (const auto& r : k.tasks.regsts)
+    if (r.persistent) {
+      const auto& producer = k.tasks.tasks[size_t(r.producer)];
+      CHECK(r.pieces_per_version == (producer.kernel == "batch_norm_stats_update" ? 1 : 4));
+    }
+  o.micro_batches = 1;
+  o.devices = 2;
+  o.dp = 2;
+  REQUIRE_THROWS_WITH(compile_model(fixture("export/bn_mlp_train.onnx"), o),
+                      Catch::Contains("not supported in parallel plans yet"));
+}
