@@ -19,7 +19,7 @@ cmake --build build-fuzz -j"$(nproc)" --target ofc $(printf 'fuzz_%s ' "${target
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
 mkdir -p "$seeds"/{plan,onnx,safetensors,npy,idx} build-fuzz/artifacts
-for m in test/fixtures/ops/*.onnx test/fixtures/delay_chain.onnx test/fixtures/unsupported.onnx; do
+for m in test/fixtures/ops/*.onnx test/fixtures/export/*.onnx test/fixtures/delay_chain.onnx test/fixtures/unsupported.onnx; do
   name=$(basename "$m" .onnx)
   cp "$m" "$seeds/onnx/"
   if ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc "$m" -o "$seeds/plan/$name.ofp" >/dev/null 2>&1; then
