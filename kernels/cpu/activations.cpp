@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/unary.h"
 
 namespace of::kernels::cpu {
 
@@ -23,36 +24,16 @@ struct SigmoidOp {
   }
 };
 
-template <class Op>
-class Unary final : public Kernel {
- public:
-  Unary(const KernelConfig& cfg, const char* name) {
-    check_arity(cfg, name, 1, 1, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const float* x = static_cast<const float*>(in[0]);
-    float* y = static_cast<float*>(out[0]);
-    const Op op;
-    for (int64_t i = 0; i < n_; ++i) y[i] = op(x[i]);
-  }
-
- private:
-  int64_t n_ = 0;
-};
-
 }  // namespace
 
 std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg) {
-  return std::make_unique<Unary<ReluOp>>(cfg, "relu");
+  return unary<ReluOp>(cfg, "relu");
 }
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg) {
-  return std::make_unique<Unary<SigmoidOp>>(cfg, "sigmoid");
+  return unary<SigmoidOp>(cfg, "sigmoid");
 }
 std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg) {
-  return std::make_unique<Unary<TanhOp>>(cfg, "tanh");
+  return unary<TanhOp>(cfg, "tanh");
 }
 
 }  // namespace of::kernels::cpu

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/unary.h"
 
 namespace of::kernels::cpu {
 
@@ -113,59 +114,6 @@ struct HardSwishGradOp {
     return dy;
   }
 };
-
-template <class Op>
-class Unary final : public Kernel {
- public:
-  Unary(const KernelConfig& cfg, const char* name, Op op) : op_(op) {
-    check_arity(cfg, name, 1, 1, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const float* x = static_cast<const float*>(in[0]);
-    float* y = static_cast<float*>(out[0]);
-    const Op op = op_;  // a local copy: stores through y cannot change it, so the loop vectorizes
-    for (int64_t i = 0; i < n_; ++i) y[i] = op(x[i]);
-  }
-
- private:
-  Op op_;
-  int64_t n_ = 0;
-};
-
-template <class Op>
-class UnaryGrad final : public Kernel {
- public:
-  UnaryGrad(const KernelConfig& cfg, const char* name, Op op) : op_(op) {
-    check_arity(cfg, name, 2, 2, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_input_shape(cfg, name, 1, "x", cfg.inputs[0].shape);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const float* dy = static_cast<const float*>(in[0]);
-    const float* x = static_cast<const float*>(in[1]);
-    float* dx = static_cast<float*>(out[0]);
-    const Op op = op_;
-    for (int64_t i = 0; i < n_; ++i) dx[i] = op(dy[i], x[i]);
-  }
-
- private:
-  Op op_;
-  int64_t n_ = 0;
-};
-
-template <class Op>
-std::unique_ptr<Kernel> unary(const KernelConfig& cfg, const char* name, Op op = Op{}) {
-  return std::make_unique<Unary<Op>>(cfg, name, op);
-}
-template <class Op>
-std::unique_ptr<Kernel> unary_grad(const KernelConfig& cfg, const char* name, Op op = Op{}) {
-  return std::make_unique<UnaryGrad<Op>>(cfg, name, op);
-}
 
 // A float attribute with a default; NaN is refused, since every comparison with it is false.
 float float_attr(const KernelConfig& cfg, const char* kernel, const char* attr, float fallback) {

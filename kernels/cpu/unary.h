@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// The element-wise kernels of one tensor, shared by activations.cpp, activation_grads.cpp and
+// pointwise.cpp: y = op(x), and dx = op(dy, t) where t is the forward input or output (the
+// `second` input's name in errors). Included by those three files only (templates stay out of
+// widely included headers).
+#pragma once
+
+#include <memory>
+
+#include "kernels/cpu/check.h"
+
+namespace of::kernels::cpu {
+
+template <class Op>
+class Unary final : public Kernel {
+ public:
+  Unary(const KernelConfig& cfg, const char* name, Op op) : op_(op) {
+    check_arity(cfg, name, 1, 1, 1);
+    check_dtypes(cfg, name, DType::f32);
+    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[0]);
+    float* y = static_cast<float*>(out[0]);
+    const Op op = op_;  // a local copy: stores through y cannot change it, so the loop vectorizes
+    for (int64_t i = 0; i < n_; ++i) y[i] = op(x[i]);
+  }
+
+ private:
+  Op op_;
+  int64_t n_ = 0;
+};
+
+template <class Op>
+class UnaryGrad final : public Kernel {
+ public:
+  UnaryGrad(const KernelConfig& cfg, const char* name, Op op, const char* second) : op_(op) {
+    check_arity(cfg, name, 2, 2, 1);
+    check_dtypes(cfg, name, DType::f32);
+    check_input_shape(cfg, name, 1, second, cfg.inputs[0].shape);
+    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const float* dy = static_cast<const float*>(in[0]);
+    const float* t = static_cast<const float*>(in[1]);
+    float* dx = static_cast<float*>(out[0]);
+    const Op op = op_;
+    for (int64_t i = 0; i < n_; ++i) dx[i] = op(dy[i], t[i]);
+  }
+
+ private:
+  Op op_;
+  int64_t n_ = 0;
+};
+
+template <class Op>
+std::unique_ptr<Kernel> unary(const KernelConfig& cfg, const char* name, Op op = Op{}) {
+  return std::make_unique<Unary<Op>>(cfg, name, op);
+}
+// `second`: "x" when the gradient reads the forward input, "y" when it reads the output.
+template <class Op>
+std::unique_ptr<Kernel> unary_grad(const KernelConfig& cfg, const char* name, Op op = Op{}, const char* second = "x") {
+  return std::make_unique<UnaryGrad<Op>>(cfg, name, op, second);
+}
+
+}  // namespace of::kernels::cpu
