@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Training benchmark: `of` vs PyTorch eager, side by side in one run.
 #   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads 2] \
-#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn] [--torch-only]
+#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18] [--torch-only]
 # Workloads: mlp (test/fixtures/mlp.onnx, batch 64, Fashion-MNIST's train set in file order) and
-# cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy).
+# cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy) and
+# resnet18 (torchvision's, 10 classes, random init with seed 0, exported with the README's
+# training recipe: BatchNorm in train mode; batch 8 of 224 px, 64 random samples).
 # Both train with mean cross-entropy and SGD (lr 0.01, momentum 0.9) from the ONNX file's
 # weights. The figure is training samples/s: forward, loss, backward and update per batch.
 # `of`: `ofc --train` once per model, then one `ofrun --steps N` per repeat; its last line
@@ -30,6 +32,7 @@ ROOT = os.path.dirname(HERE)
 FIXTURES = os.path.join(ROOT, "test", "fixtures")
 FASHION = "/usr/share/datasets/fashion-mnist"
 CNN_SAMPLES = 32 * 64
+RESNET_SAMPLES = 8 * 8
 OPTIMIZER = "sgd:lr=0.01,momentum=0.9"
 
 
@@ -60,6 +63,19 @@ def workloads(tmp, wanted):
         np.save(x, rng.standard_normal((CNN_SAMPLES, 3, 32, 32), dtype=np.float32))
         np.save(y, rng.integers(0, 10, CNN_SAMPLES).astype(np.int64))
         out.append(Workload("cnn", os.path.join(FIXTURES, "cnn.onnx"), 32, f"npy:{x},{y}", 10))
+    if "resnet18" in wanted:
+        import torch
+        import torchvision
+        rng = np.random.default_rng(0)
+        x, y = os.path.join(tmp, "resnet_x.npy"), os.path.join(tmp, "resnet_y.npy")
+        np.save(x, rng.standard_normal((RESNET_SAMPLES, 3, 224, 224), dtype=np.float32))
+        np.save(y, rng.integers(0, 10, RESNET_SAMPLES).astype(np.int64))
+        onnx_path = os.path.join(tmp, "resnet18.onnx")
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18(num_classes=10).train()
+        torch.onnx.export(model, torch.zeros(8, 3, 224, 224), onnx_path, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=14, input_names=["input"], output_names=["logits"])
+        out.append(Workload("resnet18", onnx_path, 8, f"npy:{x},{y}", 3))
     return out
 
 
@@ -195,8 +211,12 @@ def torch_worker(argv):
         sys.exit(f"torch worker: unknown data {data}")
     x, y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y)
     batches = x.shape[0] // batch
-    model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](),
-                           os.path.join(FIXTURES, name + ".onnx"))
+    if name == "resnet18":  # the exported model: the same seed gives the same initial weights
+        import torchvision
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18(num_classes=10)
+    else:
+        model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](), os.path.join(FIXTURES, name + ".onnx"))
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     done = [0]
@@ -254,9 +274,9 @@ def main():
     build = os.path.join(ROOT, a.build) if not os.path.isabs(a.build) else a.build
     timeout = 120 + 4 * a.seconds * a.repeats
     wanted = a.models.split(",")
-    unknown = set(wanted) - {"mlp", "cnn"}
+    unknown = set(wanted) - {"mlp", "cnn", "resnet18"}
     if unknown:
-        p.error(f"unknown model(s): {', '.join(sorted(unknown))} (mlp, cnn)")
+        p.error(f"unknown model(s): {', '.join(sorted(unknown))} (mlp, cnn, resnet18)")
 
     with tempfile.TemporaryDirectory(prefix="of-bench-train-") as tmp:
         backends = {} if a.torch_only else {  # of first: a failing ofc/ofrun ends it early
