@@ -9,6 +9,7 @@ namespace of::compiler {
 Compilation compile_model(const std::string& model_path, const CompileOptions& options) {
   Compilation c{.graph = import_onnx_file(model_path), .logical = {}, .parallel = {}, .tasks = {}, .options = options};
   c.graph.training = options.train || options.gradients;
+  c.graph.train_folded = options.folded == "train";
   build_pipeline(options).run(c);
   return c;
 }

@@ -83,11 +83,14 @@ TensorDesc tensor_desc(const onnx::TensorProto& t, const Where& where) {
     if (dim < 0) fail(where, "tensor '{}' has a negative dimension {}", t.name(), dim);
     d.shape.push_back(dim);
   }
-  // Reject shapes whose element count overflows before anything is sized from them.
+  // Reject shapes whose element count overflows before anything is sized from them. A zero
+  // dim does not excuse the others: [0, 2^62, 4] would overflow strides and loop bounds, so
+  // the product is taken over every dim (zeros counted as ones).
   int64_t n = 1;
   for (int64_t dim : d.shape) {
-    if (dim != 0 && n > std::numeric_limits<int64_t>::max() / 8 / dim) fail(where, "tensor '{}' is too large", t.name());
-    n *= dim;
+    const int64_t f = std::max<int64_t>(dim, 1);
+    if (n > std::numeric_limits<int64_t>::max() / 8 / f) fail(where, "tensor '{}' is too large", t.name());
+    n *= f;
   }
   return d;
 }
@@ -115,6 +118,7 @@ void import_attrs(const onnx::NodeProto& node, Attrs& attrs, const Where& where)
         }
         attrs.set_floats(a.name(), {float(x)});
         attrs.set_int(a.name() + "_dtype", int64_t(d.dtype));
+        if (d.dtype == DType::i64 || d.dtype == DType::i32) attrs.set_int(a.name() + "_int", int64_t(x));
         break;
       }
       default: fail(where, "attribute '{}' has a type (AttributeProto {}) that is not supported", a.name(), int(a.type()));
@@ -203,6 +207,12 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
         fail(w, "dimension '{}' is dynamic; export with fixed sizes (no dynamic_axes)", d.dim_param());
       if (d.dim_value() < 0) fail(w, "has a negative dimension {}", d.dim_value());
       val.desc.shape.push_back(d.dim_value());
+    }
+    int64_t n = 1;  // as for initializers: the element count (zeros counted as ones) must fit
+    for (int64_t dim : val.desc.shape) {
+      const int64_t f = std::max<int64_t>(dim, 1);
+      if (n > std::numeric_limits<int64_t>::max() / 8 / f) fail(w, "is too large ({})", shape_str(val.desc.shape));
+      n *= f;
     }
     val.known = true;
     val.graph_input = true;

@@ -78,6 +78,8 @@ struct Graph {
   // Compiling a training (or gradient) plan: BatchNorm normalises with batch statistics and
   // updates its running ones; otherwise (inference, evaluation) it uses the running ones.
   bool training = false;
+  // The exporter's folded float initializers train too (CompileOptions::folded == "train").
+  bool train_folded = false;
 
   ValueId add_value(std::string name);
 };

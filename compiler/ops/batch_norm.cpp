@@ -27,6 +27,7 @@ void infer_batch_norm(OpCtx& c) {
   for (size_t i = 0; i < 5; ++i) c.expect_float(i);
   const Shape& x = c.in(0).shape;
   if (x.size() < 2) c.fail("input 0 (X) has shape {}, expected rank >= 2 [N,C,...]", shape_str(x));
+  if (x[1] == 0) c.fail("input 0 (X) {} has no channels", shape_str(x));
   static constexpr const char* kNames[] = {"X", "scale", "B", "mean", "var"};
   for (size_t i = 1; i < 5; ++i)
     if (c.in(i).shape != Shape{x[1]})

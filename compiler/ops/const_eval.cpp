@@ -19,6 +19,7 @@ namespace {
 
 // Folding is for small tensors (shapes, masks, index ranges); a large one stays a run-time op.
 constexpr int64_t kMaxFoldElements = int64_t(1) << 22;
+constexpr int64_t kMaxFoldRank = 64;
 
 struct Ct {
   Shape shape;
@@ -90,8 +91,11 @@ std::vector<int64_t> strides_of(const Shape& s) {
 // The element count of `shape`, failing (through bad) past kMaxFoldElements or for a negative dim.
 int64_t checked_numel(const Shape& shape, const std::function<void(const std::string&)>& bad) {
   int64_t n = 1;
+  if (int64_t(shape.size()) > kMaxFoldRank) bad(fmt::format("rank {} is more than {}", shape.size(), kMaxFoldRank));
   for (int64_t d : shape) {
     if (d < 0) bad(fmt::format("shape {} has a negative dimension", shape_str(shape)));
+    // Every dim is bounded too: [0, 2^62] has no elements but overflows strides and loops.
+    if (d > kMaxFoldElements) bad(fmt::format("shape {} is too large to fold", shape_str(shape)));
     if (d > 0 && n > kMaxFoldElements / d) bad(fmt::format("shape {} is too large to fold", shape_str(shape)));
     n *= d;
   }
@@ -157,8 +161,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   auto has = [&](size_t i) { return i < in.size() && vals[i] != nullptr; };
   // Inputs every op below reads without checking; a malformed node fails here by name.
   static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
-      {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Abs", 1},
-      {"Floor", 1}, {"Ceil", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
+      {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
       {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}};
   for (const auto& [name, need] : kMinInputs)
     if (op == name)
@@ -193,7 +196,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     return one(r);
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
-      op == "Greater" || op == "And" || op == "Or" || op == "Max" || op == "Min" || op == "Mod") {
+      op == "Greater" || op == "And" || op == "Or") {
     if (in.size() != 2 || !has(0) || !has(1)) bad("expects 2 inputs");
     const bool integer = in[0].dtype != DType::f32;
     const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
@@ -207,10 +210,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     else if (op == "Less") f = [](const double* x) { return double(x[0] < x[1]); };
     else if (op == "Greater") f = [](const double* x) { return double(x[0] > x[1]); };
     else if (op == "And") f = [](const double* x) { return double(x[0] != 0 && x[1] != 0); };
-    else if (op == "Or") f = [](const double* x) { return double(x[0] != 0 || x[1] != 0); };
-    else if (op == "Max") f = [](const double* x) { return std::max(x[0], x[1]); };
-    else if (op == "Min") f = [](const double* x) { return std::min(x[0], x[1]); };
-    else f = [](const double* x) { return std::fmod(x[0], x[1]); };
+    else f = [](const double* x) { return double(x[0] != 0 || x[1] != 0); };  // Or
     if (integer && op == "Div")
       for (double d : in[1].v)
         if (d == 0) bad("integer division by zero");
@@ -219,16 +219,13 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
       for (double& x : r.v) x = double(float(x));  // f32 arithmetic, as at run time
     return one(r);
   }
-  if (op == "Not" || op == "Neg" || op == "Sqrt" || op == "Reciprocal" || op == "Abs" || op == "Floor" || op == "Ceil") {
+  if (op == "Not" || op == "Neg" || op == "Sqrt" || op == "Reciprocal") {
     Ct r = in[0];
     for (double& x : r.v) {
       if (op == "Not") x = x == 0 ? 1 : 0;
       else if (op == "Neg") x = -x;
       else if (op == "Sqrt") x = double(std::sqrt(float(x)));
-      else if (op == "Reciprocal") x = double(1.0f / float(x));
-      else if (op == "Abs") x = std::fabs(x);
-      else if (op == "Floor") x = std::floor(x);
-      else x = std::ceil(x);
+      else x = double(1.0f / float(x));  // Reciprocal
     }
     return one(r);
   }
@@ -241,11 +238,15 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     std::vector<int64_t> axes = has(1) ? ints(in[1]) : a.get_ints("axes");
     if (op == "Unsqueeze") {
       const auto rank = int64_t(r.shape.size() + axes.size());
+      if (rank > kMaxFoldRank) bad(fmt::format("unsqueeze to rank {} (more than {})", rank, kMaxFoldRank));
       for (int64_t& ax : axes) ax = norm_axis(ax, rank, bad);
       std::sort(axes.begin(), axes.end());
+      if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) bad("axes repeat an axis");
       for (int64_t ax : axes) r.shape.insert(r.shape.begin() + ax, 1);
     } else {
       const auto rank = int64_t(r.shape.size());
+      if (axes.size() > size_t(kMaxFoldRank)) bad(fmt::format("squeezes {} axes", axes.size()));
+      for (int64_t ax : axes) norm_axis(ax, rank, bad);
       Shape out;
       for (int64_t i = 0; i < rank; ++i) {
         bool drop = axes.empty() ? r.shape[size_t(i)] == 1 : false;
@@ -340,6 +341,10 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
       // A step longer than the axis takes one element, as any such step does; clamping keeps the
       // size arithmetic below from overflowing.
       const int64_t st = std::clamp<int64_t>(steps[i], -(dim + 1), dim + 1);
+      if (dim == 0) {  // nothing to take, whatever the bounds
+        out[size_t(ax)] = 0;
+        continue;
+      }
       int64_t s = starts[i], e = ends[i];
       if (s < 0) s += dim;
       if (e < 0 && e > std::numeric_limits<int64_t>::min()) e += dim;
@@ -373,8 +378,10 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     const std::vector<int64_t> shape = ints(in[0]);
     const DType t = DType(a.get_int("value_dtype", int64_t(DType::f32)));
     const std::vector<float> value = a.get_floats("value", {0.0f});
+    const std::vector<int64_t> exact = a.get_ints("value_int");  // integers kept exactly
     if (!readable(t)) bad("value has an unsupported dtype");
-    Ct r{shape, t, std::vector<double>(size_t(checked_numel(shape, bad)), value.empty() ? 0.0 : double(value[0]))};
+    const double fill = !exact.empty() ? double(exact[0]) : value.empty() ? 0.0 : double(value[0]);
+    Ct r{shape, t, std::vector<double>(size_t(checked_numel(shape, bad)), fill)};
     return one(r);
   }
   if (op == "Range") {
@@ -416,7 +423,11 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
 
 }  // namespace
 
-bool is_parameter(const Value& v) { return v.initializer && v.desc.dtype == DType::f32 && !exporter_named(v.name); }
+bool is_parameter(const Graph& g, const Value& v) {
+  if (!v.initializer || v.desc.dtype != DType::f32) return false;
+  // Told to train the exporter's folded copies too, those are parameters as well.
+  return !exporter_named(v.name) || (g.train_folded && numel(v.desc.shape) > 1);
+}
 
 bool exporter_named(const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; }
 
@@ -433,7 +444,10 @@ bool try_fold(Graph& g, Node& node) {
     const Value& v = g.values[size_t(node.inputs[i])];
     if (!v.known) return false;
     if (!shape_only) {
-      if (!v.data || is_parameter(v) || !readable(v.desc.dtype) || numel(v.desc.shape) > kMaxFoldElements) return false;
+      if (!v.data || is_parameter(g, v) || !readable(v.desc.dtype) || numel(v.desc.shape) > kMaxFoldElements) return false;
+      if (int64_t(v.desc.shape.size()) > kMaxFoldRank) return false;
+      for (int64_t d : v.desc.shape)
+        if (d > kMaxFoldElements) return false;
     }
     vals.push_back(&v);
   }

@@ -12,8 +12,9 @@ namespace of::compiler {
 // state_dict name.
 bool exporter_named(const std::string& name);
 
-// A float initializer under a model's own name: trained (or frozen) state, never folded.
-bool is_parameter(const Value& v);
+// A float initializer under a model's own name (or, with Graph::train_folded, an exporter-made
+// one): trained (or frozen) state, never folded.
+bool is_parameter(const Graph& g, const Value& v);
 
 // When every input of `node` is known at compile time (Shape: only its input's shape) and the op
 // is one the evaluator knows, gives its outputs shapes and contents and returns true; the node

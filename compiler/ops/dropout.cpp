@@ -23,7 +23,7 @@ void infer_dropout(OpCtx& c) {
   c.expect_arity(1, 3, 2);
   c.expect_float(0);
   const float ratio = ratio_of(c);
-  if (ratio < 0.0f || ratio >= 1.0f) c.fail("ratio {} is outside [0, 1)", ratio);
+  if (!(ratio >= 0.0f && ratio < 1.0f)) c.fail("ratio {} is outside [0, 1)", ratio);  // NaN too
   if (!c.drop_output_if_unused(1)) c.fail("its mask output is read; only Dropout's first output is supported");
   c.out(0) = c.in(0);
 }
@@ -35,9 +35,18 @@ int64_t stream_of(const std::string& name) {
   return int64_t(h);
 }
 
+// Input 2, training_mode (opset 12+): a Dropout exported in eval mode stays the identity even
+// in a training plan, as BatchNorm's training_mode decides for it.
+bool exported_for_training(OpCtx& c) {
+  if (!c.has_in(2)) return true;
+  const std::vector<uint8_t>* d = c.const_data(2);
+  if (!d || c.in(2).dtype != DType::bool_ || d->size() != 1) c.fail("input 2 (training_mode) must be a constant bool");
+  return (*d)[0] != 0;
+}
+
 void lower_dropout(OpCtx& c) {
   const float ratio = ratio_of(c);
-  if (!c.training() || ratio == 0.0f) {
+  if (!c.training() || ratio == 0.0f || !exported_for_training(c)) {
     c.set_kernel("copy");
   } else {
     Attrs a;

@@ -17,6 +17,8 @@ std::vector<int64_t> split_sizes(OpCtx& c, int64_t axis) {
   const int64_t dim = c.in(0).shape[size_t(axis)];
   std::vector<int64_t> sizes = c.has_in(1) ? c.const_ints(1) : c.attrs().get_ints("split");
   const auto parts = int64_t(c.num_outputs());
+  if (!sizes.empty() && int64_t(sizes.size()) != parts)
+    c.fail("split sizes [{}] name {} parts for {} outputs", fmt::join(sizes, ","), sizes.size(), parts);
   if (sizes.empty()) {
     // Equal parts, the last one smaller (opset 18's rule; opsets 13-17 need dim % parts == 0).
     const int64_t each = (dim + parts - 1) / parts;
@@ -24,7 +26,7 @@ std::vector<int64_t> split_sizes(OpCtx& c, int64_t axis) {
   }
   int64_t sum = 0;
   for (int64_t s : sizes) {
-    if (s < 0 || s > dim) c.fail("split sizes [{}] have an entry outside [0, {}]", fmt::join(sizes, ","), dim);
+    if (s < 0 || s > dim - sum) c.fail("split sizes [{}] do not fit axis {} ({})", fmt::join(sizes, ","), axis, dim);
     sum += s;
   }
   if (int64_t(sizes.size()) != parts || sum != dim)

@@ -96,6 +96,10 @@ void add_batch_norm_update(Compilation& c, NodeId bn) {
   if (tracked == kNoValue) {
     tracked = add_zeros(g, prefix + "num_batches_tracked", TensorDesc{{}, DType::i64});
     g.values[size_t(tracked)].initializer = true;  // a buffer of the model, as torch names it
+  } else if (const Value& t = g.values[size_t(tracked)];
+             !t.data || t.desc.dtype != DType::i64 || numel(t.desc.shape) != 1 || t.producer >= 0) {
+    fail({.file = g.source_file, .node = fwd.name, .op = fwd.op_type},
+         "'{}' exists but is not an i64 scalar initializer (torch's num_batches_tracked)", t.name);
   }
   for (ValueId s : {rm, rv})
     if (!g.values[size_t(s)].data || g.values[size_t(s)].consumers.size() != 1)

@@ -137,12 +137,14 @@ bool LowerToTasks::run(Compilation& c) {
 
   Task sink{.id = TaskId(tg.tasks.size()), .kind = TaskKind::sink, .name = "sink", .op = "Sink"};
   for (ValueId v : g.outputs) {
-    const Home& h = home.at(v);
-    if (h.kind != InputKind::regst || g.values[v].graph_input || tg.regsts[h.id].persistent)
+    // An output folded into a constant (Shape(x)) or naming an initializer has no home here.
+    auto found = home.find(v);
+    if (found == home.end() || found->second.kind != InputKind::regst || g.values[v].graph_input ||
+        tg.regsts[found->second.id].persistent)
       fail({.file = g.source_file, .field = "output '" + g.values[v].name + "'"},
            "is a graph input or a constant; only computed outputs are supported");
     sink.io_names.push_back(g.values[v].name);
-    add_input(tg, sink, TaskInput{.kind = InputKind::regst, .id = h.id, .blob = h.blob});
+    add_input(tg, sink, TaskInput{.kind = InputKind::regst, .id = found->second.id, .blob = found->second.blob});
   }
   const RegstId last_output = sink.inputs.empty() ? -1 : sink.inputs[0].id;
   tg.tasks.push_back(std::move(sink));

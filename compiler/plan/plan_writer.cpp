@@ -142,7 +142,7 @@ std::string write_training_plans(const Compilation& train, const Compilation& ev
   ep.carried.clear();
   std::set<std::string> read_by_eval, folded_by_eval;
   for (const Variable& v : ep.variables) read_by_eval.insert(v.key);
-  for (const Value& v : eval.graph.values)
+  for (const Value& v : (eval.logical.values.empty() ? eval.graph : eval.logical).values)
     if (v.folded_into_plan) folded_by_eval.insert(v.name);
   for (const std::string& key : weights.model_keys)
     if (!read_by_eval.count(key)) (folded_by_eval.count(key) ? ep.buffers : ep.carried).push_back(key);

@@ -6,6 +6,7 @@
 // statistics with PyTorch's momentum and counts num_batches_tracked. Sums are kept in double.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -116,6 +117,8 @@ class BatchNormStatsUpdate final : public Kernel {
       fail(where_of(cfg), "batch_norm_stats_update: input 4 (num_batches_tracked) must be one i64");
     check_output_shape(cfg, "batch_norm_stats_update", 0, Shape{c});
     check_output_shape(cfg, "batch_norm_stats_update", 1, Shape{c});
+    if (cfg.outputs[2].dtype != DType::i64 || numel(cfg.outputs[2].shape) != 1)
+      fail(where_of(cfg), "batch_norm_stats_update: output 2 (num_batches_tracked) must be one i64");
     c_ = c;
     momentum_ = cfg.attrs.get_float("momentum", 0.1f);
     if (!std::isfinite(momentum_)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum_);
@@ -134,7 +137,7 @@ class BatchNormStatsUpdate final : public Kernel {
     }
     int64_t n;
     std::memcpy(&n, in[4], 8);
-    ++n;
+    if (n < std::numeric_limits<int64_t>::max()) ++n;  // a hostile checkpoint's count saturates
     std::memcpy(out[2], &n, 8);
   }
 

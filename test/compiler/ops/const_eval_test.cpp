@@ -52,7 +52,7 @@ TEST_CASE("const_eval: a parameter's Transpose is not folded, a constant's is", 
   Node n{.name = "T", .op_type = "Transpose", .inputs = {w}, .outputs = {out}};
   g.nodes.push_back(n);
   CHECK_FALSE(try_fold(g, g.nodes[0]));
-  CHECK(is_parameter(g.values[size_t(w)]));
+  CHECK(is_parameter(g, g.values[size_t(w)]));
   g.values[size_t(w)].name = "/Constant_output_0";  // an exporter's constant
   REQUIRE(try_fold(g, g.nodes[0]));
   CHECK(g.values[size_t(out)].desc.shape == of::Shape{3, 2});
@@ -103,4 +103,31 @@ TEST_CASE("const_eval: Shape, Gather, Unsqueeze, Concat, Slice and Range on cons
   const ValueId bad = g.add_value("bad");
   g.nodes.push_back(Node{.name = "G2", .op_type = "Gather", .inputs = {shape, i64("nine", {9})}, .outputs = {bad}, .attrs = axis0});
   REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'G2' (Gather)") && Catch::Contains("index 9 is out of range"));
+}
+
+TEST_CASE("const_eval: hostile constants fail by node instead of reading out of bounds", "[compiler]") {
+  Graph g;
+  auto i64 = [&](const std::string& name, std::vector<int64_t> xs, of::Shape shape) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = TensorDesc{shape, of::DType::i64};
+    g.values[size_t(v)].known = true;
+    g.values[size_t(v)].data = std::vector<uint8_t>(xs.size() * 8);
+    if (!xs.empty()) std::memcpy(g.values[size_t(v)].data->data(), xs.data(), xs.size() * 8);
+    return v;
+  };
+  auto node = [&](const std::string& op, std::vector<ValueId> in) -> Node& {
+    const ValueId out = g.add_value(op + "_out" + std::to_string(g.nodes.size()));
+    g.nodes.push_back(Node{.name = op, .op_type = op, .inputs = std::move(in), .outputs = {out}});
+    return g.nodes.back();
+  };
+  // Unsqueeze of a scalar with a repeated axis.
+  const ValueId scalar = i64("s", {7}, {});
+  REQUIRE_THROWS_WITH(try_fold(g, node("Unsqueeze", {scalar, i64("axes", {1, 1}, {2})})), Catch::Contains("axes repeat an axis"));
+  // A negative step on an empty axis takes nothing.
+  Node& empty = node("Slice", {i64("e", {}, {0}), i64("st", {-1}, {1}), i64("en", {-1}, {1}), i64("ax", {0}, {1}), i64("sp", {-1}, {1})});
+  REQUIRE(try_fold(g, empty));
+  CHECK(g.values[size_t(g.nodes.back().outputs[0])].desc.shape == of::Shape{0});
+  // A zero-size tensor with a huge other dim is not folded (no 2^60-step loops).
+  const ValueId wide = i64("w", {}, {int64_t(1) << 60, 0});
+  CHECK_FALSE(try_fold(g, node("Transpose", {wide})));
 }
