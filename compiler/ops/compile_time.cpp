@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shape, ConstantOfShape, Range, Cast, Equal, Less, Greater, Not, And, Or: the shape arithmetic
+// Shape, ConstantOfShape, Range, Equal, Less, Greater, Not, And, Or: the shape arithmetic
 // exporters write. Plans have static shapes, so infer-shapes folds these into constants
 // (const_eval.cpp) before asking their OpDef; one reached here computes from run-time data,
-// which no kernel does yet (Cast between equal dtypes excepted).
+// which no kernel does yet. (Cast folds here too; a cast to the same dtype is in reshape.cpp.)
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -14,27 +14,9 @@ void infer_compile_time(OpCtx& c) {
 
 void lower_none(OpCtx&) {}
 
-// Cast to the dtype a tensor already has is a copy (exporters write it around masks).
-void infer_cast(OpCtx& c) {
-  c.expect_arity(1, 1);
-  const int64_t to = c.attrs().get_int("to", 0);
-  const DType want = to == 1 ? DType::f32 : to == 7 ? DType::i64 : to == 6 ? DType::i32 : to == 9 ? DType::bool_ : DType::f16;
-  if (want != c.in(0).dtype || (to != 1 && to != 7 && to != 6 && to != 9))
-    c.fail("casts a run-time {} tensor to ONNX type {}; only compile-time casts and casts to the same dtype are supported",
-           dtype_name(c.in(0).dtype), to);
-  c.out(0) = c.in(0);
-}
-
-void lower_copy(OpCtx& c) { c.set_kernel("copy"); }
-
-void grad_copy(GradCtx& g) {
-  if (g.wants(0)) g.add_in_grad(0, g.emit("CastGrad", "copy", {g.out_grad(0)}, {}, g.desc(g.in(0))));
-}
-
 }  // namespace
 
 OpDef and_def() { return {"And", infer_compile_time, lower_none}; }
-OpDef cast_def() { return {"Cast", infer_cast, lower_copy, grad_copy}; }
 OpDef constant_of_shape_def() { return {"ConstantOfShape", infer_compile_time, lower_none}; }
 OpDef equal_def() { return {"Equal", infer_compile_time, lower_none}; }
 OpDef greater_def() { return {"Greater", infer_compile_time, lower_none}; }

@@ -24,6 +24,9 @@ OpDef max_pool_def();
 OpDef flatten_def();              // reshape.cpp
 OpDef identity_def();
 OpDef reshape_def();
+OpDef squeeze_def();
+OpDef unsqueeze_def();
+OpDef cast_def();                 // (to the same dtype; other casts fold)
 OpDef log_softmax_def();          // softmax.cpp
 OpDef softmax_def();
 OpDef transpose_def();            // transpose.cpp
@@ -31,7 +34,6 @@ OpDef relu_def();                 // unary.cpp
 OpDef sigmoid_def();
 OpDef tanh_def();
 OpDef and_def();                  // compile_time.cpp (folded: shape arithmetic)
-OpDef cast_def();
 OpDef constant_of_shape_def();
 OpDef equal_def();
 OpDef greater_def();
@@ -53,8 +55,6 @@ OpDef sqrt_def();
 OpDef reduce_mean_def();          // reduce_mean.cpp
 OpDef slice_def();                // split.cpp
 OpDef split_def();
-OpDef squeeze_def();              // squeeze.cpp
-OpDef unsqueeze_def();
 OpDef expand_def();               // where.cpp
 OpDef where_def();
 

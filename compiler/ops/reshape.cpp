@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Flatten, Reshape and Identity: a new shape over the same bytes, so all three run the `copy`
-// kernel and accept any dtype. Reshape's target shape must be known at compile time.
+// Flatten, Reshape, Identity, Squeeze, Unsqueeze and Cast to the same dtype: a new shape over the same bytes, so all
+// run the `copy` kernel and accept any dtype. Reshape's target shape and the axes of Squeeze and
+// Unsqueeze (an attribute before opset 13, a constant input from 13) are known at compile time.
+#include <algorithm>
+
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -56,6 +59,50 @@ void infer_reshape(OpCtx& c) {
   c.out(0) = TensorDesc{out, x.dtype};
 }
 
+std::vector<int64_t> axes_of(OpCtx& c) {
+  if (c.has_in(1)) return c.const_ints(1);
+  return c.attrs().get_ints("axes");
+}
+
+void infer_unsqueeze(OpCtx& c) {
+  c.expect_arity(1, 2);
+  std::vector<int64_t> axes = axes_of(c);
+  const TensorDesc& x = c.in(0);
+  const auto rank = int64_t(x.shape.size() + axes.size());
+  for (int64_t& a : axes) a = c.axis(a, rank);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) c.fail("axes repeat an axis");
+  Shape out = x.shape;
+  for (int64_t a : axes) out.insert(out.begin() + a, 1);
+  c.out(0) = TensorDesc{out, x.dtype};
+}
+
+void infer_squeeze(OpCtx& c) {
+  c.expect_arity(1, 2);
+  const std::vector<int64_t> axes = axes_of(c);
+  const TensorDesc& x = c.in(0);
+  const auto rank = int64_t(x.shape.size());
+  Shape out;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool drop = axes.empty() && x.shape[size_t(i)] == 1;
+    for (int64_t a : axes) drop = drop || c.axis(a, rank) == i;
+    if (drop && x.shape[size_t(i)] != 1) c.fail("cannot squeeze axis {} of input 0 {}: its size is not 1", i, shape_str(x.shape));
+    if (!drop) out.push_back(x.shape[size_t(i)]);
+  }
+  c.out(0) = TensorDesc{out, x.dtype};
+}
+
+// Cast to the dtype a tensor already has is a copy (exporters write it around masks).
+void infer_cast(OpCtx& c) {
+  c.expect_arity(1, 1);
+  const int64_t to = c.attrs().get_int("to", 0);
+  const DType want = to == 1 ? DType::f32 : to == 7 ? DType::i64 : to == 6 ? DType::i32 : to == 9 ? DType::bool_ : DType::f16;
+  if (want != c.in(0).dtype || (to != 1 && to != 7 && to != 6 && to != 9))
+    c.fail("casts a run-time {} tensor to ONNX type {}; only compile-time casts and casts to the same dtype are supported",
+           dtype_name(c.in(0).dtype), to);
+  c.out(0) = c.in(0);
+}
+
 void infer_identity(OpCtx& c) {
   c.expect_arity(1, 1);
   c.out(0) = c.in(0);
@@ -65,7 +112,7 @@ void lower_copy(OpCtx& c) { c.set_kernel("copy"); }
 
 void lower_reshape(OpCtx& c) {
   c.set_kernel("copy");
-  c.set_runtime_inputs({0});  // the shape input is compile-time only
+  c.set_runtime_inputs({0});  // the shape (or axes) input is compile-time only
 }
 
 // The data is the same bytes in another shape: the gradient is dY in X's shape.
@@ -75,8 +122,11 @@ void grad_copy(GradCtx& g) {
 
 }  // namespace
 
+OpDef cast_def() { return {"Cast", infer_cast, lower_copy, grad_copy}; }
 OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy, grad_copy}; }
 OpDef identity_def() { return {"Identity", infer_identity, lower_copy, grad_copy}; }
 OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape, grad_copy}; }
+OpDef squeeze_def() { return {"Squeeze", infer_squeeze, lower_reshape, grad_copy}; }
+OpDef unsqueeze_def() { return {"Unsqueeze", infer_unsqueeze, lower_reshape, grad_copy}; }
 
 }  // namespace of::compiler
