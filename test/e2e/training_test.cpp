@@ -228,13 +228,18 @@ TEST_CASE("training: SIGKILL while checkpointing leaves a checkpoint that loads 
     pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 100000 --checkpoint " + ck +
                           " --checkpoint-every 1 --resume --metrics " + (d / "m.jsonl"), d);
     // Wait (however slow the machine, e.g. under ASan) until this run has saved, then a little more.
-    for (int waited = 0; waited < 1200; ++waited) {
-      if (std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    bool saved = false;
+    for (int waited = 0; waited < 1200 && !saved; ++waited) {
+      saved = std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before;
+      if (!saved) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(37 * trial));
     kill(pid, SIGKILL);
-    CHECK(wait_exit(pid) == -SIGKILL);
+    const int status = wait_exit(pid);
+    // A run that never saved, or ended before the kill, has not tested a kill inside a write.
+    INFO(slurp(d / "bg.err"));
+    REQUIRE(saved);
+    REQUIRE(status == -SIGKILL);
     // The checkpoint `latest` names is whole: it evaluates and training resumes from it.
     CmdResult e = train(d, plan, "--data " + kFashion + " --eval --checkpoint " + ck);
     INFO(e.err);
@@ -366,7 +371,17 @@ TEST_CASE("training: a data file that shrinks during the run changes nothing (it
   std::filesystem::copy_file(fixture("lm_corpus.u16"), d / "corpus.u16");
   pid_t pid = spawn(bin("ofrun") + " " + lm + " --data tokens:" + (d / "corpus.u16") + " --steps 20000 --metrics " + (d / "m.jsonl"), d);
   for (int waited = 0; waited < 1200 && slurp(d / "m.jsonl").empty(); ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  REQUIRE_FALSE(slurp(d / "m.jsonl").empty());  // training has started
   std::filesystem::resize_file(d / "corpus.u16", 10);  // mid-run
+  // Mid-run indeed: the run has not ended after the file shrank (nor written its last step).
+  int early = 0;
+  const bool running = waitpid(pid, &early, WNOHANG) == 0;
+  const size_t steps_then = line_count(slurp(d / "m.jsonl"));  // (the last line may be half written)
+  {
+    INFO("the run ended before the file shrank: " << slurp(d / "bg.err"));
+    REQUIRE(running);
+  }
+  CHECK(steps_then < 20000);
   CHECK(wait_exit(pid) == 0);
   INFO(slurp(d / "bg.err"));
   CHECK(slurp(d / "bg.out").find("ofrun: trained 20000 steps") != std::string::npos);
