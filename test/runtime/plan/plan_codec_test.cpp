@@ -2,8 +2,12 @@
 // The plan codec round trip and the runtime verifier: each corruption fails naming the field.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "common/error.h"
 #include "runtime/plan/load.h"
+#include "runtime/plan/plan_diff.h"
 #include "schemas/plan_codec.h"
 #include "schemas/plan_format.h"
 
@@ -40,6 +44,43 @@ plan::Plan tiny_plan() {
   return p;
 }
 
+// tiny_plan() with every field of plan_model.h set to a value that is not its default (not a plan
+// that verifies: a round trip of every field).
+plan::Plan every_field_plan() {
+  plan::Plan p = tiny_plan();
+  p.job = plan::Job{.kind = plan::JobKind::train, .batch = 3, .pieces = 5, .seed = 0x123456789abcull, .label = "y", .micro_batches = 4,
+                    .optimizer = "adam:lr=0.001", .lr = 1e-3f, .schedule = "cosine:warmup=10", .eval_plan = "tiny.eval.ofp"};
+  p.tensors[2].full_shape = {8};
+  p.tensors[2].shard_begin = {4};
+  p.tensors[2].model = true;
+  p.tensors[1].desc.dtype = DType::i64;
+  p.devices = {plan::DeviceRef{.rank = 1, .kind = 1, .index = 3}, plan::DeviceRef{.rank = 2, .kind = 0, .index = 1}};
+  p.arenas.push_back(plan::Arena{1, 1, 4096});
+  p.tasks[1].device = 1;
+  p.tasks[1].stream = 2;
+  p.tasks[1].stage = 1;
+  p.tasks[1].kind = plan::TaskKind::snapshot;
+  p.tasks[1].inputs.push_back(plan::TaskInput{plan::InputKind::variable, 0, 0});
+  p.tasks[1].inputs.push_back(plan::TaskInput{plan::InputKind::own, 1, 2});
+  p.tasks[1].attrs.set_ints("axes", {-1, 0, int64_t(1) << 40});
+  p.tasks[1].attrs.set_str("mode", "constant");
+  p.tasks[1].attrs.set_floats("nan", {std::numeric_limits<float>::quiet_NaN(), -0.0f, INFINITY});
+  p.regsts[1].persistent = true;
+  p.regsts[1].acts_per_piece = 2;
+  p.regsts[1].pieces_per_version = 3;
+  p.regsts[1].arena = 1;
+  p.regsts[1].blobs[0].offset = 64;
+  p.regsts[1].blobs[0].tensor = 2;
+  p.variables[0].arena = 1;
+  p.layouts = {plan::TensorLayout{"w", {{8}, DType::f32}, "cpu:0-1 [2]", "(S(0))", 1}};
+  p.boxings = {plan::Boxing{"w", "all_gather", "(S(0))", "(B)", "r", 16, true}};
+  p.buffers = {"bn.running_mean", "bn.running_var"};
+  p.carried = {"unused.weight"};
+  p.weights_bytes = 1234567;
+  p.weights_crc32 = 0xdeadbeef;
+  return p;
+}
+
 std::string verify_error(const plan::Plan& p) {
   try {
     runtime::verify_plan(p, "p.ofp");
@@ -52,28 +93,48 @@ std::string verify_error(const plan::Plan& p) {
 }  // namespace
 
 TEST_CASE("plan_codec: encode then decode gives the same plan", "[runtime]") {
-  plan::Plan p = tiny_plan();
-  std::vector<uint8_t> bytes = plan::encode(p);
-  plan::Plan q = plan::decode(bytes.data(), bytes.size(), "p.ofp");
-  CHECK(q.model == "tiny");
-  CHECK(q.job.batch == 2);
-  REQUIRE(q.tasks.size() == 3);
-  CHECK(q.tasks[1].kernel == "relu");
-  CHECK(q.tasks[1].attrs.get_floats("alpha") == std::vector<float>{0.5f});
-  CHECK(q.tasks[2].io_names == std::vector<std::string>{"y"});
-  CHECK(q.regsts[1].offsets == std::vector<uint64_t>{128, 192});
-  CHECK(q.regsts[0].blobs[0].desc.shape == Shape{2, 4});
-  CHECK(q.variables[0].key == "w");
-  CHECK(q.tensors[2].name == "w");
-  CHECK(plan::encode(q) == bytes);
-  CHECK(verify_error(q).empty());
+  for (const plan::Plan& p : {tiny_plan(), every_field_plan()}) {
+    std::vector<uint8_t> bytes = plan::encode(p);
+    plan::Plan q = plan::decode(bytes.data(), bytes.size(), "p.ofp");
+    CHECK(test::plan_diff(p, q) == "");  // field by field against the Plan that was encoded
+    CHECK(plan::encode(q) == bytes);
+  }
+  std::vector<uint8_t> bytes = plan::encode(tiny_plan());
+  CHECK(verify_error(plan::decode(bytes.data(), bytes.size(), "p.ofp")).empty());
+}
+
+TEST_CASE("plan_diff: a change to a field is found and named", "[runtime]") {
+  const plan::Plan p = every_field_plan();
+  CHECK(test::plan_diff(p, p) == "");
+  auto changed = [&p](auto mutate) {
+    plan::Plan q = p;
+    mutate(q);
+    return test::plan_diff(p, q);
+  };
+  CHECK(changed([](plan::Plan& q) { q.job.lr = 2e-3f; }).rfind("job.lr: ", 0) == 0);
+  CHECK(changed([](plan::Plan& q) { q.job.eval_plan = ""; }).rfind("job.eval_plan: ", 0) == 0);
+  CHECK(changed([](plan::Plan& q) { q.tensors[2].model = false; }) == "tensors[2].model: 1 != 0");
+  CHECK(changed([](plan::Plan& q) { q.devices[0].kind = 0; }) == "devices[0].kind: 1 != 0");
+  CHECK(changed([](plan::Plan& q) { q.tasks[1].attrs.set_floats("nan", {0.f, -0.0f, INFINITY}); }).rfind("tasks[1].attrs[3].floats[0]: ", 0) == 0);
+  CHECK(changed([](plan::Plan& q) { q.tasks[1].attrs.set_floats("nan", {std::numeric_limits<float>::quiet_NaN(), 0.0f, INFINITY}); })
+            .rfind("tasks[1].attrs[3].floats[1]: ", 0) == 0);
+  CHECK(changed([](plan::Plan& q) { q.tasks[1].inputs[2].blob = 1; }) == "tasks[1].inputs[2].blob: 2 != 1");
+  CHECK(changed([](plan::Plan& q) { q.regsts[1].pieces_per_version = 1; }) == "regsts[1].pieces_per_version: 3 != 1");
+  CHECK(changed([](plan::Plan& q) { q.regsts[0].blobs[0].desc.shape = {2, 5}; }) == "regsts[0].blobs[0].desc.shape: [2,4] != [2,5]");
+  CHECK(changed([](plan::Plan& q) { q.boxings[0].backward = false; }) == "boxings[0].backward: 1 != 0");
+  CHECK(changed([](plan::Plan& q) { q.layouts.clear(); }) == "layouts.size(): 1 != 0");
+  CHECK(changed([](plan::Plan& q) { q.carried.clear(); }) == "carried: [unused.weight] != []");
+  CHECK(changed([](plan::Plan& q) { q.weights_crc32 = 0; }).rfind("weights_crc32: ", 0) == 0);
 }
 
 TEST_CASE("plan_codec: every truncation and every flipped byte is refused", "[runtime]") {
   std::vector<uint8_t> bytes = plan::encode(tiny_plan());
-  for (size_t n = 0; n < bytes.size(); n += 7)
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    INFO("truncated to " << n << " of " << bytes.size() << " bytes");
     REQUIRE_THROWS_AS(plan::decode(bytes.data(), n, "p.ofp"), Error);
+  }
   for (size_t i = 0; i < bytes.size(); ++i) {
+    INFO("byte " << i << " flipped");
     std::vector<uint8_t> bad = bytes;
     bad[i] ^= 0x10;
     REQUIRE_THROWS_AS(plan::decode(bad.data(), bad.size(), "p.ofp"), Error);
