@@ -32,3 +32,65 @@ TEST_CASE("fuse_activations: a Relu on a value that others also read is left alo
     CHECK(FuseActivations().run(c) == false);
   }
 }
+
+namespace {
+
+// The MLP after infer-shapes: fc1 (gemm) -> relu1 -> fc2 (gemm) -> relu2 -> fc3 (gemm).
+Compilation mlp() {
+  Compilation c{.graph = import_onnx_file(fixture("mlp.onnx"))};
+  REQUIRE(InferShapes().run(c));
+  REQUIRE(c.graph.nodes.size() == 5);
+  REQUIRE(c.graph.nodes[0].kernel == "gemm");
+  REQUIRE(c.graph.nodes[1].kernel == "relu");
+  REQUIRE(c.graph.nodes[3].kernel == "relu");
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("fuse_activations: a Relu whose input has another reader is not fused", "[compiler]") {
+  Compilation c = mlp();
+  Graph& g = c.graph;
+  // A second reader of fc1's output: a Relu of its own, whose output is a graph output.
+  const ValueId x = g.nodes[0].outputs[0];
+  Node extra = g.nodes[1];
+  extra.name = "extra_reader";
+  const ValueId y = g.add_value("extra_out");
+  g.values[y].desc = g.values[x].desc;
+  g.values[y].known = true;
+  g.values[y].graph_output = true;
+  extra.outputs = {y};
+  g.nodes.push_back(extra);
+  g.values[y].producer = NodeId(g.nodes.size() - 1);
+  g.values[x].consumers.push_back(NodeId(g.nodes.size() - 1));
+  g.outputs.push_back(y);
+  verify(g, "test setup");
+  REQUIRE(FuseActivations().run(c));  // fc2's Relu still fuses
+  verify(g, "fuse-activations");
+  REQUIRE(g.nodes.size() == 5);
+  // fc1 keeps its plain output, which both Relus still read.
+  CHECK_FALSE(g.nodes[0].kernel_attrs.has("activation"));
+  CHECK(g.nodes[0].outputs[0] == x);
+  CHECK(g.values[x].consumers.size() == 2);
+  for (NodeId n : g.values[x].consumers) CHECK(g.nodes[n].kernel == "relu");
+  CHECK(g.nodes[2].kernel_attrs.get_str("activation") == "relu");
+  CHECK(FuseActivations().run(c) == false);
+}
+
+TEST_CASE("fuse_activations: a Relu whose input is a graph output is not fused", "[compiler]") {
+  Compilation c = mlp();
+  Graph& g = c.graph;
+  const ValueId x = g.nodes[0].outputs[0];  // fc1's output, read only by relu1, is also returned
+  g.values[x].graph_output = true;
+  g.outputs.push_back(x);
+  verify(g, "test setup");
+  REQUIRE(FuseActivations().run(c));  // fc2's Relu still fuses
+  verify(g, "fuse-activations");
+  REQUIRE(g.nodes.size() == 4);
+  CHECK_FALSE(g.nodes[0].kernel_attrs.has("activation"));
+  CHECK(g.nodes[0].outputs[0] == x);  // the graph output still holds fc1's output before the ReLU
+  CHECK(g.values[x].producer == 0);
+  REQUIRE(g.values[x].consumers.size() == 1);
+  CHECK(g.nodes[g.values[x].consumers[0]].kernel == "relu");
+  CHECK(g.nodes[2].kernel_attrs.get_str("activation") == "relu");
+}
