@@ -20,6 +20,10 @@ namespace of::compiler {
 namespace {
 
 constexpr int64_t kMinOpset = 13;
+// The newest opset whose forms of our operators are implemented: 18 moved ReduceMean's axes to an
+// input and gave Split num_outputs (both handled). Newer opsets change ops we support in ways not
+// reviewed here (AveragePool dilations in 19, new types for Cast, Reshape and others in 19 to 23).
+constexpr int64_t kMaxOpset = 18;
 
 DType dtype_of(int32_t onnx_type, const Where& where) {
   switch (onnx_type) {
@@ -171,6 +175,8 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   if (opset >= 0 && opset < kMinOpset)
     fail(file, "opset {} is not supported; export with opset_version >= {}", opset, kMinOpset);
+  if (opset > kMaxOpset)
+    fail(file, "opset {} is newer than this ofc knows ({}..{}); export with opset_version <= {}", opset, kMinOpset, kMaxOpset, kMaxOpset);
 
   const onnx::GraphProto& gp = model.graph();
   Graph g;
@@ -208,6 +214,9 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
       if (d.dim_value() < 0) fail(w, "has a negative dimension {}", d.dim_value());
       val.desc.shape.push_back(d.dim_value());
     }
+    // The first dimension is the batch ofrun streams: a plan of 0 samples can never run.
+    if (!val.desc.shape.empty() && val.desc.shape[0] == 0)
+      fail(w, "has shape {}: a batch of 0 samples (dimension 0) can never run", shape_str(val.desc.shape));
     int64_t n = 1;  // as for initializers: the element count (zeros counted as ones) must fit
     for (int64_t dim : val.desc.shape) {
       const int64_t f = std::max<int64_t>(dim, 1);

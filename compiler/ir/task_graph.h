@@ -22,4 +22,12 @@ using plan::VariableId;
 using plan::align_up;
 using TaskGraph = plan::Plan;
 
+// offset + bytes rounded up to the alignment, saturating at 2^64 - 1 instead of wrapping: a model
+// with huge tensors then gets an arena check-plan refuses, not a small wrapped one.
+inline uint64_t add_aligned(uint64_t offset, uint64_t bytes) {
+  constexpr uint64_t kMax = ~uint64_t(0);
+  if (bytes > kMax - offset || offset + bytes > kMax - plan::kAlignment) return kMax;
+  return align_up(offset + bytes);
+}
+
 }  // namespace of::compiler

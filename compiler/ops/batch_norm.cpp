@@ -107,6 +107,7 @@ void grad_batch_norm(GradCtx& g) {
 
 }  // namespace
 
-OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_batch_norm, grad_batch_norm}; }
+OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_batch_norm, grad_batch_norm,
+          {real_attr("epsilon", 0), real_attr("momentum", 0, 1), bool_attr("training_mode")}}; }
 
 }  // namespace of::compiler

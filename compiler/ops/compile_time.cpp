@@ -24,6 +24,6 @@ OpDef less_def() { return {"Less", infer_compile_time, lower_none}; }
 OpDef not_def() { return {"Not", infer_compile_time, lower_none}; }
 OpDef or_def() { return {"Or", infer_compile_time, lower_none}; }
 OpDef range_def() { return {"Range", infer_compile_time, lower_none}; }
-OpDef shape_def() { return {"Shape", infer_compile_time, lower_none}; }
+OpDef shape_def() { return {"Shape", infer_compile_time, lower_none, nullptr, {int_attr("start", -kMaxInt, kMaxInt), int_attr("end", -kMaxInt, kMaxInt)}}; }
 
 }  // namespace of::compiler

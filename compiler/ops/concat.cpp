@@ -11,7 +11,7 @@ namespace {
 
 int64_t concat_axis(const OpCtx& c) {
   if (!c.attrs().has("axis")) c.fail("attribute axis is required");
-  return c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size()));
+  return c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size()), "attribute axis");
 }
 
 void infer_concat(OpCtx& c) {
@@ -60,6 +60,6 @@ void grad_concat(GradCtx& g) {
 
 }  // namespace
 
-OpDef concat_def() { return {"Concat", infer_concat, lower_concat, grad_concat}; }
+OpDef concat_def() { return {"Concat", infer_concat, lower_concat, grad_concat, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
 
 }  // namespace of::compiler

@@ -62,6 +62,8 @@ void grad_conv(GradCtx& g) {
 
 }  // namespace
 
-OpDef conv_def() { return {"Conv", infer_conv, lower_conv, grad_conv}; }
+OpDef conv_def() { return {"Conv", infer_conv, lower_conv, grad_conv,
+          {int_attr("group", 1, kMaxDim), ints_attr("kernel_shape", 1, kMaxDim), ints_attr("strides", 1, kMaxDim),
+           ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)}}; }
 
 }  // namespace of::compiler

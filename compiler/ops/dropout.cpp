@@ -67,6 +67,6 @@ void grad_dropout(GradCtx& g) {
 
 }  // namespace
 
-OpDef dropout_def() { return {"Dropout", infer_dropout, lower_dropout, grad_dropout}; }
+OpDef dropout_def() { return {"Dropout", infer_dropout, lower_dropout, grad_dropout, {real_attr("ratio"), int_attr("seed", -kMaxInt, kMaxInt)}}; }
 
 }  // namespace of::compiler

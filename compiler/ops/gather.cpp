@@ -16,7 +16,7 @@ void infer_gather(OpCtx& c) {
   if (idx.dtype != DType::i64 && idx.dtype != DType::i32)
     c.fail("input 1 (indices) has dtype {}, expected int64 or int32", dtype_name(idx.dtype));
   if (data.shape.empty()) c.fail("input 0 (data) is a scalar; nothing to gather from");
-  if (c.axis(c.attrs().get_int("axis", 0), int64_t(data.shape.size())) != 0)
+  if (c.axis(c.attrs().get_int("axis", 0), int64_t(data.shape.size()), "attribute axis") != 0)
     c.fail("only axis 0 is supported (an embedding lookup), got axis {}", c.attrs().get_int("axis", 0));
   Shape out = idx.shape;
   out.insert(out.end(), data.shape.begin() + 1, data.shape.end());
@@ -32,6 +32,6 @@ void grad_gather(GradCtx& g) {
 
 }  // namespace
 
-OpDef gather_def() { return {"Gather", infer_gather, lower_gather, grad_gather}; }
+OpDef gather_def() { return {"Gather", infer_gather, lower_gather, grad_gather, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
 
 }  // namespace of::compiler

@@ -65,6 +65,7 @@ void grad_gemm(GradCtx& g) {
 
 }  // namespace
 
-OpDef gemm_def() { return {"Gemm", infer_gemm, lower_gemm, grad_gemm}; }
+OpDef gemm_def() { return {"Gemm", infer_gemm, lower_gemm, grad_gemm,
+          {bool_attr("transA"), bool_attr("transB"), real_attr("alpha"), real_attr("beta")}}; }
 
 }  // namespace of::compiler

@@ -7,7 +7,9 @@
 namespace of::compiler {
 namespace {
 
-int64_t norm_axis(const OpCtx& c) { return c.axis(c.attrs().get_int("axis", -1), int64_t(c.in(0).shape.size())); }
+int64_t norm_axis(const OpCtx& c) {
+  return c.axis(c.attrs().get_int("axis", -1), int64_t(c.in(0).shape.size()), "attribute axis");
+}
 
 void infer_layer_norm(OpCtx& c) {
   c.expect_arity(2, 3, 3);
@@ -45,6 +47,7 @@ void grad_layer_norm(GradCtx& g) {
 
 }  // namespace
 
-OpDef layer_norm_def() { return {"LayerNormalization", infer_layer_norm, lower_layer_norm, grad_layer_norm}; }
+OpDef layer_norm_def() { return {"LayerNormalization", infer_layer_norm, lower_layer_norm, grad_layer_norm,
+          {int_attr("axis", -kMaxAxis, kMaxAxis), real_attr("epsilon", 0)}}; }
 
 }  // namespace of::compiler

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // OpCtx helpers shared by every OpDef, and the shared shape rules.
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstring>
 
 #include "compiler/ops/op_def.h"
@@ -98,6 +101,47 @@ void OpCtx::set_kernel(std::string name, Attrs attrs) {
 void OpCtx::set_runtime_inputs(std::vector<size_t> input_indices) {
   node_.runtime_inputs.clear();
   for (size_t i : input_indices) node_.runtime_inputs.push_back(node_.inputs.at(i));
+}
+
+void check_attrs(const OpDef& def, const OpCtx& ctx) {
+  for (const AttrRule& rule : def.attrs) {
+    const Attr* a = ctx.attrs().find(std::string(rule.name));
+    if (!a) continue;
+    // "in [lo, hi]", or only the side that was crossed when the other is loose.
+    auto range = [&rule](double v) {
+      const bool real = rule.kind == AttrRule::Kind::real;
+      auto num = [real](double x) { return real ? fmt::format("{}", x) : fmt::format("{}", int64_t(x)); };
+      if (v < rule.lo && rule.hi >= kMaxDim) return ">= " + num(rule.lo);
+      if (v > rule.hi && rule.lo <= -kMaxDim) return "<= " + num(rule.hi);
+      return fmt::format("in [{}, {}]", num(rule.lo), num(rule.hi));
+    };
+    switch (rule.kind) {
+      case AttrRule::Kind::boolean:
+      case AttrRule::Kind::integer: {
+        if (a->ints.size() != 1 || !a->floats.empty() || !a->str.empty())
+          ctx.fail("attribute {} must be one integer", rule.name);
+        const int64_t v = a->ints[0];
+        if (double(v) < rule.lo || double(v) > rule.hi) {
+          if (rule.kind == AttrRule::Kind::boolean) ctx.fail("attribute {} = {} must be 0 or 1", rule.name, v);
+          ctx.fail("attribute {} = {} must be {}", rule.name, v, range(double(v)));
+        }
+        break;
+      }
+      case AttrRule::Kind::integers:
+        if (!a->floats.empty() || !a->str.empty()) ctx.fail("attribute {} must be a list of integers", rule.name);
+        for (int64_t v : a->ints)
+          if (double(v) < rule.lo || double(v) > rule.hi)
+            ctx.fail("attribute {} = [{}] must hold values {}", rule.name, fmt::join(a->ints, ","), range(double(v)));
+        break;
+      case AttrRule::Kind::real: {
+        if (a->floats.size() != 1 || !a->ints.empty() || !a->str.empty()) ctx.fail("attribute {} must be one float", rule.name);
+        const float v = a->floats[0];
+        if (!std::isfinite(v)) ctx.fail("attribute {} = {} must be a finite number", rule.name, v);
+        if (double(v) < rule.lo || double(v) > rule.hi) ctx.fail("attribute {} = {} must be {}", rule.name, v, range(double(v)));
+        break;
+      }
+    }
+  }
 }
 
 Shape broadcast_shapes(const OpCtx& ctx, const Shape& a, const Shape& b) {

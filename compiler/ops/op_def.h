@@ -111,13 +111,38 @@ class GradCtx {
   std::vector<bool>& wants_;     // per value
 };
 
+// The values an attribute may take, checked (check_attrs) before anything reads it, so a model
+// with Gemm transB = 7 or a NaN epsilon fails naming the node, the op and the attribute instead
+// of compiling into something else. Axes, whose range depends on a rank, are checked where they
+// are normalized (OpCtx::axis).
+struct AttrRule {
+  enum class Kind { boolean, integer, integers, real };
+  Kind kind;
+  std::string_view name;
+  double lo = 0, hi = 0;  // inclusive; integer: the value, integers: each value, real: finite and within
+};
+inline constexpr double kMaxDim = double(int64_t(1) << 31);  // a bound on strides, pads, kernels
+inline constexpr double kMaxAxis = 64;                      // |axis|: beyond any rank (ranks are checked later)
+inline constexpr double kMaxInt = 9.2e18;                    // about int64's largest: no upper bound
+inline AttrRule bool_attr(std::string_view name) { return {AttrRule::Kind::boolean, name, 0, 1}; }
+inline AttrRule int_attr(std::string_view name, double lo, double hi) { return {AttrRule::Kind::integer, name, lo, hi}; }
+inline AttrRule ints_attr(std::string_view name, double lo, double hi) { return {AttrRule::Kind::integers, name, lo, hi}; }
+inline AttrRule real_attr(std::string_view name, double lo = -3.4e38, double hi = 3.4e38) {
+  return {AttrRule::Kind::real, name, lo, hi};
+}
+
 struct OpDef {
   std::string_view onnx_type;
   void (*infer)(OpCtx&);
   void (*lower)(OpCtx&);
   // The gradient rule; nullptr: training through this op is not supported yet.
   void (*grad)(GradCtx&) = nullptr;
+  std::vector<AttrRule> attrs = {};  // what check_attrs enforces (attributes not listed: unchecked)
 };
+
+// Fails through ctx when one of the node's attributes breaks its OpDef's rules (infer-shapes
+// calls it for every node before folding or inferring it).
+void check_attrs(const OpDef& def, const OpCtx& ctx);
 
 // Shared shape rules (compiler/ops/op_ctx.cpp).
 // numpy multidirectional broadcasting; fails through ctx when the shapes do not broadcast.

@@ -111,9 +111,9 @@ void lower_hard_sigmoid(OpCtx& c) {
 
 OpDef clip_def() { return {"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>}; }
 OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>}; }
-OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid, grad_by_kernel<kHardSigmoid>}; }
+OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid, grad_by_kernel<kHardSigmoid>, {real_attr("alpha"), real_attr("beta")}}; }
 OpDef hard_swish_def() { return {"HardSwish", infer_one, lower_plain<kHardSwish>, grad_by_kernel<kHardSwish>}; }
-OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_by_kernel<kLeakyRelu>}; }
+OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_by_kernel<kLeakyRelu>, {real_attr("alpha")}}; }
 OpDef neg_def() { return {"Neg", infer_one, lower_plain<kNeg>, grad_neg}; }
 OpDef pow_def() { return {"Pow", infer_pow, lower_pow, grad_by_kernel<kPow>}; }
 OpDef reciprocal_def() { return {"Reciprocal", infer_one, lower_plain<kReciprocal>, grad_reciprocal}; }

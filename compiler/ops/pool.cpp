@@ -93,8 +93,12 @@ void grad_global_average_pool(GradCtx& g) {
 
 }  // namespace
 
-OpDef average_pool_def() { return {"AveragePool", infer_average_pool, lower_average_pool, grad_average_pool}; }
+OpDef average_pool_def() { return {"AveragePool", infer_average_pool, lower_average_pool, grad_average_pool,
+          {bool_attr("ceil_mode"), bool_attr("count_include_pad"), ints_attr("kernel_shape", 1, kMaxDim),
+           ints_attr("strides", 1, kMaxDim), ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)}}; }
 OpDef global_average_pool_def() { return {"GlobalAveragePool", infer_global_average_pool, lower_global_average_pool, grad_global_average_pool}; }
-OpDef max_pool_def() { return {"MaxPool", infer_max_pool, lower_max_pool, grad_max_pool}; }
+OpDef max_pool_def() { return {"MaxPool", infer_max_pool, lower_max_pool, grad_max_pool,
+          {bool_attr("ceil_mode"), bool_attr("storage_order"), ints_attr("kernel_shape", 1, kMaxDim),
+           ints_attr("strides", 1, kMaxDim), ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)}}; }
 
 }  // namespace of::compiler

@@ -60,6 +60,7 @@ void grad_reduce_mean(GradCtx& g) {
 
 }  // namespace
 
-OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce_mean, lower_reduce_mean, grad_reduce_mean}; }
+OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce_mean, lower_reduce_mean, grad_reduce_mean,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
 
 }  // namespace of::compiler

@@ -15,7 +15,7 @@ void infer_flatten(OpCtx& c) {
   auto rank = int64_t(x.shape.size());
   int64_t axis = c.attrs().get_int("axis", 1);
   // Unlike most axes, Flatten's may equal the rank (everything goes into the first dim).
-  if (axis < -rank || axis > rank) c.fail("axis {} is out of range [{}, {}] for input 0 {}", axis, -rank, rank, shape_str(x.shape));
+  if (axis < -rank || axis > rank) c.fail("attribute axis {} is out of range [{}, {}] for input 0 {}", axis, -rank, rank, shape_str(x.shape));
   if (axis < 0) axis += rank;
   Shape outer(x.shape.begin(), x.shape.begin() + axis), inner(x.shape.begin() + axis, x.shape.end());
   c.out(0) = TensorDesc{{numel(outer), numel(inner)}, x.dtype};
@@ -122,11 +122,11 @@ void grad_copy(GradCtx& g) {
 
 }  // namespace
 
-OpDef cast_def() { return {"Cast", infer_cast, lower_copy, grad_copy}; }
-OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy, grad_copy}; }
+OpDef cast_def() { return {"Cast", infer_cast, lower_copy, grad_copy, {int_attr("to", 0, kMaxInt)}}; }
+OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy, grad_copy, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
 OpDef identity_def() { return {"Identity", infer_identity, lower_copy, grad_copy}; }
-OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape, grad_copy}; }
-OpDef squeeze_def() { return {"Squeeze", infer_squeeze, lower_reshape, grad_copy}; }
-OpDef unsqueeze_def() { return {"Unsqueeze", infer_unsqueeze, lower_reshape, grad_copy}; }
+OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape, grad_copy, {bool_attr("allowzero")}}; }
+OpDef squeeze_def() { return {"Squeeze", infer_squeeze, lower_reshape, grad_copy, {ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
+OpDef unsqueeze_def() { return {"Unsqueeze", infer_unsqueeze, lower_reshape, grad_copy, {ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
 
 }  // namespace of::compiler

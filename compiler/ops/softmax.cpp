@@ -6,7 +6,7 @@ namespace of::compiler {
 namespace {
 
 int64_t softmax_axis(const OpCtx& c) {
-  return c.axis(c.attrs().get_int("axis", -1), int64_t(c.in(0).shape.size()));
+  return c.axis(c.attrs().get_int("axis", -1), int64_t(c.in(0).shape.size()), "attribute axis");
 }
 
 void infer_softmax(OpCtx& c) {
@@ -35,7 +35,7 @@ void grad_softmax(GradCtx& g) {
 
 }  // namespace
 
-OpDef log_softmax_def() { return {"LogSoftmax", infer_softmax, lower_softmax<kLogSoftmax>, grad_softmax<kLogSoftmax>}; }
-OpDef softmax_def() { return {"Softmax", infer_softmax, lower_softmax<kSoftmax>, grad_softmax<kSoftmax>}; }
+OpDef log_softmax_def() { return {"LogSoftmax", infer_softmax, lower_softmax<kLogSoftmax>, grad_softmax<kLogSoftmax>, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
+OpDef softmax_def() { return {"Softmax", infer_softmax, lower_softmax<kSoftmax>, grad_softmax<kSoftmax>, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
 
 }  // namespace of::compiler

@@ -17,6 +17,8 @@ std::vector<int64_t> split_sizes(OpCtx& c, int64_t axis) {
   const int64_t dim = c.in(0).shape[size_t(axis)];
   std::vector<int64_t> sizes = c.has_in(1) ? c.const_ints(1) : c.attrs().get_ints("split");
   const auto parts = int64_t(c.num_outputs());
+  if (c.attrs().has("num_outputs") && c.attrs().get_int("num_outputs", 0) != parts)
+    c.fail("attribute num_outputs = {} but the node has {} outputs", c.attrs().get_int("num_outputs", 0), parts);
   if (!sizes.empty() && int64_t(sizes.size()) != parts)
     c.fail("split sizes [{}] name {} parts for {} outputs", fmt::join(sizes, ","), sizes.size(), parts);
   if (sizes.empty()) {
@@ -38,7 +40,7 @@ std::vector<int64_t> split_sizes(OpCtx& c, int64_t axis) {
 void infer_split(OpCtx& c) {
   c.expect_arity(1, 2, 64);
   const TensorDesc& x = c.in(0);
-  const int64_t axis = c.axis(c.attrs().get_int("axis", 0), int64_t(x.shape.size()));
+  const int64_t axis = c.axis(c.attrs().get_int("axis", 0), int64_t(x.shape.size()), "attribute axis");
   const std::vector<int64_t> sizes = split_sizes(c, axis);
   for (size_t k = 0; k < sizes.size(); ++k) {
     Shape s = x.shape;
@@ -49,7 +51,7 @@ void infer_split(OpCtx& c) {
 
 void lower_split(OpCtx& c) {
   Attrs a;
-  a.set_int("axis", c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size())));
+  a.set_int("axis", c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size()), "attribute axis"));
   c.set_kernel("split", std::move(a));
   c.set_runtime_inputs({0});
 }
@@ -138,6 +140,7 @@ void grad_slice(GradCtx& g) {
 }  // namespace
 
 OpDef slice_def() { return {"Slice", infer_slice, lower_slice, grad_slice}; }
-OpDef split_def() { return {"Split", infer_split, lower_split, grad_split}; }
+OpDef split_def() { return {"Split", infer_split, lower_split, grad_split,
+          {int_attr("axis", -kMaxAxis, kMaxAxis), ints_attr("split", 0, kMaxInt), int_attr("num_outputs", 1, 64)}}; }
 
 }  // namespace of::compiler

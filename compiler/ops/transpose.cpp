@@ -52,6 +52,6 @@ void grad_transpose(GradCtx& g) {
 
 }  // namespace
 
-OpDef transpose_def() { return {"Transpose", infer_transpose, lower_transpose, grad_transpose}; }
+OpDef transpose_def() { return {"Transpose", infer_transpose, lower_transpose, grad_transpose, {ints_attr("perm", 0, kMaxAxis)}}; }
 
 }  // namespace of::compiler

@@ -136,6 +136,11 @@ bool AddOptimizer::run(Compilation& c) {
     return false;
   }
   if (o.micro_batches < 1) fail({}, "--micro-batches must be at least 1, got {}", o.micro_batches);
+  // Each micro-batch is one whole batch of the model (a step sums k of them), so k never has to
+  // divide the batch; the bound keeps a step and check-plan's play of it (2k pieces) finite.
+  if (o.micro_batches > kMaxMicroBatches)
+    fail({.field = "--micro-batches"}, "{} is outside [1, {}] (each is a whole batch of the model; a step sums them)",
+         o.micro_batches, kMaxMicroBatches);
   Graph& g = c.graph;
   const OptimizerChoice opt = parse_optimizer(o.optimizer);
   LrSchedule::parse(o.schedule, opt.lr);  // fails now rather than at run time

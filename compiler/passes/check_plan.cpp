@@ -12,8 +12,8 @@
 // after the first step every step starts from the same state of free slots and versions. A stall
 // is reported as the cycle of waits: each task named with what it waits for from the next.
 //
-// Memory: with --device-memory, every device's arena (the peak it ever holds: every slot has its
-// own place) must fit.
+// Memory: every device's arena (the peak it ever holds: every slot has its own place) must fit
+// in an address space (2^47 bytes) and, with --device-memory, in the memory given.
 #include <algorithm>
 #include <deque>
 #include <set>
@@ -185,6 +185,8 @@ class Simulator {
 std::string task_label(const TaskGraph& tg, TaskId t) { return fmt::format("task {} '{}'", t, tg.tasks[size_t(t)].name); }
 
 std::string human(uint64_t b) {
+  if (b >= (1ull << 50)) return fmt::format("{:.1f} PiB", double(b) / double(1ull << 50));
+  if (b >= (1ull << 40)) return fmt::format("{:.1f} TiB", double(b) / double(1ull << 40));
   if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", double(b) / double(1ull << 30));
   if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(b) / double(1ull << 20));
   return fmt::format("{} bytes", b);
@@ -219,12 +221,24 @@ bool CheckPlan::run(Compilation& c) {
   int32_t most_slots = 1;
   for (const Regst& r : tg.regsts) most_slots = std::max(most_slots, r.slots);
   const int64_t k = c.options.train ? c.options.micro_batches : 1;
-  check_no_deadlock(tg, std::max<int64_t>(2 * k, (most_slots + 1) * k));
+  for (const Arena& a : tg.arenas) {
+    if (a.bytes <= kMaxArenaBytes) continue;
+    const Regst* largest = nullptr;  // what to blame: the register with the largest slot there
+    for (const Regst& r : tg.regsts)
+      if (r.arena == a.id && (!largest || r.slot_bytes > largest->slot_bytes)) largest = &r;
+    const std::string blame =
+        largest ? fmt::format("; the largest register, {} x {} from task '{}'", largest->slots, human(largest->slot_bytes),
+                              tg.tasks[size_t(largest->producer)].name)
+                : "";
+    fail({.file = c.graph.source_file}, "device cpu:{} needs {} ({} bytes, its arena's peak), more than the {} a process can address{}",
+         tg.devices[size_t(a.device)].index, human(a.bytes), a.bytes, human(kMaxArenaBytes), blame);
+  }
   if (c.options.device_memory > 0)
     for (const Arena& a : tg.arenas)
       if (a.bytes > c.options.device_memory)
         fail({.field = "--device-memory"}, "device cpu:{} needs {} ({} bytes, its arena's peak), more than the {} given",
              tg.devices[size_t(a.device)].index, human(a.bytes), a.bytes, human(c.options.device_memory));
+  check_no_deadlock(tg, std::max<int64_t>(2 * k, (most_slots + 1) * k));
   return false;
 }
 

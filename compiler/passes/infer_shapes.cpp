@@ -15,14 +15,15 @@ bool InferShapes::run(Compilation& c) {
   std::vector<bool> folded(g.nodes.size(), false);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     Node& node = g.nodes[n];
+    const OpDef* def = find_op(node.domain, node.op_type);
+    OF_ASSERT(def, "import let an unsupported op through: " + node.op_type);
+    OpCtx ctx(g, node);
+    check_attrs(*def, ctx);  // before folding: const_eval reads the same attributes
     // Shape arithmetic and other constant-only nodes become constants (const_eval.cpp).
     if (try_fold(g, node)) {
       folded[n] = true;
       continue;
     }
-    const OpDef* def = find_op(node.domain, node.op_type);
-    OF_ASSERT(def, "import let an unsupported op through: " + node.op_type);
-    OpCtx ctx(g, node);
     def->infer(ctx);
     for (size_t i = 0; i < node.outputs.size(); ++i)
       if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);

@@ -27,7 +27,7 @@ Regst make_regst(TaskGraph& tg, TaskId producer, const Graph& g, const std::vect
   for (ValueId v : values) {
     const TensorDesc& d = g.values[v].desc;
     Blob b{.tensor = v, .desc = d, .offset = offset, .bytes = uint64_t(d.bytes())};
-    offset = align_up(offset + b.bytes);
+    offset = add_aligned(offset, b.bytes);
     r.blobs.push_back(b);
   }
   // A zero-byte register still gets a distinct address per slot.

@@ -109,6 +109,9 @@ void Parallelizer::place() {
   for (size_t n = 0; n < g_.nodes.size(); ++n)
     if (g_.nodes[n].forward < 0 && g_.nodes[n].inplace.empty()) total += work[n] = flops_of(g_, g_.nodes[n]);
   double before = 0;
+  int32_t forward_left = 0;  // forward ops not yet placed
+  for (const Node& node : g_.nodes) forward_left += node.forward < 0 && node.inplace.empty();
+  int32_t last_stage = -1;  // the stage of the forward op placed last
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
     const Node& node = g_.nodes[n];
     if (node.forward >= 0) {
@@ -121,10 +124,21 @@ void Parallelizer::place() {
       stage_of_[n] = int32_t(std::upper_bound(starts.begin(), starts.end(), NodeId(n)) - starts.begin());
     } else {
       const double mid = total > 0 ? (before + work[n] / 2) / total : 0;
-      stage_of_[n] = std::min(o_.pp - 1, int32_t(mid * o_.pp));
+      int32_t s = std::min(o_.pp - 1, int32_t(mid * o_.pp));
+      // No stage left empty: never skip one, and leave an op for each stage still to come.
+      s = last_stage < 0 ? 0 : std::clamp(s, last_stage, std::min(o_.pp - 1, last_stage + 1));
+      s = std::max(s, o_.pp - forward_left);
+      stage_of_[n] = last_stage = s;
+      --forward_left;
       before += work[n];
     }
   }
+  std::vector<int32_t> ops_in(size_t(o_.pp), 0);
+  for (size_t n = 0; n < g_.nodes.size(); ++n)
+    if (g_.nodes[n].forward < 0 && g_.nodes[n].inplace.empty()) ++ops_in[size_t(stage_of_[n])];
+  for (int32_t s = 0; s < o_.pp; ++s)
+    if (ops_in[size_t(s)] == 0)
+      fail({.file = file, .field = file.empty() ? "--pp" : "stages"}, "pipeline stage {} of {} would hold no forward op", s, o_.pp);
 }
 
 // A graph input arrives whole on device 0 (the data source); for costing, it is as if it came
@@ -401,6 +415,11 @@ bool Parallelize::run(Compilation& c) {
   if (o.dp < 1 || o.tp < 1 || o.pp < 1) fail({.field = "--dp/--tp/--pp"}, "must each be at least 1");
   if (int64_t(o.dp) * o.tp * o.pp != o.devices)
     fail({.field = "--devices"}, "{} devices, but --dp {} x --tp {} x --pp {} = {}", o.devices, o.dp, o.tp, o.pp, int64_t(o.dp) * o.tp * o.pp);
+  int64_t forward_ops = 0;
+  for (const Node& n : c.graph.nodes) forward_ops += n.forward < 0 && n.inplace.empty();
+  if (o.pp > forward_ops)
+    fail({.field = "--pp"}, "{} pipeline stages, but the model has {} forward op{}; each stage needs at least one",
+         o.pp, forward_ops, forward_ops == 1 ? "" : "s");
   if (o.pp > 1 && o.train && o.micro_batches < o.pp)
     fail({.field = "--micro-batches"}, "{} micro-batches cannot keep {} pipeline stages busy; give at least {}", o.micro_batches, o.pp, o.pp);
   // TODO(issue-10): per-device batch statistics (DDP's BatchNorm) need SBP rules for the

@@ -12,6 +12,10 @@
 
 namespace of::compiler {
 
+inline constexpr int32_t kMaxMicroBatches = 65536;
+// The most an arena may hold: x86-64 and AArch64 give a process 2^47 bytes of address space.
+inline constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 47;
+
 struct CompileOptions {
   int32_t slots = 2;       // slots per streamed register
   int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
@@ -22,7 +26,7 @@ struct CompileOptions {
   bool train = false;
   std::string optimizer = "sgd:lr=0.01";  // sgd|adam|adamw[:key=value,...]
   std::string schedule = "constant";       // common/lr_schedule.h
-  int32_t micro_batches = 1;               // pieces per optimizer step
+  int32_t micro_batches = 1;               // pieces per optimizer step (at most kMaxMicroBatches)
   // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"
   // instead of the mean loss.
   bool eval_metrics = false;

@@ -23,7 +23,7 @@ MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
   if (same_lifetime) {
     for (size_t i = 0; i < requests.size(); ++i) {
       plan.offsets[i] = plan.total;
-      plan.total += align_up(requests[i].bytes);
+      plan.total = add_aligned(plan.total, requests[i].bytes);
     }
     return plan;
   }
@@ -40,19 +40,19 @@ MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
   std::vector<std::pair<uint64_t, uint64_t>> busy;
   for (size_t i : order) {
     const BufferRequest& r = requests[i];
-    uint64_t size = align_up(r.bytes);
+    uint64_t size = add_aligned(0, r.bytes);
     busy.clear();
     for (const Placed& p : placed)
       if (p.first <= r.last && r.first <= p.last) busy.emplace_back(p.begin, p.end);
     std::sort(busy.begin(), busy.end());
     uint64_t offset = 0;
     for (const auto& [b, e] : busy) {
-      if (offset + size <= b) break;
+      if (size <= b && offset <= b - size) break;
       offset = std::max(offset, e);
     }
     plan.offsets[i] = offset;
-    plan.total = std::max(plan.total, offset + size);
-    placed.push_back(Placed{offset, offset + size, r.first, r.last});
+    plan.total = std::max(plan.total, add_aligned(offset, size));
+    placed.push_back(Placed{offset, add_aligned(offset, size), r.first, r.last});
   }
   return plan;
 }

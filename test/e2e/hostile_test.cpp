@@ -111,6 +111,31 @@ const std::vector<Row>& rows() {
        "ofc: error: {f}/hostile/duplicate_output.onnx: node 'b' (Relu): output 't' is defined twice"},
       {"model: 3-D convolution", [](const TempDir& d) { return ofc(d, "hostile/conv_3d.onnx"); },
        "ofc: error: {f}/hostile/conv_3d.onnx: node 'conv' (Conv): only 2-D convolution is supported: input 0 has shape [1,1,4,4,4], expected rank 4 [N,C,H,W]"},
+      {"model: opset newer than the importer knows", [](const TempDir& d) { return ofc(d, "hostile/new_opset.onnx"); },
+       "ofc: error: {f}/hostile/new_opset.onnx: opset 99 is newer than this ofc knows (13..18); export with opset_version <= 18"},
+      {"model: a batch of 0", [](const TempDir& d) { return ofc(d, "hostile/batch_zero.onnx"); },
+       "ofc: error: {f}/hostile/batch_zero.onnx: input 'x': has shape [0,4]: a batch of 0 samples (dimension 0) can never run"},
+      {"model: an arena beyond the address space", [](const TempDir& d) { return ofc(d, "hostile/huge_arena.onnx"); },
+       "ofc: error: {f}/hostile/huge_arena.onnx: device cpu:0 needs 16.0 PiB (18014398509481984 bytes, its arena's peak), more than the "
+       "128.0 TiB a process can address; the largest register, 2 x 4.0 PiB from task 'source'"},
+      {"model: Gemm transB = 7", [](const TempDir& d) { return ofc(d, "hostile/gemm_transb_7.onnx"); },
+       "ofc: error: {f}/hostile/gemm_transb_7.onnx: node 'fc' (Gemm): attribute transB = 7 must be 0 or 1"},
+      {"model: Gemm alpha = NaN", [](const TempDir& d) { return ofc(d, "hostile/gemm_alpha_nan.onnx"); },
+       "ofc: error: {f}/hostile/gemm_alpha_nan.onnx: node 'fc' (Gemm): attribute alpha = nan must be a finite number"},
+      {"model: Softmax axis out of range", [](const TempDir& d) { return ofc(d, "hostile/softmax_axis_5.onnx"); },
+       "ofc: error: {f}/hostile/softmax_axis_5.onnx: node 'softmax' (Softmax): attribute axis 5 is out of range for rank 2"},
+      {"model: Conv stride 0", [](const TempDir& d) { return ofc(d, "hostile/conv_stride_0.onnx"); },
+       "ofc: error: {f}/hostile/conv_stride_0.onnx: node 'conv' (Conv): attribute strides = [1,0] must hold values >= 1"},
+      {"model: MaxPool ceil_mode = 2", [](const TempDir& d) { return ofc(d, "hostile/maxpool_ceil_2.onnx"); },
+       "ofc: error: {f}/hostile/maxpool_ceil_2.onnx: node 'pool' (MaxPool): attribute ceil_mode = 2 must be 0 or 1"},
+      {"model: an integer attribute given as a float", [](const TempDir& d) { return ofc(d, "hostile/reshape_allowzero_float.onnx"); },
+       "ofc: error: {f}/hostile/reshape_allowzero_float.onnx: node 'reshape' (Reshape): attribute allowzero must be one integer"},
+      {"options: more pipeline stages than forward ops", [](const TempDir& d) { return ofc(d, "mlp.onnx") + " --devices 8:cpu --pp 8"; },
+       "ofc: error: --pp: 8 pipeline stages, but the model has 5 forward ops; each stage needs at least one"},
+      {"options: a million micro-batches", [](const TempDir& d) {
+         return ofc(d, "mlp.onnx") + " --train --loss cross_entropy --micro-batches 1000000";
+       },
+       "ofc: error: --micro-batches: 1000000 is outside [1, 65536] (each is a whole batch of the model; a step sums them)"},
 
       // Plans: bytes.
       {"plan: missing file", [](const TempDir& d) { return ofrun(d, "none.ofp"); },

@@ -86,6 +86,7 @@ struct OneNode {
     }
     g.nodes.push_back(std::move(n));
     OpCtx ctx(g, g.nodes[0]);
+    check_attrs(def, ctx);  // as infer-shapes does
     def.infer(ctx);
     def.lower(ctx);
   }
