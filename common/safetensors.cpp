@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/safetensors.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/error.h"
 #include "common/file_util.h"
@@ -32,11 +36,21 @@ SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
   if (header_len > size - 8) fail({.file = path}, "safetensors header length {} exceeds the file size {}", header_len, size);
   nlohmann::json header;
+  // nlohmann keeps the last of two equal keys: duplicates are caught while parsing.
+  std::set<std::string> keys;
+  std::string duplicate;
+  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && !keys.insert(parsed.get<std::string>()).second &&
+        duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len, on_event);
   } catch (const nlohmann::json::exception& e) {
     fail({.file = path}, "safetensors header is not valid JSON");
   }
+  if (!duplicate.empty()) fail({.file = path, .field = "tensor '" + duplicate + "'"}, "appears twice in the header");
   if (!header.is_object()) fail({.file = path}, "safetensors header is not a JSON object");
   SafetensorsFile file;
   uint64_t data_size = size - 8 - header_len;
@@ -78,6 +92,28 @@ SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::
            shape_str(e.shape), name_of(e.dtype), count * uint64_t(dtype_size(e.dtype)));
     file.entries.emplace(it.key(), std::move(e));
   }
+  // The tensors tile the data section exactly, as the safetensors format requires: sorted by
+  // offset, each begins where the one before ends, and the last ends where the file does.
+  std::vector<std::pair<const std::string*, const SafetensorsEntry*>> order;
+  for (const auto& [name, e] : file.entries) order.emplace_back(&name, &e);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return std::make_pair(a.second->offset, a.second->bytes) < std::make_pair(b.second->offset, b.second->bytes);
+  });
+  uint64_t end = 0;
+  const std::string* previous = nullptr;
+  for (const auto& [name, e] : order) {
+    const Where where{.file = path, .field = "tensor '" + *name + "'"};
+    if (e->offset < end)
+      fail(where, "data_offsets [{},{}] overlap tensor '{}', which ends at {}", e->offset, e->offset + e->bytes, *previous, end);
+    if (e->offset > end)
+      fail(where, "data_offsets [{},{}] leave bytes [{},{}) of the data section unused{}", e->offset, e->offset + e->bytes, end,
+           e->offset, previous ? fmt::format(" (after tensor '{}')", *previous) : "");
+    end = e->offset + e->bytes;
+    previous = name;
+  }
+  if (end != data_size)
+    fail(previous ? Where{.file = path, .field = "tensor '" + *previous + "'"} : Where{.file = path},
+         "the data section holds {} bytes, but the tensors end at {}", data_size, end);
   file.data.assign(bytes + 8 + header_len, bytes + size);
   return file;
 }

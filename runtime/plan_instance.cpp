@@ -2,6 +2,7 @@
 #include "runtime/plan_instance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -148,6 +149,18 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
     if (std::memcmp(now.data(), file.ptr(it->second), t.bytes) != 0)
       fail({.file = path, .field = "tensor '" + t.key + "'"},
            "differs from the buffer the plan {} was compiled with (folded into its constants); recompile with it", path_);
+  }
+  // NaN or infinity in a weight or optimizer state poisons every step after it: refused as ofc
+  // refuses them in ONNX initializers (folded buffers were compared above).
+  for (const StoredTensor& t : stored_) {
+    auto it = file.entries.find(t.key);
+    if (!selected(t) || t.buffer || it == file.entries.end() || t.desc.dtype != DType::f32) continue;
+    const uint8_t* data = file.ptr(it->second);
+    for (uint64_t i = 0; i < it->second.bytes / 4; ++i) {
+      float x;
+      std::memcpy(&x, data + 4 * i, 4);
+      if (!std::isfinite(x)) fail({.file = path, .field = "tensor '" + t.key + "'"}, "holds {} at flat index {}", x, i);
+    }
   }
   // Copied only once everything matched: a refused file changes nothing.
   for (const StoredTensor& t : stored_) {

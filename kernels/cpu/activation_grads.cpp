@@ -11,7 +11,7 @@ namespace {
 
 // y > 0 exactly where x > 0, so the output decides the mask as well as the input would.
 struct ReluGradOp {
-  float operator()(float dy, float y) const { return y > 0.0f ? dy : 0.0f; }
+  float operator()(float dy, float y) const { return y <= 0.0f ? 0.0f : dy; }  // torch's threshold_backward: y NaN passes dy
 };
 struct SigmoidGradOp {
   float operator()(float dy, float y) const { return dy * y * (1.0f - y); }

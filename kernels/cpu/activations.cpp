@@ -11,7 +11,7 @@ namespace of::kernels::cpu {
 namespace {
 
 struct ReluOp {
-  float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+  float operator()(float x) const { return !(x <= 0.0f) ? x : 0.0f; }  // NaN stays NaN, as torch.relu
 };
 struct TanhOp {
   float operator()(float x) const { return std::tanh(x); }

@@ -87,7 +87,7 @@ bool fused_relu(const KernelConfig& cfg, std::string_view kernel) {
 }
 
 void relu_inplace(float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) y[i] = !(y[i] <= 0.0f) ? y[i] : 0.0f;  // NaN stays NaN, as torch.relu
 }
 
 }  // namespace of::kernels::cpu

@@ -44,10 +44,12 @@ class DnnlConv final : public Kernel {
   memory src_user_, dst_user_, weights_user_, src_, dst_, weights_, bias_;
   std::vector<Step> steps_;
   bool has_bias_;
+  bool relu_;
+  int64_t size_;  // elements of the output
 };
 
 void DnnlConv::add_reorder(const memory& from, const memory& to) {
-  dnnl::reorder::primitive_desc pd(from, to, primitive_attr(false));
+  dnnl::reorder::primitive_desc pd(from, to, primitive_attr());
   Step s{dnnl::reorder(pd), {}, memory(pd.scratchpad_desc(), cpu_engine())};
   s.args = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}, {DNNL_ARG_SCRATCHPAD, s.scratchpad.get()}};
   steps_.push_back(std::move(s));
@@ -55,7 +57,7 @@ void DnnlConv::add_reorder(const memory& from, const memory& to) {
 
 DnnlConv::DnnlConv(const KernelConfig& cfg, const memory::dims& strides, const memory::dims& pad_l,
                    const memory::dims& pad_r, const memory::dims& dilations, bool relu)
-    : stream_(cpu_engine()), has_bias_(cfg.inputs.size() == 3) {
+    : stream_(cpu_engine()), has_bias_(cfg.inputs.size() == 3), relu_(relu), size_(numel(cfg.outputs[0].shape)) {
   const dnnl::engine& eng = cpu_engine();
   const Shape& x = cfg.inputs[0].shape;
   const Shape& w = cfg.inputs[1].shape;
@@ -66,7 +68,9 @@ DnnlConv::DnnlConv(const KernelConfig& cfg, const memory::dims& strides, const m
   memory::desc bias_md({w[0]}, dt::f32, tag::x);
   auto any = [](const memory::desc& md) { return memory::desc(md.dims(), dt::f32, tag::any); };
 
-  dnnl::primitive_attr attr = primitive_attr(relu);
+  // The relu runs after the convolution (relu_inplace), not as oneDNN's eltwise_relu post-op,
+  // which maps NaN to 0 where torch.relu keeps NaN.
+  dnnl::primitive_attr attr = primitive_attr();
   // oneDNN counts dilation from 0 (no dilation), ONNX from 1.
   memory::dims dil0 = {dilations[0] - 1, dilations[1] - 1};
   auto desc = has_bias_ ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -110,6 +114,7 @@ void DnnlConv::run(const RunCtx&, const void* const* in, void* const* out) {
   if (weights_user_) dnnl_memory_set_data_handle(weights_user_.get(), const_cast<void*>(in[1]));
   if (has_bias_) dnnl_memory_set_data_handle(bias_.get(), const_cast<void*>(in[2]));
   for (const Step& s : steps_) dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data());
+  if (relu_) relu_inplace(static_cast<float*>(out[0]), size_);
 }
 
 }  // namespace

@@ -8,14 +8,9 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
-dnnl::primitive_attr primitive_attr(bool relu) {
+dnnl::primitive_attr primitive_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
   return attr;
 }
 

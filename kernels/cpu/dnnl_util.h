@@ -10,8 +10,9 @@ namespace of::kernels::cpu {
 
 const dnnl::engine& cpu_engine();
 
-// Scratchpad owned by the kernel (so run() allocates nothing), and a ReLU post-op when asked.
-dnnl::primitive_attr primitive_attr(bool relu);
+// Scratchpad owned by the kernel (so run() allocates nothing). No ReLU post-op: oneDNN's
+// eltwise_relu maps NaN to 0, so fused ReLUs run after the primitive (relu_inplace).
+dnnl::primitive_attr primitive_attr();
 
 // A new buffer in `packed` layout holding the weight at `data` (in `user` layout).
 dnnl::memory pack_weights(const dnnl::memory::desc& user, const void* data, const dnnl::memory::desc& packed);

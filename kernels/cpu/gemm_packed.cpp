@@ -30,10 +30,12 @@ class PackedGemm final : public Kernel {
   dnnl_exec_arg_t args_[5];
   int n_args_ = 0;
   bool has_bias_;
+  bool relu_;
+  int64_t size_;  // m * n
 };
 
 PackedGemm::PackedGemm(const KernelConfig& cfg, int64_t m, int64_t n, int64_t k, bool trans_b, bool has_bias, bool relu)
-    : stream_(cpu_engine()), has_bias_(has_bias) {
+    : stream_(cpu_engine()), has_bias_(has_bias), relu_(relu), size_(m * n) {
   const dnnl::engine& eng = cpu_engine();
   memory::desc src_md({m, k}, dt::f32, tag::ab);
   // B is [K,N], or [N,K] read transposed (PyTorch's Linear weight): tag ba views it as [K,N].
@@ -41,7 +43,9 @@ PackedGemm::PackedGemm(const KernelConfig& cfg, int64_t m, int64_t n, int64_t k,
   memory::desc packed_md({k, n}, dt::f32, tag::any);
   memory::desc bias_md({1, n}, dt::f32, tag::ab);
   memory::desc dst_md({m, n}, dt::f32, tag::ab);
-  dnnl::primitive_attr attr = primitive_attr(relu);
+  // The relu runs after the product (relu_inplace), not as oneDNN's eltwise_relu post-op, which
+  // maps NaN to 0 where torch.relu keeps NaN.
+  dnnl::primitive_attr attr = primitive_attr();
   auto desc = has_bias ? dnnl::matmul::desc(src_md, packed_md, bias_md, dst_md) : dnnl::matmul::desc(src_md, packed_md, dst_md);
   dnnl::matmul::primitive_desc pd(desc, attr, eng);
   matmul_ = dnnl::matmul(pd);
@@ -66,6 +70,7 @@ void PackedGemm::run(const RunCtx&, const void* const* in, void* const* out) {
   dnnl_memory_set_data_handle(dst_.get(), out[0]);
   if (has_bias_) dnnl_memory_set_data_handle(bias_.get(), const_cast<void*>(in[2]));
   dnnl_primitive_execute(matmul_.get(), stream_.get(), n_args_, args_);
+  if (relu_) relu_inplace(static_cast<float*>(out[0]), size_);
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ struct LeakyReluOp {
 };
 struct HardSigmoidOp {
   float alpha, beta;
-  float operator()(float x) const { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); }
+  // x first in each std::min/max, so a NaN x stays NaN (torch.nn.functional.hardsigmoid).
+  float operator()(float x) const { return std::max(std::min(alpha * x + beta, 1.0f), 0.0f); }
 };
 struct HardSwishOp {
   float operator()(float x) const { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }

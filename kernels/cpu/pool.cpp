@@ -14,6 +14,10 @@ namespace of::kernels::cpu {
 
 namespace {
 
+// max that keeps a NaN from either side, so a window holding NaN pools to NaN (as torch's
+// max_pool2d; std::max(m, NaN) would return m).
+inline float nan_max(float a, float b) { return a < b || b != b ? b : a; }
+
 class Pool : public Kernel {
  protected:
   Pool(const KernelConfig& cfg, const char* name, bool dilations) {
@@ -54,7 +58,7 @@ class MaxPool final : public Pool {
           float m = -std::numeric_limits<float>::infinity();
           for (int64_t i = rw.lo; i < rw.hi; ++i) {
             const float* src = x + (rw.start + i * dh) * w + cw.start;
-            for (int64_t j = cw.lo; j < cw.hi; ++j) m = std::max(m, src[j * dw]);
+            for (int64_t j = cw.lo; j < cw.hi; ++j) m = nan_max(m, src[j * dw]);
           }
           *y++ = m;
         }
@@ -68,7 +72,7 @@ class MaxPool final : public Pool {
       for (int64_t r = 0; r < rows_.out; ++r, y += ow) {
         const float* r0 = x + 2 * r * w;
         const float* r1 = r0 + w;
-        for (int64_t c = 0; c < ow; ++c) y[c] = std::max(std::max(r0[2 * c], r0[2 * c + 1]), std::max(r1[2 * c], r1[2 * c + 1]));
+        for (int64_t c = 0; c < ow; ++c) y[c] = nan_max(nan_max(r0[2 * c], r0[2 * c + 1]), nan_max(r1[2 * c], r1[2 * c + 1]));
       }
   }
   bool two_by_two_ = false;

@@ -4,6 +4,7 @@
 // average_pool_grad spreads dy / count over the window, global_average_pool_grad broadcasts
 // dy / (H*W). dx is zeroed and then accumulated into, so it must not alias an input.
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -49,13 +50,14 @@ class MaxPoolGrad final : public PoolGrad {
         for (const Window& cw : col_windows_) {
           const float g = *dy++;
           if (rw.lo == rw.hi || cw.lo == cw.hi) continue;  // window entirely in the padding
-          // Strict '>' keeps the first maximum, so ties go where PyTorch sends them.
+          // Strict '>' keeps the first maximum, so ties go where PyTorch sends them; a NaN takes
+          // the place (the last NaN of the window), as PyTorch's `val > max || isnan(val)`.
           int64_t best = (rw.start + rw.lo * dh) * w + cw.start + cw.lo * dw;
           float m = x[best];
           for (int64_t i = rw.lo; i < rw.hi; ++i) {
             const int64_t row = (rw.start + i * dh) * w + cw.start;
             for (int64_t j = cw.lo; j < cw.hi; ++j)
-              if (x[row + j * dw] > m) {
+              if (x[row + j * dw] > m || std::isnan(x[row + j * dw])) {
                 m = x[row + j * dw];
                 best = row + j * dw;
               }

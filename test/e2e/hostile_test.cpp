@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "common/file_util.h"
+#include "common/safetensors.h"
 #include "e2e/e2e_util.h"
 #include "schemas/plan_codec.h"
 
@@ -81,6 +82,24 @@ std::function<std::string(const TempDir&)> weights_row(std::function<void(std::s
     else write_bytes(d / "mlp.safetensors", bytes);
     return ofrun(d, "mlp.ofp");
   };
+}
+
+// A training run started from `--init FILE`, FILE made from the row directory's mlp.safetensors
+// (the model's weights under their state_dict names) by `make`.
+std::function<std::string(const TempDir&)> init_row(std::function<std::string(const std::string&)> make) {
+  return [make](const TempDir& d) {
+    run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "g.ofp") + " --train --loss cross_entropy", d);
+    write_bytes(d / "init.safetensors", make(slurp(d / "mlp.safetensors")));
+    return bin("ofrun") + " " + (d / "g.ofp") + " --data npy:" + fixture("mlp_input.npy") + "," + fixture("mlp_labels.npy") +
+           " --steps 1 --init " + (d / "init.safetensors");
+  };
+}
+
+// A safetensors file of `header` (JSON) and `data` zero bytes.
+std::string safetensors_bytes(const std::string& header, size_t data) {
+  std::string out(8, '\0');
+  for (size_t i = 0; i < 8; ++i) out[i] = char((header.size() >> (8 * i)) & 0xff);
+  return out + header + std::string(data, '\0');
 }
 
 const std::vector<Row>& rows() {
@@ -221,6 +240,40 @@ const std::vector<Row>& rows() {
        "ofrun: error: {d}/mlp.safetensors: weights file has {wshort} bytes, the plan expects {wsize} (was it replaced or truncated?)"},
       {"weights: a flipped byte", weights_row([](std::string& b) { b[b.size() - 5] ^= 1; }),
        "ofrun: error: {d}/mlp.safetensors: weights checksum mismatch: the file is corrupt or belongs to another plan"},
+
+      // --init weights.
+      {"init: NaN in a weight", init_row([](const std::string& weights) {
+         of::SafetensorsFile f = of::parse_safetensors(reinterpret_cast<const uint8_t*>(weights.data()), weights.size(), "w");
+         std::string out = weights;
+         const size_t data_start = weights.size() - f.data.size();
+         const float nan = std::numeric_limits<float>::quiet_NaN();
+         std::memcpy(out.data() + data_start + f.entries.at("fc2.weight").offset + 4 * 7, &nan, 4);
+         return out;
+       }),
+       "ofrun: error: {d}/init.safetensors: tensor 'fc2.weight': holds nan at flat index 7"},
+      {"init: infinity in a bias", init_row([](const std::string& weights) {
+         of::SafetensorsFile f = of::parse_safetensors(reinterpret_cast<const uint8_t*>(weights.data()), weights.size(), "w");
+         std::string out = weights;
+         const float inf = -std::numeric_limits<float>::infinity();
+         std::memcpy(out.data() + (weights.size() - f.data.size()) + f.entries.at("fc3.bias").offset, &inf, 4);
+         return out;
+       }),
+       "ofrun: error: {d}/init.safetensors: tensor 'fc3.bias': holds -inf at flat index 0"},
+      {"init: a key given twice", init_row([](const std::string&) {
+         return safetensors_bytes(R"({"fc3.bias":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                  R"("fc3.bias":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8);
+       }),
+       "ofrun: error: {d}/init.safetensors: tensor 'fc3.bias': appears twice in the header"},
+      {"init: overlapping offsets", init_row([](const std::string&) {
+         return safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                  R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
+       }),
+       "ofrun: error: {d}/init.safetensors: tensor 'b': data_offsets [4,12] overlap tensor 'a', which ends at 8"},
+      {"init: a gap between tensors", init_row([](const std::string&) {
+         return safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12);
+       }),
+       "ofrun: error: {d}/init.safetensors: tensor 'b': data_offsets [8,12] leave bytes [4,8) of the data section unused (after tensor 'a')"},
 
       // Input arrays.
       {"input: a label outside the classes", [](const TempDir& d) {
