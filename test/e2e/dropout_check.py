@@ -19,6 +19,7 @@ Exit 0 pass, 1 mismatch, 2 tool failure, 77 when torch is missing.
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -89,8 +90,10 @@ def main():
         failures.append(f"resumed steps 7..12 {tail} differ from the uninterrupted run {a}")
 
     dp = losses(w("d2.ofp"), "dp", "--seed", 3)
-    worst = max(abs(dp[s] - a[s]) / abs(a[s]) for s in a)
-    if worst > 1e-5:
+    rel = [abs(dp[s] - a[s]) / abs(a[s]) if s in dp else math.inf for s in a]
+    # Any NaN is a failure (max() alone skips a NaN that is not first), and so is a missing step.
+    worst = math.inf if not rel or sorted(dp) != sorted(a) or any(math.isnan(r) for r in rel) else max(rel)
+    if not worst <= 1e-5:
         failures.append(f"2 devices differ from one by {worst:.3g} relative: {dp} vs {a}")
 
     for f in failures:

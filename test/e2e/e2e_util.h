@@ -2,16 +2,22 @@
 // Helpers for end-to-end tests that drive the ofc/ofrun/ofdump binaries as a user would.
 #pragma once
 
+#include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
 #include "common/npy.h"
+
+extern char** environ;
 
 namespace of::e2e {
 
@@ -53,17 +59,41 @@ inline CmdResult run_cmd(const std::string& cmd, const TempDir& dir) {
   return r;
 }
 
+// Starts `cmd` in the background (its stdout and stderr to bg.out and bg.err in `dir`); the pid
+// is the command's own (sh execs it), so signals reach it.
+inline pid_t spawn(const std::string& cmd, const TempDir& dir) {
+  std::string sh = "exec " + cmd + " >" + (dir / "bg.out") + " 2>" + (dir / "bg.err");
+  const char* argv[] = {"/bin/sh", "-c", sh.c_str(), nullptr};
+  pid_t pid = 0;
+  // Never a pid <= 0: kill() would signal a process group or every process.
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0 || pid <= 0) std::abort();
+  return pid;
+}
+
+// The exit status of a spawned command, or -signal when a signal ended it.
+inline int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
 inline std::string bin(const std::string& tool) { return std::string(OF_BIN_DIR) + "/" + tool; }
 inline std::string fixture(const std::string& name) { return std::string(OF_FIXTURES_DIR) + "/" + name; }
 
-// max |a-b| / max |b|: the relative error the issues specify.
+// max |a-b| / max |b|: the relative error the issues specify. Infinite (so any tolerance fails)
+// when the arrays differ in dtype or shape, are not f32, or either holds a NaN.
 inline double relative_error(const NpyArray& got, const NpyArray& want) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (got.dtype != DType::f32 || want.dtype != DType::f32 || got.shape != want.shape || got.data.size() != want.data.size() ||
+      want.data.size() % 4 != 0)
+    return kInf;
   const auto* a = reinterpret_cast<const float*>(got.data.data());
   const auto* b = reinterpret_cast<const float*>(want.data.data());
   size_t n = want.data.size() / 4;
   double max_diff = 0, max_ref = 0;
   for (size_t i = 0; i < n; ++i) {
-    max_diff = std::max(max_diff, double(std::abs(a[i] - b[i])));
+    if (std::isnan(a[i]) || std::isnan(b[i])) return kInf;  // std::max would drop it
+    max_diff = std::max(max_diff, std::abs(double(a[i]) - double(b[i])));
     max_ref = std::max(max_ref, double(std::abs(b[i])));
   }
   return max_ref > 0 ? max_diff / max_ref : max_diff;

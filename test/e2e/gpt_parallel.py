@@ -114,7 +114,12 @@ def of_losses(bins, work, onnx_path, corpus, name, flags, micro_batches=1):
 
 
 def worst(a, b):
-    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+    """The largest relative difference; infinite for any NaN (max() alone skips a NaN that is
+    not first) or for lists of different lengths."""
+    if len(a) != len(b) or not a:
+        return math.inf
+    rel = [abs(x - y) / abs(y) if y != 0 else abs(x) for x, y in zip(a, b)]
+    return math.inf if any(math.isnan(r) for r in rel) else max(rel)
 
 
 def check_torch(bins, work, model, onnx_path, corpus, tokens):

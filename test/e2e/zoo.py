@@ -368,9 +368,18 @@ def restore_initializers(proto, state, path):
     return changed
 
 
+def nan_max(xs):
+    """max(xs), but infinite when xs is empty or holds a NaN (max() skips a NaN that is not first)."""
+    xs = list(xs)
+    return math.inf if not xs or any(math.isnan(x) for x in xs) else max(xs)
+
+
 def rel_err(got, want):
-    """max|got - want| / max|want| (absolute when want is all zeros), and max|want|."""
+    """max|got - want| / max|want| (absolute when want is all zeros), and max|want|; infinite when
+    the shapes differ (numpy would broadcast them) or any element is NaN (np.max propagates it)."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return math.inf, float(np.max(np.abs(want))) if want.size else 0.0
     err = float(np.max(np.abs(got - want))) if want.size else 0.0
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     return (err / scale if scale > 0 else err), scale
@@ -488,11 +497,11 @@ def check_train(args, name, m, work, check):
         ours = [abs(g - e) / abs(e) for g, e in zip(got, want64)]
         theirs = [abs(w - e) / abs(e) for w, e in zip(want, want64)]
         # Over the whole run: a diverging step amplifies whichever rounding came before it.
-        losses_ok = max(ours) <= max(LOSS_REL_TOL, REFEREE_FACTOR * max(theirs))
-        print(f"zoo {name} {check}: losses vs float64 PyTorch: of {max(ours):.3g}, PyTorch float32 "
-              f"{max(theirs):.3g} (of within {REFEREE_FACTOR:g}x PyTorch's, or {LOSS_REL_TOL:g})")
+        losses_ok = nan_max(ours) <= max(LOSS_REL_TOL, REFEREE_FACTOR * nan_max(theirs))
+        print(f"zoo {name} {check}: losses vs float64 PyTorch: of {nan_max(ours):.3g}, PyTorch float32 "
+              f"{nan_max(theirs):.3g} (of within {REFEREE_FACTOR:g}x PyTorch's, or {LOSS_REL_TOL:g})")
     print(f"zoo {name} {check}: losses {'ok' if losses_ok else 'FAIL'}: {STEPS} steps, "
-          f"{want[0]:.6f} -> {want[-1]:.6f}, max relative difference {max(rel):.3g} "
+          f"{want[0]:.6f} -> {want[-1]:.6f}, max relative difference {nan_max(rel):.3g} "
           f"(tolerance {LOSS_REL_TOL:g})")
     if not losses_ok:
         print(f"  {'step':>4} {'of':>14} {'torch':>14} {'rel. diff':>10}")
@@ -522,7 +531,7 @@ def check_train(args, name, m, work, check):
             # are compared at float32's noise floor, 1e-6 absolute.
             scale = max(e.abs().max().item(), WEIGHT_FLOOR / WEIGHT_REL_TOL)
             ours, theirs = (g.double() - e).abs().max().item() / scale, (w.double() - e).abs().max().item() / scale
-            worst = max(worst, ours)
+            worst = nan_max([worst, ours])
             if not ours <= max(WEIGHT_REL_TOL, REFEREE_FACTOR * theirs):
                 bad.append((k + f" (vs float64; PyTorch float32 is {theirs:.3g} off)", ours, scale, g, e.float()))
             continue
