@@ -2,33 +2,61 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "common/error.h"
 
 namespace of {
 
+namespace {
+
+uint64_t machine_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : ~uint64_t(0);
+}
+
+}  // namespace
+
 std::vector<uint8_t> read_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail({.file = path}, "cannot open: {}", std::strerror(errno));
+  auto refuse = [&](const std::string& why) {
+    ::close(fd);
+    fail({.file = path}, "{}", why);
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) refuse(fmt::format("cannot stat: {}", std::strerror(errno)));
+  // A directory or a device (/dev/zero never ends) is not a file to read whole; pipes are
+  // read, but no file may grow past this machine's memory.
+  if (S_ISDIR(st.st_mode)) refuse("is a directory, not a file");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) refuse("not a regular file");
+  const uint64_t limit = machine_memory();
+  if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > limit)
+    refuse(fmt::format("is {} bytes, more than this machine's memory ({} bytes)", uint64_t(st.st_size), limit));
   std::vector<uint8_t> out;
   uint8_t chunk[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      fail({.file = path}, "read failed: {}", std::strerror(err));
+  try {
+    if (S_ISREG(st.st_mode)) out.reserve(size_t(st.st_size));
+    for (;;) {
+      ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) refuse(fmt::format("read failed: {}", std::strerror(errno)));
+      if (n == 0) break;
+      if (out.size() + size_t(n) > limit) refuse(fmt::format("grows past this machine's memory ({} bytes) without ending", limit));
+      out.insert(out.end(), chunk, chunk + n);
     }
-    if (n == 0) break;
-    out.insert(out.end(), chunk, chunk + n);
+  } catch (const std::bad_alloc&) {
+    refuse(fmt::format("out of memory after reading {} bytes", out.size()));
   }
   ::close(fd);
   return out;

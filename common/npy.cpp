@@ -2,6 +2,7 @@
 #include "common/npy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -69,7 +70,7 @@ Shape parse_shape(std::string_view v, const std::string& path) {
 
 }  // namespace
 
-NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path) {
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path, bool f64_as_f32) {
   if (size < 10 || std::memcmp(bytes, kMagic, 6) != 0) fail({.file = path}, "not a .npy file (bad magic)");
   uint8_t major = bytes[6];
   size_t header_len = 0, header_start = 0;
@@ -97,6 +98,10 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path) {
       known = true;
     }
   }
+  if (!known && f64_as_f32 && descr == "<f8") {
+    arr.dtype = DType::f32;
+    arr.from_f64 = known = true;
+  }
   if (!known) fail({.file = path}, "unsupported .npy dtype '{}' (supported: <f4 <f2 <i4 <i8 |u1 |i1 |b1)", descr);
   if (dict_value(header, "fortran_order", path) != "False")
     fail({.file = path}, "Fortran-order .npy arrays are not supported (save with C order)");
@@ -105,7 +110,7 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path) {
   // Check the declared size against the bytes present before allocating anything.
   size_t data_start = header_start + header_len;
   size_t have = size - data_start;
-  uint64_t want = uint64_t(dtype_size(arr.dtype));
+  uint64_t want = arr.from_f64 ? 8 : uint64_t(dtype_size(arr.dtype));
   bool empty = std::find(arr.shape.begin(), arr.shape.end(), 0) != arr.shape.end();
   for (int64_t d : arr.shape) {
     if (empty) {
@@ -117,14 +122,26 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path) {
   }
   if (want != have)
     fail({.file = path}, "npy shape {} ({}) needs {} data bytes, file holds {}", shape_str(arr.shape),
-         dtype_name(arr.dtype), want, have);
+         arr.from_f64 ? "f64" : dtype_name(arr.dtype), want, have);
+  if (arr.from_f64) {
+    arr.data.resize(have / 2);
+    for (size_t i = 0; i < have / 8; ++i) {
+      double d;
+      std::memcpy(&d, bytes + data_start + 8 * i, 8);
+      const auto f = static_cast<float>(d);
+      if (std::isfinite(d) && !std::isfinite(f))
+        fail({.file = path}, "float64 value {} at flat index {} does not fit in float32", d, i);
+      std::memcpy(arr.data.data() + 4 * i, &f, 4);
+    }
+    return arr;
+  }
   arr.data.assign(bytes + data_start, bytes + size);
   return arr;
 }
 
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy(const std::string& path, bool f64_as_f32) {
   std::vector<uint8_t> bytes = read_file(path);
-  return parse_npy(bytes.data(), bytes.size(), path);
+  return parse_npy(bytes.data(), bytes.size(), path, f64_as_f32);
 }
 
 void write_npy(const std::string& path, DType dtype, const Shape& shape, const void* data) {

@@ -69,9 +69,11 @@ RunResult run(const RunOptions& o) {
     const std::string& name = source->io_names[i];
     auto it = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const auto& kv) { return kv.first == name; });
     if (it == o.inputs.end()) fail({.file = o.plan_path}, "input '{}' is not fed; pass --input {}=FILE.npy", name, name);
-    fed.push_back(read_npy(it->second));
-    fed_files.push_back(it->second);
     const plan::Blob& blob = source_regst.blobs[i];
+    fed.push_back(read_npy(it->second, blob.desc.dtype == DType::f32));  // numpy's default float64 read as f32
+    if (fed.back().from_f64)
+      fmt::print(stderr, "ofrun: note: {}: float64 array converted to float32 for input '{}'\n", it->second, name);
+    fed_files.push_back(it->second);
     int64_t k = pieces_in(fed.back(), blob.desc, it->second, name);
     available = i == 0 ? k : std::min(available, k);
     feeds.push_back(SourceAction::Feed{nullptr, k, blob.bytes});

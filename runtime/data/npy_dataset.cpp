@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/data/npy_dataset.h"
 
+#include <fmt/core.h>
+
 #include <cstring>
 
 #include "common/error.h"
@@ -43,7 +45,8 @@ class NpyDataset final : public Dataset {
 
 std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, const std::string& labels_path,
                                           int64_t num_classes) {
-  NpyArray features = read_npy(features_path);
+  NpyArray features = read_npy(features_path, true);  // numpy's default float64 is read as f32
+  if (features.from_f64) fmt::print(stderr, "ofrun: note: {}: float64 features converted to float32\n", features_path);
   if (features.dtype != DType::f32)
     fail({.file = features_path}, "features must be f32 (<f4), not {}", dtype_name(features.dtype));
   if (features.shape.empty()) fail({.file = features_path}, "features must be [n, ...], not a scalar");

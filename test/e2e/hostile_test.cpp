@@ -156,9 +156,18 @@ const std::vector<Row>& rows() {
        },
        "ofc: error: --micro-batches: 1000000 is outside [1, 65536] (each is a whole batch of the model; a step sums them)"},
 
+      {"model: a directory", [](const TempDir& d) { return bin("ofc") + " " + d.path() + " -o " + (d / "bad.ofp"); },
+       "ofc: error: {d}: is a directory, not a file"},
+      {"model: a device that never ends", [](const TempDir& d) { return bin("ofc") + " /dev/zero -o " + (d / "bad.ofp"); },
+       "ofc: error: /dev/zero: not a regular file"},
+
       // Plans: bytes.
       {"plan: missing file", [](const TempDir& d) { return ofrun(d, "none.ofp"); },
        "ofrun: error: {d}/none.ofp: cannot open: No such file or directory"},
+      {"plan: a device that never ends", [](const TempDir& d) {
+         return bin("ofrun") + " /dev/zero --input input=" + fixture("mlp_input.npy") + " --output logits=" + (d / "out.npy");
+       },
+       "ofrun: error: /dev/zero: not a regular file"},
       {"plan: truncated to half", bytes_row([](std::string& b) { b.resize(b.size() / 2); }),
        "ofrun: error: {d}/bad.ofp: truncated or padded: header says {size} bytes of plan, file holds {half}"},
       {"plan: shorter than its header", bytes_row([](std::string& b) { b.resize(10); }),
@@ -295,6 +304,18 @@ const std::vector<Row>& rows() {
        "ofrun: error: {d}/x.npy: npy shape '(-64, 784)' has a bad dimension"},
       {"input: data shorter than its header says", npy_row("{'descr': '<f4', 'fortran_order': False, 'shape': (64, 784), }", 1000),
        "ofrun: error: {d}/x.npy: npy shape [64,784] needs more bytes than the file holds (1000)"},
+      {"input: float64 beyond float32's range", [](const TempDir& d) {
+         const std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (64, 784), }";
+         std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+         std::vector<double> x(64 * 784, 0.5);
+         x[3] = 1e300;
+         file.append(reinterpret_cast<const char*>(x.data()), x.size() * 8);
+         write_bytes(d / "x.npy", file);
+         return ofrun(d, "mlp.ofp", d / "x.npy");
+       },
+       "ofrun: error: {d}/x.npy: float64 value 1e+300 at flat index 3 does not fit in float32"},
+      {"input: a directory", [](const TempDir& d) { return ofrun(d, "mlp.ofp", d.path()); },
+       "ofrun: error: {d}: is a directory, not a file"},
       {"input: bad magic", npy_row("{'descr': '<f4', 'fortran_order': False, 'shape': (64, 784), }", 16, "\x93NUMPX"),
        "ofrun: error: {d}/x.npy: not a .npy file (bad magic)"},
       {"input: Fortran order", npy_row("{'descr': '<f4', 'fortran_order': True, 'shape': (64, 784), }", 64 * 784 * 4),
