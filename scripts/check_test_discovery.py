@@ -26,11 +26,19 @@ def main():
         head, sep, name = line.partition(": ")
         if sep and head.strip().startswith("Test"):
             registered.add(name)
-    missing, bad = [], []
+    missing, bad, failed = [], [], []
     total = 0
     for binary in binaries:
         suite = binary.rsplit("/", 1)[-1]
-        out = subprocess.run([binary, "--list-test-names-only"], capture_output=True, text=True).stdout
+        try:
+            run = subprocess.run([binary, "--list-test-names-only"], capture_output=True, text=True)
+        except OSError as e:  # a binary that is not there lists nothing: that is no pass
+            run = subprocess.CompletedProcess([binary], -1, "", str(e))
+        out = run.stdout
+        # Catch2 v2 exits with the number of names it listed (mod 256): only a crash (a negative
+        # status) or an empty list says the listing failed.
+        if run.returncode < 0 or not out.strip():
+            failed.append(f"{suite}: listing its test cases failed (exit {run.returncode}): {run.stderr.strip()[-200:]}")
         for case in out.splitlines():
             if not case.strip():
                 continue
@@ -43,7 +51,9 @@ def main():
         print(f"check_test_discovery: test name has '[', ']' or ';', which discovery mangles: {name}")
     for name in missing:
         print(f"check_test_discovery: not registered with ctest (it would never run): {name}")
-    if bad or missing:
+    for line in failed:
+        print(f"check_test_discovery: {line}")
+    if bad or missing or failed:
         return 1
     print(f"check_test_discovery: all {total} test cases of {len(binaries)} binaries are ctest entries")
     return 0

@@ -45,8 +45,9 @@ CHECK is one of:
             10000: a logit tie broken differently).
 
 Exit status: 0 when the check passes (one summary line), 1 when it fails (both sides' numbers
-printed), 2 on bad arguments or when a tool fails, 77 (ctest's SKIP_RETURN_CODE) when a
-prerequisite is missing: the Fashion-MNIST files or a PyTorch importable by this Python.
+printed), 2 on bad arguments or when a tool fails, 3 when a
+prerequisite is missing (the Fashion-MNIST files or a PyTorch importable by this Python): setup
+installs both, and a check that cannot run has not passed.
 
 Run with Debian's /usr/bin/python3 (torch, onnx, numpy). The PyTorch side always runs in a
 subprocess (this file with --torch-worker), so that its environment is set before torch loads.
@@ -64,7 +65,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FASHION = "/usr/share/datasets/fashion-mnist"
 FASHION_FILES = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                  "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
-SKIP = 77
+# A missing prerequisite (scripts/setup.sh installs every one) fails the check: a check that
+# cannot run has not passed. Exit status 3 tells it apart from a mismatch.
+CANNOT_RUN = 3
 
 ADAM_STEPS = 20
 ADAM_BATCH = 64
@@ -318,14 +321,16 @@ def main():
 
     missing = [f for f in FASHION_FILES if not os.path.isfile(os.path.join(args.data, f))]
     if missing:
-        print(f"train_vs_torch: SKIP: no {', '.join(missing)} in {args.data}")
-        return SKIP
+        print(f"train_vs_torch: FAIL: cannot run: no {', '.join(missing)} in {args.data} "
+              "(scripts/setup.sh installs dataset-fashion-mnist)")
+        return CANNOT_RUN
     probe = subprocess.run([sys.executable, "-c", "import torch, onnx, numpy"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
-        print(f"train_vs_torch: SKIP: {sys.executable} cannot import torch, onnx, numpy:\n"
+        print(f"train_vs_torch: FAIL: cannot run: {sys.executable} cannot import torch, onnx, numpy "
+              "(scripts/setup.sh installs them):\n"
               f"{probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else ''}")
-        return SKIP
+        return CANNOT_RUN
     for tool_name in ("ofc", "ofrun"):
         if not os.access(os.path.join(args.bin, tool_name), os.X_OK):
             print(f"train_vs_torch: no executable {tool_name} in {args.bin}", file=sys.stderr)

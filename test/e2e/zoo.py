@@ -51,8 +51,9 @@ CHECK is one of:
 
 Exit status: 0 pass (summary lines), 1 mismatch (both sides' numbers printed), 2 bad
 arguments or a tool failure (the tool's error line printed; a failing torch.onnx.export counts
-too, and a tool still running after 300 s counts as hung), 77 a missing prerequisite (torch,
-onnx, numpy or, for the torchvision models, torchvision).
+too, and a tool still running after 300 s counts as hung), 3 a missing prerequisite (torch,
+onnx, numpy or, for the torchvision models, torchvision): a failure, since setup installs them
+and a check that cannot run has not passed.
 
 Run with Debian's /usr/bin/python3. The PyTorch side runs single-threaded with GOMP_SPINCOUNT=1000
 (idle OpenMP threads would otherwise spin on the cores `ofrun` needs).
@@ -72,7 +73,9 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-SKIP = 77
+# A missing prerequisite (scripts/setup.sh installs every one) fails the check: a check that
+# cannot run has not passed. Exit status 3 tells it apart from a mismatch.
+CANNOT_RUN = 3
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 BATCH = 4
@@ -118,7 +121,7 @@ def parse_args():
     return args
 
 
-if __name__ == "__main__":  # before the imports below, so that they decide only a skip
+if __name__ == "__main__":  # before the imports below, so that --list and bad arguments need none of them
     ARGS = parse_args()
 
 try:
@@ -131,16 +134,17 @@ try:
     sys.path.insert(0, HERE)
     from torch_load_checkpoint import read_safetensors
 except ImportError as e:  # the models below are torch modules: nothing more can be defined
-    print(f"zoo: SKIP: {sys.executable} cannot import what the checks need: {e}")
-    sys.exit(SKIP)
+    print(f"zoo: FAIL: cannot run: {sys.executable} cannot import what the checks need: {e} "
+          "(scripts/setup.sh installs it)")
+    sys.exit(CANNOT_RUN)
 
 
 class Failure(Exception):
     """A tool failed or printed something unexpected (exit 2)."""
 
 
-class Skip(Exception):
-    """A prerequisite is missing (exit 77)."""
+class CannotRun(Exception):
+    """A prerequisite is missing (exit 3: a failure, setup installs every one)."""
 
 
 # ---------------------------------------------------------------- the models
@@ -287,7 +291,7 @@ def build(name):
     try:
         return MODELS[name]()
     except ImportError as e:  # torchvision
-        raise Skip(f"{name} needs {e.name or e}")
+        raise CannotRun(f"{name} needs {e.name or e}")
 
 
 # ---------------------------------------------------------------- data
@@ -582,9 +586,9 @@ def main(args):
             rc = check_infer(args, args.model, m, work)
         else:
             rc = check_train(args, args.model, m, work, args.check)
-    except Skip as e:
-        print(f"zoo {args.model} {args.check}: SKIP: {e}")
-        return SKIP
+    except CannotRun as e:
+        print(f"zoo {args.model} {args.check}: FAIL: cannot run: {e} (scripts/setup.sh installs it)")
+        return CANNOT_RUN
     except (Failure, OSError, ValueError, KeyError) as e:
         print(f"zoo {args.model} {args.check}: {e}", file=sys.stderr)
         return 2
