@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "cli/cli_args.h"
 #include "cli/cli_main.h"
+#include "common/output_paths.h"
 #include "compiler/compile.h"
 #include "compiler/plan/plan_writer.h"
 
@@ -13,34 +15,44 @@ int main(int argc, char** argv) {
   of::compiler::CompileOptions options;
   app.add_option("model", model, "ONNX model file (as torch.onnx.export writes it)")->required();
   app.add_option("-o,--output", output, "plan file to write (weights go beside it as <stem>.safetensors)")->required();
-  app.add_option("--slots", options.slots, "slots per streamed register (>= 2 pipelines)")->check(CLI::Range(1, 64));
-  app.add_option("--pieces", options.pieces, "default number of pieces ofrun streams (0: as many as fed)")->check(CLI::NonNegativeNumber);
-  app.add_option("--loss", options.loss, "append a loss to the model's output: cross_entropy (integer labels, mean) or mse")
+  app.add_option("--slots", options.slots, "slots per streamed register (>= 2 pipelines)")->check(of::cli::between(1, 64));
+  app.add_option("--pieces", options.pieces, "default number of pieces ofrun streams (0: as many as fed)")->check(of::cli::at_least(0));
+  auto* loss = app.add_option("--loss", options.loss, "append a loss to the model's output: cross_entropy (integer labels, mean) or mse")
       ->check(CLI::IsMember({"cross_entropy", "mse"}));
-  app.add_option("--label", options.label, "name of the new graph input the loss compares against");
-  app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)");
-  app.add_flag("--train", options.train, "compile a training plan (needs --loss); also writes <stem>.eval.ofp for --eval");
+  app.add_option("--label", options.label, "name of the new graph input the loss compares against")->needs(loss);
+  app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)")->needs(loss);
+  auto* train = app.add_flag("--train", options.train, "compile a training plan (needs --loss); also writes <stem>.eval.ofp for --eval")->needs(loss);
   app.add_option("--optimizer", options.optimizer,
                  "sgd[:lr=,momentum=,dampening=,nesterov=0|1,weight_decay=] | adam|adamw[:lr=,beta1=,beta2=,eps=,weight_decay=]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(train);
   app.add_option("--schedule", options.schedule, "learning-rate schedule: constant | warmup:steps=N | cosine[:warmup=N,min_lr=X]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(train);
   app.add_option("--micro-batches", options.micro_batches, "pieces (micro-batches) whose gradients one optimizer step sums")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(of::cli::between(1, 1 << 20))
+      ->needs(train);
   std::string devices = "1:cpu";
   app.add_option("--folded", options.folded,
                  "train | freeze: what --train does with parameters the exporter folded into new names (default: refuse)")
-      ->check(CLI::IsMember({"train", "freeze"}));
-  app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable");
+      ->check(CLI::IsMember({"train", "freeze"}))
+      ->needs(train);
+  app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable")->needs(train);
   app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices in one process)")->capture_default_str();
-  app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(CLI::Range(1, 4096));
-  app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(CLI::Range(1, 4096));
-  app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(CLI::Range(1, 4096));
+  app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(of::cli::between(1, 4096));
+  app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
+  app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
   app.add_option("--parallel-config", options.parallel_config, "JSON: pipeline stage boundaries and SBP hints per tensor (they win)");
   std::string device_memory;
   app.add_option("--device-memory", device_memory, "memory each device may use, e.g. 512MiB or 16GB (default: unlimited)");
-  CLI11_PARSE(app, argc, argv);
+  of::cli::add_version(app, "ofc");
+  if (auto status = of::cli::parse(app, "ofc", argc, argv)) return *status;
   return of::cli::guarded_main("ofc", [&] {
+    // Nothing ofc writes may be what it reads (checked by inode: links and "./m.onnx" alike).
+    const of::compiler::PlanOutputs out = of::compiler::plan_outputs(output, options.train);
+    std::vector<of::NamedPath> writes{{out.plan, "the plan"}, {out.weights, "the weights file"}};
+    if (options.train) writes.push_back({out.eval_plan, "the evaluation plan"});
+    of::refuse_outputs_over_inputs(writes, {{model, "the model"}, {options.parallel_config, "--parallel-config"}});
     options.devices = of::compiler::parse_devices(devices);
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.

@@ -3,10 +3,14 @@
 // training plans (ofc --train) take --data and train, checkpoint, resume and evaluate.
 #include <unistd.h>
 
+#include <set>
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "cli/cli_args.h"
 #include "cli/cli_main.h"
+#include "common/output_paths.h"
 #include "runtime/run.h"
 #include "runtime/train/train.h"
 
@@ -16,7 +20,7 @@ namespace {
 std::pair<std::string, std::string> split_binding(const std::string& s, const char* flag) {
   size_t eq = s.find('=');
   if (eq == 0 || eq == std::string::npos || eq + 1 == s.size())
-    throw of::Error(fmt::format("{} '{}' must look like NAME=FILE.npy", flag, s));
+    throw of::cli::UsageError(fmt::format("{} '{}' must look like NAME=FILE.npy", flag, s));
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
@@ -52,37 +56,51 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   bool no_shuffle = false;
   app.add_option("plan", o.plan_path, "plan file written by ofc")->required();
-  app.add_option("--input", inputs, "inference: feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
-  app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
-  app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(CLI::PositiveNumber);
-  app.add_option("--slots", o.slots, "inference: use at most this many slots per register")->check(CLI::PositiveNumber);
-  app.add_option("--threads", o.threads, "actor worker threads (default: one per core)")->check(CLI::PositiveNumber);
-  app.add_option("--kernel-threads", o.kernel_threads, "threads each kernel may use")->check(CLI::PositiveNumber);
+  auto* input_opt = app.add_option("--input", inputs, "inference: feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
+  auto* output_opt = app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
+  auto* pieces_opt = app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(of::cli::at_least(1));
+  auto* slots_opt = app.add_option("--slots", o.slots, "inference: use at most this many slots per register")->check(of::cli::at_least(1));
+  app.add_option("--threads", o.threads, "actor worker threads (default: one per core)")->check(of::cli::at_least(1));
+  app.add_option("--kernel-threads", o.kernel_threads, "threads each kernel may use")->check(of::cli::at_least(1));
   app.add_option("--scheduler", o.policy, "CAF scheduling policy")->check(CLI::IsMember({"sharing", "stealing"}));
   app.add_option("--gemm", o.gemm, "matrix products: onednn (fast) or openblas (PyTorch's summation order, to track it step for step)")
       ->check(CLI::IsMember({"onednn", "openblas"}));
   app.add_flag("--memory-report", o.memory_report, "after the run, print how much of each device's arena it touched");
   app.add_option("--trace", o.trace_path, "write a Chrome-trace JSON of actor activity (training: the first 10000 pieces)");
-  auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]");
-  app.add_option("--epochs", t.epochs, "train for N passes over the data (counting resumed steps)")->check(CLI::PositiveNumber);
-  app.add_option("--steps", t.steps, "train for N optimizer steps in all (counting resumed steps)")->check(CLI::PositiveNumber);
-  auto* seed_opt = app.add_option("--seed", seed, "shuffling seed (default 0; a resumed run keeps its checkpoint's)");
-  app.add_flag("--no-shuffle", no_shuffle, "take samples in file order");
+  auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]")
+                   ->excludes(input_opt)->excludes(output_opt)->excludes(pieces_opt)->excludes(slots_opt);
+  // Training and evaluation options mean nothing to an inference plan: each needs --data.
+  app.add_option("--epochs", t.epochs, "train for N passes over the data (counting resumed steps)")->check(of::cli::at_least(1))->needs(data);
+  app.add_option("--steps", t.steps, "train for N optimizer steps in all (counting resumed steps)")->check(of::cli::at_least(1))->needs(data);
+  auto* seed_opt = app.add_option("--seed", seed, "shuffling seed (default 0; a resumed run keeps its checkpoint's)")->needs(data);
+  app.add_flag("--no-shuffle", no_shuffle, "take samples in file order")->needs(data);
   app.add_option("--last-batch", last_batch, "a last partial batch is dropped or padded (with the epoch's first samples)")
-      ->check(CLI::IsMember({"drop", "pad"}));
-  app.add_option("--checkpoint", t.checkpoint_dir, "checkpoint folder: saved at the end, on SIGINT and every --checkpoint-every steps");
-  app.add_option("--checkpoint-every", t.checkpoint_every, "also save every N steps")->check(CLI::PositiveNumber);
-  app.add_flag("--resume", t.resume, "continue from the latest checkpoint in --checkpoint (if there is one)");
-  app.add_option("--init", t.init_path, "start from these weights (safetensors with PyTorch parameter names)");
-  app.add_option("--metrics", t.metrics_path, "write one JSON object per logged step (step, epoch, loss, lr, samples_per_s)");
+      ->check(CLI::IsMember({"drop", "pad"}))
+      ->needs(data);
+  auto* checkpoint = app.add_option("--checkpoint", t.checkpoint_dir,
+                                    "checkpoint folder (one run writes it at a time): saved at the end, on SIGINT/SIGTERM/SIGHUP and every --checkpoint-every steps")
+                         ->needs(data);
+  app.add_option("--checkpoint-every", t.checkpoint_every, "also save every N steps")->check(of::cli::at_least(1))->needs(checkpoint);
+  auto* resume = app.add_flag("--resume", t.resume, "continue from the latest checkpoint in --checkpoint (if there is one)")->needs(checkpoint);
+  app.add_flag("--overwrite", t.overwrite, "start over in a --checkpoint folder that holds checkpoints (replaced at the first save)")
+      ->needs(checkpoint)
+      ->excludes(resume);
+  app.add_option("--init", t.init_path, "start from these weights (safetensors with PyTorch parameter names)")->needs(data);
+  app.add_option("--metrics", t.metrics_path, "write one JSON object per logged step (step, epoch, loss, lr, samples_per_s)")->needs(data);
   app.add_option("--log-every", t.log_every, "log every N steps (default: 1 with --metrics, else 100; a terminal shows a live line)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--eval", t.eval, "report loss and accuracy on the test split (after training, or of --checkpoint's weights)");
-  app.add_option("--eval-data", t.eval_data, "data to evaluate on (default: --data, idx's test split)");
-  CLI11_PARSE(app, argc, argv);
+      ->check(of::cli::at_least(0))
+      ->needs(data);
+  app.add_flag("--eval", t.eval, "report loss and accuracy on the test split (after training, or of --checkpoint's weights)")->needs(data);
+  app.add_option("--eval-data", t.eval_data, "data to evaluate on (default: --data, idx's test split)")->needs(data);
+  bool zero_exit_on_signal = false;
+  app.add_flag("--zero-exit-on-signal", zero_exit_on_signal,
+               "exit 0 after a signal stopped training and its checkpoint was saved (default: 128 + the signal, as shells expect)")
+      ->needs(data);
+  of::cli::add_version(app, "ofrun");
+  if (auto status = of::cli::parse(app, "ofrun", argc, argv)) return *status;
   return of::cli::guarded_main("ofrun", [&] {
     if (data->count() > 0) {
-      if (!inputs.empty() || !outputs.empty()) throw of::Error("--data trains or evaluates; --input/--output feed inference plans");
+      if (!inputs.empty() || !outputs.empty()) throw of::cli::UsageError("--data trains or evaluates; --input/--output feed inference plans");
       t.plan_path = o.plan_path;
       t.threads = o.threads;
       t.kernel_threads = o.kernel_threads;
@@ -95,11 +113,29 @@ int main(int argc, char** argv) {
       t.pad_last = last_batch == "pad";
       t.train = t.epochs > 0 || t.steps > 0 || !t.eval;
       t.live = ::isatty(STDERR_FILENO) == 1;
-      print_report(of::runtime::train::run_training(t));
+      const of::runtime::train::Report report = of::runtime::train::run_training(t);
+      print_report(report);
+      // Interrupted (and checkpointed): 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.
+      if (report.train && report.train->signal != 0 && !zero_exit_on_signal) return 128 + report.train->signal;
       return 0;
     }
-    for (const std::string& s : inputs) o.inputs.push_back(split_binding(s, "--input"));
-    for (const std::string& s : outputs) o.outputs.push_back(split_binding(s, "--output"));
+    // Each graph input and output is bound once; no output file is an input, the plan or its weights.
+    std::set<std::string> bound;
+    std::vector<of::NamedPath> reads{{o.plan_path, "the plan"}}, writes;
+    for (const std::string& s : inputs) {
+      o.inputs.push_back(split_binding(s, "--input"));
+      if (!bound.insert("input " + o.inputs.back().first).second) throw of::cli::UsageError(fmt::format("--input '{}' is given twice", o.inputs.back().first));
+      reads.push_back({o.inputs.back().second, "--input " + o.inputs.back().first});
+    }
+    for (const std::string& s : outputs) {
+      o.outputs.push_back(split_binding(s, "--output"));
+      if (!bound.insert("output " + o.outputs.back().first).second) throw of::cli::UsageError(fmt::format("--output '{}' is given twice", o.outputs.back().first));
+      writes.push_back({o.outputs.back().second, "--output " + o.outputs.back().first});
+    }
+    writes.push_back({o.trace_path, "--trace"});
+    of::refuse_outputs_over_inputs(writes, reads);
+    for (const auto& [path, what] : writes)
+      if (!path.empty()) of::check_can_create(path, what);
     of::runtime::RunResult r = of::runtime::run(o);
     fmt::print("ofrun: {} pieces, {:.3f} s, {:.1f} pieces/s\n", r.pieces, r.seconds, double(r.pieces) / r.seconds);
     return 0;

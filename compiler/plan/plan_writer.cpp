@@ -117,9 +117,17 @@ void refuse_overwriting(const std::filesystem::path& plan, const std::string& we
 
 }  // namespace
 
+PlanOutputs plan_outputs(const std::string& plan_path, bool training) {
+  const std::filesystem::path path(plan_path);
+  PlanOutputs o{.plan = plan_path, .weights = (path.parent_path() / (path.stem().string() + ".safetensors")).string(), .eval_plan = {}};
+  if (training) o.eval_plan = (path.parent_path() / (path.stem().string() + ".eval.ofp")).string();
+  return o;
+}
+
 std::string write_plan(const Compilation& c, const std::string& plan_path) {
   std::filesystem::path path(plan_path);
-  WeightsFile weights = serialize_weights(c, path.stem().string() + ".safetensors");
+  const PlanOutputs outputs = plan_outputs(plan_path, false);
+  WeightsFile weights = serialize_weights(c, std::filesystem::path(outputs.weights).filename().string());
   plan::Plan p = finish_plan(c, weights, c.options.eval_metrics ? plan::JobKind::eval : plan::JobKind::infer);
   std::vector<uint8_t> plan_bytes = plan::encode(p);
   std::string weights_path = (path.parent_path() / weights.name).string();
@@ -131,7 +139,8 @@ std::string write_plan(const Compilation& c, const std::string& plan_path) {
 
 std::string write_training_plans(const Compilation& train, const Compilation& eval, const std::string& plan_path) {
   std::filesystem::path path(plan_path);
-  WeightsFile weights = serialize_weights(train, path.stem().string() + ".safetensors");
+  const PlanOutputs outputs = plan_outputs(plan_path, true);
+  WeightsFile weights = serialize_weights(train, std::filesystem::path(outputs.weights).filename().string());
   plan::Plan tp = finish_plan(train, weights, plan::JobKind::train);
   plan::Plan ep = finish_plan(eval, weights, plan::JobKind::eval);
   for (const Variable& v : ep.variables)
@@ -146,7 +155,7 @@ std::string write_training_plans(const Compilation& train, const Compilation& ev
     if (v.folded_into_plan) folded_by_eval.insert(v.name);
   for (const std::string& key : weights.model_keys)
     if (!read_by_eval.count(key)) (folded_by_eval.count(key) ? ep.buffers : ep.carried).push_back(key);
-  const std::filesystem::path eval_path = path.parent_path() / (path.stem().string() + ".eval.ofp");
+  const std::filesystem::path eval_path(outputs.eval_plan);
   tp.job.eval_plan = eval_path.filename().string();
   std::string weights_path = (path.parent_path() / weights.name).string();
   refuse_overwriting(path, weights_path);

@@ -9,6 +9,13 @@ namespace of::compiler {
 
 struct Compilation;
 
+// The files ofc writes for a plan path: the plan, its weights "<stem>.safetensors" beside it, and
+// for training plans the evaluation plan "<stem>.eval.ofp".
+struct PlanOutputs {
+  std::string plan, weights, eval_plan;
+};
+PlanOutputs plan_outputs(const std::string& plan_path, bool training);
+
 // Returns the weights file's path.
 std::string write_plan(const Compilation& c, const std::string& plan_path);
 

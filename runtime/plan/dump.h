@@ -22,7 +22,8 @@ std::string dump_memory(const plan::Plan& p);
 std::vector<uint64_t> arena_peaks(const plan::Plan& p);
 // Pipeline stages: their devices, ops (forward and backward), tasks and memory.
 std::string dump_stages(const plan::Plan& p);
-// What changed from plan `a` to plan `b`: tasks, registers, memory per device, SBP of tensors.
+// What changed from plan `a` to plan `b`: tasks, registers, memory per device, SBP of tensors
+// (empty: none of these).
 std::string dump_diff(const plan::Plan& a, const plan::Plan& b);
 
 }  // namespace of::runtime

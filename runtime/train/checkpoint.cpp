@@ -42,18 +42,29 @@ void fsync_dir(const fs::path& dir) {
   ::close(fd);
 }
 
-std::vector<fs::path> step_folders(const fs::path& dir) {
-  std::vector<fs::path> out;
+}  // namespace
+
+std::vector<std::string> step_folders(const std::string& dir) {
+  std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0) out.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0) out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
 }
 
-}  // namespace
-
 bool has_checkpoint(const std::string& dir) { return fs::exists(fs::path(dir) / "latest"); }
+
+std::string latest_name(const std::string& dir) {
+  const fs::path pointer = fs::path(dir) / "latest";
+  if (!fs::exists(pointer)) return {};
+  std::vector<uint8_t> raw = read_file(pointer.string());
+  std::string name(raw.begin(), raw.end());
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  if (name.rfind("step-", 0) != 0 || name.find('/') != std::string::npos || name.size() > 64)
+    fail({.file = pointer.string()}, "does not name a step folder (has '{}')", name.substr(0, 64));
+  return name;
+}
 
 std::string save_checkpoint(const std::string& dir, const PlanInstance& inst, const CheckpointState& state) {
   const fs::path root(dir);
@@ -92,22 +103,13 @@ std::string save_checkpoint(const std::string& dir, const PlanInstance& inst, co
   fsync_dir(root);
   const std::string pointer = name + "\n";
   write_file_atomic((root / "latest").string(), pointer.data(), pointer.size());
-
-  // Keep the newest two: the one `latest` names and the one before it.
-  std::vector<fs::path> folders = step_folders(root);
-  for (size_t i = 0; i + 2 < folders.size(); ++i)
-    if (folders[i] != final_path) fs::remove_all(folders[i], ec);
   return final_path.string();
 }
 
 LoadedCheckpoint load_latest_checkpoint(const std::string& dir) {
   const fs::path root(dir);
-  const fs::path pointer = root / "latest";
-  std::vector<uint8_t> raw = read_file(pointer.string());
-  std::string name(raw.begin(), raw.end());
-  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
-  if (name.rfind("step-", 0) != 0 || name.find('/') != std::string::npos || name.size() > 64)
-    fail({.file = pointer.string()}, "does not name a step folder (has '{}')", name.substr(0, 64));
+  if (!has_checkpoint(dir)) read_file((root / "latest").string());  // fails naming the file
+  const std::string name = latest_name(dir);
   LoadedCheckpoint out;
   out.folder = (root / name).string();
   const std::string state_path = (root / name / "state.json").string();

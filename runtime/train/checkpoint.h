@@ -7,12 +7,14 @@
 //   DIR/latest                               "step-00000120": the newest complete checkpoint
 //
 // A save writes a hidden ".partial-*" folder (every file fsynced), renames it into place, then
-// replaces `latest` atomically, then removes all but the two newest step folders. Killed at any
-// moment, DIR still names a complete checkpoint (the previous one until the new one is whole).
+// replaces `latest` atomically. Killed at any moment, DIR still names a complete checkpoint (the
+// previous one until the new one is whole). Which folders stay, and who may write DIR at all, is
+// checkpoint_dir.h's business.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/safetensors.h"
 #include "runtime/plan_instance.h"
@@ -46,5 +48,9 @@ struct LoadedCheckpoint {
 LoadedCheckpoint load_latest_checkpoint(const std::string& dir);
 // Whether DIR has a `latest` pointer at all.
 bool has_checkpoint(const std::string& dir);
+// The step folder `latest` names ("" without a pointer); throws of::Error if it names none.
+std::string latest_name(const std::string& dir);
+// DIR's "step-*" folder names, sorted.
+std::vector<std::string> step_folders(const std::string& dir);
 
 }  // namespace of::runtime::train

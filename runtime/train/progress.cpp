@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/train/progress.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace of::runtime::train {
@@ -46,9 +49,19 @@ void TrainSinkAction::report(int64_t step, double loss, bool line) {
     const double recent = since > 0 ? double((step - last_log_step_) * cfg_.micro_batches * cfg_.batch) / since : rate;
     last_log_ = now;
     last_log_step_ = step;
-    if (cfg_.metrics)
-      fmt::print(cfg_.metrics, "{{\"step\": {}, \"epoch\": {:.4f}, \"loss\": {:.9g}, \"lr\": {:.9g}, \"samples_per_s\": {:.1f}, \"elapsed_s\": {:.3f}}}\n",
-                 step, epoch, loss, lr, recent, elapsed);
+    if (cfg_.metrics && write_error_.empty()) {
+      const std::string json = fmt::format(
+          "{{\"step\": {}, \"epoch\": {:.4f}, \"loss\": {:.9g}, \"lr\": {:.9g}, \"samples_per_s\": {:.1f}, \"elapsed_s\": {:.3f}}}\n", step,
+          epoch, loss, lr, recent, elapsed);
+      errno = 0;
+      // Line-buffered: the write (and a full disk) happens here, not at fclose.
+      // A failed flush inside fwrite only sets the stream's error flag: test it too.
+      if (std::fwrite(json.data(), 1, json.size(), cfg_.metrics) != json.size() || std::fflush(cfg_.metrics) != 0 ||
+          std::ferror(cfg_.metrics)) {
+        write_error_ = errno ? std::strerror(errno) : "write failed";
+        if (cfg_.stop) cfg_.stop->store(true, std::memory_order_relaxed);
+      }
+    }
     if (!cfg_.live) {
       fmt::print(stderr, "step {}/{}  epoch {:.2f}  loss {:.4f}  lr {:.4g}  {:.0f} samples/s  ETA {}\n", step, cfg_.total_steps, epoch,
                  loss, lr, recent, duration(eta));

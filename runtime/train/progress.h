@@ -5,6 +5,7 @@
 // Reporting happens in the sink's act, off the compute tasks' path; the file is line-buffered.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,9 @@ struct ProgressConfig {
   bool live = false;        // redraw one line on stderr (a terminal)
   std::FILE* metrics = nullptr;
   LrSchedule schedule;
+  // A metrics write that fails (a full disk) stops the run at the next step boundary, as a
+  // signal does, so that it can save a checkpoint; train() then reports write_error().
+  std::atomic<bool>* stop = nullptr;
 };
 
 class TrainSinkAction final : public Action {
@@ -36,6 +40,8 @@ class TrainSinkAction final : public Action {
   double last_loss() const { return last_loss_; }
   // Ends the live line so that what follows starts on its own line.
   void finish();
+  // Why writing the metrics file failed ("" if it did not).
+  const std::string& write_error() const { return write_error_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -48,6 +54,7 @@ class TrainSinkAction final : public Action {
   Clock::time_point start_, last_log_, last_draw_;
   int64_t last_log_step_ = 0;
   bool drawn_ = false;
+  std::string write_error_;
 };
 
 }  // namespace of::runtime::train

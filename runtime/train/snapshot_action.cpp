@@ -7,12 +7,12 @@ void SnapshotAction::act(int64_t piece, const void* const*, void* const*) {
   // Version `piece` holds the state after this run's first `piece` pieces; piece 0 is what the
   // run started from, already on disk or in the weights file.
   const int64_t global = base_.pieces + piece;
-  if (every_ <= 0 || piece == 0 || global % (int64_t(base_.micro_batches) * every_) != 0) return;
+  if (!writer_ || every_ <= 0 || piece == 0 || global % (int64_t(base_.micro_batches) * every_) != 0) return;
   CheckpointState s = base_;
   s.pieces = global;
   s.step = global / base_.micro_batches;
   s.epoch = global / pieces_per_epoch_;
-  save_checkpoint(dir_, inst_, s);
+  writer_->save(inst_, s);
   ++saved_;
 }
 

@@ -12,20 +12,21 @@
 #include "runtime/actors/task_state.h"
 #include "runtime/plan_instance.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_dir.h"
 
 namespace of::runtime::train {
 
 class SnapshotAction final : public Action {
  public:
-  // every == 0: never save (the task still paces itself with the run).
-  SnapshotAction(const PlanInstance& inst, std::string dir, int64_t every, CheckpointState base, int64_t pieces_per_epoch)
-      : inst_(inst), dir_(std::move(dir)), every_(every), base_(std::move(base)), pieces_per_epoch_(pieces_per_epoch) {}
+  // every == 0 or no writer: never save (the task still paces itself with the run).
+  SnapshotAction(const PlanInstance& inst, CheckpointWriter* writer, int64_t every, CheckpointState base, int64_t pieces_per_epoch)
+      : inst_(inst), writer_(writer), every_(every), base_(std::move(base)), pieces_per_epoch_(pieces_per_epoch) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;
   int64_t saved() const { return saved_; }
 
  private:
   const PlanInstance& inst_;
-  std::string dir_;
+  CheckpointWriter* writer_;
   int64_t every_;
   CheckpointState base_;  // seed, batch, model, data; step and position are filled per save
   int64_t pieces_per_epoch_;

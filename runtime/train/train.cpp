@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -16,12 +17,14 @@
 
 #include "common/error.h"
 #include "common/file_util.h"
+#include "common/output_paths.h"
 #include "runtime/actors/actor_system.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
 #include "runtime/plan_instance.h"
 #include "runtime/run.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_dir.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/eval_sink.h"
 #include "runtime/train/progress.h"
@@ -33,33 +36,64 @@ namespace of::runtime::train {
 namespace {
 
 std::atomic<bool> g_interrupt{false};
+std::atomic<int> g_signal{0};
 // A trace keeps the first pieces of a run: enough to see a step's critical path, bounded memory.
 constexpr int64_t kMaxTracedPieces = 10000;
-extern "C" void on_interrupt(int) { g_interrupt.store(true, std::memory_order_relaxed); }
+extern "C" void on_interrupt(int sig) {
+  g_signal.store(sig, std::memory_order_relaxed);
+  g_interrupt.store(true, std::memory_order_relaxed);
+}
 
-// SIGINT and SIGTERM end the stream at the next step boundary (then the run saves a checkpoint);
-// a second signal gets the default action, so a stuck run can still be stopped.
+// SIGINT, SIGTERM and SIGHUP end the stream at the next step boundary (then the run saves a
+// checkpoint and ofrun exits 128 + the signal, as shells expect); a second signal gets the
+// default action, so a stuck run can still be stopped.
 class InterruptGuard {
  public:
   InterruptGuard() {
     g_interrupt.store(false);
+    g_signal.store(0);
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
   }
   ~InterruptGuard() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
   }
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
 };
+
+// The files a --data spec reads ("npy:a.npy,b.npy", "tokens:f,dtype=u16", "idx:DIR": its files).
+std::vector<std::string> data_files(const std::string& spec) {
+  std::vector<std::string> out;
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos) return out;
+  std::string rest = spec.substr(colon + 1);
+  for (size_t at = 0; at <= rest.size();) {
+    size_t end = rest.find(',', at);
+    if (end == std::string::npos) end = rest.size();
+    const std::string part = rest.substr(at, end - at);
+    if (!part.empty() && part.find('=') == std::string::npos) out.push_back(part);
+    at = end + 1;
+  }
+  std::vector<std::string> files;
+  for (const std::string& f : out) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(f, ec)) {
+      for (const auto& e : std::filesystem::directory_iterator(f, ec))
+        if (e.is_regular_file(ec)) files.push_back(e.path().string());
+    } else {
+      files.push_back(f);
+    }
+  }
+  return files;
+}
 
 // Which source blob is what: the step scalars by name, the label as the plan's job names it,
 // and the features as the one input left.
@@ -198,7 +232,10 @@ struct WeightSource {
   std::string init_path;
 };
 
-EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, const TrainOptions& o) {
+// `dataset`: the evaluation data opened before training (so that a missing split fails before
+// the steps are spent), or null to open it here.
+EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, const TrainOptions& o,
+                    std::unique_ptr<data::Dataset> dataset = nullptr) {
   const plan::Plan& tp = train_plan.plan();
   if (tp.job.eval_plan.empty()) fail({.file = o.plan_path, .field = "job.eval_plan"}, "the plan has no evaluation plan");
   const std::string path = (std::filesystem::path(o.plan_path).parent_path() / tp.job.eval_plan).string();
@@ -223,7 +260,7 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
 
   const std::string spec = eval_spec(o);
   const SourceLayout layout = layout_of(ev);
-  std::unique_ptr<data::Dataset> dataset = data::make_dataset(spec, data_options(ev, layout));
+  if (!dataset) dataset = data::make_dataset(spec, data_options(ev, layout));
   check_data_fits(ev, layout, *dataset, spec);
   const int64_t batch = ev.plan().job.batch;
   const plan::Task& sink = ev.sink();
@@ -269,6 +306,27 @@ Report run_training(const TrainOptions& o) {
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) fail({}, "--checkpoint-every needs --checkpoint DIR");
   if (o.resume && o.checkpoint_dir.empty()) fail({}, "--resume needs --checkpoint DIR");
 
+  if (o.overwrite && o.resume) fail({}, "--overwrite starts over and --resume continues: choose one");
+  if (o.overwrite && o.checkpoint_dir.empty()) fail({}, "--overwrite needs --checkpoint DIR");
+
+  // Everything the run will need is checked before its first step: no output is an input, each
+  // output can be written, the checkpoint folder is this run's alone and has room for a save.
+  std::vector<NamedPath> inputs{{o.plan_path, "the plan"}, {o.init_path, "--init"}};
+  if (!p.weights.empty()) inputs.push_back({(std::filesystem::path(o.plan_path).parent_path() / p.weights).string(), "the plan's weights"});
+  if (!p.job.eval_plan.empty())
+    inputs.push_back({(std::filesystem::path(o.plan_path).parent_path() / p.job.eval_plan).string(), "the evaluation plan"});
+  for (const std::string& f : data_files(o.data)) inputs.push_back({f, "--data"});
+  if (o.eval)
+    for (const std::string& f : data_files(eval_spec(o))) inputs.push_back({f, "the evaluation data"});
+  refuse_outputs_over_inputs({{o.metrics_path, "--metrics"}, {o.trace_path, "--trace"}}, inputs);
+  if (!o.metrics_path.empty() && o.train) check_can_create(o.metrics_path, "--metrics");
+  if (!o.trace_path.empty() && o.train) check_can_create(o.trace_path, "--trace");
+  std::optional<CheckpointWriter> writer;
+  if (o.train && !o.checkpoint_dir.empty()) {
+    writer.emplace(o.checkpoint_dir, o.resume, o.overwrite);
+    writer->check_space(checkpoint_bytes(inst));
+  }
+
   std::optional<LoadedCheckpoint> ckpt;
   if ((o.resume || !o.train) && !o.checkpoint_dir.empty() && has_checkpoint(o.checkpoint_dir)) ckpt = load_latest_checkpoint(o.checkpoint_dir);
   std::optional<SafetensorsFile> init;
@@ -293,6 +351,11 @@ Report run_training(const TrainOptions& o) {
     const SourceLayout layout = layout_of(inst);
     std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, layout));
     check_data_fits(inst, layout, *dataset, o.data);
+    std::unique_ptr<data::Dataset> eval_dataset;
+    if (o.eval) {
+      eval_dataset = data::make_dataset(eval_spec(o), data_options(inst, layout));
+      check_data_fits(inst, layout, *eval_dataset, eval_spec(o));
+    }
     const int64_t batch = p.job.batch;
     const int32_t k = p.job.micro_batches;
     const uint64_t seed = ckpt ? ckpt->state.seed : o.seed.value_or(0);
@@ -309,6 +372,7 @@ Report run_training(const TrainOptions& o) {
 
     std::FILE* metrics = nullptr;
     if (!o.metrics_path.empty() && o.resume) keep_metrics_through(o.metrics_path, tr.first_step);
+    const bool metrics_created = !o.metrics_path.empty() && (!o.resume || !std::filesystem::exists(o.metrics_path));
     if (!o.metrics_path.empty()) {
       // Appending: a resumed run continues the same file.
       metrics = std::fopen(o.metrics_path.c_str(), o.resume ? "a" : "w");
@@ -326,30 +390,42 @@ Report run_training(const TrainOptions& o) {
     auto sink = std::make_unique<TrainSinkAction>(ProgressConfig{.first_piece = tr.first_step * k, .micro_batches = k, .batch = batch,
                                                                  .steps_per_epoch = steps_per_epoch, .total_steps = tr.total_steps,
                                                                  .log_every = log_every, .live = o.live, .metrics = metrics,
-                                                                 .schedule = schedule});
+                                                                 .schedule = schedule, .stop = &g_interrupt});
     TrainSinkAction* progress = sink.get();
     std::unique_ptr<Action> snapshot;
-    if (inst.snapshot()) snapshot = std::make_unique<SnapshotAction>(inst, o.checkpoint_dir, o.checkpoint_every, base, pieces_per_epoch);
+    if (inst.snapshot())
+      snapshot = std::make_unique<SnapshotAction>(inst, writer ? &*writer : nullptr, o.checkpoint_every, base, pieces_per_epoch);
     auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads,
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
       InterruptGuard guard;
       if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path);
       tr.interrupted = g_interrupt.load();
+      tr.signal = g_signal.load();
     }
     progress->finish();
     tr.steps = progress->steps_done();
     tr.samples = tr.steps * k * batch;
     tr.last_loss = progress->last_loss();
-    if (!o.checkpoint_dir.empty() && tr.steps > 0) {
+    if (writer && tr.steps > 0) {
       CheckpointState s = base;
       s.step = tr.first_step + tr.steps;
       s.pieces = s.step * k;
       s.epoch = s.pieces / pieces_per_epoch;
-      tr.checkpoint = save_checkpoint(o.checkpoint_dir, inst, s);
+      tr.checkpoint = writer->save(inst, s);
+    }
+    if (!progress->write_error().empty()) {
+      metrics_guard.reset();
+      // A metrics file this run created that holds not one whole line is no output at all.
+      if (metrics_created) {
+        const std::vector<uint8_t> bytes = read_file(o.metrics_path);
+        if (std::find(bytes.begin(), bytes.end(), uint8_t('\n')) == bytes.end()) std::filesystem::remove(o.metrics_path);
+      }
+      fail({.file = o.metrics_path}, "cannot write: {} (stopped after step {}{})", progress->write_error(), tr.first_step + tr.steps,
+           tr.checkpoint.empty() ? std::string() : ", checkpoint " + tr.checkpoint);
     }
     report.train = tr;
-    if (o.eval && !tr.interrupted) report.eval = evaluate(inst, WeightSource{.trained = &inst}, o);
+    if (o.eval && !tr.interrupted) report.eval = evaluate(inst, WeightSource{.trained = &inst}, o, std::move(eval_dataset));
   } else {
     WeightSource from{.trained = nullptr, .checkpoint = ckpt ? &*ckpt : nullptr, .init = init ? &*init : nullptr, .init_path = o.init_path};
     report.eval = evaluate(inst, from, o);

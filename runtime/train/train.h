@@ -22,6 +22,7 @@ struct TrainOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;    // steps; 0: only at the end (and on SIGINT)
   bool resume = false;             // continue from checkpoint_dir's latest checkpoint, if any
+  bool overwrite = false;          // start over in a checkpoint_dir that holds checkpoints
   std::string init_path;           // safetensors with PyTorch-named initial weights
   std::string metrics_path;        // JSON lines, one per logged step
   int64_t log_every = -1;          // -1: 1 with metrics, else 100 (0 on a terminal: live line only)
@@ -45,6 +46,7 @@ struct TrainReport {
   double seconds = 0;      // streaming time
   double last_loss = 0;
   bool interrupted = false;
+  int signal = 0;          // the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP), or 0
   std::string checkpoint;  // the folder saved at the end, if any
 };
 

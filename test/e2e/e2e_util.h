@@ -2,6 +2,7 @@
 // Helpers for end-to-end tests that drive the ofc/ofrun/ofdump binaries as a user would.
 #pragma once
 
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <string>
 
 #include "common/npy.h"
+
+extern char** environ;
 
 namespace of::e2e {
 
@@ -54,6 +57,24 @@ inline CmdResult run_cmd(const std::string& cmd, const TempDir& dir) {
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+// Starts `cmd` in the background (its stdout and stderr to bg.out and bg.err in `dir`); the pid
+// is the command's own (sh execs it), so signals reach it.
+inline pid_t spawn(const std::string& cmd, const TempDir& dir) {
+  std::string sh = "exec " + cmd + " >" + (dir / "bg.out") + " 2>" + (dir / "bg.err");
+  const char* argv[] = {"/bin/sh", "-c", sh.c_str(), nullptr};
+  pid_t pid = 0;
+  // Never a pid <= 0: kill() would signal a process group or every process.
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0 || pid <= 0) std::abort();
+  return pid;
+}
+
+// The exit status of a spawned command, or -signal when a signal ended it.
+inline int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 inline std::string bin(const std::string& tool) { return std::string(OF_BIN_DIR) + "/" + tool; }

@@ -213,12 +213,18 @@ TEST_CASE("parallel: ofdump shows stages, SBP and what changed between two plans
   CHECK(sbp.out.find("all-reduce") != std::string::npos);  // data-parallel gradients
   CHECK(sbp.out.find("copy") != std::string::npos);        // between the stages
   CmdResult diff = run_cmd(bin("ofdump") + " --diff " + one + " " + pipe, d);
-  REQUIRE(diff.exit_code == 0);
+  REQUIRE(diff.exit_code == 1);  // as diff(1): the plans differ
   CHECK(diff.out.find("devices      1 -> 4") != std::string::npos);
   CHECK(diff.out.find("sbp         fc2.weight: cpu:0 B -> cpu:2-3 B") != std::string::npos);
   CHECK(diff.out.find("op added    accumulate/fc1.weight") != std::string::npos);
   CmdResult same = run_cmd(bin("ofdump") + " --diff " + one + " " + one, d);
-  CHECK(same.out == "the plans do not differ in tasks, registers, memory or SBP\n");
+  CHECK(same.exit_code == 0);
+  CHECK(same.out == "the plans are identical\n");
+  // Plans that differ only where no view looks still differ.
+  REQUIRE(run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "slots.ofp") + " --slots 3", d).exit_code == 0);
+  REQUIRE(run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "two.ofp") + " --slots 2", d).exit_code == 0);
+  CmdResult other = run_cmd(bin("ofdump") + " --diff " + (d / "two.ofp") + " " + (d / "slots.ofp"), d);
+  CHECK(other.exit_code == 1);
 }
 
 TEST_CASE("parallel: --parallel-config pins SBP and stage boundaries, and bad configs are refused in one line", "[e2e][parallel]") {

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/train/checkpoint_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace of::runtime::train {
+namespace fs = std::filesystem;
+namespace {
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20)); }
+
+// The pid a lock file names, or "unknown".
+std::string holder_of(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string s(buf, n > 0 ? size_t(n) : 0);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() || s.find_first_not_of("0123456789") != std::string::npos ? "unknown" : s;
+}
+
+}  // namespace
+
+uint64_t checkpoint_bytes(const PlanInstance& inst) {
+  uint64_t bytes = 1 << 16;  // state.json and two safetensors headers, generously
+  for (const StoredTensor& t : inst.stored())
+    if (t.persistent || t.weight) bytes += t.bytes + 256;
+  return bytes;
+}
+
+CheckpointWriter::CheckpointWriter(std::string dir, bool resume, bool overwrite) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) fail({.file = dir_}, "cannot create the checkpoint folder: {}", ec.message());
+  const std::string lock_path = (fs::path(dir_) / ".lock").string();
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) fail({.file = dir_}, "cannot write the checkpoint folder: {}", std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    const std::string holder = holder_of(lock_fd_);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (err == EWOULDBLOCK)
+      fail({.file = dir_}, "checkpoint folder is in use by another run (pid {}); wait for it to end or choose another --checkpoint", holder);
+    fail({.file = lock_path}, "cannot lock: {}", std::strerror(err));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) != ssize_t(pid.size()))
+    fail({.file = lock_path}, "cannot write: {}", std::strerror(errno));
+
+  // Under the lock nobody else writes here: every partial save is a killed run's.
+  uint64_t removed = 0, removed_bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".partial-", 0) != 0 && name.find(".tmp.") == std::string::npos) continue;
+    for (const auto& f : fs::recursive_directory_iterator(e.path(), ec))
+      if (f.is_regular_file(ec)) removed_bytes += f.file_size(ec);
+    if (e.is_regular_file(ec)) removed_bytes += e.file_size(ec);
+    fs::remove_all(e.path(), ec);
+    ++removed;
+  }
+  if (removed > 0)
+    fmt::print(stderr, "ofrun: note: {}: removed {} unfinished save(s) of killed runs ({})\n", dir_, removed, mib(removed_bytes));
+
+  const std::string latest = latest_name(dir_);
+  const std::vector<std::string> steps = step_folders(dir_);
+  if (!resume && !overwrite && (!latest.empty() || !steps.empty()))
+    fail({.file = dir_}, "holds checkpoints (latest {}): --resume continues them, --overwrite starts over and replaces them",
+         latest.empty() ? steps.back() : latest);
+  if (resume) previous_ = latest;
+  replace_all_ = overwrite && !resume;
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+void CheckpointWriter::check_space(uint64_t bytes) const {
+  struct statvfs st {};
+  if (::statvfs(dir_.c_str(), &st) != 0) return;  // unknown: the save itself reports a full disk
+  const uint64_t free_bytes = uint64_t(st.f_bavail) * uint64_t(st.f_frsize);
+  if (free_bytes < bytes) fail({.file = dir_}, "{} free, one checkpoint needs {}", mib(free_bytes), mib(bytes));
+}
+
+std::string CheckpointWriter::save(const PlanInstance& inst, const CheckpointState& state) {
+  const std::string folder = save_checkpoint(dir_, inst, state);
+  const std::string name = fs::path(folder).filename().string();
+  // Keep the new checkpoint and the one before it in this run's line; a run that started over
+  // removes the rest at its first save (until then they were DIR's latest).
+  std::error_code ec;
+  for (const std::string& s : step_folders(dir_))
+    if (s != name && (replace_all_ || s != previous_)) fs::remove_all(fs::path(dir_) / s, ec);
+  replace_all_ = false;
+  previous_ = name;
+  return folder;
+}
+
+}  // namespace of::runtime::train

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// A checkpoint folder that one training run writes at a time.
+//
+// The writer holds an advisory lock (flock on DIR/.lock, which names its pid) for the whole run:
+// a second run into the same folder is refused in one line naming the holder; a lock left by a
+// killed run is released by the kernel and simply taken. Under the lock the writer removes what
+// killed saves left (".partial-*" folders, "*.tmp.*" files), refuses to start a fresh run over
+// checkpoints unless told to start over, and prunes only its own line of checkpoints: it keeps
+// the one it just saved and the one before it (the one it resumed from, or its previous save).
+// Readers (--eval, --resume's load, --init) take no lock: a save never removes the checkpoint
+// `latest` named before it, so a reader that has just read `latest` still finds its folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/plan_instance.h"
+#include "runtime/train/checkpoint.h"
+
+namespace of::runtime::train {
+
+class CheckpointWriter {
+ public:
+  // Creates DIR if needed and takes its lock. `resume`: this run continues DIR's latest
+  // checkpoint; `overwrite`: it starts over, replacing DIR's checkpoints at its first save.
+  // Neither, into a folder that holds checkpoints: refused. Throws of::Error naming DIR.
+  CheckpointWriter(std::string dir, bool resume, bool overwrite);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Refuses (of::Error) when DIR's file system has less free space than one checkpoint of
+  // `bytes` needs.
+  void check_space(uint64_t bytes) const;
+  // Saves a checkpoint (checkpoint.h) and prunes this run's older ones. Returns its folder.
+  std::string save(const PlanInstance& inst, const CheckpointState& state);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  int lock_fd_ = -1;
+  std::string previous_;      // the step folder name this run keeps besides its newest ("": none)
+  bool replace_all_ = false;  // --overwrite: the first save removes every other step folder
+};
+
+// The bytes one checkpoint of `inst` takes (its model and optimizer files, headers included).
+uint64_t checkpoint_bytes(const PlanInstance& inst);
+
+}  // namespace of::runtime::train
