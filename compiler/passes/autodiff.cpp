@@ -8,6 +8,7 @@
 // (eval_metrics) ends instead in per-sample metrics and has no backward pass.
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -103,6 +104,14 @@ bool Autodiff::run(Compilation& c) {
   if (g.outputs.size() != 1) fail(file, "--loss needs a model with one output; this one has {}", g.outputs.size());
   for (ValueId v : g.inputs)
     if (g.values[size_t(v)].name == o.label) fail(file, "--label '{}' is already an input of the model", o.label);
+  // The label is a new graph input: a name the model already gives a value (an output, a weight,
+  // an intermediate) would make two tensors of one name in the plan and its checkpoints.
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    if (g.values[i].name != o.label) continue;
+    const bool output = std::find(g.outputs.begin(), g.outputs.end(), ValueId(i)) != g.outputs.end();
+    fail(file, "--label '{}' is already the name of {} in the model; choose another name", o.label,
+         g.values[i].initializer ? "a weight" : output ? "its output" : "a value");
+  }
   const size_t forward_nodes = g.nodes.size();
   const ValueId pred = g.outputs[0];
   const TensorDesc pred_desc = g.values[size_t(pred)].desc;
