@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for SECONDS (default 60) on a
-# corpus seeded from the test fixtures. A crash leaves its input in build-fuzz/artifacts/ and
-# fails the script; turn it into a regression test (test/fuzz/regressions/) when fixed.
+# Builds the libFuzzer targets (clang, ASan + UBSan), replays every input kept in
+# test/fuzz/regressions/TARGET/ (a crash there fails the script before any fuzzing), then runs
+# each target for SECONDS (default 60) on a corpus seeded from the test fixtures: models (hostile
+# ones too), the inference, training, evaluation and parallel plans ofc makes of them, their
+# weights and the safetensors of a checkpoint. A crash leaves its input in build-fuzz/artifacts/
+# and fails the script; copy it into test/fuzz/regressions/TARGET/ (test/fuzz/regressions/README.md).
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]      targets: plan onnx safetensors npy idx
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,25 +16,58 @@ targets=("$@")
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DOF_FUZZ=ON -DOF_BUILD_TESTS=OFF -DOF_ENABLE_CUDA=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target ofc $(printf 'fuzz_%s ' "${targets[@]}")
+cmake --build build-fuzz -j"$(nproc)" --target ofc ofrun $(printf 'fuzz_%s ' "${targets[@]}")
+
+# Inputs that once crashed a target run first, each once: a crash that came back fails here.
+status=0
+for t in "${targets[@]}"; do
+  inputs=()
+  for f in test/fuzz/regressions/"$t"/*; do [ -f "$f" ] && inputs+=("$f"); done
+  [ ${#inputs[@]} -gt 0 ] || continue
+  echo "== fuzz_$t: ${#inputs[@]} regression inputs"
+  if ! ASAN_OPTIONS=detect_leaks=0 build-fuzz/test/fuzz/fuzz_$t -runs=1 -timeout=10 -rss_limit_mb=2048 \
+      -malloc_limit_mb=1024 "${inputs[@]}" >build-fuzz/regressions_$t.log 2>&1; then
+    status=1
+    tail -40 build-fuzz/regressions_$t.log
+  fi
+done
+[ $status = 0 ] || { echo "fuzz.sh: a regression input crashes again (see above)"; exit 1; }
 
 # Seed corpora from the fixtures: small models, the plans and weights ofc makes of them, arrays.
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
 mkdir -p "$seeds"/{plan,onnx,safetensors,npy,idx} build-fuzz/artifacts
-for m in test/fixtures/ops/*.onnx test/fixtures/export/*.onnx test/fixtures/delay_chain.onnx test/fixtures/unsupported.onnx; do
+for m in test/fixtures/ops/*.onnx test/fixtures/export/*.onnx test/fixtures/grad_ops/*.onnx test/fixtures/delay_chain.onnx \
+    test/fixtures/unsupported.onnx; do
   name=$(basename "$m" .onnx)
   cp "$m" "$seeds/onnx/"
   if ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc "$m" -o "$seeds/plan/$name.ofp" >/dev/null 2>&1; then
     mv "$seeds/plan/$name.safetensors" "$seeds/safetensors/"
   fi
 done
-# Parallel training plans (boxes of weights, boxing tasks, accumulators, weight versions per step).
-for flags in "--devices 2:cpu --tp 2" "--devices 2:cpu --pp 2 --micro-batches 2"; do
-  name=tiny_$(echo "$flags" | tr -cd 'a-z0-9')
+# Models ofc refuses (test/fixtures/hostile/): near misses of a valid model.
+cp test/fixtures/hostile/*.onnx "$seeds/onnx/"
+# Training plans and their evaluation plans, one device and parallel (boxes of weights, boxing
+# tasks, accumulators, weight versions per step), and their weights.
+for flags in "" "--optimizer adam" "--micro-batches 2" "--devices 2:cpu --dp 2" "--devices 2:cpu --tp 2" \
+    "--devices 2:cpu --pp 2 --micro-batches 2" "--devices 4:cpu --dp 2 --tp 2"; do
+  name=tiny_train$(echo "$flags" | tr -cd 'a-z0-9')
   ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc test/fixtures/tiny_b16.onnx -o "$seeds/plan/$name.ofp" --train --loss cross_entropy $flags >/dev/null
-  rm -f "$seeds/plan/$name.safetensors" "$seeds/plan/$name.eval.ofp"
+  mv "$seeds/plan/$name.safetensors" "$seeds/safetensors/"
 done
+# A checkpoint's safetensors (model and optimizer state): two steps of the token model.
+ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc test/fixtures/lm.onnx -o build-fuzz/lm_train.ofp --train --loss cross_entropy \
+  --optimizer adam >/dev/null
+rm -rf build-fuzz/lm_ck
+ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofrun build-fuzz/lm_train.ofp --data tokens:test/fixtures/lm_corpus.u16 --steps 2 \
+  --checkpoint build-fuzz/lm_ck >/dev/null
+found=0
+for f in build-fuzz/lm_ck/step-*/*.safetensors; do
+  [ -f "$f" ] || continue
+  cp "$f" "$seeds/safetensors/checkpoint_$(basename "$(dirname "$f")")_$(basename "$f")"
+  found=1
+done
+[ $found = 1 ] || { echo "fuzz.sh: the checkpoint run left no safetensors in build-fuzz/lm_ck"; exit 1; }
 cp test/fixtures/ops/*.npy "$seeds/npy/"
 # IDX seeds in fuzz_idx's layout (u16 images length, flags, images file, labels file): plain and gzipped.
 python3 - "$seeds/idx" <<'PY'
@@ -41,9 +77,11 @@ labels = struct.pack(">II", 0x801, 3) + bytes([1, 9, 4])
 for name, a, b, flags in [("plain", images, labels, 1), ("gzip", gzip.compress(images), gzip.compress(labels), 0)]:
     open(f"{sys.argv[1]}/{name}", "wb").write(struct.pack("<HB", len(a), flags) + a + b)
 PY
-for t in "${targets[@]}"; do cp -r "test/fuzz/regressions/$t/." "$seeds/$t/" 2>/dev/null || true; done
+# The regression inputs seed the corpus too: fuzzing starts from what once broke.
+for t in "${targets[@]}"; do
+  if [ -d "test/fuzz/regressions/$t" ]; then cp -r "test/fuzz/regressions/$t/." "$seeds/$t/"; fi
+done
 
-status=0
 for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"
