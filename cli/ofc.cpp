@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     std::vector<of::NamedPath> writes{{out.plan, "the plan"}, {out.weights, "the weights file"}};
     if (options.train) writes.push_back({out.eval_plan, "the evaluation plan"});
     of::refuse_outputs_over_inputs(writes, {{model, "the model"}, {options.parallel_config, "--parallel-config"}});
+    of::check_can_create(out.plan, "the plan");
     options.devices = of::compiler::parse_devices(devices);
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.

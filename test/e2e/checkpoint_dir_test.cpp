@@ -186,6 +186,10 @@ TEST_CASE("checks before work: what a run needs is checked before its first step
   std::filesystem::create_symlink(d / "m.onnx", d / "link.ofp");
   CHECK(run_cmd(bin("ofc") + " " + (d / "m.onnx") + " -o " + (d / "link.ofp"), d).exit_code == 1);
   CHECK(slurp(d / "m.onnx") == model_bytes);
+  // A plan that cannot be written is found before the compile, not after it.
+  CmdResult nowhere = run_cmd(bin("ofc") + " " + (d / "m.onnx") + " -o " + (d / "nowhere/p.ofp"), d);
+  CHECK(nowhere.exit_code == 1);
+  CHECK(nowhere.err == "ofc: error: " + (d / "nowhere/p.ofp") + ": cannot write the plan here: No such file or directory\n");
 }
 
 TEST_CASE("command lines: --version and usage errors in one line with exit status 2", "[e2e]") {
