@@ -111,10 +111,18 @@ TEST_CASE("checkpoint folder: what SIGKILLed saves leave is removed by the next 
   std::ofstream(ck + "/.partial-step-00000009-4242/model.safetensors") << std::string(1 << 20, 'x');
   std::ofstream(ck + "/latest.tmp.4242") << "step-00000009\n";
   for (int trial = 0; trial < 3; ++trial) {
+    const std::string before = std::filesystem::exists(ck + "/latest") ? slurp(ck + "/latest") : "";
     const pid_t pid = spawn(bin("ofrun") + " " + plan + kData + " --steps 1000000 --checkpoint-every 1 --checkpoint " + ck +
                                 (trial == 0 ? " --overwrite" : " --resume"), d);
-    std::this_thread::sleep_for(std::chrono::milliseconds(400 + 97 * trial));
+    // However slow the machine (ASan): wait until this run has saved, then kill it mid-stream.
+    bool saved = false;
+    for (int waited = 0; waited < 1200 && !saved; ++waited) {
+      saved = std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before;
+      if (!saved) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(13 * trial));
     kill(pid, SIGKILL);
+    CHECK(saved);
     CHECK(wait_exit(pid) == -SIGKILL);
     if (trial == 0) CHECK(slurp(d / "bg.err").find("removed 2 unfinished save(s) of killed runs") != std::string::npos);
   }
