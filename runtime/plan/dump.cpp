@@ -78,6 +78,14 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
   line(fmt::format("tasks    {}   registers {}   variables {} ({})", p.tasks.size(), p.regsts.size(), p.variables.size(),
                    human_bytes(weight_bytes)));
   line(fmt::format("weights  {} ({} bytes)", p.weights, p.weights_bytes));
+  // Model tensors no task reads: checkpoints carry them so that load_state_dict finds them.
+  auto names = [](const std::vector<std::string>& v) {
+    const size_t shown = std::min<size_t>(v.size(), 6);
+    std::string s = fmt::format("{}", fmt::join(v.begin(), v.begin() + long(shown), ", "));
+    return v.size() > shown ? fmt::format("{}, ... ({} in all)", s, v.size()) : s;
+  };
+  if (!p.buffers.empty()) line(fmt::format("buffers  {} folded into the plan's constants: {}", p.buffers.size(), names(p.buffers)));
+  if (!p.carried.empty()) line(fmt::format("carried  {} model tensors this plan does not read: {}", p.carried.size(), names(p.carried)));
   for (const auto& a : p.arenas)
     line(fmt::format("arena {}  {}: {} bytes ({})", a.id, device_name(p.devices[size_t(a.device)]), a.bytes, human_bytes(a.bytes)));
   line("");
@@ -111,6 +119,8 @@ std::string dump_json(const plan::Plan& p) {
   j["devices"] = json::array();
   for (const auto& d : p.devices) j["devices"].push_back(device(d));
   j["weights"] = {{"file", p.weights}, {"bytes", p.weights_bytes}, {"crc32", p.weights_crc32}};
+  j["buffers"] = p.buffers;
+  j["carried"] = p.carried;
   j["arenas"] = json::array();
   const std::vector<uint64_t> peak = arena_peaks(p);
   for (const auto& a : p.arenas)

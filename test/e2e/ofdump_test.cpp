@@ -43,3 +43,22 @@ TEST_CASE("ofdump: summary, JSON and DOT for the MLP and CNN plans", "[e2e]") {
     CHECK(std::filesystem::file_size(dir / "p.svg") > 0);
   }
 }
+
+TEST_CASE("ofdump: model tensors a plan does not read are listed (text and JSON)", "[e2e]") {
+  TempDir dir;
+  const std::string plan = dir / "bn.ofp";
+  REQUIRE(run_cmd(bin("ofc") + " " + fixture("export/bn_mlp_train.onnx") + " -o " + plan + " --train --loss cross_entropy", dir).exit_code == 0);
+  // The evaluation plan reads the running statistics but not num_batches_tracked; checkpoints
+  // still carry it. (ofdump lists both kinds: they are in checkpoints though no task reads them.)
+  CmdResult text = run_cmd(bin("ofdump") + " " + (dir / "bn.eval.ofp"), dir);
+  REQUIRE(text.exit_code == 0);
+  INFO(text.out);
+  CHECK(text.out.find("carried  1 model tensors this plan does not read: bn.num_batches_tracked\n") != std::string::npos);
+  CmdResult js = run_cmd(bin("ofdump") + " --json " + (dir / "bn.eval.ofp"), dir);
+  REQUIRE(js.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(js.out);
+  CHECK(j["carried"] == nlohmann::json::array({"bn.num_batches_tracked"}));
+  // The fixture's registered buffer 'keep' (a mask the Where reads) is folded into the plan.
+  CHECK(text.out.find("buffers  1 folded into the plan's constants: keep\n") != std::string::npos);
+  CHECK(j["buffers"] == nlohmann::json::array({"keep"}));
+}
