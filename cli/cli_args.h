@@ -86,4 +86,16 @@ inline CLI::Validator between(int64_t lo, int64_t hi) {
       fmt::format("{}..{}", lo, hi));
 }
 
+// A positive real number (seconds, rates), phrased for people.
+inline CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return fmt::format("'{}' is not a number", s);
+        if (!(v > 0) || v > 1e12) return fmt::format("must be a positive number, got {}", s);
+        return {};
+      },
+      "> 0");
+}
+
 }  // namespace of::cli

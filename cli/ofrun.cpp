@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--scheduler", o.policy, "CAF scheduling policy")->check(CLI::IsMember({"sharing", "stealing"}));
   app.add_option("--gemm", o.gemm, "matrix products: onednn (fast) or openblas (PyTorch's summation order, to track it step for step)")
       ->check(CLI::IsMember({"onednn", "openblas"}));
+  app.add_option("--stall-timeout", o.stall_seconds,
+                 "fail a run in which no task does anything for this many seconds (default: wait forever; a kernel may be slow)")
+      ->check(of::cli::positive());
   app.add_flag("--memory-report", o.memory_report, "after the run, print how much of each device's arena it touched");
   app.add_option("--trace", o.trace_path, "write a Chrome-trace JSON of actor activity (training: the first 10000 pieces)");
   auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]")
@@ -108,6 +111,7 @@ int main(int argc, char** argv) {
       t.gemm = o.gemm;
       t.trace_path = o.trace_path;
       t.memory_report = o.memory_report;
+      t.stall_seconds = o.stall_seconds;
       if (seed_opt->count() > 0) t.seed = seed;
       t.shuffle = !no_shuffle;
       t.pad_last = last_batch == "pad";

@@ -24,6 +24,7 @@ struct RunOptions {
   std::string gemm = "onednn";  // or "openblas" (kernels/kernel.h GemmBackend)
   std::string trace_path;
   bool memory_report = false;  // print each arena's high-water mark after the run
+  double stall_seconds = 0;    // > 0: fail a run in which nothing happens for this long (actor_system.h)
 };
 
 struct RunResult {

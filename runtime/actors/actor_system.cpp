@@ -5,9 +5,11 @@
 #include "runtime/actors/actor_system.h"
 
 #include <caf/all.hpp>
-#include <fmt/core.h>
+#include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -16,10 +18,16 @@
 namespace of::runtime {
 namespace {
 
+// A counter one actor writes and the stall watchdog reads, on its own cache line.
+struct alignas(64) Progress {
+  std::atomic<int64_t> handled{0};
+};
+
 struct RunContext {
   std::vector<caf::actor> actors;  // filled before any actor is started; read-only afterwards
   std::mutex error_mutex;          // taken only on failure
   std::string first_error;
+  std::unique_ptr<Progress[]> progress;  // per task; null without a stall watchdog
 
   void record(const std::string& message) {
     std::lock_guard<std::mutex> lock(error_mutex);
@@ -48,7 +56,9 @@ class CafOutbox final : public Outbox {
 caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskState* task) {
   auto outbox = std::make_shared<CafOutbox>(self, ctx);
   // Every handler runs the protocol step, then quits when the task is done.
-  auto step = [self, ctx, task](auto&& fn) {
+  Progress* progress = ctx->progress ? &ctx->progress[size_t(task->id())] : nullptr;
+  auto step = [self, ctx, task, progress](auto&& fn) {
+    if (progress) progress->handled.fetch_add(1, std::memory_order_relaxed);
     try {
       fn();
     } catch (const std::exception& e) {
@@ -68,6 +78,33 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
   };
 }
 
+// Off the actors' path: every 50 ms, sums the messages handled; when the sum stands still for
+// `stall_seconds`, records the stall (naming tasks not done) and stops every actor.
+void watch_for_stalls(RunContext& ctx, const std::vector<std::unique_ptr<TaskState>>& tasks, double stall_seconds,
+                      const std::atomic<bool>& finished) {
+  using Clock = std::chrono::steady_clock;
+  int64_t last = -1;
+  Clock::time_point since = Clock::now();
+  while (!finished.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    int64_t sum = 0;
+    for (size_t i = 0; i < tasks.size(); ++i) sum += ctx.progress[i].handled.load(std::memory_order_relaxed);
+    if (sum != last) {
+      last = sum;
+      since = Clock::now();
+      continue;
+    }
+    if (std::chrono::duration<double>(Clock::now() - since).count() < stall_seconds) continue;
+    // The actors have been idle for seconds: their states are quiescent and safe to read.
+    std::vector<std::string> waiting;
+    for (const auto& t : tasks)
+      if (!t->done() && waiting.size() < 4) waiting.push_back(fmt::format("task {} ({})", t->id(), t->label()));
+    ctx.record(fmt::format("stalled: no task handled a message for {:.3g} s; not done: {}", stall_seconds, fmt::join(waiting, ", ")));
+    for (const caf::actor& a : ctx.actors) caf::anon_send(a, stop_atom::value);
+    return;
+  }
+}
+
 }  // namespace
 
 ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options) {
@@ -76,6 +113,7 @@ ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const 
   cfg.set("scheduler.max-threads", threads);
   cfg.set("scheduler.policy", caf::atom_from_string(options.policy));
   RunContext ctx;
+  if (options.stall_seconds > 0) ctx.progress = std::make_unique<Progress[]>(tasks.size());
   ActorRunResult result;
   {
     caf::actor_system system{cfg};
@@ -84,7 +122,12 @@ ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const 
     }
     auto begin = std::chrono::steady_clock::now();
     for (const caf::actor& a : ctx.actors) caf::anon_send(a, start_atom::value);
+    std::atomic<bool> finished{false};
+    std::thread watchdog;
+    if (ctx.progress) watchdog = std::thread([&] { watch_for_stalls(ctx, tasks, options.stall_seconds, finished); });
     system.await_all_actors_done();
+    finished.store(true);
+    if (watchdog.joinable()) watchdog.join();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     ctx.actors.clear();
   }

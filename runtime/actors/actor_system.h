@@ -14,6 +14,10 @@ namespace of::runtime {
 struct SchedulerOptions {
   int threads = 0;          // CAF worker threads; 0: one per core
   std::string policy = "sharing";  // or "stealing"
+  // > 0: a run in which no task handles a message for this long has stalled (a plan whose slots
+  // can never free): it is stopped and fails naming the tasks not done. 0: never (a kernel may
+  // legitimately run for minutes).
+  double stall_seconds = 0;
 };
 
 struct ActorRunResult {

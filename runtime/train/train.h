@@ -35,6 +35,7 @@ struct TrainOptions {
   std::string policy = "sharing";
   std::string trace_path;          // Chrome trace of the first 10000 pieces
   bool memory_report = false;      // print each arena's high-water mark after training
+  double stall_seconds = 0;        // > 0: fail a run in which no task acts for this long
   std::string gemm = "onednn";     // or "openblas": PyTorch's summation order
 };
 

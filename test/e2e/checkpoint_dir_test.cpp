@@ -218,6 +218,7 @@ TEST_CASE("command lines: --version and usage errors in one line with exit statu
   const std::vector<Case> cases = {
       {bin("ofrun") + " p.ofp --threads 0", "ofrun: error: --threads: must be at least 1, got 0 (see ofrun --help)"},
       {bin("ofrun") + " p.ofp --threads many", "ofrun: error: --threads: 'many' is not an integer (see ofrun --help)"},
+      {bin("ofrun") + " p.ofp --stall-timeout 0", "ofrun: error: --stall-timeout: must be a positive number, got 0 (see ofrun --help)"},
       {bin("ofc") + " " + mlp + " -o p.ofp --optimizer adam:lr=abc", "ofc: error: --optimizer requires --train (see ofc --help)"},
       {bin("ofc") + " " + mlp + " -o p.ofp --train", "ofc: error: --train requires --loss (see ofc --help)"},
       {bin("ofc") + " " + mlp + " -o p.ofp --slots 65", "ofc: error: --slots: must be from 1 to 64, got 65 (see ofc --help)"},

@@ -71,3 +71,25 @@ TEST_CASE("actor_system: a failing task stops the whole run with its message, no
     CHECK(run.outputs[999] == -1.0f);  // the run stopped early
   }
 }
+
+TEST_CASE("actor_system: a run that can never finish is stopped by the stall watchdog, naming the waiting tasks", "[runtime]") {
+  Run run(5, 100, -1, -1);
+  // Task 3 reads register 2, but its producer no longer sends it there: task 3 waits forever.
+  run.p.regsts[2].consumers.clear();
+  run.tasks.clear();
+  uint8_t* arenas[] = {run.arena.data()};
+  for (int t = 0; t <= 6; ++t) {
+    Action* a = t == 0 ? static_cast<Action*>(run.source.get()) : t == 6 ? static_cast<Action*>(run.sink.get()) : run.middle[size_t(t - 1)].get();
+    run.tasks.push_back(std::make_unique<TaskState>(run.p, t, a, arenas, 2, 100, 0));
+  }
+  ActorRunResult r = run_actors(run.tasks, SchedulerOptions{2, "sharing", 0.3});
+  INFO(r.error);
+  CHECK(r.error.rfind("stalled: no task handled a message for 0.3 s; not done: task 3 (t3 AddOne), task 4 (t4 AddOne)", 0) == 0);
+}
+
+TEST_CASE("actor_system: the stall watchdog leaves a run that makes progress alone", "[runtime]") {
+  Run run(5, 200, -1, -1);
+  ActorRunResult r = run_actors(run.tasks, SchedulerOptions{2, "sharing", 5});
+  CHECK(r.error.empty());
+  for (int64_t i = 0; i < 200; ++i) REQUIRE(run.outputs[size_t(i)] == float(i + 5));
+}
