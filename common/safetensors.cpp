@@ -135,7 +135,20 @@ std::vector<uint8_t> SafetensorsWriter::serialize() const {
     header[it.name] = {{"dtype", name_of(it.dtype)}, {"shape", it.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string h = header.dump();
+  std::string h;
+  try {
+    h = header.dump();
+  } catch (const nlohmann::json::type_error&) {  // JSON keys must be UTF-8: name the one that is not
+    for (const Item& it : items_) {
+      try {
+        (void)nlohmann::json(it.name).dump();
+      } catch (const nlohmann::json::type_error&) {
+        fail({.field = "tensor '" + nlohmann::json(it.name).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) + "'"},
+             "a safetensors name must be UTF-8");
+      }
+    }
+    throw;
+  }
   h.append((8 - h.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
   std::vector<uint8_t> out(8 + h.size() + offset);
   uint64_t len = h.size();

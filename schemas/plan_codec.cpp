@@ -142,6 +142,9 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
 
   Reader r{path};
   Plan p;
+  // The body repeats the header's version; a body that disagrees is not a plan this reads.
+  if (root->version() != plan_format::kVersion)
+    fail(file, "version: the plan body says {}, its header {}: the plan is corrupt", root->version(), plan_format::kVersion);
   p.version = root->version();
   p.model = r.str(root->model(), "model");
   const fb::Job* job = r.need(root->job(), "job");

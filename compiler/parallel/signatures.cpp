@@ -212,8 +212,17 @@ std::vector<Signature> signatures_of(const Graph& g, const Node& n) {
   } else if (is(k, {"softmax", "log_softmax", "softmax_grad", "log_softmax_grad", "concat", "slice"})) {
     other_axes(g, n, n.kernel_attrs.get_int("axis", -1), out);
   }
-  out.push_back(all_broadcast(n));
-  return out;
+  // Rules above name the inputs that carry data; inputs after those (a Reshape's shape, an
+  // Unsqueeze's axes: small constants) are broadcast. A rule that names more inputs or outputs
+  // than the node has does not describe it and is dropped (all-broadcast always remains).
+  std::vector<Sig> fitted;
+  for (Sig& s : out) {
+    if (s.in.size() > n.inputs.size() || s.out.size() != n.outputs.size()) continue;
+    s.in.resize(n.inputs.size(), Sbp::B());
+    fitted.push_back(std::move(s));
+  }
+  fitted.push_back(all_broadcast(n));
+  return fitted;
 }
 
 void apply_tweak(const Signature& s, int64_t coord, int64_t parts, Attrs& attrs) {

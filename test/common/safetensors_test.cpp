@@ -60,3 +60,16 @@ TEST_CASE("safetensors: offsets must tile the data section exactly", "[common]")
   CHECK(f.entries.size() == 3);
   CHECK(f.entries.at("a").offset == 8);
 }
+
+TEST_CASE("safetensors: the writer refuses a tensor name that is not UTF-8 with of::Error", "[common]") {
+  const float x = 1.0f;
+  SafetensorsWriter w;
+  w.add("fc.weight", DType::f32, {1}, &x);
+  w.add(std::string("z\xd5", 2), DType::f32, {1}, &x);  // a lone lead byte
+  try {
+    (void)w.serialize();
+    FAIL("serialize accepted a name that is not UTF-8");
+  } catch (const of::Error& e) {
+    CHECK(std::string(e.what()) == "tensor '\"z\\ufffd\"': a safetensors name must be UTF-8");
+  }
+}
