@@ -11,17 +11,15 @@ namespace of::kernels::cpu {
 
 namespace {
 
+// ceil(a / b) for b > 0 and any sign of a.
+int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// The outputs o in [0, out_len) whose input o * stride + offset lies in [0, len): in closed form,
+// since out_len comes from attributes (a loop over it would run as long as they say).
 Range valid_outputs(int64_t len, int64_t stride, int64_t offset, int64_t out_len) {
-  Range r{out_len, out_len};
-  for (int64_t o = 0; o < out_len; ++o) {
-    const int64_t i = o * stride + offset;
-    if (i >= 0 && i < len) {
-      if (r.lo == out_len) r.lo = o;
-      r.hi = o + 1;
-    }
-  }
-  if (r.lo == out_len) r.lo = r.hi = 0;
-  return r;
+  const int64_t lo = std::max<int64_t>(0, ceil_div(-offset, stride));
+  const int64_t hi = std::min<int64_t>(out_len, ceil_div(len - offset, stride));
+  return hi > lo ? Range{lo, hi} : Range{0, 0};
 }
 
 }  // namespace
@@ -50,9 +48,13 @@ ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, con
   const auto st = get_ints_n(cfg, kernel, "strides", 2, {1, 1});
   const auto pads = get_ints_n(cfg, kernel, "pads", 4, {0, 0, 0, 0});
   const auto dil = get_ints_n(cfg, kernel, "dilations", 2, {1, 1});
-  if (st[0] < 1 || st[1] < 1 || dil[0] < 1 || dil[1] < 1 ||
-      std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; }))
-    fail(where_of(cfg), "{}: strides and dilations must be >= 1, pads >= 0", kernel);
+  // Bounded so that no sum or product below can overflow (dims are bounded by the memory they fill).
+  constexpr int64_t kMaxAttr = int64_t(1) << 31;
+  auto outside = [&](int64_t v, int64_t lo) { return v < lo || v > kMaxAttr; };
+  if (outside(st[0], 1) || outside(st[1], 1) || outside(dil[0], 1) || outside(dil[1], 1) ||
+      std::any_of(pads.begin(), pads.end(), [&](int64_t p) { return outside(p, 0); }) || g.kh > kMaxAttr || g.kw > kMaxAttr ||
+      g.h > kMaxAttr || g.w > kMaxAttr)
+    fail(where_of(cfg), "{}: strides and dilations must be from 1 to 2^31, pads from 0 to 2^31", kernel);
   g.stride_h = st[0], g.stride_w = st[1], g.dil_h = dil[0], g.dil_w = dil[1];
   g.pad_t = pads[0], g.pad_l = pads[1];
   g.oh = (g.h + pads[0] + pads[2] - g.dil_h * (g.kh - 1) - 1) / g.stride_h + 1;
