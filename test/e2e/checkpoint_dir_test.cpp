@@ -31,15 +31,6 @@ CmdResult ofrun(const TempDir& d, const std::string& plan, const std::string& fl
   return run_cmd(bin("ofrun") + " " + plan + kData + " " + flags, d);
 }
 
-// Waits until `path` exists (a background run has saved), however slow the machine.
-bool wait_for(const std::string& path) {
-  for (int i = 0; i < 1200; ++i) {
-    if (std::filesystem::exists(path)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
@@ -53,7 +44,7 @@ TEST_CASE("checkpoint folder: a second writer is refused naming the holder and t
   TempDir d;
   const std::string plan = compile_mlp(d), ck = d / "ck";
   const pid_t holder = spawn(bin("ofrun") + " " + plan + kData + " --steps 1000000 --checkpoint " + ck + " --checkpoint-every 20", d);
-  REQUIRE(wait_for(ck + "/latest"));
+  REQUIRE(wait_for_new_latest(ck, ""));
   for (const char* flags : {"--steps 5", "--steps 5 --overwrite", "--steps 5 --resume"}) {
     INFO(flags);
     CmdResult r = ofrun(d, plan, std::string(flags) + " --checkpoint " + ck);
@@ -111,15 +102,11 @@ TEST_CASE("checkpoint folder: what SIGKILLed saves leave is removed by the next 
   std::ofstream(ck + "/.partial-step-00000009-4242/model.safetensors") << std::string(1 << 20, 'x');
   std::ofstream(ck + "/latest.tmp.4242") << "step-00000009\n";
   for (int trial = 0; trial < 3; ++trial) {
-    const std::string before = std::filesystem::exists(ck + "/latest") ? slurp(ck + "/latest") : "";
+    const std::string before = latest_pointer(ck);
     const pid_t pid = spawn(bin("ofrun") + " " + plan + kData + " --steps 1000000 --checkpoint-every 1 --checkpoint " + ck +
                                 (trial == 0 ? " --overwrite" : " --resume"), d);
-    // However slow the machine (ASan): wait until this run has saved, then kill it mid-stream.
-    bool saved = false;
-    for (int waited = 0; waited < 1200 && !saved; ++waited) {
-      saved = std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before;
-      if (!saved) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    // Wait until this run has saved, then kill it mid-stream.
+    const bool saved = wait_for_new_latest(ck, before);
     std::this_thread::sleep_for(std::chrono::milliseconds(13 * trial));
     kill(pid, SIGKILL);
     CHECK(saved);
@@ -139,7 +126,7 @@ TEST_CASE("signals: SIGINT SIGTERM and SIGHUP checkpoint and exit 130 143 and 12
     const std::string ck = d / fmt::format("ck{}_{}", sig, status);
     const std::string zero = status == 0 ? " --zero-exit-on-signal" : "";
     const pid_t pid = spawn(bin("ofrun") + " " + plan + kData + " --steps 1000000 --checkpoint-every 10 --checkpoint " + ck + zero, d);
-    REQUIRE(wait_for(ck + "/latest"));
+    REQUIRE(wait_for_new_latest(ck, ""));
     kill(pid, sig);
     INFO("signal " << sig << slurp(d / "bg.err"));
     CHECK(wait_exit(pid) == status);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/npy.h"
 
@@ -75,6 +77,23 @@ inline int wait_exit(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// The checkpoint folder's `latest` pointer ("" when there is none).
+inline std::string latest_pointer(const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/latest";
+  return std::filesystem::exists(path) ? slurp(path) : "";
+}
+
+// Waits (however slow the machine, e.g. under ASan: up to a minute) until `latest` differs from
+// `before`, i.e. a background run has saved. Returns whether it did.
+inline bool wait_for_new_latest(const std::string& checkpoint_dir, const std::string& before) {
+  for (int waited = 0; waited < 1200; ++waited) {
+    const std::string now = latest_pointer(checkpoint_dir);
+    if (!now.empty() && now != before) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 inline std::string bin(const std::string& tool) { return std::string(OF_BIN_DIR) + "/" + tool; }

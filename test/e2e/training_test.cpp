@@ -208,15 +208,11 @@ TEST_CASE("training: SIGKILL while checkpointing leaves a checkpoint that loads 
   // Every step writes a 15 MB checkpoint, so most moments fall inside a write.
   for (int trial = 0; trial < 4; ++trial) {
     INFO("trial " << trial);
-    const std::string before = std::filesystem::exists(ck + "/latest") ? slurp(ck + "/latest") : "";
+    const std::string before = latest_pointer(ck);
     pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 100000 --checkpoint " + ck +
                           " --checkpoint-every 1 --resume --metrics " + (d / "m.jsonl"), d);
-    // Wait (however slow the machine, e.g. under ASan) until this run has saved, then a little more.
-    bool saved = false;
-    for (int waited = 0; waited < 1200 && !saved; ++waited) {
-      saved = std::filesystem::exists(ck + "/latest") && slurp(ck + "/latest") != before;
-      if (!saved) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    // Wait until this run has saved, then a little more.
+    const bool saved = wait_for_new_latest(ck, before);
     std::this_thread::sleep_for(std::chrono::milliseconds(37 * trial));
     kill(pid, SIGKILL);
     const int status = wait_exit(pid);
