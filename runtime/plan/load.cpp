@@ -41,6 +41,33 @@ bool distinct(std::vector<int32_t> ids) {
   return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
 }
 
+// The compiler's memory plan (compiler/passes/plan_memory.cpp) treats every variable and every
+// slot of every register as live for the whole run: actors work on different pieces at once, so
+// any two slots can be in use together, and nothing orders two tasks' uses of shared bytes. A
+// plan in which two of them share a byte would let one task overwrite what another still reads;
+// it is refused, naming both. (When the planner learns reuse with ordering edges, this check
+// learns the same rule.)
+void refuse_overlapping_memory(const plan::Plan& p, const std::string& path) {
+  struct Extent {
+    uint64_t begin, end;
+    std::string field;
+  };
+  std::vector<std::vector<Extent>> by_arena(p.arenas.size());
+  for (const plan::Variable& v : p.variables)
+    if (v.bytes > 0) by_arena[size_t(v.arena)].push_back({v.offset, v.offset + v.bytes, fmt::format("variables[{}]", v.id)});
+  for (const plan::Regst& r : p.regsts)
+    for (size_t s = 0; s < r.offsets.size(); ++s)
+      if (r.slot_bytes > 0) by_arena[size_t(r.arena)].push_back({r.offsets[s], r.offsets[s] + r.slot_bytes, fmt::format("regsts[{}].offsets[{}]", r.id, s)});
+  for (size_t a = 0; a < by_arena.size(); ++a) {
+    std::vector<Extent>& extents = by_arena[a];
+    std::sort(extents.begin(), extents.end(), [](const Extent& x, const Extent& y) { return x.begin < y.begin; });
+    for (size_t i = 1; i < extents.size(); ++i)
+      if (extents[i].begin < extents[i - 1].end)
+        fail(Where{.file = path, .field = extents[i].field}, "[{}, {}) overlaps {} [{}, {}) in arena {}; both are live for the whole run",
+             extents[i].begin, extents[i].end, extents[i - 1].field, extents[i - 1].begin, extents[i - 1].end, a);
+  }
+}
+
 }  // namespace
 
 uint64_t physical_memory() {
@@ -130,6 +157,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (!inside(v.offset, v.bytes, p.arenas[size_t(v.arena)].bytes)) fail(at(f + ".offset"), "lies outside arena {}", v.arena);
     if (v.offset % plan::kAlignment != 0) fail(at(f + ".offset"), "not {}-byte aligned", plan::kAlignment);
   }
+
+  refuse_overlapping_memory(p, path);
 
   int sources = 0, sinks = 0, snapshots = 0;
   for (int32_t i = 0; i < n_tasks; ++i) {

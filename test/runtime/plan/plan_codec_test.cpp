@@ -176,6 +176,23 @@ TEST_CASE("verify_plan: a register read before it is produced (a cycle) is refus
   CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].in_regsts[0]") && Catch::Contains("cycle"));
 }
 
+TEST_CASE("verify_plan: slots and variables that share bytes are refused by name", "[runtime]") {
+  plan::Plan p = tiny_plan();
+  CHECK(verify_error(p).empty());
+  p.regsts[1].offsets[0] = 64;  // regst 0's second slot is [64, 128)
+  CHECK_THAT(verify_error(p), Catch::Contains("regsts[1].offsets[0]") && Catch::Contains("regsts[0].offsets[1]") && Catch::Contains("overlaps"));
+  p = tiny_plan();
+  p.regsts[0].offsets[1] = 0;  // two slots of one register
+  CHECK_THAT(verify_error(p), Catch::Contains("regsts[0].offsets") && Catch::Contains("overlaps"));
+  p = tiny_plan();
+  p.variables[0].offset = 192;  // inside regst 1's second slot [192, 256)
+  CHECK_THAT(verify_error(p), Catch::Contains("overlaps") && Catch::Contains("variables[0]"));
+  p = tiny_plan();
+  p.variables[0].offset = 320;  // touching ([256, 320) is free) is not sharing
+  p.regsts[1].offsets[1] = 256;
+  CHECK(verify_error(p).empty());
+}
+
 TEST_CASE("verify_plan: parallel-plan fields out of range name the field", "[runtime]") {
   plan::Plan p = tiny_plan();
   p.tensors[2].full_shape = {8};
