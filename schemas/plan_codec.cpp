@@ -30,6 +30,11 @@ struct Reader {
   template <typename T>
   std::vector<T> vec(const flatbuffers::Vector<T>* v, const std::string& field) const {
     need(v, field);
+    // The FlatBuffers 2.0 verifier aligns a vector's length, not its elements: a corrupt plan can
+    // place 8-byte numbers at an address no encoder would, and reading them is undefined. (An
+    // empty vector may sit anywhere; nothing is read from it.)
+    if (v->size() > 0 && reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) != 0)
+      fail({.file = path, .field = field}, "misaligned {}-byte numbers: the plan is corrupt", sizeof(T));
     return std::vector<T>(v->begin(), v->end());
   }
   DType dtype(fb::DType t, const std::string& field) const {

@@ -45,7 +45,7 @@ void infer_reshape(OpCtx& c) {
       c.fail("target shape {} has invalid dim {}", shape_str(want), d);
     }
     out[i] = d;
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) c.fail("target shape {} has more than 2^63 elements", shape_str(want));
   }
   if (infer_at != want.size()) {
     if (known == 0 || numel(x.shape) % known != 0)

@@ -18,20 +18,26 @@ bool InferShapes::run(Compilation& c) {
     const OpDef* def = find_op(node.domain, node.op_type);
     OF_ASSERT(def, "import let an unsupported op through: " + node.op_type);
     OpCtx ctx(g, node);
-    check_attrs(*def, ctx);  // before folding: const_eval reads the same attributes
-    // Shape arithmetic and other constant-only nodes become constants (const_eval.cpp).
-    if (try_fold(g, node)) {
-      folded[n] = true;
-      continue;
+    try {
+      check_attrs(*def, ctx);  // before folding: const_eval reads the same attributes
+      // Shape arithmetic and other constant-only nodes become constants (const_eval.cpp).
+      if (try_fold(g, node)) {
+        folded[n] = true;
+        continue;
+      }
+      def->infer(ctx);
+      for (size_t i = 0; i < node.outputs.size(); ++i)
+        if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);
+      def->lower(ctx);
+      // The kernel runs on the dtype of the node's first output.
+      DType dtype = g.values[node.outputs[0]].desc.dtype;
+      if (!kernels::find_kernel(node.kernel, kernels::DeviceKind::cpu, dtype))
+        ctx.fail("no kernel '{}' for cpu:{}", node.kernel, dtype_name(dtype));
+    } catch (const Error& e) {
+      // A failure from shared code (a shape past int64 in numel) says what but not where.
+      if (!e.where().node.empty() || !e.where().file.empty()) throw;
+      throw Error(Where{.file = g.source_file, .node = node.name, .op = node.op_type}, e.what());
     }
-    def->infer(ctx);
-    for (size_t i = 0; i < node.outputs.size(); ++i)
-      if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);
-    def->lower(ctx);
-    // The kernel runs on the dtype of the node's first output.
-    DType dtype = g.values[node.outputs[0]].desc.dtype;
-    if (!kernels::find_kernel(node.kernel, kernels::DeviceKind::cpu, dtype))
-      ctx.fail("no kernel '{}' for cpu:{}", node.kernel, dtype_name(dtype));
   }
   remove_nodes(g, folded);
   return true;
