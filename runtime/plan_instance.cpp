@@ -169,6 +169,12 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
   }
 }
 
+std::unique_ptr<Action> PlanInstance::make_transfer_action(const plan::Task& t) const {
+  std::vector<uint64_t> bytes;
+  for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) bytes.push_back(b.bytes);
+  return std::make_unique<TransferAction>(std::move(bytes));
+}
+
 std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm,
                                                          kernels::RunCtx base) const {
   std::vector<TensorDesc> ins, outs;

@@ -67,6 +67,8 @@ class PlanInstance {
   // `base`: the run's seed and first piece (see KernelAction).
   std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm,
                                              kernels::RunCtx base = {}) const;
+  // The copy of transfer task t (in one process every device's arena is here).
+  std::unique_ptr<Action> make_transfer_action(const plan::Task& t) const;
 
  private:
   struct FreeDeleter {

@@ -120,6 +120,7 @@ RunResult run(const RunOptions& o) {
       case plan::TaskKind::sink: actions.push_back(std::make_unique<SinkAction>(collect)); break;
       case plan::TaskKind::compute: actions.push_back(inst.make_kernel_action(t, o.kernel_threads, gemm_backend(o.gemm))); break;
       case plan::TaskKind::snapshot: fail({.file = o.plan_path}, "a snapshot task belongs in a training plan");
+      case plan::TaskKind::transfer: actions.push_back(inst.make_transfer_action(t)); break;
     }
   }
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))

@@ -19,7 +19,9 @@ using VariableId = int32_t;
 
 // snapshot: reads every persistent register to copy a consistent version of the training state
 // (checkpoints during a run).
-enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2, snapshot = 3 };
+// A transfer task reads one register of another device and writes a mirror of it (same blobs,
+// same layout) in its own device's arena: the only task that touches two devices.
+enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2, snapshot = 3, transfer = 4 };
 
 enum class InputKind : int8_t {
   regst = 0,     // blob `blob` of regsts[id]

@@ -128,6 +128,12 @@ class LowerToTasks final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class InsertTransfers final : public Pass {
+ public:
+  std::string name() const override { return "insert-transfers"; }
+  bool run(Compilation& c) override;
+};
+
 class PlanMemory final : public Pass {
  public:
   std::string name() const override { return "plan-memory"; }

@@ -24,6 +24,10 @@ void SourceAction::act(int64_t piece, const void* const*, void* const* out) {
   }
 }
 
+void TransferAction::act(int64_t, const void* const* in, void* const* out) {
+  for (size_t i = 0; i < blob_bytes_.size(); ++i) std::memcpy(out[i], in[i], blob_bytes_[i]);
+}
+
 void SinkAction::act(int64_t piece, const void* const* in, void* const*) {
   for (size_t i = 0; i < collect_.size(); ++i) {
     const Collect& c = collect_[i];

@@ -42,6 +42,17 @@ class SourceAction final : public Action {
   std::vector<Feed> feeds_;
 };
 
+// A transfer task in one process: input i (a tensor of the other device's register) is copied into
+// output blob i (ranks: the transport moves those bytes instead).
+class TransferAction final : public Action {
+ public:
+  explicit TransferAction(std::vector<uint64_t> blob_bytes) : blob_bytes_(std::move(blob_bytes)) {}
+  void act(int64_t piece, const void* const* in, void* const* out) override;
+
+ private:
+  std::vector<uint64_t> blob_bytes_;
+};
+
 // Copies input i of piece p to collect[i] + p * piece_bytes_i (when collect[i] is not null).
 class SinkAction final : public Action {
  public:

@@ -16,6 +16,7 @@ const char* kind_name(plan::TaskKind k) {
     case plan::TaskKind::compute: return "compute";
     case plan::TaskKind::sink: return "sink";
     case plan::TaskKind::snapshot: return "snapshot";
+    case plan::TaskKind::transfer: return "transfer";
   }
   return "?";
 }

@@ -41,6 +41,30 @@ bool distinct(std::vector<int32_t> ids) {
   return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
 }
 
+// Locality: a task touches only its own device's arenas (compiler/passes/insert_transfers.cpp).
+// A transfer task reads one register of another device; the snapshot task reads every device's
+// weights (until checkpoints are written per rank).
+template <typename At>
+void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& at) {
+  auto device_of_arena = [&](int32_t arena) { return p.arenas[size_t(arena)].device; };
+  const bool reads_anywhere = t.kind == plan::TaskKind::transfer || t.kind == plan::TaskKind::snapshot;
+  for (size_t k = 0; k < t.in_regsts.size(); ++k) {
+    const int32_t device = device_of_arena(p.regsts[size_t(t.in_regsts[k])].arena);
+    if (!reads_anywhere && device != t.device)
+      fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "register {} lives on device {}, the task on device {}: only a transfer task reads another device", t.in_regsts[k], device, t.device);
+    if (t.kind == plan::TaskKind::transfer && device == t.device)
+      fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "a transfer task reads a register of another device, not its own");
+  }
+  for (size_t k = 0; k < t.out_regsts.size(); ++k) {
+    const int32_t device = device_of_arena(p.regsts[size_t(t.out_regsts[k])].arena);
+    if (device != t.device)
+      fail(at(fmt::format("tasks[{}].out_regsts[{}]", t.id, k)), "register {} lives on device {}, the task on device {}", t.out_regsts[k], device, t.device);
+  }
+  for (size_t k = 0; k < t.inputs.size(); ++k)
+    if (t.inputs[k].kind == plan::InputKind::variable && device_of_arena(p.variables[size_t(t.inputs[k].id)].arena) != t.device)
+      fail(at(fmt::format("tasks[{}].inputs[{}]", t.id, k)), "variable {} lives on another device than the task ({})", t.inputs[k].id, t.device);
+}
+
 // The compiler's memory plan (compiler/passes/plan_memory.cpp) treats every variable and every
 // slot of every register as live for the whole run: actors work on different pieces at once, so
 // any two slots can be in use together, and nothing orders two tasks' uses of shared bytes. A
@@ -93,6 +117,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   for (int32_t i = 0; i < n_arenas; ++i) {
     const plan::Arena& a = p.arenas[size_t(i)];
     if (a.id != i) fail(at(fmt::format("arenas[{}].id", i)), "is {}, expected {}", a.id, i);
+    if (a.device < 0 || size_t(a.device) >= p.devices.size())
+      fail(at(fmt::format("arenas[{}].device", i)), "{} out of range ({} devices)", a.device, p.devices.size());
     if (a.bytes > memory) fail(at(fmt::format("arenas[{}].bytes", i)), "{} bytes exceed this machine's memory ({})", a.bytes, memory);
   }
   for (size_t i = 0; i < p.tensors.size(); ++i) {
@@ -199,7 +225,24 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         if (in.blob < 0 || size_t(in.blob) >= p.regsts[size_t(in.id)].blobs.size()) fail(at(inf), "blob {} out of range", in.blob);
       }
     }
+    refuse_foreign_memory(p, t, at);
     switch (t.kind) {
+      case plan::TaskKind::transfer: {
+        if (t.in_regsts.size() != 1 || t.out_regsts.size() != 1) fail(at(f), "a transfer task reads one register and writes one");
+        const plan::Regst& from = p.regsts[size_t(t.in_regsts[0])];
+        const plan::Regst& to = p.regsts[size_t(t.out_regsts[0])];
+        if (from.persistent || to.persistent) fail(at(f), "a transfer task moves streamed registers, not weights");
+        if (to.acts_per_piece != 1) fail(at(f + ".out_regsts"), "a transfer writes one act per piece");
+        // Input k (a tensor of the other device's register) is copied into output blob k.
+        bool same = t.inputs.size() == to.blobs.size();
+        for (size_t k = 0; same && k < t.inputs.size(); ++k) {
+          const plan::Blob& read = from.blobs[size_t(t.inputs[k].blob)];
+          same = t.inputs[k].kind == plan::InputKind::regst && read.bytes == to.blobs[k].bytes &&
+                 read.desc.shape == to.blobs[k].desc.shape && read.desc.dtype == to.blobs[k].desc.dtype;
+        }
+        if (!same) fail(at(f), "a transfer task writes, blob by blob, the tensors it reads: its output register's blobs must match its inputs");
+        break;
+      }
       case plan::TaskKind::source:
         ++sources;
         if (!t.inputs.empty() || !t.in_regsts.empty() || t.out_regsts.size() != 1)

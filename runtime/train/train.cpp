@@ -167,6 +167,7 @@ std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::
       case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
       case plan::TaskKind::snapshot: out.push_back(std::move(snapshot)); break;
       case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;
+      case plan::TaskKind::transfer: out.push_back(inst.make_transfer_action(t)); break;
     }
   }
   return out;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "e2e/e2e_util.h"
+#include "schemas/plan_format.h"
 
 using namespace of::e2e;
 
@@ -192,7 +193,7 @@ TEST_CASE("command lines: --version and usage errors in one line with exit statu
   for (const char* tool : {"ofc", "ofrun", "ofdump"}) {
     CmdResult v = run_cmd(bin(tool) + " --version", d);
     CHECK(v.exit_code == 0);
-    CHECK(v.out.rfind(std::string(tool) + " 0.1 (plan format 3, commit ", 0) == 0);
+    CHECK(v.out.rfind(std::string(tool) + " 0.1 (plan format " + std::to_string(of::plan_format::kVersion) + ", commit ", 0) == 0);
     CmdResult bad = run_cmd(bin(tool) + " --no-such-flag", d);
     CHECK(bad.exit_code == 2);
     CHECK(line_count(bad.err) == 1);

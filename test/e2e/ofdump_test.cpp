@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/e2e_util.h"
+#include "schemas/plan_format.h"
 
 using namespace of::e2e;
 
@@ -23,7 +24,7 @@ TEST_CASE("ofdump: summary, JSON and DOT for the MLP and CNN plans", "[e2e]") {
     CmdResult js = run_cmd(bin("ofdump") + " --json " + plan, dir);
     REQUIRE(js.exit_code == 0);
     nlohmann::json j = nlohmann::json::parse(js.out);
-    CHECK(j["version"] == 3);
+    CHECK(j["version"] == of::plan_format::kVersion);
     CHECK(j["tasks"].size() == j["tasks"].back()["id"].get<size_t>() + 1);
     CHECK(j["tasks"][0]["kind"] == "source");
     CHECK(j["tasks"].back()["kind"] == "sink");

@@ -193,6 +193,79 @@ TEST_CASE("verify_plan: slots and variables that share bytes are refused by name
   CHECK(verify_error(p).empty());
 }
 
+namespace {
+
+// tiny_plan() on two devices: relu runs on device 1 and reads the source's register through a
+// transfer task (id 1) that writes its mirror on device 1; the sink reads relu's output through
+// another transfer (id 3) back on device 0.
+plan::Plan two_device_plan() {
+  plan::Plan p = tiny_plan();
+  p.devices = {plan::DeviceRef{.index = 0}, plan::DeviceRef{.index = 1}};
+  p.arenas = {plan::Arena{0, 0, 1024}, plan::Arena{1, 1, 1024}};
+  p.tasks[1].device = 1;
+  p.variables.clear();
+  plan::Regst mirror_in = p.regsts[0], mirror_out = p.regsts[1];
+  mirror_in.id = 2;
+  mirror_in.producer = 1;
+  mirror_in.arena = 1;
+  mirror_in.consumers = {2};
+  mirror_out.id = 3;
+  mirror_out.producer = 3;
+  mirror_out.arena = 0;
+  mirror_out.offsets = {256, 320};
+  mirror_out.consumers = {4};
+  p.regsts[1].arena = 1;
+  p.regsts[1].producer = 2;
+  p.regsts[1].consumers = {3};
+  p.regsts.push_back(mirror_in);
+  p.regsts.push_back(mirror_out);
+  plan::Task in{.id = 1, .kind = plan::TaskKind::transfer, .name = "source/transfer/d1", .op = "Transfer", .device = 1};
+  in.inputs = {plan::TaskInput{plan::InputKind::regst, 0, 0}};
+  in.in_regsts = {0};
+  in.out_regsts = {2};
+  plan::Task relu = p.tasks[1];
+  relu.id = 2;
+  relu.inputs[0].id = 2;
+  relu.in_regsts = {2};
+  plan::Task out{.id = 3, .kind = plan::TaskKind::transfer, .name = "r/transfer/d0", .op = "Transfer", .device = 0};
+  out.inputs = {plan::TaskInput{plan::InputKind::regst, 1, 0}};
+  out.in_regsts = {1};
+  out.out_regsts = {3};
+  plan::Task sink = p.tasks[2];
+  sink.id = 4;
+  sink.inputs[0].id = 3;
+  sink.in_regsts = {3};
+  p.regsts[0].consumers = {1};
+  p.tasks = {p.tasks[0], in, relu, out, sink};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("verify_plan: a task that touches another device's arena is refused unless it is a transfer", "[runtime]") {
+  plan::Plan p = two_device_plan();
+  CHECK(verify_error(p).empty());
+  p.regsts[1].arena = 0;  // relu on device 1 writes device 0's arena
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[2].out_regsts[0]") && Catch::Contains("lives on device 0, the task on device 1"));
+  p = two_device_plan();
+  p.tasks[2].device = 0;  // relu reads the mirror on device 1 from device 0
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[2].in_regsts[0]") && Catch::Contains("only a transfer task reads another device"));
+  p = two_device_plan();
+  p.tasks[1].device = 0;  // a "transfer" within device 0 that writes device 1
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1]"));
+  p = two_device_plan();
+  p.regsts[2].blobs[0].desc.shape = {8};  // the mirror's blob no longer matches what it reads
+  p.regsts[2].blobs[0].bytes = 32;
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1]") && Catch::Contains("blobs must match its inputs"));
+  p = two_device_plan();
+  p.tasks[1].in_regsts.push_back(1);  // a transfer reads one register
+  p.regsts[1].consumers.push_back(1);
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1]"));
+  p = two_device_plan();
+  p.arenas[1].device = 2;
+  CHECK_THAT(verify_error(p), Catch::Contains("arenas[1].device") && Catch::Contains("out of range"));
+}
+
 TEST_CASE("verify_plan: parallel-plan fields out of range name the field", "[runtime]") {
   plan::Plan p = tiny_plan();
   p.tensors[2].full_shape = {8};
