@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"train", "freeze"}))
       ->needs(train);
   app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable")->needs(train);
-  app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices in one process)")->capture_default_str();
+  app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices) or RxD:cpu (R ranks of D CPU devices)")->capture_default_str();
   app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(of::cli::between(1, 4096));
   app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
   app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
@@ -54,7 +54,9 @@ int main(int argc, char** argv) {
     if (options.train) writes.push_back({out.eval_plan, "the evaluation plan"});
     of::refuse_outputs_over_inputs(writes, {{model, "the model"}, {options.parallel_config, "--parallel-config"}});
     of::check_can_create(out.plan, "the plan");
-    options.devices = of::compiler::parse_devices(devices);
+    const of::compiler::DeviceSpec spec = of::compiler::parse_devices(devices);
+    options.devices = spec.devices;
+    options.ranks = spec.ranks;
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
     if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
       eval_options.micro_batches = 1;
       eval_options.eval_metrics = true;
       eval_options.devices = 1;  // evaluation runs on one device, from the same weights file
+      eval_options.ranks = 1;
       eval_options.dp = eval_options.tp = eval_options.pp = 1;
       of::compiler::Compilation eval = of::compiler::compile_model(model, eval_options);
       weights = of::compiler::write_training_plans(c, eval, output);

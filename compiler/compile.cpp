@@ -30,21 +30,29 @@ uint64_t parse_bytes(const std::string& text, const std::string& option) {
   fail({.field = option}, "'{}': expected a positive size such as 512MiB or 16GB", text);
 }
 
-int32_t parse_devices(const std::string& spec) {
+DeviceSpec parse_devices(const std::string& spec) {
   const auto colon = spec.find(':');
   const std::string count = spec.substr(0, colon), kind = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (kind != "cpu") fail({.field = "--devices"}, "'{}': expected N:cpu (only CPU devices so far)", spec);
-  int64_t n = 0;
-  for (char ch : count) {
-    if (ch < '0' || ch > '9' || n > 4096) fail({.field = "--devices"}, "'{}': expected N:cpu with 1 <= N <= 4096", spec);
-    n = n * 10 + (ch - '0');
-  }
-  if (n < 1 || n > 4096) fail({.field = "--devices"}, "'{}': expected N:cpu with 1 <= N <= 4096", spec);
+  if (kind != "cpu") fail({.field = "--devices"}, "'{}': expected N:cpu or RxD:cpu (only CPU devices so far)", spec);
+  auto number = [&](const std::string& digits) {
+    int64_t n = 0;
+    for (char ch : digits) {
+      if (ch < '0' || ch > '9' || n > 4096) n = -1;
+      if (n < 0) break;
+      n = n * 10 + (ch - '0');
+    }
+    if (n < 1 || n > 4096)
+      fail({.field = "--devices"}, "'{}': expected N:cpu or RxD:cpu (R ranks of D devices) with numbers in [1, 4096]", spec);
+    return n;
+  };
+  const auto x = count.find('x');
+  const int64_t ranks = x == std::string::npos ? 1 : number(count.substr(0, x));
+  const int64_t n = ranks * number(x == std::string::npos ? count : count.substr(x + 1));
   // Boxing is lowered to point-to-point tasks, so a plan grows with the square of its devices
   // (64 devices: ~90k tasks for the MLP); larger ones wait for collective tasks.
   if (n > kMaxDevices)
     fail({.field = "--devices"}, "'{}': at most {} devices per plan for now (boxing tasks grow with the square of the devices)", spec, kMaxDevices);
-  return int32_t(n);
+  return DeviceSpec{.ranks = int32_t(ranks), .devices = int32_t(n)};
 }
 
 }  // namespace of::compiler

@@ -13,8 +13,13 @@ Compilation compile_model(const std::string& model_path, const CompileOptions& o
 
 inline constexpr int64_t kMaxDevices = 64;
 
-// "N:cpu" -> N (1..kMaxDevices); fails naming --devices for anything else.
-int32_t parse_devices(const std::string& spec);
+// --devices: "N:cpu" (N devices on one rank) or "RxD:cpu" (R ranks of D devices each).
+struct DeviceSpec {
+  int32_t ranks = 1;
+  int32_t devices = 1;  // in all: ranks x devices per rank, at most kMaxDevices
+};
+// Fails naming --devices for anything else.
+DeviceSpec parse_devices(const std::string& spec);
 
 // "512MiB", "16GB", "1000000" -> bytes; fails naming `option` for anything else.
 uint64_t parse_bytes(const std::string& text, const std::string& option);

@@ -29,6 +29,11 @@ void StoredTensor::gather(uint8_t* whole) const {
 }
 
 PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_path)), path_(plan_path) {
+  int32_t ranks = 0;
+  for (const plan::DeviceRef& d : plan_.devices) ranks = std::max(ranks, d.rank + 1);
+  if (ranks > 1)  // said once per plan, so that nobody mistakes this for a multi-process run
+    fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (one process per rank is not built yet)\n",
+               path_, ranks);
   for (const plan::Arena& a : plan_.arenas) {
     uint64_t size = std::max<uint64_t>(plan::align_up(a.bytes), plan::kAlignment);
     auto* p = static_cast<uint8_t*>(std::aligned_alloc(plan::kAlignment, size));

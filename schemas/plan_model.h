@@ -164,4 +164,7 @@ struct Plan {
 inline constexpr uint64_t kAlignment = 64;
 inline uint64_t align_up(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
+// How people read a device: "cpu:1" in a one-rank plan, "rank1/cpu:0" when it has several ranks.
+std::string device_label(const Plan& p, int32_t device);
+
 }  // namespace of::plan

@@ -230,14 +230,14 @@ bool CheckPlan::run(Compilation& c) {
         largest ? fmt::format("; the largest register, {} x {} from task '{}'", largest->slots, human(largest->slot_bytes),
                               tg.tasks[size_t(largest->producer)].name)
                 : "";
-    fail({.file = c.graph.source_file}, "device cpu:{} needs {} ({} bytes, its arena's peak), more than the {} a process can address{}",
-         tg.devices[size_t(a.device)].index, human(a.bytes), a.bytes, human(kMaxArenaBytes), blame);
+    fail({.file = c.graph.source_file}, "device {} needs {} ({} bytes, its arena's peak), more than the {} a process can address{}",
+         plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(kMaxArenaBytes), blame);
   }
   if (c.options.device_memory > 0)
     for (const Arena& a : tg.arenas)
       if (a.bytes > c.options.device_memory)
-        fail({.field = "--device-memory"}, "device cpu:{} needs {} ({} bytes, its arena's peak), more than the {} given",
-             tg.devices[size_t(a.device)].index, human(a.bytes), a.bytes, human(c.options.device_memory));
+        fail({.field = "--device-memory"}, "device {} needs {} ({} bytes, its arena's peak), more than the {} given",
+             plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(c.options.device_memory));
   check_no_deadlock(tg, std::max<int64_t>(2 * k, (most_slots + 1) * k));
   return false;
 }

@@ -33,6 +33,7 @@ struct CompileOptions {
   // Parallel plans (compiler/passes/parallelize.cpp): `devices` CPU devices, split as data x
   // tensor x pipeline parallel (their product must be `devices`).
   int32_t devices = 1;
+  int32_t ranks = 1;  // the devices are split evenly over ranks, rank-major: device d is on rank d / (devices / ranks)
   int32_t dp = 1, tp = 1, pp = 1;
   uint64_t device_memory = 0;  // bytes each device may hold (check-plan); 0: unlimited
   std::string parallel_config;  // JSON file of stage boundaries and SBP hints (parallel_config.h)

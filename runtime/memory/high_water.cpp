@@ -21,7 +21,7 @@ std::vector<uint64_t> arena_high_water(const plan::Plan& p, const std::vector<st
 std::string high_water_line(const plan::Plan& p, const std::vector<uint64_t>& marks) {
   std::string out = "ofrun: arena high-water mark:";
   for (size_t a = 0; a < marks.size(); ++a)
-    out += fmt::format("{} cpu:{} {} bytes", a ? "," : "", p.devices[size_t(p.arenas[a].device)].index, marks[a]);
+    out += fmt::format("{} {} {} bytes", a ? "," : "", plan::device_label(p, p.arenas[a].device), marks[a]);
   return out;
 }
 

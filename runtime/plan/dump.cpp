@@ -227,13 +227,13 @@ std::string dump_stages(const plan::Plan& p) {
       ++tasks;
       seen_device[size_t(t.device)] = true;
       const std::string op = op_of(t);
-      if (op.empty()) boxing += t.kind == plan::TaskKind::compute;
+      if (op.empty()) boxing += t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::transfer;
       else if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
     }
     for (const auto& a : p.arenas)
       if (seen_device[size_t(a.device)]) {
         bytes += peak[size_t(a.id)];
-        devices.push_back(fmt::format("cpu:{} {}", p.devices[size_t(a.device)].index, human_bytes(peak[size_t(a.id)])));
+        devices.push_back(fmt::format("{} {}", plan::device_label(p, a.device), human_bytes(peak[size_t(a.id)])));
       }
     out += fmt::format("stage {}: {} tasks ({} boxing), {} ops, {} on {}\n", s, tasks, boxing, ops.size(), human_bytes(bytes),
                        fmt::join(devices, ", "));

@@ -86,6 +86,28 @@ TEST_CASE("parallel: 20 MLP steps on several devices give the one-device losses"
   }
 }
 
+TEST_CASE("parallel: --devices RxD:cpu places devices on ranks and gives the losses of the same plan on one rank", "[e2e][parallel]") {
+  TempDir d;
+  const std::string ranked = compile_mlp(d, "--devices 2x2:cpu --dp 2 --pp 2 --micro-batches 2", "ranked.ofp");
+  const std::string flat = compile_mlp(d, "--devices 4:cpu --dp 2 --pp 2 --micro-batches 2", "flat.ofp");
+  const json plan = dump_json(d, ranked);
+  std::vector<std::pair<int, int>> devices;
+  for (const json& dev : plan.at("devices")) devices.emplace_back(dev.at("rank").get<int>(), dev.at("index").get<int>());
+  CHECK(devices == std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}});
+  // Only transfer tasks cross devices; the pipeline's second stage is rank 1's.
+  int crossing_ranks = 0;
+  for (const json& t : plan.at("tasks"))
+    if (t.at("kind") == "transfer") crossing_ranks += t.at("name").get<std::string>().find("/boxing/") != std::string::npos;
+  CHECK(crossing_ranks > 0);
+  CmdResult note = run_cmd(bin("ofrun") + " " + ranked + " --data " + kFashion + " --steps 1", d);
+  CHECK(note.exit_code == 0);
+  CHECK_THAT(note.err, Catch::Contains("the plan has 2 ranks; this process runs all of them"));
+  CHECK(train_losses(d, ranked, 20) == train_losses(d, flat, 20));  // bit for bit
+  CmdResult bad = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "x.ofp") + " --devices 2x0:cpu", d);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err == "ofc: error: --devices: '2x0:cpu': expected N:cpu or RxD:cpu (R ranks of D devices) with numbers in [1, 4096]\n");
+}
+
 TEST_CASE("parallel: tensor parallelism splits the MLP's weights by column then row, one reduction per row split", "[e2e][parallel]") {
   TempDir d;
   const json plan = dump_json(d, compile_mlp(d, "--devices 2:cpu --tp 2", "tp.ofp"));

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// ofc's --devices and --device-memory values: what is accepted, and one line for what is not.
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "compiler/compile.h"
+
+using namespace of::compiler;
+
+TEST_CASE("parse_devices: N:cpu and RxD:cpu", "[compiler]") {
+  CHECK(parse_devices("1:cpu").ranks == 1);
+  CHECK(parse_devices("8:cpu").devices == 8);
+  const DeviceSpec two_by_four = parse_devices("2x4:cpu");
+  CHECK(two_by_four.ranks == 2);
+  CHECK(two_by_four.devices == 8);
+  for (const char* bad : {"", "4", "4:gpu", "0:cpu", "x4:cpu", "2x:cpu", "2x0:cpu", "-1:cpu", "2x2x2:cpu", "99999:cpu", "1x99999:cpu"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_devices(bad), of::Error);
+  }
+  CHECK_THROWS_WITH(parse_devices("16x8:cpu"), Catch::Contains("at most 64 devices"));
+}
+
+TEST_CASE("parse_bytes: sizes with units", "[compiler]") {
+  CHECK(parse_bytes("512MiB", "--device-memory") == 512ull << 20);
+  CHECK(parse_bytes("16GB", "--device-memory") == 16000000000ull);
+  CHECK(parse_bytes("1000", "--device-memory") == 1000);
+  CHECK_THROWS_WITH(parse_bytes("12 parsecs", "--device-memory"), Catch::Contains("--device-memory"));
+  CHECK_THROWS_AS(parse_bytes("0", "--device-memory"), of::Error);
+}
