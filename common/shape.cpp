@@ -8,6 +8,9 @@
 namespace of {
 
 int64_t numel(const Shape& s) {
+  // A zero anywhere means no elements, however large the product of the dims before it.
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : s)
     if (__builtin_mul_overflow(n, d, &n)) fail(Where{}, "shape {} has more than 2^63 elements", shape_str(s));
