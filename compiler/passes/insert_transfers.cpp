@@ -5,13 +5,12 @@
 // order, into a register of its own device. A boxing copy from another device is such a transfer
 // already and becomes one. Any other streamed register read on another device gets, per reading
 // device, one transfer task there that mirrors all of it (the same blobs at the same offsets), and
-// every reader there reads the mirror instead. On one process a
-// transfer is a copy; across ranks it is where the transport moves the bytes (the design card's
-// locality invariant: the plan says which bytes cross, the runtime never reaches into a
-// device it does not own).
+// every reader there reads the mirror instead. In one process a transfer is a copy; across ranks
+// it is where the transport moves the bytes (the design card's locality invariant: the plan says
+// which bytes cross, the runtime never reaches into a device it does not own).
 //
-// A mirroring transfer is placed just before the first task of its device that reads it, so task ids stay
-// in topological order; every later task is renumbered.
+// A mirroring transfer is placed just before the first task of its device that reads it, so task
+// ids stay in topological order; every later task is renumbered.
 #include <map>
 
 #include "common/error.h"
