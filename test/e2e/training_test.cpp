@@ -249,8 +249,11 @@ TEST_CASE("training: SIGINT ends at a step boundary, saves a checkpoint and exit
   TempDir d;
   std::string plan = compile(d, "tiny_b64.onnx", "--optimizer sgd:lr=0.01,momentum=0.9 --micro-batches 2");
   const std::string ck = d / "ck";
-  pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 1000000 --checkpoint " + ck + " --log-every 0", d);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  pid_t pid = spawn(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 1000000 --checkpoint " + ck +
+                        " --checkpoint-every 5 --log-every 0",
+                    d);
+  // Interrupted once it trains (a fixed sleep raced a slow start on a loaded machine).
+  REQUIRE(wait_for_new_latest(ck, ""));
   kill(pid, SIGINT);
   CHECK(wait_exit(pid) == 130);  // 128 + SIGINT, as shells expect (checkpoint_dir_test checks the others)
   std::string out = slurp(d / "bg.out");
