@@ -12,7 +12,7 @@
 #include "common/safetensors.h"
 #include "common/shape.h"
 #include "kernels/kernel.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "schemas/plan_model.h"
 
 namespace of::runtime {

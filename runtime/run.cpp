@@ -130,7 +130,7 @@ RunResult run(const RunOptions& o) {
   for (const plan::Task& t : p.tasks)
     tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slot_limit, pieces, trace_capacity));
 
-  ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
+  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
   if (!ran.error.empty()) fail({.file = o.plan_path}, "run failed: {}", ran.error);
 
   RunResult result{.pieces = pieces, .seconds = ran.seconds};

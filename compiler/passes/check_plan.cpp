@@ -4,8 +4,8 @@
 // Deadlock: streamed registers form no cycle (tasks are in topological order), so what could
 // stall the actors is the interplay of finite slots, weight versions (a persistent register's
 // update waits for every reader of the previous version) and accumulators (k acts per piece).
-// That is decided by playing the actor protocol (schemas/plan.fbs, runtime/actors/task_state.h)
-// on the plan with abstract pieces: two optimizer steps, or at least as many pieces as the
+// That is decided by playing the actor protocol (schemas/task_state.h: the runtime's own code)
+// on the plan without memory: two optimizer steps, or at least as many pieces as the
 // largest slot count plus one, so every slot is reused and every version is replaced. The
 // protocol is deterministic in what it allows (only timing varies), so a stall here is a stall
 // at run time; one that does not stall here cannot stall there for more pieces either, because
@@ -16,173 +16,39 @@
 // in an address space (2^47 bytes) and, with --device-memory, in the memory given.
 #include <algorithm>
 #include <deque>
-#include <set>
+#include <limits>
+#include <memory>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "common/error.h"
 #include "compiler/passes/pass.h"
+#include "schemas/task_state.h"
 
 namespace of::compiler {
 namespace {
 
-struct SimIn {
-  RegstId regst;
-  std::deque<std::pair<int32_t, int64_t>> ready;  // (slot, piece or version)
-  bool persistent;
-  int32_t per_version;
-  bool eos = false;
-};
-
-struct SimOut {
-  RegstId regst;
-  std::vector<std::set<TaskId>> holders;  // per slot: consumers that have not freed it
-  int32_t next = 0;
-  bool persistent;
-  int32_t acts_per_piece;
-  int32_t group = 0;
-};
-
-struct SimTask {
-  std::vector<SimIn> ins;
-  std::vector<SimOut> outs;
-  int64_t acts = 0, emitted = 0;
-  bool source = false, finished = false;
-};
-
-class Simulator {
+class NoAction final : public protocol::Action {
  public:
-  Simulator(const TaskGraph& tg, int64_t pieces) : tg_(tg), pieces_(pieces), tasks_(tg.tasks.size()) {
-    for (const Task& t : tg.tasks) {
-      SimTask& s = tasks_[size_t(t.id)];
-      s.source = t.kind == TaskKind::source;
-      for (RegstId r : t.in_regsts)
-        s.ins.push_back(SimIn{r, {}, tg.regsts[size_t(r)].persistent, tg.regsts[size_t(r)].pieces_per_version});
-      for (RegstId r : t.out_regsts) {
-        const Regst& reg = tg.regsts[size_t(r)];
-        s.outs.push_back(SimOut{r, std::vector<std::set<TaskId>>(size_t(reg.slots)), 0, reg.persistent, reg.acts_per_piece});
-      }
-    }
-  }
-
-  // Plays until nothing can act; returns the tasks that did not finish.
-  std::vector<TaskId> run() {
-    for (const Task& t : tg_.tasks) {  // version 0 of every weight exists before anything acts
-      for (SimOut& o : tasks_[size_t(t.id)].outs) {
-        if (!o.persistent) continue;
-        for (TaskId c : tg_.regsts[size_t(o.regst)].consumers) {
-          o.holders[0].insert(c);
-          in_of(c, o.regst).ready.emplace_back(0, 0);
-        }
-      }
-    }
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (const Task& t : tg_.tasks) progress = step(t.id) || progress;
-    }
-    // Done, as the runtime says it: end of stream passed on and every lent slot back.
-    std::vector<TaskId> stuck;
-    for (const Task& t : tg_.tasks) {
-      const SimTask& s = tasks_[size_t(t.id)];
-      bool lent = false;
-      for (const SimOut& o : s.outs)
-        for (const auto& h : o.holders) lent = lent || !h.empty();
-      if (!s.finished || lent) stuck.push_back(t.id);
-    }
-    return stuck;
-  }
-
-  // What stuck task t waits for: (the task, why).
-  std::pair<TaskId, std::string> blocker(TaskId t) const {
-    const SimTask& s = tasks_[size_t(t)];
-    for (const SimIn& in : s.ins)
-      if (in.ready.empty() && !in.eos)
-        return {tg_.regsts[size_t(in.regst)].producer, fmt::format("waits for a piece of register {} from", in.regst)};
-    for (const SimOut& o : s.outs)
-      for (size_t k = 0; k < o.holders.size(); ++k) {
-        const size_t slot = s.finished ? k : size_t(o.next);
-        if (!o.holders[slot].empty())
-          return {*o.holders[slot].begin(), fmt::format("waits for slot {} of register {} to be freed by", slot, o.regst)};
-      }
-    return {-1, "waits for nothing it can name (finished its pieces but not its end of stream)"};
-  }
-
- private:
-  SimIn& in_of(TaskId t, RegstId r) {
-    for (SimIn& in : tasks_[size_t(t)].ins)
-      if (in.regst == r) return in;
-    internal_error(__FILE__, __LINE__, "simulated message to a task that does not read the register");
-  }
-
-  void free_slot(TaskId producer, RegstId r, int32_t slot, TaskId by) {
-    for (SimOut& o : tasks_[size_t(producer)].outs)
-      if (o.regst == r) o.holders[size_t(slot)].erase(by);
-  }
-
-  bool step(TaskId id) {
-    SimTask& s = tasks_[size_t(id)];
-    if (s.finished) return false;
-    bool acted = false;
-    for (;;) {
-      if (s.source && s.emitted >= pieces_) break;
-      bool ready = std::all_of(s.ins.begin(), s.ins.end(), [](const SimIn& in) { return !in.ready.empty(); });
-      for (const SimOut& o : s.outs) ready = ready && (o.group != 0 || o.holders[size_t(o.next)].empty());
-      if (!ready) break;
-      int64_t piece = s.emitted;
-      for (const SimIn& in : s.ins)
-        if (!in.persistent) {
-          piece = in.ready.front().second;
-          break;
-        }
-      for (const SimIn& in : s.ins)
-        if (in.ready.front().second != (in.persistent ? piece / in.per_version : piece))
-          fail({.field = tg_.tasks[size_t(id)].name}, "the plan's registers are out of step (a producer's rate differs from its reader's)");
-      for (SimOut& o : s.outs) {
-        if (++o.group < o.acts_per_piece) continue;
-        o.group = 0;
-        const int32_t slot = o.next;
-        o.next = (o.next + 1) % int32_t(o.holders.size());
-        for (TaskId c : tg_.regsts[size_t(o.regst)].consumers) {
-          o.holders[size_t(slot)].insert(c);
-          in_of(c, o.regst).ready.emplace_back(slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
-        }
-      }
-      for (SimIn& in : s.ins) {
-        if (in.persistent && piece % in.per_version != in.per_version - 1) continue;
-        const int32_t slot = in.ready.front().first;
-        in.ready.pop_front();
-        free_slot(tg_.regsts[size_t(in.regst)].producer, in.regst, slot, id);
-      }
-      ++s.acts;
-      if (s.source) ++s.emitted;
-      acted = true;
-    }
-    // End of stream, as the runtime decides it.
-    bool done = !s.source || s.emitted >= pieces_;
-    for (const SimIn& in : s.ins) {
-      if (in.persistent) done = done && in.ready.size() == 1 && in.ready.front().second == s.acts / in.per_version;
-      else done = done && in.eos && in.ready.empty();
-    }
-    if (!done) return acted;
-    s.finished = true;
-    for (SimIn& in : s.ins) {
-      if (!in.persistent) continue;
-      free_slot(tg_.regsts[size_t(in.regst)].producer, in.regst, in.ready.front().first, id);
-      in.ready.clear();
-    }
-    for (const SimOut& o : s.outs)
-      if (!o.persistent)
-        for (TaskId c : tg_.regsts[size_t(o.regst)].consumers) in_of(c, o.regst).eos = true;
-    return true;
-  }
-
-  const TaskGraph& tg_;
-  int64_t pieces_;
-  std::vector<SimTask> tasks_;
+  void act(int64_t, const void* const*, void* const*) override {}
 };
 
-std::string task_label(const TaskGraph& tg, TaskId t) { return fmt::format("task {} '{}'", t, tg.tasks[size_t(t)].name); }
+// Messages in the order they were sent, all tasks alike: one interleaving the actors may take.
+class Queue final : public protocol::Outbox {
+ public:
+  struct Message {
+    char kind;  // 'r' ready, 'f' free, 'e' end of stream
+    TaskId to;
+    RegstId regst;
+    int32_t slot;
+    int64_t piece;
+  };
+  void ready(TaskId to, RegstId regst, int32_t slot, int64_t piece) override { q.push_back({'r', to, regst, slot, piece}); }
+  void free(TaskId to, RegstId regst, int32_t slot) override { q.push_back({'f', to, regst, slot, 0}); }
+  void eos(TaskId to, RegstId regst) override { q.push_back({'e', to, regst, 0, 0}); }
+  std::deque<Message> q;
+};
 
 std::string human(uint64_t b) {
   if (b >= (1ull << 50)) return fmt::format("{:.1f} PiB", double(b) / double(1ull << 50));
@@ -195,25 +61,36 @@ std::string human(uint64_t b) {
 }  // namespace
 
 void check_no_deadlock(const TaskGraph& tg, int64_t pieces) {
-  Simulator sim(tg, pieces);
-  const std::vector<TaskId> stuck = sim.run();
-  if (stuck.empty()) return;
-  // Follow the waits from the first stuck task until one repeats: that is the cycle.
-  std::vector<TaskId> path;
-  std::vector<std::string> why;
-  TaskId t = stuck.front();
-  while (t >= 0 && std::find(path.begin(), path.end(), t) == path.end()) {
-    auto [next, reason] = sim.blocker(t);
-    path.push_back(t);
-    why.push_back(reason);
-    t = next;
+  NoAction none;
+  std::vector<std::unique_ptr<protocol::TaskState>> tasks;
+  std::vector<const protocol::TaskState*> views;
+  for (const Task& t : tg.tasks) {
+    tasks.push_back(std::make_unique<protocol::TaskState>(tg, t.id, &none, nullptr, std::numeric_limits<int32_t>::max(), pieces, 0));
+    views.push_back(tasks.back().get());
   }
-  std::string cycle;
-  const auto from = t >= 0 ? size_t(std::find(path.begin(), path.end(), t) - path.begin()) : 0;
-  for (size_t i = from; i < path.size(); ++i)
-    cycle += fmt::format("{} {} ", task_label(tg, path[i]), why[i]);
-  cycle += t >= 0 ? task_label(tg, t) : "nothing";
-  fail({.field = "plan"}, "would deadlock after {} of {} tasks finished: {}", tg.tasks.size() - stuck.size(), tg.tasks.size(), cycle);
+  Queue out;
+  // The protocol asserts that a task's inputs carry the same piece; here that is a plan whose
+  // producers and readers disagree on rates, named by the task.
+  auto deliver = [&](TaskId id, const auto& step) {
+    try {
+      step(*tasks[size_t(id)]);
+    } catch (const std::logic_error& e) {
+      fail({.field = tg.tasks[size_t(id)].name}, "the plan's registers are out of step (a producer's rate differs from its reader's): {}", e.what());
+    }
+  };
+  for (const Task& t : tg.tasks) deliver(t.id, [&](protocol::TaskState& s) { s.start(out); });
+  while (!out.q.empty()) {
+    const Queue::Message m = out.q.front();
+    out.q.pop_front();
+    deliver(m.to, [&](protocol::TaskState& s) {
+      if (m.kind == 'r') s.on_ready(m.regst, m.slot, m.piece, out);
+      else if (m.kind == 'f') s.on_free(m.regst, m.slot, out);
+      else s.on_eos(m.regst, out);
+    });
+  }
+  const auto finished = std::count_if(views.begin(), views.end(), [](const protocol::TaskState* s) { return s->done(); });
+  if (size_t(finished) == views.size()) return;
+  fail({.field = "plan"}, "would deadlock after {} of {} tasks finished: {}", finished, views.size(), protocol::describe_stall(tg, views));
 }
 
 bool CheckPlan::run(Compilation& c) {

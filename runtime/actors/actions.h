@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 
 namespace of::runtime {
 

@@ -80,7 +80,7 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
 
 // Off the actors' path: every 50 ms, sums the messages handled; when the sum stands still for
 // `stall_seconds`, records the stall (naming tasks not done) and stops every actor.
-void watch_for_stalls(RunContext& ctx, const std::vector<std::unique_ptr<TaskState>>& tasks, double stall_seconds,
+void watch_for_stalls(RunContext& ctx, const plan::Plan& plan, const std::vector<std::unique_ptr<TaskState>>& tasks, double stall_seconds,
                       const std::atomic<bool>& finished) {
   using Clock = std::chrono::steady_clock;
   int64_t last = -1;
@@ -95,11 +95,11 @@ void watch_for_stalls(RunContext& ctx, const std::vector<std::unique_ptr<TaskSta
       continue;
     }
     if (std::chrono::duration<double>(Clock::now() - since).count() < stall_seconds) continue;
-    // The actors have been idle for seconds: their states are quiescent and safe to read.
-    std::vector<std::string> waiting;
-    for (const auto& t : tasks)
-      if (!t->done() && waiting.size() < 4) waiting.push_back(fmt::format("task {} ({})", t->id(), t->label()));
-    ctx.record(fmt::format("stalled: no task handled a message for {:.3g} s; not done: {}", stall_seconds, fmt::join(waiting, ", ")));
+    // The actors have been idle for seconds: their states are quiescent and safe to read. Who
+    // waits for whom is told as ofc's deadlock check tells it (the same protocol code).
+    std::vector<const TaskState*> views;
+    for (const auto& t : tasks) views.push_back(t.get());
+    ctx.record(fmt::format("stalled: no task handled a message for {:.3g} s: {}", stall_seconds, protocol::describe_stall(plan, views)));
     for (const caf::actor& a : ctx.actors) caf::anon_send(a, stop_atom::value);
     return;
   }
@@ -107,7 +107,7 @@ void watch_for_stalls(RunContext& ctx, const std::vector<std::unique_ptr<TaskSta
 
 }  // namespace
 
-ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options) {
+ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options) {
   caf::actor_system_config cfg;
   size_t threads = options.threads > 0 ? size_t(options.threads) : std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", threads);
@@ -124,7 +124,7 @@ ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const 
     for (const caf::actor& a : ctx.actors) caf::anon_send(a, start_atom::value);
     std::atomic<bool> finished{false};
     std::thread watchdog;
-    if (ctx.progress) watchdog = std::thread([&] { watch_for_stalls(ctx, tasks, options.stall_seconds, finished); });
+    if (ctx.progress) watchdog = std::thread([&] { watch_for_stalls(ctx, plan, tasks, options.stall_seconds, finished); });
     system.await_all_actors_done();
     finished.store(true);
     if (watchdog.joinable()) watchdog.join();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 
 namespace of::runtime {
 
@@ -26,6 +26,7 @@ struct ActorRunResult {
 };
 
 // Blocks until all tasks finished or one failed.
-ActorRunResult run_actors(std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options);
+// `tasks` are every task of `plan`, by id (a stall is reported with the plan's task names).
+ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<TaskState>>& tasks, const SchedulerOptions& options);
 
 }  // namespace of::runtime

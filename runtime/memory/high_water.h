@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "schemas/plan_model.h"
 
 namespace of::runtime {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/lr_schedule.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 
 namespace of::runtime::train {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/lr_schedule.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 
 namespace of::runtime::train {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "runtime/plan_instance.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_dir.h"

@@ -182,7 +182,7 @@ double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& ac
   for (const plan::Task& t : p.tasks)
     tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces,
                                                 trace_path.empty() ? 0 : std::min<int64_t>(pieces, kMaxTracedPieces)));
-  ActorRunResult ran = run_actors(tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
+  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
   if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
   if (!trace_path.empty()) write_chrome_trace(trace_path, p, tasks);
   if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "schemas/plan_model.h"
 
 namespace of::runtime::testing {

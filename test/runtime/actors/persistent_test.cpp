@@ -15,7 +15,7 @@ TEST_CASE("actor_system: persistent registers: every reader of piece n sees vers
   for (int threads : {1, 2, 4}) {
     INFO("threads " << threads);
     testing::WeightRun run(kPieces);
-    ActorRunResult r = run_actors(run.tasks, SchedulerOptions{threads, "stealing"});
+    ActorRunResult r = run_actors(run.p, run.tasks, SchedulerOptions{threads, "stealing"});
     REQUIRE(r.error.empty());
     CHECK(run.u.aliased);
     for (int64_t n = 0; n < kPieces; ++n) {
@@ -34,7 +34,7 @@ TEST_CASE("actor_system: micro-batches: an accumulator feeds one update per step
   for (int threads : {1, 2, 4}) {
     INFO("threads " << threads);
     testing::WeightRun run(kPieces, kMicro);
-    ActorRunResult r = run_actors(run.tasks, SchedulerOptions{threads, "stealing"});
+    ActorRunResult r = run_actors(run.p, run.tasks, SchedulerOptions{threads, "stealing"});
     REQUIRE(r.error.empty());
     for (int64_t n = 0; n < kPieces; ++n) {
       INFO("piece " << n);

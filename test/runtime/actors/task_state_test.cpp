@@ -5,7 +5,7 @@
 #include <deque>
 
 #include "runtime/actors/chain_plan.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 
 using namespace of;
 using namespace of::runtime;

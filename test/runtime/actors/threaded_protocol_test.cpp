@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "runtime/actors/actions.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "runtime/actors/chain_plan.h"
 #include "runtime/actors/weight_plan.h"
 

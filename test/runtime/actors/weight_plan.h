@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/actors/actions.h"
-#include "runtime/actors/task_state.h"
+#include "runtime/actors/protocol.h"
 #include "schemas/plan_model.h"
 
 namespace of::runtime::testing {

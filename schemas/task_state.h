@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The actor protocol of one task, without CAF: slot bookkeeping, when to act, what to tell whom.
-// actor_system.cpp wraps it in a CAF actor; tests drive it directly.
+// The one implementation of it: the runtime wraps it in a CAF actor (runtime/actors/
+// actor_system.cpp), ofc's deadlock check plays it on a plan without memory (compiler/passes/
+// check_plan.cpp), tests drive it directly. It lives beside the plan model because both sides
+// of the plan use it and neither includes the other's headers.
 //
 // A task acts on piece n when every input register has piece n ready at the front of its queue
 // and every output register's next slot has been freed by all its consumers. After acting it
@@ -24,7 +27,7 @@
 
 #include "schemas/plan_model.h"
 
-namespace of::runtime {
+namespace of::protocol {
 
 // What a task does with one piece: `in` and `out` hold the addresses of the blobs it reads and
 // writes for this piece (variables and register slots alike). Must not allocate or throw.
@@ -54,7 +57,8 @@ struct ActRecord {
 class TaskState {
  public:
   // `slot_limit` caps every register's slot count (ofrun --slots); `pieces` is what a source
-  // emits. `trace_capacity` > 0 preallocates that many act records.
+  // emits. `trace_capacity` > 0 preallocates that many act records. `arenas` null: the protocol
+  // without memory (the deadlock check): the action gets no addresses.
   TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas, int32_t slot_limit,
             int64_t pieces, int64_t trace_capacity);
 
@@ -70,6 +74,16 @@ class TaskState {
   const std::vector<ActRecord>& trace() const { return trace_; }
   // Whether slot `slot` of output register `regst` was ever written (or lent: a persistent one).
   bool slot_used(plan::RegstId regst, int32_t slot) const;
+
+  // For a task not done, what it waits for: a piece from an input's producer, or a free from the
+  // consumer holding its next slot (found with holds()). `on` is -1 when it can name nobody.
+  struct Wait {
+    plan::TaskId on = -1;
+    std::string why;
+  };
+  Wait waiting_for(const std::vector<const TaskState*>& tasks) const;
+  // Whether this task holds (has not freed) slot `slot` of input register `regst`.
+  bool holds(plan::RegstId regst, int32_t slot) const;
 
  private:
   struct Pending {
@@ -126,6 +140,13 @@ class TaskState {
   std::vector<void*> out_ptrs_;
   std::vector<ActRecord> trace_;
   bool tracing_;
+  bool memory_;  // false: no arenas (the deadlock check); act() gets no addresses
 };
 
-}  // namespace of::runtime
+// A run in which no task can act any more, as one line: the waits from the first task not done,
+// followed until a task repeats (the cycle) or one has finished, each named with what it waits
+// for from the next.
+// `tasks` are every task of `plan`, by id.
+std::string describe_stall(const plan::Plan& plan, const std::vector<const TaskState*>& tasks);
+
+}  // namespace of::protocol

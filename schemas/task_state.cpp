@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "runtime/actors/task_state.h"
+#include "schemas/task_state.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 
-namespace of::runtime {
+namespace of::protocol {
 namespace {
 
 int64_t now_ns() {
@@ -15,7 +17,7 @@ int64_t now_ns() {
 
 std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, int32_t slots) {
   std::vector<uint8_t*> out;
-  for (int32_t s = 0; s < slots; ++s) out.push_back(arenas[r.arena] + r.offsets[size_t(s)]);
+  for (int32_t s = 0; s < slots; ++s) out.push_back(arenas ? arenas[r.arena] + r.offsets[size_t(s)] : nullptr);
   return out;
 }
 
@@ -24,7 +26,7 @@ std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, i
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
                      int32_t slot_limit, int64_t pieces, int64_t trace_capacity)
     : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
-      tracing_(trace_capacity > 0) {
+      tracing_(trace_capacity > 0), memory_(arenas != nullptr) {
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
   for (plan::RegstId r : t.in_regsts) {
@@ -46,7 +48,7 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     switch (in.kind) {
       case plan::InputKind::variable: {
         const plan::Variable& v = p.variables[size_t(in.id)];
-        in_args_.push_back(Arg{Arg::From::fixed, -1, 0, arenas[v.arena] + v.offset});
+        in_args_.push_back(Arg{Arg::From::fixed, -1, 0, arenas ? arenas[v.arena] + v.offset : nullptr});
         break;
       }
       case plan::InputKind::regst: {
@@ -148,8 +150,10 @@ void TaskState::try_act(Outbox& out) {
     for (const In& in : ins_)
       OF_ASSERT(in.ring[in.head].piece == (in.persistent ? piece / in.per_version : piece), "inputs out of step");
 
-    for (size_t a = 0; a < in_args_.size(); ++a) in_ptrs_[a] = address(in_args_[a]);
-    for (size_t a = 0; a < out_args_.size(); ++a) out_ptrs_[a] = address(out_args_[a]);
+    if (memory_) {
+      for (size_t a = 0; a < in_args_.size(); ++a) in_ptrs_[a] = address(in_args_[a]);
+      for (size_t a = 0; a < out_args_.size(); ++a) out_ptrs_[a] = address(out_args_[a]);
+    }
     const int64_t begin = tracing_ ? now_ns() : 0;
     action_->act(piece, in_ptrs_.data(), out_ptrs_.data());
     if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{piece, begin, now_ns()});
@@ -216,4 +220,52 @@ bool TaskState::done() const {
   return true;
 }
 
-}  // namespace of::runtime
+bool TaskState::holds(plan::RegstId regst, int32_t slot) const {
+  for (const In& in : ins_)
+    if (in.regst == regst)
+      for (size_t k = 0; k < in.count; ++k)
+        if (in.ring[(in.head + k) % in.ring.size()].slot == slot) return true;
+  return false;
+}
+
+TaskState::Wait TaskState::waiting_for(const std::vector<const TaskState*>& tasks) const {
+  for (const In& in : ins_)
+    if (in.count == 0 && !in.eos) return {in.producer, fmt::format("waits for a piece of register {} from", in.regst)};
+  for (const Out& o : outs_)
+    for (size_t k = 0; k < o.outstanding.size(); ++k) {
+      // Before its end of stream the task waits for its next slot; after, for every lent one.
+      const size_t slot = eos_sent_ ? k : size_t(o.next);
+      if (o.outstanding[slot] == 0) continue;
+      for (plan::TaskId c : o.consumers)
+        if (tasks[size_t(c)]->holds(o.regst, int32_t(slot)))
+          return {c, fmt::format("waits for slot {} of register {} to be freed by", slot, o.regst)};
+    }
+  return {-1, "waits for nothing it can name (finished its pieces but not its end of stream)"};
+}
+
+std::string describe_stall(const plan::Plan& plan, const std::vector<const TaskState*>& tasks) {
+  auto label = [&](plan::TaskId t) { return fmt::format("task {} '{}'", t, plan.tasks[size_t(t)].name); };
+  plan::TaskId t = -1;
+  for (const TaskState* s : tasks)
+    if (!s->done()) {
+      t = s->id();
+      break;
+    }
+  if (t < 0) return "every task is done";
+  std::vector<plan::TaskId> path;
+  std::vector<std::string> why;
+  while (t >= 0 && !tasks[size_t(t)]->done() && std::find(path.begin(), path.end(), t) == path.end()) {
+    TaskState::Wait w = tasks[size_t(t)]->waiting_for(tasks);
+    path.push_back(t);
+    why.push_back(std::move(w.why));
+    t = w.on;
+  }
+  std::string out;
+  const bool finished = t >= 0 && tasks[size_t(t)]->done();
+  const auto from = t >= 0 && !finished ? size_t(std::find(path.begin(), path.end(), t) - path.begin()) : 0;
+  for (size_t i = from; i < path.size(); ++i) out += fmt::format("{} {} ", label(path[i]), why[i]);
+  if (finished) return out + label(t) + ", which has finished (it sends nothing more)";
+  return out + (t >= 0 ? label(t) : "nothing");
+}
+
+}  // namespace of::protocol
