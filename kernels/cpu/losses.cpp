@@ -166,7 +166,7 @@ class MseLossGrad final : public Kernel {
 };
 
 // Evaluation: (logits [N,C], labels [N]) -> (nll [N], correct [N]): each sample's cross-entropy
-// and 1 when its arg-max (the first, on ties, as torch.argmax) is its label, else 0. Per sample,
+// and 1 when its arg-max (the first, on ties, NaN above all, as torch.argmax) is its label, else 0. Per sample,
 // so that the padded rows of a last partial batch can be left out of the totals.
 class ClassifyMetrics final : public Kernel {
  public:
@@ -184,9 +184,11 @@ class ClassifyMetrics final : public Kernel {
     float* nll = static_cast<float*>(out[0]);
     float* correct = static_cast<float*>(out[1]);
     for (int64_t r = 0; r < n_; ++r, x += c_) {
+      // torch.argmax: the first maximum, and a NaN is larger than everything, so that accuracy is
+      // PyTorch's (logits.argmax(1) == label) also for a model that diverged.
       int64_t best = 0;
-      for (int64_t k = 1; k < c_; ++k)
-        if (x[k] > x[best]) best = k;
+      for (int64_t k = 1; k < c_ && !std::isnan(x[best]); ++k)
+        if (std::isnan(x[k]) || x[k] > x[best]) best = k;
       const float m = c_ > 0 ? x[best] : 0.0f;
       float sum = 0.0f;
       for (int64_t k = 0; k < c_; ++k) sum += std::exp(x[k] - m);

@@ -116,6 +116,20 @@ TEST_CASE("mse_loss: value and gradient match double references", "[kernels]") {
       testing::numeric_grad(f, testing::to_double(p), {dloss}));
 }
 
+TEST_CASE("classify_metrics: arg-max as torch.argmax: the first of ties and NaN above all", "[kernels]") {
+  const float nan = std::nanf("");
+  // Row 0: a tie between classes 1 and 2 (first wins); row 1: NaN at class 2 beats 5 at class 0;
+  // row 2: NaN first; row 3: plain maximum at class 0.
+  const std::vector<float> x = {0, 3, 3, 5, 0, nan, nan, 1, 9, 4, 2, 1};
+  const std::vector<int64_t> labels = {1, 0, 0, 0};
+  std::vector<float> nll(4, -1), correct(4, -1);
+  testing::run_kernel("classify_metrics", Attrs{}, {{{4, 3}, DType::f32}, {{4}, DType::i64}},
+                      {{{4}, DType::f32}, {{4}, DType::f32}}, {x.data(), labels.data()}, {nll.data(), correct.data()});
+  CHECK(correct == std::vector<float>{1, 0, 1, 1});  // row 2: arg-max 0 is the NaN, which is label 0
+  CHECK(std::isnan(nll[1]));
+  CHECK(std::abs(nll[3] - (std::log(std::exp(0.0f) + std::exp(-2.0f) + std::exp(-3.0f)))) < 1e-5f);
+}
+
 TEST_CASE("losses: bad configs throw of::Error", "[kernels]") {
   const TensorDesc logits{{4, 3}, DType::f32}, labels{{4}, DType::i64}, loss{{}, DType::f32};
   using testing::check_rejects_descs;
