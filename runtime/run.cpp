@@ -10,11 +10,9 @@
 #include "common/error.h"
 #include "common/npy.h"
 #include "runtime/actors/actions.h"
-#include "runtime/actors/actor_system.h"
 #include "runtime/plan/load.h"
 #include "runtime/plan_instance.h"
-#include "runtime/memory/high_water.h"
-#include "runtime/trace/chrome_trace.h"
+#include "runtime/stream.h"
 
 namespace of::runtime {
 namespace {
@@ -113,28 +111,16 @@ RunResult run(const RunOptions& o) {
   }
 
   // Kernels are prepared (shapes checked, workspaces allocated) before anything runs.
-  std::vector<std::unique_ptr<Action>> actions;
-  for (const plan::Task& t : p.tasks) {
-    switch (t.kind) {
-      case plan::TaskKind::source: actions.push_back(std::make_unique<SourceAction>(feeds)); break;
-      case plan::TaskKind::sink: actions.push_back(std::make_unique<SinkAction>(collect)); break;
-      case plan::TaskKind::compute: actions.push_back(inst.make_kernel_action(t, o.kernel_threads, gemm_backend(o.gemm))); break;
-      case plan::TaskKind::snapshot: fail({.file = o.plan_path}, "a snapshot task belongs in a training plan");
-      case plan::TaskKind::transfer: actions.push_back(inst.make_transfer_action(t)); break;
-    }
-  }
+  auto actions = actions_for(inst, std::make_unique<SourceAction>(feeds), std::make_unique<SinkAction>(collect), nullptr,
+                             o.kernel_threads, gemm_backend(o.gemm));
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))
     fail({.file = o.plan_path}, "--trace: {} pieces x {} tasks of records exceed this machine's memory", pieces, p.tasks.size());
-  const int64_t trace_capacity = o.trace_path.empty() ? 0 : pieces;
-  std::vector<std::unique_ptr<TaskState>> tasks;
-  for (const plan::Task& t : p.tasks)
-    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slot_limit, pieces, trace_capacity));
+  const StreamResult ran = stream(inst, actions, pieces,
+                                  StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds,
+                                                .slot_limit = slot_limit, .trace_path = o.trace_path, .trace_pieces = pieces,
+                                                .memory_report = o.memory_report});
 
-  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
-  if (!ran.error.empty()) fail({.file = o.plan_path}, "run failed: {}", ran.error);
-
-  RunResult result{.pieces = pieces, .seconds = ran.seconds};
-  for (const auto& t : tasks) result.acts += t->acts();
+  RunResult result{.pieces = pieces, .seconds = ran.seconds, .acts = ran.acts};
   for (const auto& [name, file] : o.outputs) {
     size_t i = size_t(std::find(sink->io_names.begin(), sink->io_names.end(), name) - sink->io_names.begin());
     const plan::TaskInput& in = sink->inputs[i];
@@ -143,8 +129,6 @@ RunResult run(const RunOptions& o) {
     else d.shape[0] *= pieces;
     write_npy(file, d.dtype, d.shape, collected[i].data());
   }
-  if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
-  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
   return result;
 }
 

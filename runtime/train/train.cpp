@@ -18,7 +18,6 @@
 #include "common/error.h"
 #include "common/file_util.h"
 #include "common/output_paths.h"
-#include "runtime/actors/actor_system.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
 #include "runtime/plan_instance.h"
@@ -29,8 +28,7 @@
 #include "runtime/train/eval_sink.h"
 #include "runtime/train/progress.h"
 #include "runtime/train/snapshot_action.h"
-#include "runtime/memory/high_water.h"
-#include "runtime/trace/chrome_trace.h"
+#include "runtime/stream.h"
 
 namespace of::runtime::train {
 namespace {
@@ -154,39 +152,13 @@ void check_data_fits(const PlanInstance& inst, const SourceLayout& l, const data
   check(l.labels, d.labels(), "labels");
 }
 
-// Every task's action: the given source, sink and snapshot; compute tasks get their kernels
-// (prepared now, after the weights are in place, since inference kernels may repack them).
-std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
-                                                 std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
-                                                 int kernel_threads, kernels::GemmBackend gemm,
-                                                 kernels::RunCtx base = {}) {
-  std::vector<std::unique_ptr<Action>> out;
-  for (const plan::Task& t : inst.plan().tasks) {
-    switch (t.kind) {
-      case plan::TaskKind::source: out.push_back(std::move(source)); break;
-      case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
-      case plan::TaskKind::snapshot: out.push_back(std::move(snapshot)); break;
-      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;
-      case plan::TaskKind::transfer: out.push_back(inst.make_transfer_action(t)); break;
-    }
-  }
-  return out;
-}
-
+// Training and evaluation stream through ofrun's one entry (runtime/stream.h).
 double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const TrainOptions& o,
               const std::string& trace_path = {}) {
-  const plan::Plan& p = inst.plan();
-  int32_t slots = 1;
-  for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
-  std::vector<std::unique_ptr<TaskState>> tasks;
-  for (const plan::Task& t : p.tasks)
-    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces,
-                                                trace_path.empty() ? 0 : std::min<int64_t>(pieces, kMaxTracedPieces)));
-  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
-  if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
-  if (!trace_path.empty()) write_chrome_trace(trace_path, p, tasks);
-  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
-  return ran.seconds;
+  return runtime::stream(inst, actions, pieces,
+                         StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
+                                       .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report})
+      .seconds;
 }
 
 // A resumed run appends to its metrics file; the lines of steps after the checkpoint (written

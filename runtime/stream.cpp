@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/stream.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "runtime/actors/actor_system.h"
+#include "runtime/memory/high_water.h"
+#include "runtime/trace/chrome_trace.h"
+
+namespace of::runtime {
+
+std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
+                                                 std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
+                                                 int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base) {
+  std::vector<std::unique_ptr<Action>> out;
+  for (const plan::Task& t : inst.plan().tasks) {
+    switch (t.kind) {
+      case plan::TaskKind::source: out.push_back(std::move(source)); break;
+      case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
+      case plan::TaskKind::snapshot:
+        if (!snapshot) fail({.file = inst.path()}, "a snapshot task belongs in a training plan");
+        out.push_back(std::move(snapshot));
+        break;
+      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;
+      case plan::TaskKind::transfer: out.push_back(inst.make_transfer_action(t)); break;
+    }
+  }
+  return out;
+}
+
+StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const StreamOptions& o) {
+  const plan::Plan& p = inst.plan();
+  int32_t slots = 1;
+  for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
+  if (o.slot_limit > 0) slots = std::min(slots, o.slot_limit);
+  const int64_t trace_capacity = o.trace_path.empty() ? 0 : std::min(pieces, o.trace_pieces);
+  std::vector<std::unique_ptr<TaskState>> tasks;
+  for (const plan::Task& t : p.tasks)
+    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces, trace_capacity));
+  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
+  if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
+  StreamResult result{.seconds = ran.seconds};
+  for (const auto& t : tasks) result.acts += t->acts();
+  if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
+  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
+  return result;
+}
+
+}  // namespace of::runtime

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one streaming entry of ofrun: inference (run.cpp), training and evaluation (train/train.cpp)
+// each make their source, sink and snapshot actions, and this makes every other task's action,
+// one TaskState per task, runs them as actors and writes the trace and memory report.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "runtime/actors/protocol.h"
+#include "runtime/plan_instance.h"
+
+namespace of::runtime {
+
+// Every task's action: the given source, sink and snapshot (null: the plan has no snapshot task,
+// else it is refused); compute tasks get their kernels (prepared now, after the weights are in
+// place, since inference kernels may repack them) and transfer tasks their copies.
+std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
+                                                 std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
+                                                 int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base = {});
+
+struct StreamOptions {
+  int threads = 0;  // actor worker threads; 0: one per core
+  std::string policy = "sharing";
+  double stall_seconds = 0;
+  int32_t slot_limit = 0;     // caps every register's slots; 0: the plan's own
+  std::string trace_path;     // a Chrome trace of the first `trace_pieces` pieces; empty: none
+  int64_t trace_pieces = 0;
+  bool memory_report = false;  // print each arena's high-water mark afterwards
+};
+
+struct StreamResult {
+  double seconds = 0;  // from the first message to the last actor's exit
+  int64_t acts = 0;
+};
+
+// Streams `pieces` pieces; fails naming the plan when a task fails or the run stalls.
+StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const StreamOptions& o);
+
+}  // namespace of::runtime
