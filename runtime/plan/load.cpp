@@ -236,9 +236,10 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         // Input k (a tensor of the other device's register) is copied into output blob k.
         bool same = t.inputs.size() == to.blobs.size();
         for (size_t k = 0; same && k < t.inputs.size(); ++k) {
+          same = t.inputs[k].kind == plan::InputKind::regst;  // its blob was checked against `from` above
+          if (!same) break;
           const plan::Blob& read = from.blobs[size_t(t.inputs[k].blob)];
-          same = t.inputs[k].kind == plan::InputKind::regst && read.bytes == to.blobs[k].bytes &&
-                 read.desc.shape == to.blobs[k].desc.shape && read.desc.dtype == to.blobs[k].desc.dtype;
+          same = read.bytes == to.blobs[k].bytes && read.desc.shape == to.blobs[k].desc.shape && read.desc.dtype == to.blobs[k].desc.dtype;
         }
         if (!same) fail(at(f), "a transfer task writes, blob by blob, the tensors it reads: its output register's blobs must match its inputs");
         break;

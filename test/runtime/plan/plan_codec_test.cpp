@@ -262,6 +262,10 @@ TEST_CASE("verify_plan: a task that touches another device's arena is refused un
   p.regsts[1].consumers.push_back(1);
   CHECK_THAT(verify_error(p), Catch::Contains("tasks[1]"));
   p = two_device_plan();
+  p.variables = {plan::Variable{0, 2, "w", 1, 512, 16}};
+  p.tasks[1].inputs[0] = plan::TaskInput{plan::InputKind::variable, 0, 99};  // a transfer reads the other device's tensors only
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1]") && Catch::Contains("blob by blob"));
+  p = two_device_plan();
   p.arenas[1].device = 2;
   CHECK_THAT(verify_error(p), Catch::Contains("arenas[1].device") && Catch::Contains("out of range"));
 }
