@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,13 +44,20 @@ void round_trip(const of::plan::Plan& p) {
   if (of::plan::encode(q) != bytes) __builtin_trap();
 }
 
-// A folder for the files a run needs, one per fuzzing process.
+// A folder for the files a run needs, one per fuzzing process, removed when the process exits
+// normally (a crash leaves it beside its artifact).
+char scratch_dir[] = "/tmp/fuzz_plan_XXXXXX";
+
+void remove_scratch() {
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch_dir, ignored);
+}
+
 const std::string& scratch() {
   static const std::string dir = [] {
-    char tmpl[] = "/tmp/fuzz_plan_XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (!d) __builtin_trap();
-    return std::string(d);
+    if (!::mkdtemp(scratch_dir)) __builtin_trap();
+    std::atexit(remove_scratch);
+    return std::string(scratch_dir);
   }();
   return dir;
 }
