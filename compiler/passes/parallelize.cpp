@@ -429,6 +429,17 @@ bool Parallelize::run(Compilation& c) {
       fail({.file = c.graph.source_file, .node = n.name, .op = n.op_type},
            "BatchNormalization with batch statistics (torch's train mode) is not supported in parallel plans yet; "
            "train it on one device");
+  // A tensor without elements has no part on any device for boxing to move (found by fuzz_onnx).
+  for (const Node& n : c.graph.nodes)
+    for (ValueId v : n.outputs)
+      if (v != kNoValue && c.graph.values[size_t(v)].known && numel(c.graph.values[size_t(v)].desc.shape) == 0)
+        fail({.file = c.graph.source_file, .node = n.name, .op = n.op_type},
+             "output '{}' has shape {}, no elements: parallel plans need every tensor to hold some; compile it for one device",
+             c.graph.values[size_t(v)].name, shape_str(c.graph.values[size_t(v)].desc.shape));
+  for (ValueId v : c.graph.inputs)
+    if (numel(c.graph.values[size_t(v)].desc.shape) == 0)
+      fail({.file = c.graph.source_file, .field = "input '" + c.graph.values[size_t(v)].name + "'"},
+           "has shape {}, no elements: parallel plans need every tensor to hold some", shape_str(c.graph.values[size_t(v)].desc.shape));
   c.logical = std::move(c.graph);
   c.parallel.devices = o.devices;
   c.parallel.stage_of_device.clear();
