@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // insert-transfers: afterwards every task touches only its own device's arenas, except transfer
-// tasks, and the snapshot task (which reads every device's weights until checkpoints are written
-// per rank). A transfer task reads tensors of one register of another device and writes them, in
+// tasks, the snapshot task (which reads every device's weights until checkpoints are written
+// per rank) and reads of another device's weights (persistent registers: a transfer would have
+// to carry their versions; fuzzed models make boxing copy one). A transfer task reads tensors of one register of another device and writes them, in
 // order, into a register of its own device. A boxing copy from another device is such a transfer
 // already and becomes one. Any other streamed register read on another device gets, per reading
 // device, one transfer task there that mirrors all of it (the same blobs at the same offsets), and
@@ -58,7 +59,9 @@ bool InsertTransfers::run(Compilation& c) {
       for (RegstId& r : t.in_regsts) {
         if (device_of(r) == t.device) continue;
         const Regst& from = tg.regsts[size_t(r)];
-        OF_ASSERT(!from.persistent, "task '" + t.name + "' reads another device's weights (no transfer keeps their versions)");
+        // A weight (persistent register) read on another device stays a direct read: a transfer
+        // would have to carry its versions. One process only, until ranks need it (issue 12).
+        if (from.persistent) continue;
         auto [it, fresh] = mirror.try_emplace({r, t.device}, RegstId(tg.regsts.size()));
         if (fresh) {
           const Task& producer = tasks[size_t(renamed[size_t(from.producer)])];

@@ -50,7 +50,8 @@ void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& a
   const bool reads_anywhere = t.kind == plan::TaskKind::transfer || t.kind == plan::TaskKind::snapshot;
   for (size_t k = 0; k < t.in_regsts.size(); ++k) {
     const int32_t device = device_of_arena(p.regsts[size_t(t.in_regsts[k])].arena);
-    if (!reads_anywhere && device != t.device)
+    // Weights read on another device stay direct reads in one process (insert_transfers.cpp).
+    if (!reads_anywhere && device != t.device && !p.regsts[size_t(t.in_regsts[k])].persistent)
       fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "register {} lives on device {}, the task on device {}: only a transfer task reads another device", t.in_regsts[k], device, t.device);
     if (t.kind == plan::TaskKind::transfer && device == t.device)
       fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "a transfer task reads a register of another device, not its own");
