@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shape, ConstantOfShape, Range, Equal, Less, Greater, Not, And, Or: the shape arithmetic
+// Shape, ConstantOfShape, Range, Equal, Less, Greater, Not, And, Or, Trilu: the shape arithmetic
 // exporters write. Plans have static shapes, so infer-shapes folds these into constants
 // (const_eval.cpp) before asking their OpDef; one reached here computes from run-time data,
 // which no kernel does yet. (Cast folds here too; a cast to the same dtype is in reshape.cpp.)
@@ -24,6 +24,7 @@ OpDef less_def() { return {"Less", infer_compile_time, lower_none}; }
 OpDef not_def() { return {"Not", infer_compile_time, lower_none}; }
 OpDef or_def() { return {"Or", infer_compile_time, lower_none}; }
 OpDef range_def() { return {"Range", infer_compile_time, lower_none}; }
+OpDef trilu_def() { return {"Trilu", infer_compile_time, lower_none, nullptr, {bool_attr("upper")}}; }
 OpDef shape_def() { return {"Shape", infer_compile_time, lower_none, nullptr, {int_attr("start", -kMaxInt, kMaxInt), int_attr("end", -kMaxInt, kMaxInt)}}; }
 
 }  // namespace of::compiler

@@ -162,7 +162,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   // Inputs every op below reads without checking; a malformed node fails here by name.
   static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
       {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
-      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}};
+      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}};
   for (const auto& [name, need] : kMinInputs)
     if (op == name)
       for (size_t i = 0; i < need; ++i)
@@ -392,6 +392,21 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     const auto n = int64_t(count);
     Ct r{{n}, in[0].dtype, {}};
     for (int64_t i = 0; i < n; ++i) r.v.push_back(start + double(i) * delta);
+    return one(r);
+  }
+  if (op == "Trilu") {  // torch.triu / tril of a constant (a causal mask built in forward)
+    Ct r = in[0];
+    const auto rank = r.shape.size();
+    if (rank < 2) bad("Trilu needs a tensor of rank 2 or more");
+    const double kd = has(1) ? scalar(1) : 0.0;
+    const int64_t rows = r.shape[rank - 2], cols = r.shape[rank - 1];
+    if (!(std::fabs(kd) <= double(rows + cols))) bad("Trilu's k is out of range");  // also NaN; beyond it all or nothing is kept
+    const auto k = int64_t(kd);
+    const bool upper = a.get_int("upper", 1) != 0;
+    for (int64_t flat = 0; flat < r.n(); ++flat) {
+      const int64_t i = (flat / cols) % rows, j = flat % cols;
+      if (upper ? j - i < k : j - i > k) r.v[size_t(flat)] = 0;
+    }
     return one(r);
   }
   if (op == "Transpose") {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Gather along axis 0 (what torch exports for nn.Embedding): Y = data[indices], Y's shape is
-// indices.shape + data.shape[1:]. Indices are int64 or int32; a negative index counts from the
+// Gather along any axis: axis 0 is what torch exports for nn.Embedding (Y = data[indices], Y's
+// shape indices.shape + data.shape[1:]); another axis a tensor index such as `x[:, 0]` (Y's shape
+// data.shape[:axis] + indices.shape + data.shape[axis+1:]). Indices are int64 or int32; a negative index counts from the
 // end, as in ONNX. The gradient scatters dY's rows back into a table of data's shape, adding the
 // rows of repeated indices.
 #include "compiler/ops/ops.h"
@@ -16,18 +17,22 @@ void infer_gather(OpCtx& c) {
   if (idx.dtype != DType::i64 && idx.dtype != DType::i32)
     c.fail("input 1 (indices) has dtype {}, expected int64 or int32", dtype_name(idx.dtype));
   if (data.shape.empty()) c.fail("input 0 (data) is a scalar; nothing to gather from");
-  if (c.axis(c.attrs().get_int("axis", 0), int64_t(data.shape.size()), "attribute axis") != 0)
-    c.fail("only axis 0 is supported (an embedding lookup), got axis {}", c.attrs().get_int("axis", 0));
-  Shape out = idx.shape;
-  out.insert(out.end(), data.shape.begin() + 1, data.shape.end());
+  const int64_t axis = c.axis(c.attrs().get_int("axis", 0), int64_t(data.shape.size()), "attribute axis");
+  Shape out(data.shape.begin(), data.shape.begin() + axis);
+  out.insert(out.end(), idx.shape.begin(), idx.shape.end());
+  out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
   c.out(0) = TensorDesc{out, data.dtype};
 }
 
-void lower_gather(OpCtx& c) { c.set_kernel("gather"); }
+void lower_gather(OpCtx& c) {
+  Attrs a;
+  a.set_int("axis", c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size()), "attribute axis"));
+  c.set_kernel("gather", a);
+}
 
 void grad_gather(GradCtx& g) {
   if (!g.wants(0)) return;
-  g.add_in_grad(0, g.emit("GatherGrad", "gather_grad", {g.out_grad(0), g.in(1)}, {}, g.desc(g.in(0))));
+  g.add_in_grad(0, g.emit("GatherGrad", "gather_grad", {g.out_grad(0), g.in(1)}, g.attrs(), g.desc(g.in(0))));
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ OpDef not_def();
 OpDef or_def();
 OpDef range_def();
 OpDef shape_def();
+OpDef trilu_def();
 OpDef dropout_def();              // dropout.cpp
 OpDef clip_def();                 // pointwise.cpp
 OpDef erf_def();

@@ -58,6 +58,7 @@ const std::vector<OpDef>& all_ops() {
       sub_def(),
       tanh_def(),
       transpose_def(),
+      trilu_def(),
       unsqueeze_def(),
       where_def(),
       delay_def(),  // custom ops (domain-qualified) last

@@ -21,9 +21,28 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 4 heads, 16 tokens; logits [64,64]. Trained on a token file (next-token labels).
   encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
                 on [4,8,32], mean over the sequence, Linear(32,10).
+  mobilenet_v3_small, mobilenet_v3_large
+                torchvision's, num_classes=10, width_mult=0.25, dropout=0.0, on [4,3,64,64]
+                (HardSwish, HardSigmoid, squeeze-excite).
+  efficientnet_b0
+                torchvision's EfficientNet with efficientnet_b0's blocks at width 0.25 and depth
+                0.5, stochastic_depth_prob=0.0 (torch 1.13 cannot export stochastic depth),
+                dropout=0.0, on [4,3,64,64] (SiLU, squeeze-excite).
+  vit           torchvision's VisionTransformer (vit_b_16's code) sized down: 32 px, patch 8,
+                2 layers, width 32, 4 heads, MLP 64 (the class token read back with x[:, 0]: a
+                Gather on axis 1); its zero-initialized head gets random weights.
+  convnext      torchvision's ConvNeXt (convnext_tiny's code) with stages (16,32,64) of one
+                block each, stochastic_depth_prob=0.0, on [4,3,32,32] (LayerNorm2d, 7x7 depthwise
+                convolutions, Linear on NHWC, layer scale).
+  decoder       nn.TransformerDecoder (2 layers, width 32, 4 heads, batch_first=False) over a
+                learned memory, with a causal tgt_mask built in forward (torch.triu: Trilu).
+  mha           nn.MultiheadAttention(32, 4, batch_first=True) alone, then Linear(32,10).
+  gelu_tanh     Linear(16,32) -> GELU(approximate="tanh") -> Linear(32,10).
 
 CHECK is one of:
-  infer         model.eval(), torch.onnx.export(model, x, f, opset_version=N) with torch's other
+  infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
+                ones shrink a deep network's output to ~0, which would match anything), then
+                model.eval(), torch.onnx.export(model, x, f, opset_version=N) with torch's other
                 defaults (constant folding on), `ofc`, then `ofrun --input` / `--output` under the
                 ONNX file's own input and output names. Passes when
                 max|of - torch| / max|torch| <= 1e-4 (float32 rounding of a different summation
@@ -81,6 +100,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = 4
 STEPS = 5
 INFER_REL_TOL = 1e-4
+MIN_OUTPUT_SCALE = 1e-3  # an output of about zero matches anything within a relative tolerance
 LOSS_REL_TOL = 1e-4
 WEIGHT_REL_TOL = 1e-3
 # Adam divides by sqrt(v): a gradient of pure rounding noise (a parameter the loss does not depend
@@ -99,7 +119,8 @@ def optimizers(lr_scale):
     }
 CHECKS = ["infer", "train-sgd", "train-adamw"]
 
-MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder"]
+MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
+               "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru"]
 
 
 def parse_args():
@@ -276,14 +297,114 @@ class Encoder(nn.Module):
         return self.fc(self.encoder(x).mean(dim=1))
 
 
+def key_bias(names, width=32):
+    """Softmax is invariant to adding a constant to every score, so an attention's key bias (the
+    middle third of in_proj_bias) has zero gradient: only rounding noise, which Adam scales to
+    lr-sized steps (see ADAM_NOISE_ABS_TOL)."""
+    return {name: slice(width, 2 * width) for name in names}
+
+
 def encoder():
-    # Softmax is invariant to adding a constant to every score, so the key bias (the middle third
-    # of in_proj_bias) has zero gradient: only rounding noise, which Adam scales to lr-sized steps.
-    return Model(Encoder(), (8, 32), 10,
-                 zero_grad={f"encoder.layers.{i}.self_attn.in_proj_bias": slice(32, 64) for i in range(2)})
+    return Model(Encoder(), (8, 32), 10, zero_grad=key_bias(f"encoder.layers.{i}.self_attn.in_proj_bias" for i in range(2)))
 
 
-MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder]))
+def mobilenet_v3_small():
+    import torchvision
+    return Model(torchvision.models.mobilenet_v3_small(num_classes=10, width_mult=0.25, dropout=0.0), (3, 64, 64), 10,
+                 lr_scale=0.1, float64_referee=True)
+
+
+def mobilenet_v3_large():
+    import torchvision
+    return Model(torchvision.models.mobilenet_v3_large(num_classes=10, width_mult=0.25, dropout=0.0), (3, 64, 64), 10,
+                 lr_scale=0.1, float64_referee=True)
+
+
+def efficientnet_b0():
+    import torchvision
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    # efficientnet_b0's blocks at a quarter of the width and half the depth.
+    setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.5)
+    return Model(EfficientNet(setting, dropout=0.0, stochastic_depth_prob=0.0, num_classes=10, last_channel=last),
+                 (3, 64, 64), 10, lr_scale=0.02, float64_referee=True)
+
+
+def vit():
+    from torchvision.models.vision_transformer import VisionTransformer
+    net = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=32, mlp_dim=64,
+                            num_classes=10)
+    # torchvision starts the head at zero (it expects fine-tuning): the outputs would all be 0.
+    nn.init.normal_(net.heads.head.weight, std=0.2)
+    return Model(net, (3, 32, 32), 10, zero_grad=key_bias(
+        f"encoder.layers.encoder_layer_{i}.self_attention.in_proj_bias" for i in range(2)))
+
+
+def convnext():
+    from torchvision.models.convnext import ConvNeXt, CNBlockConfig
+    setting = [CNBlockConfig(16, 32, 1), CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)]
+    return Model(ConvNeXt(setting, stochastic_depth_prob=0.0, num_classes=10), (3, 32, 32), 10)
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0)
+        self.decoder = nn.TransformerDecoder(layer, 2)
+        self.memory = nn.Parameter(torch.randn(6, 1, 32))
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):  # x [seq, batch, 32] (batch_first=False)
+        x = x.transpose(0, 1)
+        mem = self.memory.expand(-1, x.size(1), -1)
+        mask = torch.triu(torch.full((x.size(0), x.size(0)), float("-inf")), 1)
+        return self.fc(self.decoder(x, mem, tgt_mask=mask).mean(dim=0))
+
+
+def decoder():
+    return Model(Decoder(), (8, 32), 10, zero_grad=key_bias(
+        f"decoder.layers.{i}.{a}.in_proj_bias" for i in range(2) for a in ("self_attn", "multihead_attn")))
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        y, _ = self.attn(x, x, x, need_weights=False)
+        return self.fc(y.mean(dim=1))
+
+
+def mha():
+    return Model(Attention(), (8, 32), 10, zero_grad=key_bias(["attn.in_proj_bias"]))
+
+
+def gelu_tanh():
+    return Model(nn.Sequential(nn.Linear(16, 32), nn.GELU(approximate="tanh"), nn.Linear(32, 10)), (16,), 10)
+
+
+class Recurrent(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(16, 24, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(24, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[:, -1])
+
+
+def lstm():
+    return Model(Recurrent(nn.LSTM), (6, 16), 10)
+
+
+def gru():
+    return Model(Recurrent(nn.GRU), (6, 16), 10)
+
+
+MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
+                                mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru]))
 
 
 def build(name):
@@ -391,9 +512,30 @@ def rel_err(got, want):
 
 # ---------------------------------------------------------------- checks
 
+def calibrate_batch_norm(model, features):
+    """Sets every BatchNorm's running statistics to the mean and variance its input has over
+    `features`, as in a trained model. Untrained running statistics (0 and 1) shrink a deep
+    network's output to ~1e-10, which any result would match within a relative tolerance."""
+    bns = [mod for mod in model.modules() if isinstance(mod, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    saved = [(bn.momentum, bn.training) for bn in bns]
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # a cumulative average over the batches below
+        bn.train()
+    with torch.no_grad():
+        for i in range(0, len(features), BATCH):
+            model(torch.from_numpy(features[i:i + BATCH]))
+    for bn, (momentum, training) in zip(bns, saved):
+        bn.momentum = momentum
+        bn.train(training)
+
+
 def check_infer(args, name, m, work):
-    model = m.infer.eval()
     features, _, _ = make_data(m, work)
+    calibrate_batch_norm(m.infer, features)
+    model = m.infer.eval()
     x = torch.from_numpy(features[:BATCH])
     with torch.no_grad():
         want = model(x).numpy()
@@ -412,6 +554,10 @@ def check_infer(args, name, m, work):
               f"PyTorch's {list(want.shape)}")
         return 1
     rel, scale = rel_err(got, want)
+    if not scale >= MIN_OUTPUT_SCALE:
+        print(f"zoo {name} infer: FAIL: PyTorch's output is at most {scale:.3g}: a comparison with it would prove "
+              "nothing (initialize the model so that it computes something)")
+        return 1
     ok = bool(np.isfinite(rel)) and rel <= INFER_REL_TOL
     print(f"zoo {name} infer: {'ok' if ok else 'FAIL'}: output {list(want.shape)}, "
           f"max|of - torch| / max|torch| = {rel:.3g} (max|torch| {scale:.3g}, tolerance {INFER_REL_TOL:g})")

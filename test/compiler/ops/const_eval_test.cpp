@@ -131,3 +131,41 @@ TEST_CASE("const_eval: hostile constants fail by node instead of reading out of 
   const ValueId wide = i64("w", {}, {int64_t(1) << 60, 0});
   CHECK_FALSE(try_fold(g, node("Transpose", {wide})));
 }
+
+TEST_CASE("const_eval: Trilu keeps torch.triu / torch.tril of a constant, k above or below the diagonal", "[compiler]") {
+  Graph g;
+  auto i64 = [&](const std::string& name, std::vector<int64_t> xs, of::Shape shape) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = TensorDesc{shape, of::DType::i64};
+    g.values[size_t(v)].known = true;
+    g.values[size_t(v)].data = std::vector<uint8_t>(xs.size() * 8);
+    std::memcpy(g.values[size_t(v)].data->data(), xs.data(), xs.size() * 8);
+    return v;
+  };
+  auto trilu = [&](std::vector<ValueId> in, int64_t upper) {
+    const ValueId out = g.add_value("t" + std::to_string(g.nodes.size()));
+    of::Attrs a;
+    a.set_int("upper", upper);
+    g.nodes.push_back(Node{.name = "Trilu", .op_type = "Trilu", .inputs = std::move(in), .outputs = {out}, .attrs = a});
+    REQUIRE(try_fold(g, g.nodes.back()));
+    std::vector<int64_t> v(g.values[size_t(out)].data->size() / 8);
+    std::memcpy(v.data(), g.values[size_t(out)].data->data(), v.size() * 8);
+    return v;
+  };
+  // [2, 3, 3] of ones: the last two axes are the matrix, the first a batch.
+  const ValueId ones = i64("ones", std::vector<int64_t>(18, 1), {2, 3, 3});
+  const std::vector<int64_t> triu1 = {0, 1, 1, 0, 0, 1, 0, 0, 0};  // torch.triu(x, 1): a causal mask
+  std::vector<int64_t> want = triu1;
+  want.insert(want.end(), triu1.begin(), triu1.end());
+  CHECK(trilu({ones, i64("k1", {1}, {})}, 1) == want);
+  const std::vector<int64_t> tril0 = {1, 0, 0, 1, 1, 0, 1, 1, 1};  // torch.tril(x), k absent
+  want = tril0;
+  want.insert(want.end(), tril0.begin(), tril0.end());
+  CHECK(trilu({ones}, 0) == want);
+  const ValueId wide = i64("wide", std::vector<int64_t>(6, 1), {2, 3});
+  CHECK(trilu({wide, i64("km1", {-1}, {})}, 0) == std::vector<int64_t>{0, 0, 0, 1, 0, 0});
+  // A vector has no diagonal.
+  const ValueId vec = i64("vec", {1, 2}, {2});
+  g.nodes.push_back(Node{.name = "T1", .op_type = "Trilu", .inputs = {vec}, .outputs = {g.add_value("bad")}});
+  REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'T1' (Trilu)") && Catch::Contains("rank 2"));
+}
