@@ -4,6 +4,7 @@
 #include "compiler/import/onnx_import.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -107,6 +108,9 @@ void import_attrs(const onnx::NodeProto& node, Attrs& attrs, const Where& where)
       case onnx::AttributeProto::STRING: attrs.set_str(a.name(), a.s()); break;
       case onnx::AttributeProto::INTS: attrs.set_ints(a.name(), {a.ints().begin(), a.ints().end()}); break;
       case onnx::AttributeProto::FLOATS: attrs.set_floats(a.name(), {a.floats().begin(), a.floats().end()}); break;
+      case onnx::AttributeProto::STRINGS:  // LSTM's activations: one string, comma-separated
+        attrs.set_str(a.name(), fmt::format("{}", fmt::join(a.strings(), ",")));
+        break;
       case onnx::AttributeProto::TENSOR: {
         // A one-element tensor (ConstantOfShape's value): its number and its dtype.
         const TensorDesc d = tensor_desc(a.t(), where);

@@ -58,5 +58,7 @@ OpDef slice_def();                // split.cpp
 OpDef split_def();
 OpDef expand_def();               // where.cpp
 OpDef where_def();
+OpDef gru_def();                  // recurrent.cpp
+OpDef lstm_def();
 
 }  // namespace of::compiler

@@ -25,6 +25,7 @@ const std::vector<OpDef>& all_ops() {
       erf_def(),
       expand_def(),
       flatten_def(),
+      gru_def(),  // byte order: "GRU" < "Gather"
       gather_def(),
       gemm_def(),
       global_average_pool_def(),
@@ -32,6 +33,7 @@ const std::vector<OpDef>& all_ops() {
       hard_sigmoid_def(),
       hard_swish_def(),
       identity_def(),
+      lstm_def(),  // "LSTM" < "LayerNormalization"
       layer_norm_def(),
       leaky_relu_def(),
       less_def(),

@@ -18,6 +18,15 @@ double flops_of(const Graph& g, const Node& n) {
   if (n.kernel == "conv") return conv(shape(n.outputs[0]), shape(n.inputs[1]));
   if (n.kernel == "conv_grad_data") return conv(shape(n.inputs[0]), shape(n.inputs[1]));     // (dy, w)
   if (n.kernel == "conv_grad_weight") return conv(shape(n.inputs[0]), shape(n.outputs[0]));  // (dy, x) -> dw
+  // Recurrent layers: per step and direction, the gates' products with X_t and H_{t-1}
+  // (W [D, G*H, I], R [D, G*H, H]); backward through time multiplies by both again and by their
+  // transposes for the weight gradients: twice the forward.
+  if (n.kernel == "lstm" || n.kernel == "gru" || n.kernel == "lstm_grad" || n.kernel == "gru_grad") {
+    const Shape& x = shape(n.inputs[0]);
+    const double steps = double(x[0]) * double(x[1]);
+    const double f = 2.0 * steps * double(numel(shape(n.inputs[1])) + numel(shape(n.inputs[2])));
+    return n.kernel.ends_with("_grad") ? 2.0 * f : f;
+  }
   return out;
 }
 

@@ -39,6 +39,8 @@ std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_expand(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gru(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gru_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
 // nullptr unless B is constant and the gemm is a plain Linear layer (then a packed oneDNN matmul).
 std::unique_ptr<Kernel> make_packed_gemm(const KernelConfig& cfg);
@@ -53,6 +55,8 @@ std::unique_ptr<Kernel> make_layer_norm_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_layer_norm_scale_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_leaky_relu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_leaky_relu_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_lstm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_lstm_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg);

@@ -38,6 +38,11 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 learned memory, with a causal tgt_mask built in forward (torch.triu: Trilu).
   mha           nn.MultiheadAttention(32, 4, batch_first=True) alone, then Linear(32,10).
   gelu_tanh     Linear(16,32) -> GELU(approximate="tanh") -> Linear(32,10).
+  lstm, gru     nn.LSTM / nn.GRU(16, 24, num_layers=2, batch_first=True) on [4,6,16], the last
+                step's output, Linear(24,10).
+  lstm_bi, gru_bi
+                one bidirectional layer (batch_first=False) started from learned initial states
+                (h0, and c0 for the LSTM), the mean over the sequence, Linear(48,10).
 
 CHECK is one of:
   infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
@@ -120,7 +125,8 @@ def optimizers(lr_scale):
 CHECKS = ["infer", "train-sgd", "train-adamw"]
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
-               "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru"]
+               "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
+               "lstm_bi", "gru_bi"]
 
 
 def parse_args():
@@ -403,8 +409,35 @@ def gru():
     return Model(Recurrent(nn.GRU), (6, 16), 10)
 
 
+class Bidirectional(nn.Module):
+    """One bidirectional layer (batch_first=False) from learned initial states."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(16, 24, bidirectional=True)
+        self.h0 = nn.Parameter(0.5 * torch.randn(2, 1, 24))
+        self.c0 = nn.Parameter(0.5 * torch.randn(2, 1, 24)) if cell is nn.LSTM else None
+        self.fc = nn.Linear(48, 10)
+
+    def forward(self, x):
+        x = x.transpose(0, 1)  # [seq, batch, 16]
+        h0 = self.h0.expand(-1, x.size(1), -1).contiguous()
+        state = (h0, self.c0.expand(-1, x.size(1), -1).contiguous()) if self.c0 is not None else h0
+        y, _ = self.rnn(x, state)
+        return self.fc(y.mean(dim=0))
+
+
+def lstm_bi():
+    return Model(Bidirectional(nn.LSTM), (6, 16), 10)
+
+
+def gru_bi():
+    return Model(Bidirectional(nn.GRU), (6, 16), 10)
+
+
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
-                                mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru]))
+                                mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
+                                lstm_bi, gru_bi]))
 
 
 def build(name):

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// gru: ONNX GRU with linear_before_reset = 1 (torch's nn.GRU export) and the default
+// activations, gates z, r, h:
+//   z, r = sigmoid(X_t W_{z,r}^T + Wb_{z,r} + H_{t-1} R_{z,r}^T + Rb_{z,r})
+//   Q = H_{t-1} R_h^T + Rb_h;  n = tanh(X_t W_h^T + Wb_h + r * Q);  H_t = (1 - z) * n + z * H_{t-1}
+// per direction (the second of a bidirectional layer runs from the last step). Inputs X, W, R,
+// then B and initial_h where has_bias / has_h0 say so (an absent initial state is zero). Outputs
+// Y, Y_h, and in training the gates (z, r, n) and Q, which the backward reads.
+// gru_grad: backpropagation through time. Inputs X, W, R, Y, gates, Q, then dY, dY_h and
+// initial_h where has_dy / has_dyh / has_h0 say so; outputs dX, dW, dR, dB, d initial_h.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/recurrent.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+constexpr int64_t kGates = 3;
+
+class Gru final : public Kernel {
+ public:
+  explicit Gru(const KernelConfig& cfg) {
+    check_dtypes(cfg, "gru", DType::f32);
+    has_h0_ = cfg.attrs.get_int("has_h0", 0) != 0;
+    const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
+    const int n_in = 3 + int(has_bias) + int(has_h0_);
+    if (cfg.inputs.size() != size_t(n_in) || (cfg.outputs.size() != 2 && cfg.outputs.size() != 4))
+      fail(where_of(cfg), "gru: has {} inputs and {} outputs, expected {} (has_bias, has_h0) and 2 or 4",
+           cfg.inputs.size(), cfg.outputs.size(), n_in);
+    s_ = recurrent_shape(cfg, "gru", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
+    const Shape state{s_.dirs, s_.batch, s_.hidden};
+    if (has_h0_) check_input_shape(cfg, "gru", n_in - 1, "initial_h", state);
+    check_output_shape(cfg, "gru", 0, {s_.seq, s_.dirs, s_.batch, s_.hidden});
+    check_output_shape(cfg, "gru", 1, state);
+    save_ = cfg.outputs.size() == 4;
+    if (save_) {
+      check_output_shape(cfg, "gru", 2, {s_.dirs, s_.seq, s_.batch, s_.gh()});
+      check_output_shape(cfg, "gru", 3, {s_.dirs, s_.seq, s_.batch, s_.hidden});
+    }
+    xw_.resize(size_t(s_.seq * s_.batch * s_.gh()));
+    hr_.resize(size_t(s_.batch * s_.gh()));
+    zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
+  }
+
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const float*>(in[0]);
+    const auto* w = static_cast<const float*>(in[1]);
+    const auto* r = static_cast<const float*>(in[2]);
+    const float* b = s_.has_bias ? static_cast<const float*>(in[3]) : nullptr;
+    const float* h0 = has_h0_ ? static_cast<const float*>(in[3 + int(s_.has_bias)]) : nullptr;
+    auto* y = static_cast<float*>(out[0]);
+    auto* yh = static_cast<float*>(out[1]);
+    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H;
+    for (int64_t d = 0; d < s_.dirs; ++d) {
+      sgemm(false, true, S * N, GH, s_.input, x, s_.input, w + d * GH * s_.input, s_.input, 0.0f, xw_.data(), GH);
+      const float* wb = b ? b + d * 2 * GH : nullptr;
+      const float* rb = b ? b + d * 2 * GH + GH : nullptr;
+      if (wb)
+        for (int64_t row = 0; row < S * N; ++row)
+          for (int64_t j = 0; j < GH; ++j) xw_[size_t(row * GH + j)] += wb[j];
+      const float* h = h0 ? h0 + d * NH : zero_.data();
+      for (int64_t step = 0; step < S; ++step) {
+        const int64_t t = s_.time(d, step);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t j = 0; j < GH; ++j) hr_[size_t(n * GH + j)] = rb ? rb[j] : 0.0f;
+        sgemm(false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr_.data(), GH);
+        const float* xt = xw_.data() + t * N * GH;
+        float* ht = y + (t * s_.dirs + d) * NH;
+        float* gates = save_ ? static_cast<float*>(out[2]) + (d * S + t) * N * GH : nullptr;
+        float* qs = save_ ? static_cast<float*>(out[3]) + (d * S + t) * NH : nullptr;
+        for (int64_t n = 0; n < N; ++n) {
+          const float* xn = xt + n * GH;
+          const float* hn = hr_.data() + n * GH;
+          for (int64_t j = 0; j < H; ++j) {
+            const float z = sigmoid(xn[j] + hn[j]), rr = sigmoid(xn[H + j] + hn[H + j]);
+            const float q = hn[2 * H + j];
+            const float nn = std::tanh(xn[2 * H + j] + rr * q);
+            ht[n * H + j] = (1.0f - z) * nn + z * h[n * H + j];
+            if (gates) {
+              float* gn = gates + n * GH;
+              gn[j] = z, gn[H + j] = rr, gn[2 * H + j] = nn;
+              qs[n * H + j] = q;
+            }
+          }
+        }
+        h = ht;
+      }
+      std::memcpy(yh + d * NH, h, size_t(NH) * sizeof(float));
+    }
+  }
+
+ private:
+  RecurrentShape s_;
+  bool has_h0_ = false, save_ = false;
+  std::vector<float> xw_, hr_, zero_;
+};
+
+class GruGrad final : public Kernel {
+ public:
+  explicit GruGrad(const KernelConfig& cfg) {
+    check_dtypes(cfg, "gru_grad", DType::f32);
+    for (const char* f : {"has_dy", "has_dyh", "has_h0"}) present_.push_back(cfg.attrs.get_int(f, 0) != 0);
+    const int n_in = 6 + int(std::count(present_.begin(), present_.end(), true));
+    if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 5)
+      fail(where_of(cfg), "gru_grad: has {} inputs and {} outputs, expected {} and 5", cfg.inputs.size(), cfg.outputs.size(), n_in);
+    s_ = recurrent_shape(cfg, "gru_grad", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
+    const Shape state{s_.dirs, s_.batch, s_.hidden}, ys{s_.seq, s_.dirs, s_.batch, s_.hidden};
+    check_input_shape(cfg, "gru_grad", 3, "Y", ys);
+    check_input_shape(cfg, "gru_grad", 4, "gates", {s_.dirs, s_.seq, s_.batch, s_.gh()});
+    check_input_shape(cfg, "gru_grad", 5, "Q", {s_.dirs, s_.seq, s_.batch, s_.hidden});
+    int k = 6;
+    for (size_t p = 0; p < present_.size(); ++p)
+      if (present_[p]) check_input_shape(cfg, "gru_grad", k++, "gradient or initial state", p == 0 ? ys : state);
+    check_output_shape(cfg, "gru_grad", 0, cfg.inputs[0].shape);
+    check_output_shape(cfg, "gru_grad", 1, cfg.inputs[1].shape);
+    check_output_shape(cfg, "gru_grad", 2, cfg.inputs[2].shape);
+    check_output_shape(cfg, "gru_grad", 3, {s_.dirs, 2 * s_.gh()});
+    check_output_shape(cfg, "gru_grad", 4, state);
+    dax_.resize(size_t(s_.seq * s_.batch * s_.gh()));
+    dah_.resize(size_t(s_.seq * s_.batch * s_.gh()));
+    hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
+    zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
+  }
+
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const float*>(in[0]);
+    const auto* w = static_cast<const float*>(in[1]);
+    const auto* r = static_cast<const float*>(in[2]);
+    const auto* y = static_cast<const float*>(in[3]);
+    const auto* gates = static_cast<const float*>(in[4]);
+    const auto* qs = static_cast<const float*>(in[5]);
+    const float* opt[3] = {};
+    for (size_t p = 0, k = 6; p < 3; ++p)
+      if (present_[p]) opt[p] = static_cast<const float*>(in[k++]);
+    const float *dy = opt[0], *dyh = opt[1], *h0 = opt[2];
+    auto* dx = static_cast<float*>(out[0]);
+    auto* dw = static_cast<float*>(out[1]);
+    auto* dr = static_cast<float*>(out[2]);
+    auto* db = static_cast<float*>(out[3]);
+    auto* dh = static_cast<float*>(out[4]);  // dL/dH_t carried backwards; ends as d initial_h
+    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, I = s_.input, D = s_.dirs;
+    for (int64_t d = 0; d < D; ++d) {
+      float* dhd = dh + d * NH;
+      std::memcpy(dhd, dyh ? dyh + d * NH : zero_.data(), size_t(NH) * sizeof(float));
+      for (int64_t step = S; step-- > 0;) {
+        const int64_t t = s_.time(d, step);
+        const int64_t tp = step > 0 ? s_.time(d, step - 1) : -1;
+        const float* hp = tp >= 0 ? y + (tp * D + d) * NH : h0 ? h0 + d * NH : zero_.data();
+        const float* g = gates + (d * S + t) * N * GH;
+        const float* q = qs + (d * S + t) * NH;
+        float* dax = dax_.data() + t * N * GH;
+        float* dah = dah_.data() + t * N * GH;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t j = 0; j < H; ++j) {
+            const int64_t e = n * H + j;
+            const float* gn = g + n * GH;
+            const float z = gn[j], rr = gn[H + j], nn = gn[2 * H + j];
+            const float dht = dhd[e] + (dy ? dy[(t * D + d) * NH + e] : 0.0f);
+            const float dn = dht * (1.0f - z) * (1.0f - nn * nn);  // before tanh
+            const float dz = dht * (hp[e] - nn) * z * (1.0f - z);
+            const float dr_ = dn * q[e] * rr * (1.0f - rr);
+            dax[n * GH + j] = dz, dax[n * GH + H + j] = dr_, dax[n * GH + 2 * H + j] = dn;
+            dah[n * GH + j] = dz, dah[n * GH + H + j] = dr_, dah[n * GH + 2 * H + j] = dn * rr;
+            dhd[e] = dht * z;  // H_t's direct dependence on H_{t-1}; the gates' part is added below
+          }
+        std::memcpy(hprev_.data() + t * NH, hp, size_t(NH) * sizeof(float));
+        sgemm(false, false, N, H, GH, dah, GH, r + d * GH * H, H, 1.0f, dhd, H);
+      }
+      sgemm(false, false, S * N, I, GH, dax_.data(), GH, w + d * GH * I, I, d == 0 ? 0.0f : 1.0f, dx, I);
+      sgemm(true, false, GH, I, S * N, dax_.data(), GH, x, I, 0.0f, dw + d * GH * I, I);
+      sgemm(true, false, GH, H, S * N, dah_.data(), GH, hprev_.data(), H, 0.0f, dr + d * GH * H, H);
+      float* dbd = db + d * 2 * GH;
+      std::fill(dbd, dbd + 2 * GH, 0.0f);
+      for (int64_t row = 0; row < S * N; ++row)
+        for (int64_t j = 0; j < GH; ++j) {
+          dbd[j] += dax_[size_t(row * GH + j)];
+          dbd[GH + j] += dah_[size_t(row * GH + j)];
+        }
+    }
+  }
+
+ private:
+  RecurrentShape s_;
+  std::vector<bool> present_;
+  std::vector<float> dax_, dah_, hprev_, zero_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_gru(const KernelConfig& cfg) { return std::make_unique<Gru>(cfg); }
+std::unique_ptr<Kernel> make_gru_grad(const KernelConfig& cfg) { return std::make_unique<GruGrad>(cfg); }
+
+}  // namespace of::kernels::cpu

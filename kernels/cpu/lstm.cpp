@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// lstm: ONNX LSTM (torch's nn.LSTM export) with the default activations, gates i, o, f, c:
+//   A = X_t W^T + H_{t-1} R^T + Wb + Rb;  i, o, f = sigmoid(A_i, A_o, A_f), c = tanh(A_c)
+//   C_t = f * C_{t-1} + i * c;  H_t = o * tanh(C_t)
+// per direction (the second of a bidirectional layer runs from the last step). Inputs X, W, R,
+// then B, initial_h, initial_c where attributes has_bias / has_h0 / has_c0 say so (absent initial
+// states are zero). Outputs Y, Y_h, Y_c, and in training the gates and cells the backward reads.
+// lstm_grad: backpropagation through time. Inputs X, W, R, Y, gates, cells, then dY, dY_h, dY_c,
+// initial_h, initial_c where has_dy / has_dyh / has_dyc / has_h0 / has_c0 say so (an absent
+// gradient is zero); outputs dX, dW, dR, dB (both halves equal: each bias is added once),
+// d initial_h, d initial_c. The input projections of all steps are one sgemm each way.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/recurrent.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+constexpr int64_t kGates = 4;
+
+class Lstm final : public Kernel {
+ public:
+  explicit Lstm(const KernelConfig& cfg) {
+    check_dtypes(cfg, "lstm", DType::f32);
+    has_h0_ = cfg.attrs.get_int("has_h0", 0) != 0;
+    has_c0_ = cfg.attrs.get_int("has_c0", 0) != 0;
+    const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
+    const int n_in = 3 + int(has_bias) + int(has_h0_) + int(has_c0_);
+    if (cfg.inputs.size() != size_t(n_in) || (cfg.outputs.size() != 3 && cfg.outputs.size() != 5))
+      fail(where_of(cfg), "lstm: has {} inputs and {} outputs, expected {} (has_bias, has_h0, has_c0) and 3 or 5",
+           cfg.inputs.size(), cfg.outputs.size(), n_in);
+    s_ = recurrent_shape(cfg, "lstm", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
+    const Shape state{s_.dirs, s_.batch, s_.hidden};
+    for (int k = 3 + int(has_bias); k < n_in; ++k) check_input_shape(cfg, "lstm", k, "initial state", state);
+    check_output_shape(cfg, "lstm", 0, {s_.seq, s_.dirs, s_.batch, s_.hidden});
+    check_output_shape(cfg, "lstm", 1, state);
+    check_output_shape(cfg, "lstm", 2, state);
+    save_ = cfg.outputs.size() == 5;
+    if (save_) {
+      check_output_shape(cfg, "lstm", 3, {s_.dirs, s_.seq, s_.batch, s_.gh()});
+      check_output_shape(cfg, "lstm", 4, {s_.dirs, s_.seq, s_.batch, s_.hidden});
+    }
+    xw_.resize(size_t(s_.seq * s_.batch * s_.gh()));
+    zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
+  }
+
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const float*>(in[0]);
+    const auto* w = static_cast<const float*>(in[1]);
+    const auto* r = static_cast<const float*>(in[2]);
+    int k = 3;
+    const float* b = s_.has_bias ? static_cast<const float*>(in[k++]) : nullptr;
+    const float* h0 = has_h0_ ? static_cast<const float*>(in[k++]) : nullptr;
+    const float* c0 = has_c0_ ? static_cast<const float*>(in[k++]) : nullptr;
+    auto* y = static_cast<float*>(out[0]);
+    auto* yh = static_cast<float*>(out[1]);
+    auto* yc = static_cast<float*>(out[2]);
+    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H;
+    for (int64_t d = 0; d < s_.dirs; ++d) {
+      // Every step's input projection plus both biases, in one product.
+      sgemm(false, true, S * N, GH, s_.input, x, s_.input, w + d * GH * s_.input, s_.input, 0.0f, xw_.data(), GH);
+      if (b)
+        for (int64_t row = 0; row < S * N; ++row)
+          for (int64_t j = 0; j < GH; ++j) xw_[size_t(row * GH + j)] += b[d * 2 * GH + j] + b[d * 2 * GH + GH + j];
+      float* c = yc + d * NH;  // the running cell state, ending as Y_c
+      std::memcpy(c, c0 ? c0 + d * NH : zero_.data(), size_t(NH) * sizeof(float));
+      const float* h = h0 ? h0 + d * NH : zero_.data();
+      for (int64_t step = 0; step < S; ++step) {
+        const int64_t t = s_.time(d, step);
+        float* a = xw_.data() + t * N * GH;  // becomes the pre-activations of step t
+        sgemm(false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, a, GH);
+        float* ht = y + (t * s_.dirs + d) * NH;
+        float* gates = save_ ? static_cast<float*>(out[3]) + ((d * S + t) * N) * GH : nullptr;
+        float* cells = save_ ? static_cast<float*>(out[4]) + (d * S + t) * NH : nullptr;
+        for (int64_t n = 0; n < N; ++n) {
+          const float* an = a + n * GH;
+          for (int64_t j = 0; j < H; ++j) {
+            const float i = sigmoid(an[j]), o = sigmoid(an[H + j]), f = sigmoid(an[2 * H + j]), g = std::tanh(an[3 * H + j]);
+            float& cell = c[n * H + j];
+            cell = f * cell + i * g;
+            ht[n * H + j] = o * std::tanh(cell);
+            if (gates) {
+              float* gn = gates + n * GH;
+              gn[j] = i, gn[H + j] = o, gn[2 * H + j] = f, gn[3 * H + j] = g;
+              cells[n * H + j] = cell;
+            }
+          }
+        }
+        h = ht;
+      }
+      std::memcpy(yh + d * NH, h, size_t(NH) * sizeof(float));
+    }
+  }
+
+ private:
+  RecurrentShape s_;
+  bool has_h0_ = false, has_c0_ = false, save_ = false;
+  std::vector<float> xw_, zero_;
+};
+
+class LstmGrad final : public Kernel {
+ public:
+  explicit LstmGrad(const KernelConfig& cfg) {
+    check_dtypes(cfg, "lstm_grad", DType::f32);
+    for (const char* f : {"has_dy", "has_dyh", "has_dyc", "has_h0", "has_c0"}) present_.push_back(cfg.attrs.get_int(f, 0) != 0);
+    const int n_in = 6 + int(std::count(present_.begin(), present_.end(), true));
+    if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 6)
+      fail(where_of(cfg), "lstm_grad: has {} inputs and {} outputs, expected {} and 6", cfg.inputs.size(), cfg.outputs.size(), n_in);
+    s_ = recurrent_shape(cfg, "lstm_grad", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
+    s_.reverse = cfg.attrs.get_int("reverse", 0) != 0;
+    const Shape state{s_.dirs, s_.batch, s_.hidden}, ys{s_.seq, s_.dirs, s_.batch, s_.hidden};
+    check_input_shape(cfg, "lstm_grad", 3, "Y", ys);
+    check_input_shape(cfg, "lstm_grad", 4, "gates", {s_.dirs, s_.seq, s_.batch, s_.gh()});
+    check_input_shape(cfg, "lstm_grad", 5, "cells", {s_.dirs, s_.seq, s_.batch, s_.hidden});
+    int k = 6;
+    for (size_t p = 0; p < present_.size(); ++p)
+      if (present_[p]) check_input_shape(cfg, "lstm_grad", k++, "gradient or initial state", p == 0 ? ys : state);
+    check_output_shape(cfg, "lstm_grad", 0, cfg.inputs[0].shape);
+    check_output_shape(cfg, "lstm_grad", 1, cfg.inputs[1].shape);
+    check_output_shape(cfg, "lstm_grad", 2, cfg.inputs[2].shape);
+    check_output_shape(cfg, "lstm_grad", 3, {s_.dirs, 2 * s_.gh()});
+    check_output_shape(cfg, "lstm_grad", 4, state);
+    check_output_shape(cfg, "lstm_grad", 5, state);
+    da_.resize(size_t(s_.seq * s_.batch * s_.gh()));
+    hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
+    dh_.resize(size_t(s_.batch * s_.hidden));
+    zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
+  }
+
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const float*>(in[0]);
+    const auto* w = static_cast<const float*>(in[1]);
+    const auto* r = static_cast<const float*>(in[2]);
+    const auto* y = static_cast<const float*>(in[3]);
+    const auto* gates = static_cast<const float*>(in[4]);
+    const auto* cells = static_cast<const float*>(in[5]);
+    const float* opt[5] = {};
+    for (size_t p = 0, k = 6; p < 5; ++p)
+      if (present_[p]) opt[p] = static_cast<const float*>(in[k++]);
+    const float *dy = opt[0], *dyh = opt[1], *dyc = opt[2], *h0 = opt[3], *c0 = opt[4];
+    auto* dx = static_cast<float*>(out[0]);
+    auto* dw = static_cast<float*>(out[1]);
+    auto* dr = static_cast<float*>(out[2]);
+    auto* db = static_cast<float*>(out[3]);
+    auto* dh0 = static_cast<float*>(out[4]);
+    auto* dc0 = static_cast<float*>(out[5]);
+    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, I = s_.input, D = s_.dirs;
+    for (int64_t d = 0; d < D; ++d) {
+      float* dc = dc0 + d * NH;  // dL/dC_t, carried backwards; ends as d initial_c
+      std::memcpy(dh_.data(), dyh ? dyh + d * NH : zero_.data(), size_t(NH) * sizeof(float));
+      std::memcpy(dc, dyc ? dyc + d * NH : zero_.data(), size_t(NH) * sizeof(float));
+      for (int64_t step = S; step-- > 0;) {
+        const int64_t t = s_.time(d, step);
+        const int64_t tp = step > 0 ? s_.time(d, step - 1) : -1;
+        const float* hp = tp >= 0 ? y + (tp * D + d) * NH : h0 ? h0 + d * NH : zero_.data();
+        const float* cp = tp >= 0 ? cells + (d * S + tp) * NH : c0 ? c0 + d * NH : zero_.data();
+        const float* g = gates + (d * S + t) * N * GH;
+        const float* ct = cells + (d * S + t) * NH;
+        float* da = da_.data() + t * N * GH;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t j = 0; j < H; ++j) {
+            const int64_t e = n * H + j;
+            const float* gn = g + n * GH;
+            const float i = gn[j], o = gn[H + j], f = gn[2 * H + j], cc = gn[3 * H + j];
+            const float dh = dh_[size_t(e)] + (dy ? dy[(t * D + d) * NH + e] : 0.0f);
+            const float tc = std::tanh(ct[e]);
+            const float dcell = dc[e] + dh * o * (1.0f - tc * tc);
+            float* dan = da + n * GH;
+            dan[j] = dcell * cc * i * (1.0f - i);
+            dan[H + j] = dh * tc * o * (1.0f - o);
+            dan[2 * H + j] = dcell * cp[e] * f * (1.0f - f);
+            dan[3 * H + j] = dcell * i * (1.0f - cc * cc);
+            dc[e] = dcell * f;
+          }
+        std::memcpy(hprev_.data() + t * NH, hp, size_t(NH) * sizeof(float));
+        sgemm(false, false, N, H, GH, da, GH, r + d * GH * H, H, 0.0f, dh_.data(), H);
+      }
+      std::memcpy(dh0 + d * NH, dh_.data(), size_t(NH) * sizeof(float));
+      sgemm(false, false, S * N, I, GH, da_.data(), GH, w + d * GH * I, I, d == 0 ? 0.0f : 1.0f, dx, I);
+      sgemm(true, false, GH, I, S * N, da_.data(), GH, x, I, 0.0f, dw + d * GH * I, I);
+      sgemm(true, false, GH, H, S * N, da_.data(), GH, hprev_.data(), H, 0.0f, dr + d * GH * H, H);
+      float* dbd = db + d * 2 * GH;
+      std::fill(dbd, dbd + GH, 0.0f);
+      for (int64_t row = 0; row < S * N; ++row)
+        for (int64_t j = 0; j < GH; ++j) dbd[j] += da_[size_t(row * GH + j)];
+      std::copy(dbd, dbd + GH, dbd + GH);
+    }
+  }
+
+ private:
+  RecurrentShape s_;
+  std::vector<bool> present_;
+  std::vector<float> da_, hprev_, dh_, zero_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_lstm(const KernelConfig& cfg) { return std::make_unique<Lstm>(cfg); }
+std::unique_ptr<Kernel> make_lstm_grad(const KernelConfig& cfg) { return std::make_unique<LstmGrad>(cfg); }
+
+}  // namespace of::kernels::cpu

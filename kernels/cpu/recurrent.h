@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the recurrent kernels (lstm.cpp, gru.cpp) share: the ONNX layout of their tensors, checked
+// once, and the row-major sgemm they call. Layout 0 (torch's export): X [S, N, I], W [D, G*H, I],
+// R [D, G*H, H], B [D, 2*G*H] (the input's biases, then the hidden state's), initial states
+// [D, N, H], Y [S, D, N, H], final states [D, N, H]; G gates per direction, D = 2 when
+// bidirectional. Training saves the gates after their activations [D, S, N, G*H] and one more
+// state per step [D, S, N, H] (the LSTM's cell, the GRU's reset-gated product before the gate).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace of::kernels::cpu {
+
+struct RecurrentShape {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1, gates = 0;
+  bool reverse = false;  // direction "reverse": the only direction runs from the last step
+  bool has_bias = false;
+
+  int64_t gh() const { return gates * hidden; }
+  // The step's time index: direction 1 of a bidirectional layer runs backwards.
+  int64_t time(int64_t dir, int64_t step) const { return reverse || dir == 1 ? seq - 1 - step : step; }
+};
+
+// Checks X, W, R (and the bias when attribute has_bias says it is there) for a kernel with
+// `gates` gates; fails naming cfg.node. x, w, r, b: the inputs' positions.
+RecurrentShape recurrent_shape(const KernelConfig& cfg, const char* kernel, int64_t gates, const TensorDesc& x,
+                               const TensorDesc& w, const TensorDesc& r, const TensorDesc* b);
+
+// Y = alpha * op(A) op(B) + beta * Y, row-major, op = transpose when t_* is true.
+void sgemm(bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* y, int64_t ldy);
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace of::kernels::cpu
