@@ -11,10 +11,9 @@
 
 #include "common/attrs.h"
 #include "common/shape.h"
+#include "kernels/catalog.h"
 
 namespace of::kernels {
-
-enum class DeviceKind : int8_t { cpu = 0, cuda = 1 };
 
 // Which library multiplies matrices on the CPU. oneDNN is faster; OpenBLAS is what Debian's
 // PyTorch calls, so with it sums are added in PyTorch's order and runs that amplify rounding

@@ -6,7 +6,7 @@
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
-#include "kernels/registry.h"
+#include "kernels/catalog.h"
 
 namespace of::compiler {
 
@@ -31,7 +31,7 @@ bool InferShapes::run(Compilation& c) {
       def->lower(ctx);
       // The kernel runs on the dtype of the node's first output.
       DType dtype = g.values[node.outputs[0]].desc.dtype;
-      if (!kernels::find_kernel(node.kernel, kernels::DeviceKind::cpu, dtype))
+      if (!kernels::kernel_exists(node.kernel, kernels::DeviceKind::cpu, dtype))
         ctx.fail("no kernel '{}' for cpu:{}", node.kernel, dtype_name(dtype));
     } catch (const Error& e) {
       // A failure from shared code (a shape past int64 in numel) says what but not where.

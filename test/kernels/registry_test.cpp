@@ -51,3 +51,24 @@ TEST_CASE("registry: set_kernel_threads limits the calling thread and kernels st
 
 }  // namespace
 }  // namespace of::kernels
+
+namespace of::kernels {
+namespace {
+
+TEST_CASE("catalog: the compiler's catalog and the runtime's registry list the same kernels", "[kernels]") {
+  const auto& catalog = kernel_catalog();
+  const auto& registry = all_kernels();
+  REQUIRE(catalog.size() == registry.size());
+  for (size_t i = 0; i < catalog.size(); ++i) {
+    INFO(catalog[i].name);
+    CHECK(catalog[i].name == registry[i].name);
+    CHECK(catalog[i].device == registry[i].device);
+    CHECK(catalog[i].dtype == registry[i].dtype);
+    CHECK(kernel_exists(catalog[i].name, catalog[i].device, catalog[i].dtype));
+  }
+  CHECK_FALSE(kernel_exists("relu", DeviceKind::cpu, DType::i64));
+  CHECK_FALSE(kernel_exists("nope", DeviceKind::cpu, DType::f32));
+}
+
+}  // namespace
+}  // namespace of::kernels
