@@ -107,7 +107,17 @@ void grad_batch_norm(GradCtx& g) {
 
 }  // namespace
 
+// The running statistics' kernels normalize each image alone: the batch splits. Batch statistics
+// are over the whole batch: until per-device statistics exist (DDP's BatchNorm), parallelize
+// refuses them, and their kernels run broadcast only.
+constexpr std::string_view kWhyWhole = "batch statistics are over the whole batch (per-device statistics are not built yet)";
+
 OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_batch_norm, grad_batch_norm,
-          {real_attr("epsilon", 0), real_attr("momentum", 0, 1), bool_attr("training_mode")}}; }
+          {real_attr("epsilon", 0), real_attr("momentum", 0, 1), bool_attr("training_mode")},
+          {sbp_rule("batch_norm", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+             sbp::batch_rows(n, {true}, false, Signature::Tweak::none, out);
+           }),
+           broadcast_only("batch_norm_train", kWhyWhole), broadcast_only("batch_norm_train_grad", kWhyWhole),
+           broadcast_only("batch_norm_stats_update", kWhyWhole)}}; }
 
 }  // namespace of::compiler

@@ -49,9 +49,9 @@ void grad_div(GradCtx& g) {
 
 }  // namespace
 
-OpDef add_def() { return {"Add", infer_binary, lower_binary<kAdd>, grad_add}; }
-OpDef sub_def() { return {"Sub", infer_binary, lower_binary<kSub>, grad_sub}; }
-OpDef mul_def() { return {"Mul", infer_binary, lower_binary<kMul>, grad_mul}; }
-OpDef div_def() { return {"Div", infer_binary, lower_binary<kDiv>, grad_div}; }
+OpDef add_def() { return {"Add", infer_binary, lower_binary<kAdd>, grad_add, {}, {sbp_rule("add", sbp::elementwise_linear)}}; }
+OpDef sub_def() { return {"Sub", infer_binary, lower_binary<kSub>, grad_sub, {}, {sbp_rule("sub", sbp::elementwise_linear)}}; }
+OpDef mul_def() { return {"Mul", infer_binary, lower_binary<kMul>, grad_mul, {}, {sbp_rule("mul", sbp::elementwise)}}; }
+OpDef div_def() { return {"Div", infer_binary, lower_binary<kDiv>, grad_div, {}, {sbp_rule("div", sbp::elementwise)}}; }
 
 }  // namespace of::compiler

@@ -60,6 +60,6 @@ void grad_concat(GradCtx& g) {
 
 }  // namespace
 
-OpDef concat_def() { return {"Concat", infer_concat, lower_concat, grad_concat, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
+OpDef concat_def() { return {"Concat", infer_concat, lower_concat, grad_concat, {int_attr("axis", -kMaxAxis, kMaxAxis)}, {sbp_rule("concat", sbp::other_axes)}}; }
 
 }  // namespace of::compiler

@@ -64,6 +64,16 @@ void grad_conv(GradCtx& g) {
 
 OpDef conv_def() { return {"Conv", infer_conv, lower_conv, grad_conv,
           {int_attr("group", 1, kMaxDim), ints_attr("kernel_shape", 1, kMaxDim), ints_attr("strides", 1, kMaxDim),
-           ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)}}; }
+           ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)},
+          // Images are independent: the forward and dX split the batch; dW sums over it (P).
+          {sbp_rule("conv", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+             sbp::batch_rows(n, {true}, false, Signature::Tweak::none, out);
+           }),
+           sbp_rule("conv_grad_data", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+             sbp::batch_rows(n, {true, false}, false, Signature::Tweak::none, out);
+           }),
+           sbp_rule("conv_grad_weight", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+             sbp::batch_rows(n, {true, true}, true, Signature::Tweak::none, out);
+           })}}; }
 
 }  // namespace of::compiler

@@ -28,6 +28,6 @@ void lower_delay(OpCtx& c) {
 
 }  // namespace
 
-OpDef delay_def() { return {"of.test.Delay", infer_delay, lower_delay}; }
+OpDef delay_def() { return {"of.test.Delay", infer_delay, lower_delay, nullptr, {}, {sbp_rule("delay", sbp::elementwise)}}; }
 
 }  // namespace of::compiler

@@ -67,6 +67,13 @@ void grad_dropout(GradCtx& g) {
 
 }  // namespace
 
-OpDef dropout_def() { return {"Dropout", infer_dropout, lower_dropout, grad_dropout, {real_attr("ratio"), int_attr("seed", -kMaxInt, kMaxInt)}}; }
+// The mask is keyed by each element's index in the whole tensor: a device holding a part would
+// need the part's offsets, which kernels are not told yet. Every device computes the whole.
+constexpr std::string_view kWhyWhole = "its mask is keyed by the global element index, and a part does not know its offsets";
+
+OpDef dropout_def() {
+  return {"Dropout", infer_dropout, lower_dropout, grad_dropout, {real_attr("ratio"), int_attr("seed", -kMaxInt, kMaxInt)},
+          {broadcast_only("dropout", kWhyWhole), broadcast_only("dropout_grad", kWhyWhole)}};
+}
 
 }  // namespace of::compiler

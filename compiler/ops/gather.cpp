@@ -35,8 +35,34 @@ void grad_gather(GradCtx& g) {
   g.add_in_grad(0, g.emit("GatherGrad", "gather_grad", {g.out_grad(0), g.in(1)}, g.attrs(), g.desc(g.in(0))));
 }
 
+// gather along `axis`: Y [data[:axis], indices, data[axis+1:]]. Splitting the indices along j
+// splits Y at axis + j (the table whole on every device); splitting the table along another axis
+// splits Y there (the indices whole). gather_grad (dY, indices) -> dTable: with the indices split,
+// each device scatters its rows into a whole table, partial sums; with a table axis split, that
+// axis of dTable.
+void gather_sbp(const Graph& g, const Node& n, std::vector<Signature>& out, bool grad) {
+  using Sig = Signature;
+  const Shape& table = sbp::shape_of(g, grad ? n.outputs[0] : n.inputs[0]);
+  const Shape& idx = sbp::shape_of(g, n.inputs[1]);
+  const auto axis = n.kernel_attrs.get_int("axis", 0), ri = int64_t(idx.size());
+  for (int64_t j = 0; j < ri; ++j)
+    if (idx[size_t(j)] > 1)
+      out.push_back(grad ? Sig{{Sbp::S(axis + j), Sbp::S(j)}, {Sbp::P()}, Sig::Tweak::none, true}
+                         : Sig{{Sbp::B(), Sbp::S(j)}, {Sbp::S(axis + j)}, Sig::Tweak::none, true});
+  for (int64_t k = 0; k < int64_t(table.size()); ++k) {
+    if (k == axis || table[size_t(k)] <= 1) continue;
+    const int64_t y = k < axis ? k : k - 1 + ri;
+    out.push_back(grad ? Sig{{Sbp::S(y), Sbp::B()}, {Sbp::S(k)}, Sig::Tweak::none, true}
+                       : Sig{{Sbp::S(k), Sbp::B()}, {Sbp::S(y)}, Sig::Tweak::none, true});
+  }
+}
+
 }  // namespace
 
-OpDef gather_def() { return {"Gather", infer_gather, lower_gather, grad_gather, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
+OpDef gather_def() {
+  return {"Gather", infer_gather, lower_gather, grad_gather, {int_attr("axis", -kMaxAxis, kMaxAxis)},
+          {sbp_rule("gather", [](const Graph& g, const Node& n, std::vector<Signature>& out) { gather_sbp(g, n, out, false); }),
+           sbp_rule("gather_grad", [](const Graph& g, const Node& n, std::vector<Signature>& out) { gather_sbp(g, n, out, true); })}};
+}
 
 }  // namespace of::compiler

@@ -63,9 +63,33 @@ void grad_gemm(GradCtx& g) {
   }
 }
 
+// gemm: Y = act(alpha * op(A) op(B) + beta * C), op(A) [M,K], op(B) [K,N], C broadcast to [M,N]:
+// rows (S0 of A), columns (S1 of B) or, without an activation, the reduction (partial sums;
+// the first part adds the bias).
+void gemm_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  using Sig = Signature;
+  const bool ta = n.kernel_attrs.get_int("trans_a", 0) != 0, tb = n.kernel_attrs.get_int("trans_b", 0) != 0;
+  const bool has_c = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+  const Shape c = has_c ? sbp::shape_of(g, n.inputs[2]) : Shape{};
+  const Shape& y = sbp::shape_of(g, n.outputs[0]);
+  const int64_t m_a = ta ? 1 : 0, k_a = ta ? 0 : 1, k_b = tb ? 1 : 0, n_b = tb ? 0 : 1;
+  auto with_c = [&](std::vector<Sbp> ab, Sbp c_sbp) {
+    if (has_c) ab.push_back(c_sbp);
+    return ab;
+  };
+  // C along M: only a [M,N] or [M,1] bias is split with the rows.
+  const Sbp c_rows = c.size() == 2 && c[0] == y[0] && y[0] > 1 ? Sbp::S(0) : Sbp::B();
+  const Sbp c_cols = !c.empty() && c.back() == y[1] && y[1] > 1 ? Sbp::S(int64_t(c.size()) - 1) : Sbp::B();
+  out.push_back(Sig{with_c({Sbp::S(m_a), Sbp::B()}, c_rows), {Sbp::S(0)}, Sig::Tweak::none, true});
+  out.push_back(Sig{with_c({Sbp::B(), Sbp::S(n_b)}, c_cols), {Sbp::S(1)}, Sig::Tweak::none, true});
+  // Splitting K gives partial sums, which an activation would not survive.
+  if (n.kernel_attrs.get_str("activation").empty())
+    out.push_back(Sig{with_c({Sbp::S(k_a), Sbp::S(k_b)}, Sbp::B()), {Sbp::P()}, has_c ? Sig::Tweak::first_adds_bias : Sig::Tweak::none, true});
+}
+
 }  // namespace
 
 OpDef gemm_def() { return {"Gemm", infer_gemm, lower_gemm, grad_gemm,
-          {bool_attr("transA"), bool_attr("transB"), real_attr("alpha"), real_attr("beta")}}; }
+          {bool_attr("transA"), bool_attr("transB"), real_attr("alpha"), real_attr("beta")}, {sbp_rule("gemm", gemm_sbp)}}; }
 
 }  // namespace of::compiler

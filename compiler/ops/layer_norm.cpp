@@ -45,9 +45,29 @@ void grad_layer_norm(GradCtx& g) {
   if (g.node().inputs.size() > 2 && g.in(2) != kNoValue && g.wants(2)) g.add_in_grad(2, g.unbroadcast(dy, g.desc(g.in(2)).shape));
 }
 
+// Rows (the axes before `axis`) are normalized alone: any of those axes splits X, dY and dX
+// (scale and bias whole); the scale's gradient sums over rows, so split rows give partial sums.
+// On the data-parallel level only, for now: on a tensor-parallel level the greedy choice takes a
+// row split (cheap here) and then pays a reduce-scatter at every matmul after it, where
+// Megatron's layout gathers once (what a strategy search that looks ahead would see; issue 13).
+void rows_sbp(const Graph& g, const Node& n, std::vector<Signature>& out, bool partial) {
+  const Shape& x = sbp::shape_of(g, n.inputs[0]);
+  const int64_t axis = n.kernel_attrs.get_int("axis", -1);
+  const bool with_dy = n.kernel != "layer_norm";  // the gradients read (dY, X, ...)
+  for (int64_t a = 0; a < axis && a < int64_t(x.size()); ++a) {
+    if (x[size_t(a)] <= 1) continue;
+    std::vector<Sbp> in = {Sbp::S(a)};
+    if (with_dy) in.push_back(Sbp::S(a));
+    out.push_back(Signature{in, {partial ? Sbp::P() : Sbp::S(a)}, Signature::Tweak::none, true, true});
+  }
+}
+
 }  // namespace
 
 OpDef layer_norm_def() { return {"LayerNormalization", infer_layer_norm, lower_layer_norm, grad_layer_norm,
-          {int_attr("axis", -kMaxAxis, kMaxAxis), real_attr("epsilon", 0)}}; }
+          {int_attr("axis", -kMaxAxis, kMaxAxis), real_attr("epsilon", 0)},
+          {sbp_rule("layer_norm", [](const Graph& g, const Node& n, std::vector<Signature>& out) { rows_sbp(g, n, out, false); }),
+           sbp_rule("layer_norm_grad", [](const Graph& g, const Node& n, std::vector<Signature>& out) { rows_sbp(g, n, out, false); }),
+           sbp_rule("layer_norm_scale_grad", [](const Graph& g, const Node& n, std::vector<Signature>& out) { rows_sbp(g, n, out, true); })}}; }
 
 }  // namespace of::compiler

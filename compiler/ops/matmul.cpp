@@ -111,8 +111,28 @@ void grad_matmul(GradCtx& g) {
   }
 }
 
+// matmul: [..., M, K] x [..., K, N] (B may be 2-D and then is shared by every batch): batch axes,
+// rows, columns, or the reduction of a shared B (partial sums).
+void matmul_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  using Sig = Signature;
+  const Shape& a = sbp::shape_of(g, n.inputs[0]);
+  const Shape& b = sbp::shape_of(g, n.inputs[1]);
+  const Shape& y = sbp::shape_of(g, n.outputs[0]);
+  if (a.size() < 2 || b.size() < 2) return;
+  const auto ra = int64_t(a.size()), rb = int64_t(b.size()), ry = int64_t(y.size());
+  for (int64_t d = 0; d < ry - 2; ++d) {  // batch axes
+    const int64_t da = d - (ry - ra), db = d - (ry - rb);
+    const Sbp sa = da >= 0 && a[size_t(da)] == y[size_t(d)] ? Sbp::S(da) : Sbp::B();
+    const Sbp sb = db >= 0 && b[size_t(db)] == y[size_t(d)] ? Sbp::S(db) : Sbp::B();
+    out.push_back(Sig{{sa, sb}, {Sbp::S(d)}, Sig::Tweak::none, true});
+  }
+  out.push_back(Sig{{Sbp::S(ra - 2), Sbp::B()}, {Sbp::S(ry - 2)}, Sig::Tweak::none, true});
+  out.push_back(Sig{{Sbp::B(), Sbp::S(rb - 1)}, {Sbp::S(ry - 1)}, Sig::Tweak::none, true});
+  if (rb == 2) out.push_back(Sig{{Sbp::S(ra - 1), Sbp::S(0)}, {Sbp::P()}, Sig::Tweak::none, true});
+}
+
 }  // namespace
 
-OpDef matmul_def() { return {"MatMul", infer_matmul, lower_matmul, grad_matmul}; }
+OpDef matmul_def() { return {"MatMul", infer_matmul, lower_matmul, grad_matmul, {}, {sbp_rule("matmul", matmul_sbp)}}; }
 
 }  // namespace of::compiler

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "compiler/ir/graph.h"
+#include "compiler/parallel/signatures.h"
 
 namespace of::compiler {
 
@@ -138,6 +139,9 @@ struct OpDef {
   // The gradient rule; nullptr: training through this op is not supported yet.
   void (*grad)(GradCtx&) = nullptr;
   std::vector<AttrRule> attrs = {};  // what check_attrs enforces (attributes not listed: unchecked)
+  // The kernels this op lowers to and its gradient emits that no other op owns, each with its
+  // SBP rule or an explicit broadcast_only (compiler/parallel/signatures.h).
+  std::vector<KernelSbp> kernels = {};
 };
 
 // Fails through ctx when one of the node's attributes breaks its OpDef's rules (infer-shapes

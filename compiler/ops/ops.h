@@ -46,6 +46,7 @@ OpDef trilu_def();
 OpDef dropout_def();              // dropout.cpp
 OpDef clip_def();                 // pointwise.cpp
 OpDef erf_def();
+OpDef exp_def();
 OpDef hard_sigmoid_def();
 OpDef hard_swish_def();
 OpDef leaky_relu_def();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Erf, Sqrt, Reciprocal, Neg, Pow (constant exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
+// Erf, Exp, Sqrt, Reciprocal, Neg, Pow (constant exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
 // HardSwish: element-wise f32, output shape = input shape. Gradients either have their own
-// kernel `<k>_grad(dy, x)` or are composed of existing ones (Sqrt, Reciprocal, Neg).
+// kernel `<k>_grad(dy, x)` or are composed of existing ones (Exp, Sqrt, Reciprocal, Neg). Every
+// kernel here splits like any element-wise one.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -41,8 +42,13 @@ void grad_by_kernel(GradCtx& g) {
     g.add_in_grad(0, g.emit(g.node().op_type + "Grad", std::string(kKernel) + "_grad", {g.out_grad(0), g.in(0)}, g.attrs(), g.desc(g.in(0))));
 }
 
-constexpr char kErf[] = "erf", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
+constexpr char kErf[] = "erf", kExp[] = "exp", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
                kClip[] = "clip", kLeakyRelu[] = "leaky_relu", kHardSigmoid[] = "hard_sigmoid", kHardSwish[] = "hard_swish";
+
+// y = exp(x): dx = dy y.
+void grad_exp(GradCtx& g) {
+  if (g.wants(0)) g.add_in_grad(0, g.emit("ExpGrad", "mul", {g.out_grad(0), g.out(0)}, {}, g.desc(g.in(0))));
+}
 
 // y = sqrt(x): dx = dy / (2 y).
 void grad_sqrt(GradCtx& g) {
@@ -109,14 +115,22 @@ void lower_hard_sigmoid(OpCtx& c) {
 
 }  // namespace
 
-OpDef clip_def() { return {"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>}; }
-OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>}; }
-OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid, grad_by_kernel<kHardSigmoid>, {real_attr("alpha"), real_attr("beta")}}; }
-OpDef hard_swish_def() { return {"HardSwish", infer_one, lower_plain<kHardSwish>, grad_by_kernel<kHardSwish>}; }
-OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_by_kernel<kLeakyRelu>, {real_attr("alpha")}}; }
-OpDef neg_def() { return {"Neg", infer_one, lower_plain<kNeg>, grad_neg}; }
-OpDef pow_def() { return {"Pow", infer_pow, lower_pow, grad_by_kernel<kPow>}; }
-OpDef reciprocal_def() { return {"Reciprocal", infer_one, lower_plain<kReciprocal>, grad_reciprocal}; }
-OpDef sqrt_def() { return {"Sqrt", infer_one, lower_plain<kSqrt>, grad_sqrt}; }
+// The forward kernel and its `_grad`, both element-wise.
+std::vector<KernelSbp> with_grad(std::string_view forward, std::string_view grad) {
+  return {sbp_rule(forward, sbp::elementwise), sbp_rule(grad, sbp::elementwise)};
+}
+
+OpDef clip_def() { return {"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>, {}, with_grad("clip", "clip_grad")}; }
+OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>, {}, with_grad("erf", "erf_grad")}; }
+OpDef exp_def() { return {"Exp", infer_one, lower_plain<kExp>, grad_exp, {}, {sbp_rule("exp", sbp::elementwise)}}; }
+OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid, grad_by_kernel<kHardSigmoid>, {real_attr("alpha"), real_attr("beta")},
+          with_grad("hard_sigmoid", "hard_sigmoid_grad")}; }
+OpDef hard_swish_def() { return {"HardSwish", infer_one, lower_plain<kHardSwish>, grad_by_kernel<kHardSwish>, {}, with_grad("hard_swish", "hard_swish_grad")}; }
+OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_by_kernel<kLeakyRelu>, {real_attr("alpha")},
+          with_grad("leaky_relu", "leaky_relu_grad")}; }
+OpDef neg_def() { return {"Neg", infer_one, lower_plain<kNeg>, grad_neg, {}, {sbp_rule("neg", sbp::elementwise_linear)}}; }
+OpDef pow_def() { return {"Pow", infer_pow, lower_pow, grad_by_kernel<kPow>, {}, with_grad("pow", "pow_grad")}; }
+OpDef reciprocal_def() { return {"Reciprocal", infer_one, lower_plain<kReciprocal>, grad_reciprocal, {}, {sbp_rule("reciprocal", sbp::elementwise)}}; }
+OpDef sqrt_def() { return {"Sqrt", infer_one, lower_plain<kSqrt>, grad_sqrt, {}, {sbp_rule("sqrt", sbp::elementwise)}}; }
 
 }  // namespace of::compiler

@@ -93,12 +93,24 @@ void grad_global_average_pool(GradCtx& g) {
 
 }  // namespace
 
+// Pooling and its gradients treat every image alone: the batch (input 0) splits.
+void images(const Graph&, const Node& n, std::vector<Signature>& out) { sbp::batch_rows(n, {true}, false, Signature::Tweak::none, out); }
+
 OpDef average_pool_def() { return {"AveragePool", infer_average_pool, lower_average_pool, grad_average_pool,
           {bool_attr("ceil_mode"), bool_attr("count_include_pad"), ints_attr("kernel_shape", 1, kMaxDim),
-           ints_attr("strides", 1, kMaxDim), ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)}}; }
-OpDef global_average_pool_def() { return {"GlobalAveragePool", infer_global_average_pool, lower_global_average_pool, grad_global_average_pool}; }
+           ints_attr("strides", 1, kMaxDim), ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)},
+          {sbp_rule("average_pool", images), sbp_rule("average_pool_grad", images)}}; }
+OpDef global_average_pool_def() {
+  return {"GlobalAveragePool", infer_global_average_pool, lower_global_average_pool, grad_global_average_pool, {},
+          {sbp_rule("global_average_pool", images), sbp_rule("global_average_pool_grad", images)}};
+}
 OpDef max_pool_def() { return {"MaxPool", infer_max_pool, lower_max_pool, grad_max_pool,
           {bool_attr("ceil_mode"), bool_attr("storage_order"), ints_attr("kernel_shape", 1, kMaxDim),
-           ints_attr("strides", 1, kMaxDim), ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)}}; }
+           ints_attr("strides", 1, kMaxDim), ints_attr("dilations", 1, kMaxDim), ints_attr("pads", 0, kMaxDim)},
+          {sbp_rule("max_pool", images),
+           // (dY, X): both split with the batch.
+           sbp_rule("max_pool_grad", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+             sbp::batch_rows(n, {true, true}, false, Signature::Tweak::none, out);
+           })}}; }
 
 }  // namespace of::compiler

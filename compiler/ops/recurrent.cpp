@@ -116,6 +116,33 @@ void grad_recurrent(GradCtx& g, const Recurrent& r) {
     if (has(input_of[k]) && g.wants(input_of[k])) g.add_in_grad(input_of[k], d[k]);
 }
 
+// Sequences are independent: the batch splits (axis 1 of X and the states, axis 2 of Y and of the
+// saved per-step tensors); the weights stay whole and their gradients are partial sums.
+void forward_sbp(const Graph&, const Node& n, std::vector<Signature>& out) {
+  std::vector<Sbp> in(n.inputs.size(), Sbp::B());
+  in[0] = Sbp::S(1);
+  for (size_t i : {size_t(5), size_t(6)})
+    if (i < in.size()) in[i] = Sbp::S(1);
+  std::vector<Sbp> outs(n.outputs.size(), Sbp::S(1));  // the final states
+  outs[0] = Sbp::S(2);                                  // Y [seq, dirs, batch, hidden]
+  if (outs.size() >= 4)                                 // training: the saved gates and states
+    outs[outs.size() - 1] = outs[outs.size() - 2] = Sbp::S(2);
+  out.push_back(Signature{in, outs, Signature::Tweak::none, true});
+}
+
+// (X, W, R, Y, gates, states, then dY, dY_h, dY_c, initial_h, initial_c where present) ->
+// (dX, dW, dR, dB, d initial_h, d initial_c).
+void grad_sbp(const Graph&, const Node& n, std::vector<Signature>& out) {
+  std::vector<Sbp> in = {Sbp::S(1), Sbp::B(), Sbp::B(), Sbp::S(2), Sbp::S(2), Sbp::S(2)};
+  const std::pair<const char*, Sbp> optional[] = {{"has_dy", Sbp::S(2)}, {"has_dyh", Sbp::S(1)}, {"has_dyc", Sbp::S(1)},
+                                                  {"has_h0", Sbp::S(1)}, {"has_c0", Sbp::S(1)}};
+  for (const auto& [flag, sbp] : optional)
+    if (n.kernel_attrs.get_int(flag, 0) != 0) in.push_back(sbp);
+  std::vector<Sbp> outs = {Sbp::S(1), Sbp::P(), Sbp::P(), Sbp::P()};
+  while (outs.size() < n.outputs.size()) outs.push_back(Sbp::S(1));
+  out.push_back(Signature{in, outs, Signature::Tweak::none, true});
+}
+
 const std::vector<AttrRule> kRules = {int_attr("hidden_size", 1, kMaxDim), int_attr("input_forget", 0, 1),
                                       int_attr("layout", 0, 1), int_attr("linear_before_reset", 0, 1)};
 
@@ -123,11 +150,13 @@ const std::vector<AttrRule> kRules = {int_attr("hidden_size", 1, kMaxDim), int_a
 
 OpDef lstm_def() {
   return {"LSTM", [](OpCtx& c) { infer_recurrent(c, kLstm); }, [](OpCtx& c) { lower_recurrent(c, kLstm); },
-          [](GradCtx& g) { grad_recurrent(g, kLstm); }, kRules};
+          [](GradCtx& g) { grad_recurrent(g, kLstm); }, kRules,
+          {sbp_rule("lstm", forward_sbp), sbp_rule("lstm_grad", grad_sbp)}};
 }
 OpDef gru_def() {
   return {"GRU", [](OpCtx& c) { infer_recurrent(c, kGru); }, [](OpCtx& c) { lower_recurrent(c, kGru); },
-          [](GradCtx& g) { grad_recurrent(g, kGru); }, kRules};
+          [](GradCtx& g) { grad_recurrent(g, kGru); }, kRules,
+          {sbp_rule("gru", forward_sbp), sbp_rule("gru_grad", grad_sbp)}};
 }
 
 }  // namespace of::compiler

@@ -58,9 +58,31 @@ void grad_reduce_mean(GradCtx& g) {
   g.add_in_grad(0, g.emit("ReduceMeanGrad", "div", {wide, g.scalar(g.attrs().get_float("divisor", 1.0f))}, {}, x));
 }
 
+// reduce_sum (ReduceMean's kernel, and every gradient that undoes a broadcast): a split of a
+// reduced axis gives partial sums; a kept axis stays split; partial sums stay partial.
+void reduce_sum_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  using Sig = Signature;
+  const Shape& x = sbp::shape_of(g, n.inputs[0]);
+  const std::vector<int64_t> axes = n.kernel_attrs.get_ints("axes");
+  const bool keep = n.kernel_attrs.get_int("keepdims", 1) != 0;
+  for (int64_t a = 0; a < int64_t(x.size()); ++a) {
+    const bool reduced = axes.empty() || std::count(axes.begin(), axes.end(), a) > 0;
+    if (reduced) {
+      out.push_back(Sig{{Sbp::S(a)}, {Sbp::P()}, Sig::Tweak::none, true});
+      continue;
+    }
+    int64_t ya = a;
+    if (!keep)
+      for (int64_t r : axes) ya -= r < a ? 1 : 0;
+    out.push_back(Sig{{Sbp::S(a)}, {Sbp::S(ya)}, Sig::Tweak::none, true});
+  }
+  out.push_back(Sig{{Sbp::P()}, {Sbp::P()}, Sig::Tweak::none, true});
+}
+
 }  // namespace
 
 OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce_mean, lower_reduce_mean, grad_reduce_mean,
-          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
+          {sbp_rule("reduce_sum", reduce_sum_sbp)}}; }
 
 }  // namespace of::compiler

@@ -23,6 +23,7 @@ const std::vector<OpDef>& all_ops() {
       dropout_def(),
       equal_def(),
       erf_def(),
+      exp_def(),
       expand_def(),
       flatten_def(),
       gru_def(),  // byte order: "GRU" < "Gather"

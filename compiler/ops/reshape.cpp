@@ -120,12 +120,33 @@ void grad_copy(GradCtx& g) {
   if (g.wants(0)) g.add_in_grad(0, g.emit("Reshape", "copy", {g.out_grad(0)}, {}, g.desc(g.in(0))));
 }
 
+// copy (a new shape over the same bytes): a split of input axis a is a split of output axis b
+// when the elements before them are the same count and one of the two dims is a multiple of the
+// other (the split cuts the outer factor: [B,T,C] S(2) -> [B,T,H,D] S(2), heads; [B,T,C] S(0) ->
+// [B*T,C] S(0), rows). Partial sums stay partial.
+void copy_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  const Shape& x = sbp::shape_of(g, n.inputs[0]);
+  const Shape& y = sbp::shape_of(g, n.outputs[0]);
+  int64_t before_x = 1;
+  for (size_t a = 0; a < x.size(); before_x *= x[a], ++a) {
+    if (x[a] <= 1) continue;
+    int64_t before_y = 1;
+    for (size_t b = 0; b < y.size() && before_y <= before_x; before_y *= y[b], ++b)
+      if (before_y == before_x && y[b] > 1 && (x[a] % y[b] == 0 || y[b] % x[a] == 0)) {
+        out.push_back(Signature{{Sbp::S(int64_t(a))}, {Sbp::S(int64_t(b))}, Signature::Tweak::none, true});
+        break;
+      }
+  }
+  out.push_back(Signature{{Sbp::P()}, {Sbp::P()}, Signature::Tweak::none, true});
+}
+
 }  // namespace
 
 OpDef cast_def() { return {"Cast", infer_cast, lower_copy, grad_copy, {int_attr("to", 0, kMaxInt)}}; }
 OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy, grad_copy, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
 OpDef identity_def() { return {"Identity", infer_identity, lower_copy, grad_copy}; }
-OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape, grad_copy, {bool_attr("allowzero")}}; }
+// Every op here runs `copy`; Reshape lists its rule.
+OpDef reshape_def() { return {"Reshape", infer_reshape, lower_reshape, grad_copy, {bool_attr("allowzero")}, {sbp_rule("copy", copy_sbp)}}; }
 OpDef squeeze_def() { return {"Squeeze", infer_squeeze, lower_reshape, grad_copy, {ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
 OpDef unsqueeze_def() { return {"Unsqueeze", infer_unsqueeze, lower_reshape, grad_copy, {ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
 

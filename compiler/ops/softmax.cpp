@@ -35,7 +35,13 @@ void grad_softmax(GradCtx& g) {
 
 }  // namespace
 
-OpDef log_softmax_def() { return {"LogSoftmax", infer_softmax, lower_softmax<kLogSoftmax>, grad_softmax<kLogSoftmax>, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
-OpDef softmax_def() { return {"Softmax", infer_softmax, lower_softmax<kSoftmax>, grad_softmax<kSoftmax>, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
+OpDef log_softmax_def() {
+  return {"LogSoftmax", infer_softmax, lower_softmax<kLogSoftmax>, grad_softmax<kLogSoftmax>, {int_attr("axis", -kMaxAxis, kMaxAxis)},
+          {sbp_rule("log_softmax", sbp::other_axes), sbp_rule("log_softmax_grad", sbp::other_axes)}};
+}
+OpDef softmax_def() {
+  return {"Softmax", infer_softmax, lower_softmax<kSoftmax>, grad_softmax<kSoftmax>, {int_attr("axis", -kMaxAxis, kMaxAxis)},
+          {sbp_rule("softmax", sbp::other_axes), sbp_rule("softmax_grad", sbp::other_axes)}};
+}
 
 }  // namespace of::compiler

@@ -139,8 +139,9 @@ void grad_slice(GradCtx& g) {
 
 }  // namespace
 
-OpDef slice_def() { return {"Slice", infer_slice, lower_slice, grad_slice}; }
+OpDef slice_def() { return {"Slice", infer_slice, lower_slice, grad_slice, {}, {sbp_rule("slice", sbp::other_axes)}}; }
 OpDef split_def() { return {"Split", infer_split, lower_split, grad_split,
-          {int_attr("axis", -kMaxAxis, kMaxAxis), ints_attr("split", 0, kMaxInt), int_attr("num_outputs", 1, 64)}}; }
+          {int_attr("axis", -kMaxAxis, kMaxAxis), ints_attr("split", 0, kMaxInt), int_attr("num_outputs", 1, 64)},
+          {sbp_rule("split", sbp::other_axes)}}; }
 
 }  // namespace of::compiler

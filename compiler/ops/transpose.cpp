@@ -50,8 +50,16 @@ void grad_transpose(GradCtx& g) {
   g.add_in_grad(0, g.emit("TransposeGrad", "transpose", {g.out_grad(0)}, std::move(a), g.desc(g.in(0))));
 }
 
+// Output axis o is input axis perm[o]: a split follows its axis.
+void transpose_sbp(const Graph&, const Node& n, std::vector<Signature>& out) {
+  const std::vector<int64_t> perm = n.kernel_attrs.get_ints("perm");
+  for (size_t o = 0; o < perm.size(); ++o)
+    out.push_back(Signature{{Sbp::S(perm[o])}, {Sbp::S(int64_t(o))}, Signature::Tweak::none, true});
+}
+
 }  // namespace
 
-OpDef transpose_def() { return {"Transpose", infer_transpose, lower_transpose, grad_transpose, {ints_attr("perm", 0, kMaxAxis)}}; }
+OpDef transpose_def() { return {"Transpose", infer_transpose, lower_transpose, grad_transpose, {ints_attr("perm", 0, kMaxAxis)},
+          {sbp_rule("transpose", transpose_sbp)}}; }
 
 }  // namespace of::compiler

@@ -25,8 +25,17 @@ void grad_unary(GradCtx& g) {
 
 }  // namespace
 
-OpDef relu_def() { return {"Relu", infer_unary, lower_unary<kRelu>, grad_unary<kRelu>}; }
-OpDef sigmoid_def() { return {"Sigmoid", infer_unary, lower_unary<kSigmoid>, grad_unary<kSigmoid>}; }
-OpDef tanh_def() { return {"Tanh", infer_unary, lower_unary<kTanh>, grad_unary<kTanh>}; }
+OpDef relu_def() {
+  return {"Relu", infer_unary, lower_unary<kRelu>, grad_unary<kRelu>, {},
+          {sbp_rule("relu", sbp::elementwise), sbp_rule("relu_grad", sbp::elementwise)}};
+}
+OpDef sigmoid_def() {
+  return {"Sigmoid", infer_unary, lower_unary<kSigmoid>, grad_unary<kSigmoid>, {},
+          {sbp_rule("sigmoid", sbp::elementwise), sbp_rule("sigmoid_grad", sbp::elementwise)}};
+}
+OpDef tanh_def() {
+  return {"Tanh", infer_unary, lower_unary<kTanh>, grad_unary<kTanh>, {},
+          {sbp_rule("tanh", sbp::elementwise), sbp_rule("tanh_grad", sbp::elementwise)}};
+}
 
 }  // namespace of::compiler

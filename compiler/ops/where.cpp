@@ -50,9 +50,21 @@ void grad_expand(GradCtx& g) {
   if (g.wants(0)) g.add_in_grad(0, g.unbroadcast(g.out_grad(0), g.desc(g.in(0)).shape));
 }
 
+// Expand: a split of an output axis the input has at full size splits the input there too; an
+// axis the input broadcasts along reads the input whole (B). The shape input stays B.
+void expand_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  const Shape& x = sbp::shape_of(g, n.inputs[0]);
+  const Shape& y = sbp::shape_of(g, n.outputs[0]);
+  for (size_t a = 0; a < y.size(); ++a) {
+    if (y[a] <= 1) continue;
+    const int64_t ax = int64_t(a) - int64_t(y.size() - x.size());
+    out.push_back(Signature{{ax >= 0 && x[size_t(ax)] == y[a] ? Sbp::S(ax) : Sbp::B()}, {Sbp::S(int64_t(a))}, Signature::Tweak::none, true});
+  }
+}
+
 }  // namespace
 
-OpDef expand_def() { return {"Expand", infer_expand, lower_expand, grad_expand}; }
-OpDef where_def() { return {"Where", infer_where, lower_where, grad_where}; }
+OpDef expand_def() { return {"Expand", infer_expand, lower_expand, grad_expand, {}, {sbp_rule("expand", expand_sbp)}}; }
+OpDef where_def() { return {"Where", infer_where, lower_where, grad_where, {}, {sbp_rule("where", sbp::elementwise)}}; }
 
 }  // namespace of::compiler

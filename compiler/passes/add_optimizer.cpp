@@ -18,6 +18,7 @@
 #include "common/lr_schedule.h"
 #include "common/option_spec.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/training_kernels.h"
 
 namespace of::compiler {
 namespace {
@@ -205,6 +206,22 @@ bool AddOptimizer::run(Compilation& c) {
   for (size_t n = 0; n < before; ++n)
     if (g.nodes[n].kernel == "batch_norm_train") add_batch_norm_update(c, NodeId(n));
   return true;
+}
+
+std::vector<KernelSbp> optimizer_kernel_sbp() {
+  return {
+      // Linear in the gradient: partial sums are summed as they come and reduced once per step.
+      sbp_rule("accumulate", [](const Graph& g, const Node& n, std::vector<Signature>& out) {
+        const Shape& g0 = sbp::shape_of(g, n.inputs[0]);
+        for (size_t a = 0; a < g0.size(); ++a)
+          if (g0[a] > 1)
+            out.push_back(Signature{{Sbp::S(int64_t(a)), Sbp::B(), Sbp::B()}, {Sbp::S(int64_t(a)), Sbp::B(), Sbp::B()},
+                                    Signature::Tweak::none, true});
+        out.push_back(Signature{{Sbp::P(), Sbp::B(), Sbp::B()}, {Sbp::P(), Sbp::B(), Sbp::B()}, Signature::Tweak::none, true});
+      }),
+      sbp_rule("adam_update", sbp::update),
+      sbp_rule("sgd_update", sbp::update),
+  };
 }
 
 }  // namespace of::compiler

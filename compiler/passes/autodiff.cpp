@@ -17,6 +17,7 @@
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/training_kernels.h"
 
 namespace of::compiler {
 namespace {
@@ -220,6 +221,30 @@ bool Autodiff::run(Compilation& c) {
     g.outputs.push_back(dw);
   }
   return true;
+}
+
+// Losses over a split batch: each device's mean over its rows, divided by the parts
+// (mean_over_parts), summed (P) is the mean over the whole batch. Metrics are per sample.
+std::vector<KernelSbp> loss_kernel_sbp() {
+  using T = Signature::Tweak;
+  return {
+      sbp_rule("classify_metrics", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+        sbp::batch_rows(n, {true, true}, false, T::none, out);
+      }),
+      sbp_rule("mse_loss", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+        sbp::batch_rows(n, {true, true}, true, T::mean_over_parts, out);
+      }),
+      sbp_rule("mse_loss_grad", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+        sbp::batch_rows(n, {false, true, true}, false, T::mean_over_parts, out);
+      }),
+      sbp_rule("softmax_cross_entropy", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+        sbp::batch_rows(n, {true, true}, false, T::mean_over_parts, out);
+        out.back().out[0] = Sbp::P();  // the mean loss; the probabilities stay split
+      }),
+      sbp_rule("softmax_cross_entropy_grad", [](const Graph&, const Node& n, std::vector<Signature>& out) {
+        sbp::batch_rows(n, {false, true, true}, false, T::mean_over_parts, out);
+      }),
+  };
 }
 
 }  // namespace of::compiler

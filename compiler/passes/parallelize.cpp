@@ -166,6 +166,8 @@ void Parallelizer::choose(NodeId id) {
     bool ok = true;
     bool trivial = false;  // a level of one device splits nothing: only B is meaningful there
     for (size_t l = 0; l < levels_.size(); ++l) trivial = trivial || (levels_[l].size == 1 && pick[l] + 1 != sigs.size());
+    bool misplaced = false;  // a data-parallel-only signature on another level
+    for (size_t l = 0; l < levels_.size(); ++l) misplaced = misplaced || (sigs[pick[l]].data_parallel_only && !levels_[l].data_parallel);
     for (size_t l = 0; l < levels_.size(); ++l) {
       const Signature& s = sigs[pick[l]];
       for (size_t i = 0; i < ins.size(); ++i) ins[i].push_back(s.in[i]);
@@ -173,7 +175,7 @@ void Parallelizer::choose(NodeId id) {
       if (s.splits_work) parts *= double(levels_[l].size);
     }
     double cost = flops / parts * kSecondsPerFlop;
-    ok = !trivial;
+    ok = !trivial && !misplaced;
     for (size_t i = 0; i < ins.size() && ok; ++i) {
       const ValueId v = n.inputs[i];
       if (v == kNoValue) continue;
