@@ -25,7 +25,12 @@ void StoredTensor::scatter(const uint8_t* whole) const {
 }
 
 void StoredTensor::gather(uint8_t* whole) const {
-  for (const Box& b : boxes) copy_box_in(b.data, b.shape, b.begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
+  // Boxes come in device order. Replicas of a broadcast tensor are equal, except a device's own
+  // state (BatchNorm's running statistics under data parallelism, as in torch's DDP): there the
+  // checkpoint keeps the first device's, as DDP keeps rank 0's. Copying from the last box to the
+  // first makes the first device's bytes the ones that stay.
+  for (auto b = boxes.rbegin(); b != boxes.rend(); ++b)
+    copy_box_in(b->data, b->shape, b->begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
 }
 
 PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_path)), path_(plan_path) {

@@ -107,17 +107,50 @@ void grad_batch_norm(GradCtx& g) {
 
 }  // namespace
 
-// The running statistics' kernels normalize each image alone: the batch splits. Batch statistics
-// are over the whole batch: until per-device statistics exist (DDP's BatchNorm), parallelize
-// refuses them, and their kernels run broadcast only.
-constexpr std::string_view kWhyWhole = "batch statistics are over the whole batch (per-device statistics are not built yet)";
+// Batch statistics under data parallelism, as torch's DDP: each device normalizes its own part
+// of the batch with that part's statistics, and its backward pass uses them; weight gradients
+// are partial sums (averaged with the loss's). Each device updates its own running statistics
+// from its own part; the checkpoint keeps device 0's, as DDP's rank 0 does. The statistics a
+// device saves are its own (B on the level, but no device's equals another's): so on a
+// data-parallel level the batch split is the only signature of the forward, the backward and
+// the update alike, and they can never be mixed. On any other level (tensor parallel) the
+// channels split, which changes no number; or every device computes the whole.
+void train_sbp(const Graph& g, const Node& n, std::vector<Signature>& out, bool grad) {
+  // forward (X, scale, B, mean, var) -> (Y, saved mean, saved inverse std, batch variance);
+  // backward (dY, X, scale, saved mean, saved inverse std) -> (dX, dscale, dB).
+  const size_t x = grad ? 1 : 0;
+  Signature batch{{}, {}, Signature::Tweak::none, true, true};
+  for (size_t i = 0; i < n.inputs.size(); ++i) batch.in.push_back(i <= x ? Sbp::S(0) : Sbp::B());
+  batch.out = grad ? std::vector<Sbp>{Sbp::S(0), Sbp::P(), Sbp::P()} : std::vector<Sbp>(n.outputs.size(), Sbp::B());
+  batch.out[0] = Sbp::S(0);
+  out.push_back(batch);
+  if (sbp::shape_of(g, n.inputs[x])[1] <= 1) return;
+  Signature channels{{}, {}, Signature::Tweak::none, true};
+  channels.never_data_parallel = true;
+  for (size_t i = 0; i < n.inputs.size(); ++i) channels.in.push_back(i <= x ? Sbp::S(1) : Sbp::S(0));
+  channels.out = std::vector<Sbp>(n.outputs.size(), Sbp::S(0));
+  channels.out[0] = Sbp::S(1);
+  out.push_back(channels);
+}
+
+// The update (batch mean, batch variance, running mean, running variance, num_batches_tracked):
+// each device its own copy (B), or per channel on a tensor-parallel level.
+void stats_update_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  sbp::update(g, n, out);
+  for (Signature& s : out) s.never_data_parallel = true;
+}
 
 OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_batch_norm, grad_batch_norm,
           {real_attr("epsilon", 0), real_attr("momentum", 0, 1), bool_attr("training_mode")},
           {sbp_rule("batch_norm", [](const Graph&, const Node& n, std::vector<Signature>& out) {
              sbp::batch_rows(n, {true}, false, Signature::Tweak::none, out);
            }),
-           broadcast_only("batch_norm_train", kWhyWhole), broadcast_only("batch_norm_train_grad", kWhyWhole),
-           broadcast_only("batch_norm_stats_update", kWhyWhole)}}; }
+           per_device_batch("batch_norm_train", [](const Graph& g, const Node& n, std::vector<Signature>& out) {
+             train_sbp(g, n, out, false);
+           }),
+           per_device_batch("batch_norm_train_grad", [](const Graph& g, const Node& n, std::vector<Signature>& out) {
+             train_sbp(g, n, out, true);
+           }),
+           sbp_rule("batch_norm_stats_update", stats_update_sbp)}}; }
 
 }  // namespace of::compiler

@@ -116,6 +116,7 @@ std::vector<Signature> signatures_of(const Graph& g, const Node& n) {
     fitted.push_back(std::move(s));
   }
   fitted.push_back(Sig{std::vector<Sbp>(n.inputs.size(), Sbp::B()), std::vector<Sbp>(n.outputs.size(), Sbp::B())});
+  fitted.back().never_data_parallel = rule->per_device_batch;
   return fitted;
 }
 

@@ -30,6 +30,8 @@ struct Signature {
   // Usable only on a data-parallel level of the mesh (the batch): where splitting anything else
   // would change the numbers, or where the greedy choice would pick it to its cost later.
   bool data_parallel_only = false;
+  // Not usable on a data-parallel level of more than one device (see KernelSbp::per_device_batch).
+  bool never_data_parallel = false;
 };
 
 // Appends the signatures a kernel has beyond all-broadcast (exact for its arithmetic; splits that
@@ -41,9 +43,14 @@ struct KernelSbp {
   std::string_view kernel;
   SbpRule rule = nullptr;            // nullptr: the kernel runs broadcast only
   std::string_view why_broadcast;    // required then: why it cannot be split
+  // On a data-parallel level, each device computes on its own part of the batch and nothing else
+  // (BatchNorm's batch statistics, as torch's DDP): the rule's batch split is the only signature
+  // there. Its other signatures must be marked never_data_parallel; the all-broadcast one is.
+  bool per_device_batch = false;
 };
 inline KernelSbp sbp_rule(std::string_view kernel, SbpRule rule) { return {kernel, rule, {}}; }
 inline KernelSbp broadcast_only(std::string_view kernel, std::string_view why) { return {kernel, nullptr, why}; }
+inline KernelSbp per_device_batch(std::string_view kernel, SbpRule rule) { return {kernel, rule, {}, true}; }
 
 // Every kernel's entry: the ops' (all_ops()) and the training passes'.
 std::vector<KernelSbp> all_kernel_sbp();

@@ -166,8 +166,12 @@ void Parallelizer::choose(NodeId id) {
     bool ok = true;
     bool trivial = false;  // a level of one device splits nothing: only B is meaningful there
     for (size_t l = 0; l < levels_.size(); ++l) trivial = trivial || (levels_[l].size == 1 && pick[l] + 1 != sigs.size());
-    bool misplaced = false;  // a data-parallel-only signature on another level
-    for (size_t l = 0; l < levels_.size(); ++l) misplaced = misplaced || (sigs[pick[l]].data_parallel_only && !levels_[l].data_parallel);
+    bool misplaced = false;  // a data-parallel-only signature on another level, or the reverse
+    for (size_t l = 0; l < levels_.size(); ++l) {
+      const bool dp = levels_[l].data_parallel;
+      misplaced = misplaced || (sigs[pick[l]].data_parallel_only && !dp) ||
+                  (sigs[pick[l]].never_data_parallel && dp && levels_[l].size > 1);
+    }
     for (size_t l = 0; l < levels_.size(); ++l) {
       const Signature& s = sigs[pick[l]];
       for (size_t i = 0; i < ins.size(); ++i) ins[i].push_back(s.in[i]);
@@ -345,9 +349,14 @@ void Parallelizer::run() {
       const ValueId v = n.inputs[i];
       if (v == kNoValue) continue;
       if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) {
-        // Read at compile time only (e.g. Reshape's shape): one device-less copy.
+        // Read at compile time only (e.g. Reshape's shape): one device-less copy. A constant that a
+        // later node reads at run time whole on each device (BatchNorm's running statistics, which
+        // the forward node lists and the statistics update changes in place) keeps that home: a
+        // whole copy serves the compile-time reader, and the in-place update owns its constant.
         if (phys_of_[size_t(v)].empty()) {
-          home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
+          const bool whole_everywhere = home_[size_t(v)] && std::all_of(home_[size_t(v)]->sbp.begin(), home_[size_t(v)]->sbp.end(),
+                                                                         [](const Sbp& x) { return x.kind == Sbp::Kind::broadcast; });
+          if (!whole_everywhere) home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
           shards(v);
         }
         in_phys[i] = std::vector<ValueId>(p.size(), phys_of_[size_t(v)][0]);
@@ -424,13 +433,6 @@ bool Parallelize::run(Compilation& c) {
          o.pp, forward_ops, forward_ops == 1 ? "" : "s");
   if (o.pp > 1 && o.train && o.micro_batches < o.pp)
     fail({.field = "--micro-batches"}, "{} micro-batches cannot keep {} pipeline stages busy; give at least {}", o.micro_batches, o.pp, o.pp);
-  // TODO(issue-10): per-device batch statistics (DDP's BatchNorm) need SBP rules for the
-  // statistics the forward pass saves and an update of each device's running copy.
-  for (const Node& n : c.graph.nodes)
-    if (n.kernel == "batch_norm_train")
-      fail({.file = c.graph.source_file, .node = n.name, .op = n.op_type},
-           "BatchNormalization with batch statistics (torch's train mode) is not supported in parallel plans yet; "
-           "train it on one device");
   // A tensor without elements has no part on any device for boxing to move (found by fuzz_onnx).
   for (const Node& n : c.graph.nodes)
     for (ValueId v : n.outputs)

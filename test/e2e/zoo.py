@@ -43,6 +43,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   lstm_bi, gru_bi
                 one bidirectional layer (batch_first=False) started from learned initial states
                 (h0, and c0 for the LSTM), the mean over the sequence, Linear(48,10).
+  bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
+                [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
 CHECK is one of:
   infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
@@ -72,6 +74,12 @@ CHECK is one of:
                     tensors (num_batches_tracked, masks) exactly. Looser than the losses: a
                     weight's small entries are judged against its largest, and its rounding
                     differences accumulate over all 5 updates.
+
+  dp2-sgd       As train-sgd / train-adamw, compiled with --devices 2:cpu --dp 2, against torch's
+  dp2-adamw     DistributedDataParallel computed in one process: each half of a batch goes through
+                the model alone (BatchNorm normalizes it with its own statistics), the gradient is
+                the mean of the halves', and the running statistics are rank 0's (DDP broadcasts
+                them from rank 0), which is what `of`'s checkpoint must hold.
 
 Exit status: 0 pass (summary lines), 1 mismatch (both sides' numbers printed), 2 bad
 arguments or a tool failure (the tool's error line printed; a failing torch.onnx.export counts
@@ -122,11 +130,12 @@ def optimizers(lr_scale):
         "train-adamw": (f"adamw:lr={adamw!r},weight_decay=0.01",
                         lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=0.01)),
     }
-CHECKS = ["infer", "train-sgd", "train-adamw"]
+CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw"]
+DP = 2  # devices of the dp2-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
-               "lstm_bi", "gru_bi"]
+               "lstm_bi", "gru_bi", "bn_cnn"]
 
 
 def parse_args():
@@ -427,6 +436,14 @@ class Bidirectional(nn.Module):
         return self.fc(y.mean(dim=0))
 
 
+def bn_cnn():
+    # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
+    # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
+    return Model(nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                               nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)), (3, 8, 8), 10)
+
+
 def lstm_bi():
     return Model(Bidirectional(nn.LSTM), (6, 16), 10)
 
@@ -437,7 +454,7 @@ def gru_bi():
 
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
-                                lstm_bi, gru_bi]))
+                                lstm_bi, gru_bi, bn_cnn]))
 
 
 def build(name):
@@ -613,17 +630,39 @@ def of_losses(metrics):
     return [losses[s] for s in range(1, STEPS + 1)]
 
 
-def torch_train(model, make_opt, features, labels, dtype=torch.float32):
-    """STEPS steps over consecutive batches, as `ofrun --no-shuffle` takes them."""
+def ddp_loss(model, x, y, parts):
+    """The loss torch's DistributedDataParallel trains on `parts` ranks, computed in one process:
+    each rank's rows (in order) go through the model alone, so BatchNorm normalizes each part with
+    its own statistics; the gradient is the mean of the ranks' gradients (the mean of their
+    losses, the parts being equal); and the running statistics are rank 0's (DDP broadcasts rank
+    0's buffers before every forward), so the other parts' updates are undone: by the function
+    returned, to call after the backward pass (which reads the buffers as they were)."""
+    xs, ys = x.chunk(parts), y.chunk(parts)
+    loss = F.cross_entropy(model(xs[0]), ys[0])
+    kept = [(b, b.detach().clone()) for b in model.buffers()]
+    for xk, yk in zip(xs[1:], ys[1:]):
+        loss = loss + F.cross_entropy(model(xk), yk)
+
+    def restore():
+        with torch.no_grad():
+            for b, value in kept:
+                b.copy_(value)
+    return loss / parts, restore
+
+
+def torch_train(model, make_opt, features, labels, dtype=torch.float32, parts=1):
+    """STEPS steps over consecutive batches, as `ofrun --no-shuffle` takes them, on `parts`
+    data-parallel ranks."""
     opt = make_opt(model.parameters())
     losses = []
     for s in range(STEPS):
         x = torch.from_numpy(features[s * BATCH:(s + 1) * BATCH])
         x = x.to(dtype) if x.is_floating_point() else x  # token ids stay integers
         y = torch.from_numpy(labels[s * BATCH:(s + 1) * BATCH]).reshape(-1)
-        loss = F.cross_entropy(model(x), y)
+        loss, restore = ddp_loss(model, x, y, parts) if parts > 1 else (F.cross_entropy(model(x), y), lambda: None)
         opt.zero_grad()
         loss.backward()
+        restore()
         opt.step()
         losses.append(loss.item())
     return losses
@@ -654,7 +693,8 @@ def add_aliases(tensors, model):
 
 
 def check_train(args, name, m, work, check):
-    optimizer, make_opt = optimizers(m.lr_scale)[check]
+    parts = DP if check.startswith("dp2-") else 1
+    optimizer, make_opt = optimizers(m.lr_scale)[check.replace("dp2-", "train-")]
     model = m.train.train()
     # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
     ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
@@ -664,19 +704,19 @@ def check_train(args, name, m, work, check):
     restore_initializers(proto, ref.state_dict(), path)
     plan = os.path.join(work, "t.ofp")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
-         "--optimizer", optimizer)
+         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []))
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
          "--checkpoint", ck)
     got = of_losses(metrics)
     exact = copy.deepcopy(ref).double() if m.float64_referee else None
-    want = torch_train(ref, make_opt, features, labels)
+    want = torch_train(ref, make_opt, features, labels, parts=parts)
 
     rel = [abs(g - w) / abs(w) if w != 0 else abs(g) for g, w in zip(got, want)]
     losses_ok = all(r <= LOSS_REL_TOL for r in rel)  # also false for a NaN
     if exact is not None:
         # Ill-conditioned models: both float32 runs are judged by their distance from float64.
-        want64 = torch_train(exact, make_opt, features, labels, torch.float64)
+        want64 = torch_train(exact, make_opt, features, labels, torch.float64, parts)
         ours = [abs(g - e) / abs(e) for g, e in zip(got, want64)]
         theirs = [abs(w - e) / abs(e) for w, e in zip(want, want64)]
         # Over the whole run: a diverging step amplifies whichever rounding came before it.

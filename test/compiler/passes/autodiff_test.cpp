@@ -3,6 +3,9 @@
 // training export writes), never the exporter's folded copies silently; --freeze and --folded.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <set>
+
 #include <algorithm>
 
 #include "common/error.h"
@@ -86,9 +89,21 @@ TEST_CASE("add_optimizer: a train-mode BatchNorm gets a per-piece update of its 
       const auto& producer = k.tasks.tasks[size_t(r.producer)];
       CHECK(r.pieces_per_version == (producer.kernel == "batch_norm_stats_update" ? 1 : 4));
     }
+  // Under data parallelism (torch's DDP): each device normalizes its own half with its own
+  // statistics and updates its own running copy; nothing moves the statistics between devices.
   o.micro_batches = 1;
   o.devices = 2;
   o.dp = 2;
-  REQUIRE_THROWS_WITH(compile_model(fixture("export/bn_mlp_train.onnx"), o),
-                      Catch::Contains("not supported in parallel plans yet"));
+  Compilation dp = compile_model(fixture("export/bn_mlp_train.onnx"), o);
+  std::map<std::string, std::set<int32_t>> devices_of;
+  for (const auto& t : dp.tasks.tasks) devices_of[t.kernel].insert(t.device);
+  CHECK(devices_of["batch_norm_train"] == std::set<int32_t>{0, 1});
+  CHECK(devices_of["batch_norm_train_grad"] == std::set<int32_t>{0, 1});
+  CHECK(devices_of["batch_norm_stats_update"] == std::set<int32_t>{0, 1});
+  for (const auto& b : dp.parallel.boxings) {
+    INFO(b.tensor);
+    CHECK(b.tensor.find("saved_") == std::string::npos);
+    CHECK(b.tensor.find("batch_var") == std::string::npos);
+    CHECK(b.tensor.find("running_") == std::string::npos);
+  }
 }
