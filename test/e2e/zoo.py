@@ -508,18 +508,56 @@ def tool(args, name, *argv):
     return p.stdout
 
 
+def to_opset18(proto):
+    """Rewrites an opset-17 export in the forms opset 18 gives newer exporters (torch 1.13 cannot
+    write 18, nor can Debian's onnx convert to it): Reduce* take their axes as an input instead
+    of an attribute, and a Split into equal parts may say num_outputs instead of sizes."""
+    g = proto.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    for n in g.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    nodes = []
+    for k, n in enumerate(g.node):
+        if n.op_type.startswith("Reduce") and n.op_type != "ReduceSum":
+            axes = [a for a in n.attribute if a.name == "axes"]
+            if axes:  # a Constant node before it, named as exporters name theirs
+                name = f"/opset18/{n.op_type}_{k}/axes"
+                nodes.append(onnx.helper.make_node("Constant", [], [name], name=name, value=numpy_helper.from_array(
+                    np.array(list(axes[0].ints), np.int64))))
+                n.attribute.remove(axes[0])
+                while len(n.input) < 2:
+                    n.input.append("")
+                n.input[1] = name
+        nodes.append(n)
+        if n.op_type == "Split" and len(n.input) > 1 and n.input[1] in consts:
+            sizes = consts[n.input[1]].reshape(-1).tolist()
+            if len(set(sizes)) == 1:
+                del n.input[1]
+                n.attribute.append(onnx.helper.make_attribute("num_outputs", len(sizes)))
+    del g.node[:]
+    g.node.extend(nodes)
+    for op in proto.opset_import:
+        if op.domain in ("", "ai.onnx"):
+            op.version = 18
+    return proto
+
+
 def export(model, x, path, opset, train):
     """torch.onnx.export as a user calls it; its warnings are noise here (the ONNX file is what
-    gets checked) and its failure is a tool failure."""
+    gets checked) and its failure is a tool failure. Opset 18: the export at 17, rewritten."""
     kwargs = dict(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) if train else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, x, path, opset_version=opset, **kwargs)
+            torch.onnx.export(model, x, path, opset_version=min(opset, 17), **kwargs)
     except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
         line = str(e).strip().splitlines()
         raise Failure(f"torch.onnx.export failed: {type(e).__name__}: {line[0] if line else ''}")
     proto = onnx.load(path)
+    if opset == 18:
+        proto = to_opset18(proto)
+        onnx.save(proto, path)
     inits = {t.name for t in proto.graph.initializer}
     inputs = [i.name for i in proto.graph.input if i.name not in inits]
     return proto, inputs, [o.name for o in proto.graph.output]
