@@ -54,6 +54,10 @@ class Parallelizer {
   void choose(NodeId n);
   std::vector<ValueId> need(ValueId v, const Layout& want, const std::string& consumer, bool backward, bool to_update = false);
   std::vector<ValueId> shards(ValueId v);
+  // The physical values of a constant laid out as `at` (not its home), made fresh.
+  std::vector<ValueId> shards_at(ValueId v, const Layout& at);
+  // A constant no node changes: any device may hold its own copy, made at compile time.
+  bool immutable(ValueId v) const;
   Layout input_hint(ValueId v, const Placement& p) const;
   bool trainable(ValueId v) const { return std::count(weights_.begin(), weights_.end(), v) > 0; }
 
@@ -271,8 +275,24 @@ void Parallelizer::choose(NodeId id) {
 std::vector<ValueId> Parallelizer::shards(ValueId v) {
   std::vector<ValueId>& out = phys_of_[size_t(v)];
   if (!out.empty()) return out;
+  out = shards_at(v, *home_[size_t(v)]);
+  return out;
+}
+
+bool Parallelizer::immutable(ValueId v) const {
   const Value& val = g_.values[size_t(v)];
-  const Layout& h = *home_[size_t(v)];
+  if (!val.data || val.graph_input || trainable(v)) return false;
+  for (NodeId c : val.consumers) {
+    const Node& n = g_.nodes[size_t(c)];
+    for (int32_t k : n.inplace)
+      if (n.inputs[size_t(k)] == v) return false;
+  }
+  return true;
+}
+
+std::vector<ValueId> Parallelizer::shards_at(ValueId v, const Layout& h) {
+  std::vector<ValueId> out;
+  const Value& val = g_.values[size_t(v)];
   for (size_t j = 0; j < h.placement.size(); ++j) {
     const Region r = local_region(val.desc.shape, h.placement, h.sbp, j);
     const ValueId pv = phys_.add_value(val.name);
@@ -299,6 +319,9 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
   auto it = boxed_.find({v, key});
   if (it != boxed_.end()) return it->second;
   const Value& val = g_.values[size_t(v)];
+  // A constant (a folded mask) wanted elsewhere is written there at compile time: each device
+  // holds its own copy, and no task reads another device's constant or moves it at run time.
+  if (immutable(v)) return boxed_.emplace(std::make_pair(v, key), shards_at(v, want)).first->second;
   std::vector<ValueId> out = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
   const std::vector<Layout> route = boxing_route(val.desc, from, want);
   const size_t first_node = phys_.nodes.size();
