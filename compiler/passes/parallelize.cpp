@@ -60,6 +60,16 @@ class Parallelizer {
   bool immutable(ValueId v) const;
   Layout input_hint(ValueId v, const Placement& p) const;
   bool trainable(ValueId v) const { return std::count(weights_.begin(), weights_.end(), v) > 0; }
+  // A weight, or computed from weights alone by a deferred node (an nn.Linear weight's Transpose):
+  // its consumers choose its layout as they choose a weight's.
+  bool weight_like(ValueId v) const {
+    const NodeId p = g_.values[size_t(v)].producer;
+    return trainable(v) || (p >= 0 && deferred_[size_t(p)]);
+  }
+  void find_deferred();
+  // choose(n), then at once the deferred producers of what n reads (and theirs): so that a
+  // weight's layout is fixed by its first reader, before the backward pass and the update weigh it.
+  void choose_then_deferred(NodeId n);
 
   Compilation& c_;
   Graph& g_;
@@ -74,8 +84,36 @@ class Parallelizer {
   std::vector<std::vector<ValueId>> phys_of_;      // per logical value, per device of its home
   std::map<std::pair<ValueId, std::string>, std::vector<ValueId>> boxed_;
   std::set<std::pair<ValueId, std::string>> wanted_;  // layouts chosen consumers need (boxed once)
+  std::map<ValueId, std::vector<Layout>> wants_;       // the same, per value, for deferred producers
+  // Per logical node: a forward op reading only weights (and constants), chosen after the ops that
+  // read its outputs, so that it makes the layout they want (greedy in op order, a weight's
+  // Transpose would fix its matmul's layout before the matmul could weigh it).
+  std::vector<bool> deferred_;
   std::vector<ValueId> weights_;
 };
+
+void Parallelizer::choose_then_deferred(NodeId n) {
+  choose(n);
+  for (ValueId v : g_.nodes[size_t(n)].runtime_inputs) {
+    const NodeId p = g_.values[size_t(v)].producer;
+    if (p >= 0 && deferred_[size_t(p)] && chosen_[size_t(p)].empty()) choose_then_deferred(p);
+  }
+}
+
+void Parallelizer::find_deferred() {
+  deferred_.assign(g_.nodes.size(), false);
+  for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    const Node& node = g_.nodes[n];
+    if (node.forward >= 0 || !node.inplace.empty() || node.runtime_inputs.empty()) continue;
+    bool reads_weight = false, only_weights = true;
+    for (ValueId v : node.runtime_inputs) {
+      const bool w = weight_like(v);
+      reads_weight = reads_weight || w;
+      only_weights = only_weights && (w || immutable(v));
+    }
+    deferred_[n] = reads_weight && only_weights;
+  }
+}
 
 void Parallelizer::place() {
   const int32_t per_stage = o_.dp * o_.tp;
@@ -195,9 +233,10 @@ void Parallelizer::choose(NodeId id) {
       const bool own = std::count(n.inplace.begin(), n.inplace.end(), int32_t(i)) > 0;
       if (!home_[size_t(v)]) {
         // A constant not placed yet takes this layout. Weights stay B over data parallelism.
+        const bool weight = weight_like(v);
         for (size_t l = 0; l < levels_.size() && ok; ++l) {
-          if (!trainable(v) || ins[i][l].kind != Sbp::Kind::broadcast) {
-            ok = !(trainable(v) && levels_[l].data_parallel) && !ins[i][l].is_partial();
+          if (!weight || ins[i][l].kind != Sbp::Kind::broadcast) {
+            ok = !(weight && levels_[l].data_parallel) && !ins[i][l].is_partial();
             continue;
           }
           if (sigs[pick[l]].splits_work)
@@ -219,6 +258,16 @@ void Parallelizer::choose(NodeId id) {
       if (val.data && !(from == want)) cost += double(val.desc.bytes()) * kSecondsPerByte * 4;
     }
     for (size_t o = 0; o < outs.size() && ok; ++o) ok = splits_evenly(g_.values[size_t(n.outputs[o])].desc.shape, p, outs[o]);
+    // A deferred node: what its (already chosen) readers want of its outputs, moved once.
+    for (size_t o = 0; o < outs.size() && ok && deferred_[size_t(id)]; ++o) {
+      auto w = wants_.find(n.outputs[o]);
+      if (w == wants_.end()) continue;
+      for (const Layout& want : w->second)
+        if (!(want == Layout{p, outs[o]})) {
+          const RouteCost route = route_cost(g_.values[size_t(n.outputs[o])].desc, Layout{p, outs[o]}, want);
+          cost += route.possible ? double(route.bytes) * kSecondsPerByte : 1e30;
+        }
+    }
     // The user's hints win: on what this op makes, and on weights it is the first to read.
     for (size_t o = 0; o < outs.size() && ok; ++o) {
       auto hint = config_.sbp.find(g_.values[size_t(n.outputs[o])].name);
@@ -253,6 +302,8 @@ void Parallelizer::choose(NodeId id) {
     const ValueId v = n.inputs[i];
     if (v == kNoValue || home_[size_t(v)] || g_.values[size_t(v)].graph_input) continue;
     if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) continue;
+    const NodeId producer = g_.values[size_t(v)].producer;
+    if (producer >= 0 && deferred_[size_t(producer)]) continue;  // its producer makes it, later
     NdSbp sbp;
     for (const Signature& s : best_sigs) sbp.push_back(s.in[i]);
     home_[size_t(v)] = Layout{p, sbp};
@@ -261,7 +312,7 @@ void Parallelizer::choose(NodeId id) {
     if (n.inputs[i] == kNoValue) continue;
     NdSbp sbp;
     for (const Signature& s : best_sigs) sbp.push_back(s.in[i]);
-    wanted_.insert({n.inputs[i], layout_key(Layout{p, sbp})});
+    if (wanted_.insert({n.inputs[i], layout_key(Layout{p, sbp})}).second) wants_[n.inputs[i]].push_back(Layout{p, sbp});
   }
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     NdSbp sbp;
@@ -358,7 +409,11 @@ void Parallelizer::run() {
   chosen_.assign(g_.nodes.size(), {});
   const Layout source{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
   for (ValueId v : g_.inputs) home_[size_t(v)] = source;
-  for (NodeId n = 0; n < NodeId(g_.nodes.size()); ++n) choose(n);
+  find_deferred();
+  for (NodeId n = 0; n < NodeId(g_.nodes.size()); ++n)
+    if (!deferred_[size_t(n)]) choose_then_deferred(n);
+  for (NodeId n = NodeId(g_.nodes.size()); n-- > 0;)  // deferred ones nothing reads
+    if (deferred_[size_t(n)] && chosen_[size_t(n)].empty()) choose(n);
 
   phys_.name = g_.name;
   phys_.source_file = g_.source_file;

@@ -11,7 +11,9 @@ nn.Linear head; sequences of 128) is defined here with seeded weights rather tha
             must give the same losses within 1e-4 relative.
   parallel  20 steps with dp=2, tp=2, pp=2 (4 micro-batches), dp=2 x tp=2 and dp=2 x pp=2: each
             within 1e-4 relative of PyTorch (with 4 micro-batches: PyTorch averaging 4 micro-batch
-            gradients per step); the tensor-parallel plan must split every Linear's weight.
+            gradients per step); the tensor-parallel plan must be Megatron's: the fused qkv and
+            the MLP's first Linear split by column, the Linears after them by row, one reduction
+            per pair.
 Usage: gpt_parallel.py --bin BUILD/cli --work DIR {torch,parallel,all}
 """
 import argparse
@@ -180,20 +182,25 @@ def check_parallel(bins, work, model, onnx_path, corpus, tokens):
         if w > 1e-4:
             failed.append(name)
         if name == "tp=2":
-            # Tensor parallelism must partition the weights, not replicate them: every Linear's
-            # weight is split over the level. (The greedy choice splits each one by its input
-            # features, a reduce-scatter after each, not Megatron's column-then-row pairs: an
-            # nn.Linear weight reaches its MatMul through a Transpose, which picks its layout
-            # before the MatMul does; a strategy search that looks ahead is issue 13's.)
+            # Megatron's layout, found by the costs: the fused qkv and the MLP's first Linear split
+            # by output features (rows of nn.Linear's [out, in] weight), the projections after
+            # them by input features, and one reduction of partial sums per pair.
             layouts, boxings = sbp(bins, work, plan)
-            linears = [f"blocks.{i}.{m}.weight" for i in range(LAYERS) for m in ("attn.c_attn", "attn.c_proj", "mlp.0", "mlp.2")]
-            split = [t for t in linears if str(layouts.get(t, "")).startswith("S(")]
-            print(f"  Linear weights split over tp: {len(split)} of {len(linears)} "
-                  f"(e.g. {linears[0]} {layouts.get(linears[0])}, {linears[2]} {layouts.get(linears[2])})")
-            if len(split) != len(linears):
-                failed.append("tp replicates Linear weights: " + ", ".join(t for t in linears if t not in split))
+            want = {}
+            for i in range(LAYERS):
+                want.update({f"blocks.{i}.attn.c_attn.weight": "S(0)", f"blocks.{i}.attn.c_proj.weight": "S(1)",
+                             f"blocks.{i}.mlp.0.weight": "S(0)", f"blocks.{i}.mlp.2.weight": "S(1)"})
+            for t, s in want.items():
+                if t.startswith("blocks.0."):
+                    print(f"  {t}: {layouts.get(t)} (want {s})")
+                if layouts.get(t) != s:
+                    failed.append(f"tp sbp of {t}: {layouts.get(t)}, want {s}")
             reductions = [b for b in boxings if not b["backward"] and b["kind"] in ("all-reduce", "reduce-scatter")]
-            print(f"  forward reductions: {len(reductions)} for {LAYERS} blocks")
+            print(f"  forward reductions: {len(reductions)} for {LAYERS} blocks: " +
+                  ", ".join(f"{b['kind']} of {b['tensor']}" for b in reductions))
+            want_reduced = {f"/blocks.{i}/{m}/MatMul_output_0" for i in range(LAYERS) for m in ("attn/c_proj", "mlp/mlp.2")}
+            if {b["tensor"] for b in reductions} != want_reduced:
+                failed.append("tp forward reductions: one per pair, of the second Linear's partial sums")
     if failed:
         sys.exit("gpt_parallel: failed: " + ", ".join(failed))
 
