@@ -3,7 +3,10 @@
 #   /usr/bin/python3 benchmarks/bench_infer.py [--build build] [--repeats 3] [--threads 2]
 # Workloads (shared/ANCHORS.md): mlp (batch 64) and cnn (batch 32) from test/fixtures/, and
 # chain: 1000 tiny ops on 16 floats (x = x*1.0001 + 0.0001 500 times: 500 Mul + 500 Add,
-# alternating), which measures each framework's own cost per op. See benchmarks/README.md.
+# alternating), which measures each framework's own cost per op; on request (--workloads)
+# resnet18 (torchvision's, batch 8 at 224 px) and gpt (test/e2e/gpt_parallel.py's model at the
+# anchors' shape, 8 x 128 tokens), exported by torch's default (eval) export from seed 0.
+# See benchmarks/README.md.
 import argparse
 import json
 import os
@@ -71,11 +74,29 @@ def make_chain(tmp):
     return Workload("chain", path, x, "x", 1, ops=2 * CHAIN_PAIRS, calib=20, threads=1)
 
 
-def workloads(tmp):
+def make_exported(tmp, name):
+    """resnet18 or gpt: the model torch_infer.py builds, exported as users export for inference."""
+    import torch
+    sys.path.insert(0, HERE)
+    import torch_infer
+    model, x = getattr(torch_infer, name)()
+    path, xpath = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + "_input.npy")
+    torch.onnx.export(model.eval(), x, path, opset_version=14, input_names=["input"], output_names=["output"])
+    np.save(xpath, x.numpy())
+    return Workload(name, path, xpath, "input", x.shape[0], calib=3 if name == "resnet18" else 5)
+
+
+def workloads(tmp, wanted):
     fx = lambda n: os.path.join(FIXTURES, n)  # noqa: E731
-    return [Workload("mlp", fx("mlp.onnx"), fx("mlp_input.npy"), "input", 64, calib=100),
-            Workload("cnn", fx("cnn.onnx"), fx("cnn_input.npy"), "input", 32, calib=20),
-            make_chain(tmp)]
+    out = []
+    if "mlp" in wanted:
+        out.append(Workload("mlp", fx("mlp.onnx"), fx("mlp_input.npy"), "input", 64, calib=100))
+    if "cnn" in wanted:
+        out.append(Workload("cnn", fx("cnn.onnx"), fx("cnn_input.npy"), "input", 32, calib=20))
+    if "chain" in wanted:
+        out.append(make_chain(tmp))
+    out += [make_exported(tmp, name) for name in ("resnet18", "gpt") if name in wanted]
+    return out
 
 
 def run(cmd, timeout, env=None):
@@ -240,7 +261,7 @@ def main():
 
         rows = []
         wanted = a.workloads.split(",")
-        for wl in (w for w in workloads(tmp) if w.name in wanted):
+        for wl in workloads(tmp, wanted):
             res = {}
             for name, backend in backends.items():
                 try:

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # Training benchmark: `of` vs PyTorch eager, side by side in one run.
 #   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads 2] \
-#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18] [--torch-only]
+#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18,gpt] [--torch-only]
 # Workloads: mlp (test/fixtures/mlp.onnx, batch 64, Fashion-MNIST's train set in file order) and
 # cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy) and
 # resnet18 (torchvision's, 10 classes, random init with seed 0, exported with the README's
 # training recipe: BatchNorm in train mode; batch 8 of 224 px, 64 random samples).
-# Both train with mean cross-entropy and SGD (lr 0.01, momentum 0.9) from the ONNX file's
-# weights. The figure is training samples/s: forward, loss, backward and update per batch.
+# gpt (ANCHORS.md's: vocab 4096, width 256, 4 pre-LN blocks of 4 heads with a fused qkv nn.Linear,
+# GELU (erf) MLP 1024, learned positions, seq 128, batch 8; test/e2e/gpt_parallel.py's model,
+# exported with the training recipe) on a random token file, with Adam (lr 1e-3).
+# All train with mean cross-entropy and SGD (lr 0.01, momentum 0.9), the gpt with Adam, from
+# the ONNX file's weights. The figure is training samples/s: forward, loss, backward and update per batch.
 # `of`: `ofc --train` once per model, then one `ofrun --steps N` per repeat; its last line
 # "ofrun: trained S steps (N samples) in X s, R samples/s, last loss L" gives R.
 # PyTorch: this script run again as a worker (--torch-worker), in its own process so that the
@@ -33,7 +36,9 @@ FIXTURES = os.path.join(ROOT, "test", "fixtures")
 FASHION = "/usr/share/datasets/fashion-mnist"
 CNN_SAMPLES = 32 * 64
 RESNET_SAMPLES = 8 * 8
+GPT_SAMPLES = 8 * 16
 OPTIMIZER = "sgd:lr=0.01,momentum=0.9"
+GPT_OPTIMIZER = "adam:lr=0.001"
 
 
 class BenchError(Exception):
@@ -49,8 +54,9 @@ class Workload:
     name: str
     model: str   # .onnx path
     batch: int
-    data: str    # ofrun's --data: idx:DIR or npy:FEATURES,LABELS (the PyTorch worker reads it too)
+    data: str    # ofrun's --data: idx:DIR, npy:FEATURES,LABELS or tokens:FILE (the PyTorch worker reads it too)
     calib: int   # steps of the warm-up and calibration run
+    optimizer: str = OPTIMIZER
 
 
 def workloads(tmp, wanted):
@@ -76,7 +82,27 @@ def workloads(tmp, wanted):
         torch.onnx.export(model, torch.zeros(8, 3, 224, 224), onnx_path, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=14, input_names=["input"], output_names=["logits"])
         out.append(Workload("resnet18", onnx_path, 8, f"npy:{x},{y}", 3))
+    if "gpt" in wanted:
+        import torch
+        gpt = gpt_module()
+        rng = np.random.default_rng(0)
+        corpus = os.path.join(tmp, "gpt_corpus.u16")
+        rng.integers(0, gpt.VOCAB, GPT_SAMPLES * gpt.SEQ + 1).astype(np.uint16).tofile(corpus)
+        onnx_path = os.path.join(tmp, "gpt.onnx")
+        torch.manual_seed(0)
+        model = gpt.GPT().train()
+        torch.onnx.export(model, torch.zeros(8, gpt.SEQ, dtype=torch.int64), onnx_path,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=14,
+                          input_names=["input"], output_names=["logits"])
+        out.append(Workload("gpt", onnx_path, 8, f"tokens:{corpus},dtype=uint16", 3, GPT_OPTIMIZER))
     return out
+
+
+def gpt_module():
+    """test/e2e/gpt_parallel.py: the GPT as users write it, at the anchors' shape."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+    import gpt_parallel
+    return gpt_parallel
 
 
 FLOAT = r"[-+0-9.eE]+|nan|-?inf"
@@ -125,7 +151,7 @@ class OfBackend:
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, "train.ofp")
             run([self.ofc, wl.model, "-o", path, "--train", "--loss", "cross_entropy",
-                 "--label", "label", "--optimizer", OPTIMIZER], self.timeout, error=OfError)
+                 "--label", "label", "--optimizer", wl.optimizer], self.timeout, error=OfError)
             self.plans[wl.name] = path
         return self.plans[wl.name]
 
@@ -207,6 +233,12 @@ def torch_worker(argv):
     elif kind == "npy":
         fx, fy = where.split(",")
         x, y = np.load(fx), np.load(fy).astype(np.int64)
+    elif kind == "tokens":  # sample i: tokens [i*seq, i*seq + seq], labels shifted by one, as ofrun
+        seq = gpt_module().SEQ
+        t = np.fromfile(where.split(",")[0], dtype=np.uint16).astype(np.int64)
+        n = (len(t) - 1) // seq
+        idx = np.arange(n)[:, None] * seq + np.arange(seq)[None, :]
+        x, y = t[idx], t[idx + 1]
     else:
         sys.exit(f"torch worker: unknown data {data}")
     x, y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y)
@@ -215,10 +247,14 @@ def torch_worker(argv):
         import torchvision
         torch.manual_seed(0)
         model = torchvision.models.resnet18(num_classes=10)
+    elif name == "gpt":
+        torch.manual_seed(0)
+        model = gpt_module().GPT()
     else:
         model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](), os.path.join(FIXTURES, name + ".onnx"))
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = (torch.optim.Adam(model.parameters(), lr=1e-3) if name == "gpt"
+           else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
     done = [0]
 
     def train(n):
@@ -228,7 +264,7 @@ def torch_worker(argv):
             done[0] += 1
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x[b * batch:(b + 1) * batch]),
-                                   y[b * batch:(b + 1) * batch])
+                                   y[b * batch:(b + 1) * batch].reshape(-1))
             loss.backward()
             opt.step()
         return loss
@@ -274,9 +310,9 @@ def main():
     build = os.path.join(ROOT, a.build) if not os.path.isabs(a.build) else a.build
     timeout = 120 + 4 * a.seconds * a.repeats
     wanted = a.models.split(",")
-    unknown = set(wanted) - {"mlp", "cnn", "resnet18"}
+    unknown = set(wanted) - {"mlp", "cnn", "resnet18", "gpt"}
     if unknown:
-        p.error(f"unknown model(s): {', '.join(sorted(unknown))} (mlp, cnn, resnet18)")
+        p.error(f"unknown model(s): {', '.join(sorted(unknown))} (mlp, cnn, resnet18, gpt)")
 
     with tempfile.TemporaryDirectory(prefix="of-bench-train-") as tmp:
         backends = {} if a.torch_only else {  # of first: a failing ofc/ofrun ends it early
@@ -284,7 +320,7 @@ def main():
         backends["torch"] = TorchBackend(a.threads, timeout,
                                          dict(kv.split("=", 1) for kv in a.torch_env))
         print(f"threads {a.threads}, {a.repeats} repeats of ~{a.seconds:g} s; median (min–max); "
-              f"training samples/s, SGD lr 0.01 momentum 0.9, mean cross-entropy")
+              f"training samples/s, SGD lr 0.01 momentum 0.9 (gpt: Adam lr 1e-3), mean cross-entropy")
         print(f"of: ofrun --threads {a.threads} --kernel-threads {a.kernel_threads}"
               + (" (skipped: --torch-only)" if a.torch_only else ""))
         try:

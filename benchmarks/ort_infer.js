@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ONNX Runtime (npm onnxruntime-node, CPU) inference timing for bench_infer.py.
 //   node benchmarks/ort_infer.js MODEL.onnx BATCH_INPUT.npy ITERS THREADS [REPEATS]
-// Feeds the .npy (float32) to the model's first input, warms up, then prints one line per
+// Feeds the .npy (float32, or int64 token ids) to the model's first input, warms up, then prints one line per
 // repeat: "ort: ITERS runs, SECONDS s, RATE runs/s, SAMPLES samples/s" (samples = runs x the
 // input's first dimension).
 'use strict';
@@ -30,7 +30,7 @@ async function main() {
     graphOptimizationLevel: 'all',
   });
   const x = readNpy(input);
-  const feeds = { [session.inputNames[0]]: new ort.Tensor('float32', x.data, x.dims) };
+  const feeds = { [session.inputNames[0]]: new ort.Tensor(x.type, x.data, x.dims) };
   await timeRuns(session, feeds, Math.max(3, Math.floor(iters / 10)));  // warm-up
   for (let r = 0; r < repeats; r++) {
     const s = await timeRuns(session, feeds, iters);

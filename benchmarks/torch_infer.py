@@ -3,7 +3,8 @@
 #   /usr/bin/python3 benchmarks/torch_infer.py {mlp|cnn|chain} ITERS THREADS [REPEATS]
 #   /usr/bin/python3 benchmarks/torch_infer.py --info
 # Warms up, then prints one line per repeat: "torch: ITERS runs, SECONDS s, RATE runs/s".
-# One run is one forward pass of a batch (mlp 64, cnn 32) or of the whole 1000-op chain.
+# One run is one forward pass of a batch (mlp 64, cnn 32, resnet18 8 at 224 px, gpt 8 x 128
+# tokens) or of the whole 1000-op chain.
 # Run it with GOMP_SPINCOUNT=1000 in the environment (bench_infer.py does), or PyTorch is
 # several times slower here.
 import argparse
@@ -40,7 +41,22 @@ def chain():
     return model, torch.randn(1, 16)
 
 
-WORKLOADS = {"mlp": mlp, "cnn": cnn, "chain": chain}
+def resnet18():
+    import torchvision
+    torch.manual_seed(0)  # bench_infer.py exports the same model from the same seed
+    return torchvision.models.resnet18(num_classes=10), torch.randn(8, 3, 224, 224)
+
+
+def gpt():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "e2e"))
+    import gpt_parallel
+    torch.manual_seed(0)
+    return gpt_parallel.GPT(), torch.randint(0, gpt_parallel.VOCAB, (8, gpt_parallel.SEQ))
+
+
+WORKLOADS = {"mlp": mlp, "cnn": cnn, "chain": chain, "resnet18": resnet18, "gpt": gpt}
 
 
 def time_runs(model, x, iters):
