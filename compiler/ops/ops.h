@@ -47,6 +47,7 @@ OpDef dropout_def();              // dropout.cpp
 OpDef clip_def();                 // pointwise.cpp
 OpDef erf_def();
 OpDef exp_def();
+OpDef gelu_def();
 OpDef hard_sigmoid_def();
 OpDef hard_swish_def();
 OpDef leaky_relu_def();

@@ -42,7 +42,7 @@ void grad_by_kernel(GradCtx& g) {
     g.add_in_grad(0, g.emit(g.node().op_type + "Grad", std::string(kKernel) + "_grad", {g.out_grad(0), g.in(0)}, g.attrs(), g.desc(g.in(0))));
 }
 
-constexpr char kErf[] = "erf", kExp[] = "exp", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
+constexpr char kErf[] = "erf", kExp[] = "exp", kGelu[] = "gelu", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
                kClip[] = "clip", kLeakyRelu[] = "leaky_relu", kHardSigmoid[] = "hard_sigmoid", kHardSwish[] = "hard_swish";
 
 // y = exp(x): dx = dy y.
@@ -122,6 +122,14 @@ std::vector<KernelSbp> with_grad(std::string_view forward, std::string_view grad
 
 OpDef clip_def() { return {"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>, {}, with_grad("clip", "clip_grad")}; }
 OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>, {}, with_grad("erf", "erf_grad")}; }
+// Gelu (ONNX opset 20's, which fuse-gelu also makes of torch's Div/Erf/Add/Mul/Mul export):
+// the exact form only; approximate = "tanh" is refused.
+void infer_gelu(OpCtx& c) {
+  infer_one(c);
+  if (c.attrs().get_str("approximate", "none") != "none")
+    c.fail("attribute approximate = '{}' is not supported (only 'none', the erf form)", c.attrs().get_str("approximate"));
+}
+OpDef gelu_def() { return {"Gelu", infer_gelu, lower_plain<kGelu>, grad_by_kernel<kGelu>, {}, with_grad("gelu", "gelu_grad")}; }
 OpDef exp_def() { return {"Exp", infer_one, lower_plain<kExp>, grad_exp, {}, {sbp_rule("exp", sbp::elementwise)}}; }
 OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid, grad_by_kernel<kHardSigmoid>, {real_attr("alpha"), real_attr("beta")},
           with_grad("hard_sigmoid", "hard_sigmoid_grad")}; }

@@ -117,6 +117,12 @@ class Parallelize final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class FuseGelu final : public Pass {
+ public:
+  std::string name() const override { return "fuse-gelu"; }
+  bool run(Compilation& c) override;
+};
+
 class FuseActivations final : public Pass {
  public:
   std::string name() const override { return "fuse-activations"; }

@@ -41,6 +41,8 @@ std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
 // nullptr unless B is constant and the gemm is a plain Linear layer (then a packed oneDNN matmul).
 std::unique_ptr<Kernel> make_packed_gemm(const KernelConfig& cfg);

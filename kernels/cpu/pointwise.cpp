@@ -28,6 +28,10 @@ struct ReciprocalOp {
 struct ExpOp {
   float operator()(float x) const { return std::exp(x); }
 };
+// GELU with the exact (erf) CDF, as torch.nn.GELU(): 0.5 x (1 + erf(x / sqrt 2)).
+struct GeluOp {
+  float operator()(float x) const { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+};
 struct NegOp {
   float operator()(float x) const { return -x; }
 };
@@ -68,6 +72,14 @@ constexpr float two_over_sqrt_pi = 1.12837916709551257f;
 
 struct ErfGradOp {
   float operator()(float dy, float x) const { return dy * two_over_sqrt_pi * std::exp(-x * x); }
+};
+// d/dx x Phi(x) = Phi(x) + x phi(x), phi the standard normal density (torch's gelu backward).
+struct GeluGradOp {
+  float operator()(float dy, float x) const {
+    const float cdf = 0.5f * (1.0f + std::erf(x * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * std::exp(-0.5f * x * x);
+    return dy * (cdf + x * pdf);
+  }
 };
 // PyTorch returns zeros for exponent 0, so x == 0 gives 0 rather than 0 * inf.
 struct ZeroGradOp {
@@ -148,6 +160,8 @@ std::unique_ptr<Kernel> make_reciprocal(const KernelConfig& cfg) {
   return unary<ReciprocalOp>(cfg, "reciprocal");
 }
 std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg) { return unary<ExpOp>(cfg, "exp"); }
+std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg) { return unary<GeluOp>(cfg, "gelu"); }
+std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg) { return unary_grad<GeluGradOp>(cfg, "gelu_grad"); }
 std::unique_ptr<Kernel> make_neg(const KernelConfig& cfg) { return unary<NegOp>(cfg, "neg"); }
 
 // The common exponents get exact loops (x*x rather than powf(x, 2)), as PyTorch's pow does.

@@ -68,6 +68,7 @@ TEST_CASE("pointwise: erf sqrt reciprocal exp neg match double references", "[ke
   check_forward("reciprocal", Attrs{}, [](double x) { return 1 / x; }, -2, -0.5f);
   check_forward("exp", Attrs{}, [](double x) { return std::exp(x); }, -3, 3);
   check_forward("neg", Attrs{}, [](double x) { return -x; }, -3, 3);
+  check_forward("gelu", Attrs{}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4);
 }
 
 TEST_CASE("pow: fast-path and general exponents match a double reference", "[kernels]") {
@@ -122,6 +123,7 @@ TEST_CASE("clip: NaN propagates as in torch.clamp", "[kernels]") {
 
 TEST_CASE("erf_grad pow_grad: match finite differences of their forwards", "[kernels]") {
   check_backward("erf_grad", Attrs{}, [](double x) { return std::erf(x); }, -3, 3);
+  check_backward("gelu_grad", Attrs{}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4);
   for (float p : {2.0f, 3.0f, 1.0f}) {
     INFO("exponent " << p);
     check_backward("pow_grad", float_attrs({{"exponent", p}}),
@@ -179,13 +181,13 @@ TEST_CASE("pointwise grads: PyTorch's rules at the kinks", "[kernels]") {
 
 TEST_CASE("pointwise: bad configs throw of::Error", "[kernels]") {
   for (const char* name : {"erf", "sqrt", "reciprocal", "exp", "neg", "clip", "leaky_relu",
-                           "hard_sigmoid", "hard_swish"}) {
+                           "hard_sigmoid", "hard_swish", "gelu"}) {
     INFO(name);
     testing::check_rejects(name, Attrs{}, {{3, 4}}, {{4, 3}});          // output shape
     testing::check_rejects(name, Attrs{}, {{3, 4}, {3, 4}}, {{3, 4}});  // arity
   }
   for (const char* name : {"erf_grad", "clip_grad", "leaky_relu_grad", "hard_sigmoid_grad",
-                           "hard_swish_grad"}) {
+                           "hard_swish_grad", "gelu_grad"}) {
     INFO(name);
     testing::check_rejects(name, Attrs{}, {{3, 4}, {4, 3}}, {{3, 4}});  // x shape
     testing::check_rejects(name, Attrs{}, {{3, 4}, {3, 4}}, {{12}});    // output shape

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "compiler/compile.h"
 #include "compiler/import/onnx_import.h"
 
@@ -93,4 +95,41 @@ TEST_CASE("fuse_activations: a Relu whose input is a graph output is not fused",
   REQUIRE(g.values[x].consumers.size() == 1);
   CHECK(g.nodes[g.values[x].consumers[0]].kernel == "relu");
   CHECK(g.nodes[2].kernel_attrs.get_str("activation") == "relu");
+}
+
+TEST_CASE("fuse_gelu: torch's erf GELU (Div, Erf, Add, Mul, Mul) becomes one Gelu node", "[compiler]") {
+  // gelu_mlp_train: Linear -> GELU -> Linear, the training recipe's export.
+  Compilation c{.graph = import_onnx_file(fixture("export/gelu_mlp_train.onnx"))};
+  auto count = [&](const std::string& op) {
+    return std::count_if(c.graph.nodes.begin(), c.graph.nodes.end(), [&](const Node& n) { return n.op_type == op; });
+  };
+  REQUIRE(count("Erf") == 1);
+  const size_t before = c.graph.nodes.size();
+  REQUIRE(FuseGelu().run(c));
+  verify(c.graph, "fuse-gelu");
+  CHECK(count("Erf") == 0);
+  CHECK(count("Div") == 0);
+  REQUIRE(count("Gelu") == 1);
+  CHECK(c.graph.nodes.size() == before - 4);
+  const Node& gelu = *std::find_if(c.graph.nodes.begin(), c.graph.nodes.end(), [](const Node& n) { return n.op_type == "Gelu"; });
+  CHECK(gelu.name.find("Gelu") != std::string::npos);  // named after the Erf it replaced
+  REQUIRE(gelu.inputs.size() == 1);
+  // The Gelu reads the first Linear's output, and the second Linear reads the Gelu's.
+  CHECK(c.graph.values[gelu.inputs[0]].producer >= 0);
+  CHECK(c.graph.values[gelu.outputs[0]].consumers.size() == 1);
+  CHECK(FuseGelu().run(c) == false);
+  REQUIRE(InferShapes().run(c));  // folds the constants' nodes away: find the Gelu again
+  for (const Node& n : c.graph.nodes)
+    if (n.op_type == "Gelu") CHECK(n.kernel == "gelu");
+}
+
+TEST_CASE("fuse_gelu: a chain whose intermediate is read elsewhere is left alone", "[compiler]") {
+  Compilation c{.graph = import_onnx_file(fixture("export/gelu_mlp_train.onnx"))};
+  auto erf = std::find_if(c.graph.nodes.begin(), c.graph.nodes.end(), [](const Node& n) { return n.op_type == "Erf"; });
+  REQUIRE(erf != c.graph.nodes.end());
+  c.graph.values[erf->outputs[0]].graph_output = true;  // erf(x / sqrt 2) is wanted too
+  CHECK(FuseGelu().run(c) == false);
+  // And a model without GELU has nothing to fuse.
+  Compilation mlp{.graph = import_onnx_file(fixture("mlp.onnx"))};
+  CHECK(FuseGelu().run(mlp) == false);
 }
