@@ -108,18 +108,7 @@ class GruGrad final : public Kernel {
     if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 5)
       fail(where_of(cfg), "gru_grad: has {} inputs and {} outputs, expected {} and 5", cfg.inputs.size(), cfg.outputs.size(), n_in);
     s_ = recurrent_shape(cfg, "gru_grad", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
-    const Shape state{s_.dirs, s_.batch, s_.hidden}, ys{s_.seq, s_.dirs, s_.batch, s_.hidden};
-    check_input_shape(cfg, "gru_grad", 3, "Y", ys);
-    check_input_shape(cfg, "gru_grad", 4, "gates", {s_.dirs, s_.seq, s_.batch, s_.gh()});
-    check_input_shape(cfg, "gru_grad", 5, "Q", {s_.dirs, s_.seq, s_.batch, s_.hidden});
-    int k = 6;
-    for (size_t p = 0; p < present_.size(); ++p)
-      if (present_[p]) check_input_shape(cfg, "gru_grad", k++, "gradient or initial state", p == 0 ? ys : state);
-    check_output_shape(cfg, "gru_grad", 0, cfg.inputs[0].shape);
-    check_output_shape(cfg, "gru_grad", 1, cfg.inputs[1].shape);
-    check_output_shape(cfg, "gru_grad", 2, cfg.inputs[2].shape);
-    check_output_shape(cfg, "gru_grad", 3, {s_.dirs, 2 * s_.gh()});
-    check_output_shape(cfg, "gru_grad", 4, state);
+    check_grad_layout(cfg, "gru_grad", s_, present_, 1);
     dax_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     dah_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
@@ -142,7 +131,7 @@ class GruGrad final : public Kernel {
     auto* dr = static_cast<float*>(out[2]);
     auto* db = static_cast<float*>(out[3]);
     auto* dh = static_cast<float*>(out[4]);  // dL/dH_t carried backwards; ends as d initial_h
-    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, I = s_.input, D = s_.dirs;
+    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, D = s_.dirs;
     for (int64_t d = 0; d < D; ++d) {
       float* dhd = dh + d * NH;
       std::memcpy(dhd, dyh ? dyh + d * NH : zero_.data(), size_t(NH) * sizeof(float));
@@ -170,16 +159,7 @@ class GruGrad final : public Kernel {
         std::memcpy(hprev_.data() + t * NH, hp, size_t(NH) * sizeof(float));
         sgemm(false, false, N, H, GH, dah, GH, r + d * GH * H, H, 1.0f, dhd, H);
       }
-      sgemm(false, false, S * N, I, GH, dax_.data(), GH, w + d * GH * I, I, d == 0 ? 0.0f : 1.0f, dx, I);
-      sgemm(true, false, GH, I, S * N, dax_.data(), GH, x, I, 0.0f, dw + d * GH * I, I);
-      sgemm(true, false, GH, H, S * N, dah_.data(), GH, hprev_.data(), H, 0.0f, dr + d * GH * H, H);
-      float* dbd = db + d * 2 * GH;
-      std::fill(dbd, dbd + 2 * GH, 0.0f);
-      for (int64_t row = 0; row < S * N; ++row)
-        for (int64_t j = 0; j < GH; ++j) {
-          dbd[j] += dax_[size_t(row * GH + j)];
-          dbd[GH + j] += dah_[size_t(row * GH + j)];
-        }
+      weight_grads(s_, d, dax_.data(), dah_.data(), x, hprev_.data(), w, dx, dw, dr, db);
     }
   }
 

@@ -111,20 +111,7 @@ class LstmGrad final : public Kernel {
     if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 6)
       fail(where_of(cfg), "lstm_grad: has {} inputs and {} outputs, expected {} and 6", cfg.inputs.size(), cfg.outputs.size(), n_in);
     s_ = recurrent_shape(cfg, "lstm_grad", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
-    s_.reverse = cfg.attrs.get_int("reverse", 0) != 0;
-    const Shape state{s_.dirs, s_.batch, s_.hidden}, ys{s_.seq, s_.dirs, s_.batch, s_.hidden};
-    check_input_shape(cfg, "lstm_grad", 3, "Y", ys);
-    check_input_shape(cfg, "lstm_grad", 4, "gates", {s_.dirs, s_.seq, s_.batch, s_.gh()});
-    check_input_shape(cfg, "lstm_grad", 5, "cells", {s_.dirs, s_.seq, s_.batch, s_.hidden});
-    int k = 6;
-    for (size_t p = 0; p < present_.size(); ++p)
-      if (present_[p]) check_input_shape(cfg, "lstm_grad", k++, "gradient or initial state", p == 0 ? ys : state);
-    check_output_shape(cfg, "lstm_grad", 0, cfg.inputs[0].shape);
-    check_output_shape(cfg, "lstm_grad", 1, cfg.inputs[1].shape);
-    check_output_shape(cfg, "lstm_grad", 2, cfg.inputs[2].shape);
-    check_output_shape(cfg, "lstm_grad", 3, {s_.dirs, 2 * s_.gh()});
-    check_output_shape(cfg, "lstm_grad", 4, state);
-    check_output_shape(cfg, "lstm_grad", 5, state);
+    check_grad_layout(cfg, "lstm_grad", s_, present_, 2);
     da_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
     dh_.resize(size_t(s_.batch * s_.hidden));
@@ -148,7 +135,7 @@ class LstmGrad final : public Kernel {
     auto* db = static_cast<float*>(out[3]);
     auto* dh0 = static_cast<float*>(out[4]);
     auto* dc0 = static_cast<float*>(out[5]);
-    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, I = s_.input, D = s_.dirs;
+    const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, D = s_.dirs;
     for (int64_t d = 0; d < D; ++d) {
       float* dc = dc0 + d * NH;  // dL/dC_t, carried backwards; ends as d initial_c
       std::memcpy(dh_.data(), dyh ? dyh + d * NH : zero_.data(), size_t(NH) * sizeof(float));
@@ -180,14 +167,7 @@ class LstmGrad final : public Kernel {
         sgemm(false, false, N, H, GH, da, GH, r + d * GH * H, H, 0.0f, dh_.data(), H);
       }
       std::memcpy(dh0 + d * NH, dh_.data(), size_t(NH) * sizeof(float));
-      sgemm(false, false, S * N, I, GH, da_.data(), GH, w + d * GH * I, I, d == 0 ? 0.0f : 1.0f, dx, I);
-      sgemm(true, false, GH, I, S * N, da_.data(), GH, x, I, 0.0f, dw + d * GH * I, I);
-      sgemm(true, false, GH, H, S * N, da_.data(), GH, hprev_.data(), H, 0.0f, dr + d * GH * H, H);
-      float* dbd = db + d * 2 * GH;
-      std::fill(dbd, dbd + GH, 0.0f);
-      for (int64_t row = 0; row < S * N; ++row)
-        for (int64_t j = 0; j < GH; ++j) dbd[j] += da_[size_t(row * GH + j)];
-      std::copy(dbd, dbd + GH, dbd + GH);
+      weight_grads(s_, d, da_.data(), da_.data(), x, hprev_.data(), w, dx, dw, dr, db);
     }
   }
 

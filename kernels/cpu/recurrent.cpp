@@ -3,6 +3,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "kernels/cpu/check.h"
 
@@ -34,6 +36,35 @@ RecurrentShape recurrent_shape(const KernelConfig& cfg, const char* kernel, int6
   if (b && b->shape != Shape{s.dirs, 2 * s.gh()})
     fail(where_of(cfg), "{}: B has shape {}, expected {}", kernel, shape_str(b->shape), shape_str({s.dirs, 2 * s.gh()}));
   return s;
+}
+
+void check_grad_layout(const KernelConfig& cfg, const char* kernel, const RecurrentShape& s,
+                       const std::vector<bool>& present, int states) {
+  const Shape state{s.dirs, s.batch, s.hidden}, ys{s.seq, s.dirs, s.batch, s.hidden};
+  check_input_shape(cfg, kernel, 3, "Y", ys);
+  check_input_shape(cfg, kernel, 4, "gates", {s.dirs, s.seq, s.batch, s.gh()});
+  check_input_shape(cfg, kernel, 5, "per-step states", {s.dirs, s.seq, s.batch, s.hidden});
+  int k = 6;
+  for (size_t p = 0; p < present.size(); ++p)
+    if (present[p]) check_input_shape(cfg, kernel, k++, "gradient or initial state", p == 0 ? ys : state);
+  for (int o = 0; o < 3; ++o) check_output_shape(cfg, kernel, o, cfg.inputs[size_t(o)].shape);
+  check_output_shape(cfg, kernel, 3, {s.dirs, 2 * s.gh()});
+  for (int o = 4; o < 4 + states; ++o) check_output_shape(cfg, kernel, o, state);
+}
+
+void weight_grads(const RecurrentShape& s, int64_t d, const float* dax, const float* dah, const float* x,
+                  const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db) {
+  const int64_t rows = s.seq * s.batch, GH = s.gh(), I = s.input, H = s.hidden;
+  sgemm(false, false, rows, I, GH, dax, GH, w + d * GH * I, I, d == 0 ? 0.0f : 1.0f, dx, I);
+  sgemm(true, false, GH, I, rows, dax, GH, x, I, 0.0f, dw + d * GH * I, I);
+  sgemm(true, false, GH, H, rows, dah, GH, hprev, H, 0.0f, dr + d * GH * H, H);
+  float* dbd = db + d * 2 * GH;
+  std::fill(dbd, dbd + 2 * GH, 0.0f);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t j = 0; j < GH; ++j) {
+      dbd[j] += dax[row * GH + j];
+      dbd[GH + j] += dah[row * GH + j];
+    }
 }
 
 void sgemm(bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,

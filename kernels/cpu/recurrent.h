@@ -30,6 +30,18 @@ struct RecurrentShape {
 RecurrentShape recurrent_shape(const KernelConfig& cfg, const char* kernel, int64_t gates, const TensorDesc& x,
                                const TensorDesc& w, const TensorDesc& r, const TensorDesc* b);
 
+// The backward kernels' shared layout: inputs X, W, R, Y, gates, per-step states, then the optional
+// ones `present` says are there (the first dY [S, D, N, H], the others [D, N, H]); outputs dX, dW,
+// dR, dB [D, 2*G*H] and `states` of [D, N, H] (d initial_h, d initial_c). Fails naming cfg.node.
+void check_grad_layout(const KernelConfig& cfg, const char* kernel, const RecurrentShape& s,
+                       const std::vector<bool>& present, int states);
+
+// One direction's weight gradients from the pre-activation gradients of every step, dAx (the
+// input side, [S*N, G*H]) and dAh (the hidden side; the same array for the LSTM): dX += dAx W
+// (dX is overwritten for direction 0), dW = dAx^T X, dR = dAh^T Hprev, dB = [sum dAx, sum dAh].
+void weight_grads(const RecurrentShape& s, int64_t dir, const float* dax, const float* dah, const float* x,
+                  const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db);
+
 // Y = alpha * op(A) op(B) + beta * Y, row-major, op = transpose when t_* is true.
 void sgemm(bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* y, int64_t ldy);
