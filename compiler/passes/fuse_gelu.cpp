@@ -6,42 +6,14 @@
 // ("/mlp/act/Erf" -> "/mlp/act/Gelu"), so ofdump shows what was fused.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <optional>
 
 #include "compiler/passes/pass.h"
+#include "compiler/passes/pattern.h"
 
 namespace of::compiler {
-namespace {
-
-std::optional<float> scalar(const Graph& g, ValueId v) {
-  const Value& val = g.values[size_t(v)];
-  if (!val.data || val.graph_input || val.desc.dtype != DType::f32 || val.data->size() != 4) return std::nullopt;
-  float x;
-  std::memcpy(&x, val.data->data(), 4);
-  return x;
-}
-
-bool is_const(const Graph& g, ValueId v, float want) {
-  const std::optional<float> x = scalar(g, v);
-  return x && std::fabs(*x - want) <= 1e-6f * std::fabs(want);
-}
-
-// The single node reading v, when v is an intermediate: read once and not a graph output.
-NodeId only_reader(const Graph& g, ValueId v, const char* op) {
-  const Value& val = g.values[size_t(v)];
-  if (val.graph_output || val.consumers.size() != 1) return -1;
-  const Node& n = g.nodes[size_t(val.consumers[0])];
-  return n.op_type == op && n.domain.empty() && n.outputs.size() == 1 ? val.consumers[0] : -1;
-}
-
-// The input of a two-input node that is not `v` (either order), or kNoValue.
-ValueId other_input(const Node& n, ValueId v) {
-  if (n.inputs.size() != 2) return kNoValue;
-  return n.inputs[0] == v ? n.inputs[1] : n.inputs[1] == v ? n.inputs[0] : kNoValue;
-}
-
-}  // namespace
+using pattern::is_scalar;
+using pattern::only_reader;
+using pattern::other_input;
 
 bool FuseGelu::run(Compilation& c) {
   Graph& g = c.graph;
@@ -51,15 +23,15 @@ bool FuseGelu::run(Compilation& c) {
     Node& div = g.nodes[size_t(d)];
     if (div.op_type != "Div" || !div.domain.empty() || div.inputs.size() != 2 || div.outputs.size() != 1) continue;
     const ValueId x = div.inputs[0];
-    if (x == kNoValue || !is_const(g, div.inputs[1], float(M_SQRT2))) continue;
+    if (x == kNoValue || !is_scalar(g, div.inputs[1], float(M_SQRT2))) continue;
     const NodeId erf = only_reader(g, div.outputs[0], "Erf");
     if (erf < 0) continue;
     const NodeId add = only_reader(g, g.nodes[size_t(erf)].outputs[0], "Add");
-    if (add < 0 || !is_const(g, other_input(g.nodes[size_t(add)], g.nodes[size_t(erf)].outputs[0]), 1.0f)) continue;
+    if (add < 0 || !is_scalar(g, other_input(g.nodes[size_t(add)], g.nodes[size_t(erf)].outputs[0]), 1.0f)) continue;
     const NodeId mul = only_reader(g, g.nodes[size_t(add)].outputs[0], "Mul");
     if (mul < 0 || other_input(g.nodes[size_t(mul)], g.nodes[size_t(add)].outputs[0]) != x) continue;
     const NodeId half = only_reader(g, g.nodes[size_t(mul)].outputs[0], "Mul");
-    if (half < 0 || !is_const(g, other_input(g.nodes[size_t(half)], g.nodes[size_t(mul)].outputs[0]), 0.5f)) continue;
+    if (half < 0 || !is_scalar(g, other_input(g.nodes[size_t(half)], g.nodes[size_t(mul)].outputs[0]), 0.5f)) continue;
     const ValueId y = g.nodes[size_t(half)].outputs[0];
     // The Gelu node no longer reads the constant sqrt 2 (the other constants' readers are removed).
     std::vector<NodeId>& readers = g.values[size_t(div.inputs[1])].consumers;

@@ -123,6 +123,12 @@ class FuseGelu final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class FuseLayerNorm final : public Pass {
+ public:
+  std::string name() const override { return "fuse-layer-norm"; }
+  bool run(Compilation& c) override;
+};
+
 class FuseActivations final : public Pass {
  public:
   std::string name() const override { return "fuse-activations"; }

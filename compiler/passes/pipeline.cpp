@@ -8,6 +8,7 @@ namespace of::compiler {
 Pipeline build_pipeline(const CompileOptions&) {
   Pipeline p;
   p.add<FuseGelu>();         // on the imported ops, before lowering and autodiff see them
+  p.add<FuseLayerNorm>();    // likewise: before infer-shapes lowers the eight ops it replaces
   p.add<InferShapes>();      // every later pass reads shapes, dtypes and the lowered kernels
   p.add<Autodiff>();         // needs lowered kernels (grad rules read their attributes)
   p.add<AddOptimizer>();     // needs every weight's gradient

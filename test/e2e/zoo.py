@@ -135,7 +135,7 @@ DP = 2  # devices of the dp2-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
-               "lstm_bi", "gru_bi", "bn_cnn"]
+               "lstm_bi", "gru_bi", "bn_cnn", "layer_norms"]
 
 
 def parse_args():
@@ -452,9 +452,31 @@ def gru_bi():
     return Model(Bidirectional(nn.GRU), (6, 16), 10)
 
 
+class LayerNorms(nn.Module):
+    """nn.LayerNorm's forms: over the last dim, over the last two, and without affine (which
+    fuse-layer-norm leaves written out below opset 17; at 17 torch 1.13 writes it as a
+    LayerNormalization without its required Scale, which onnx's checker refuses)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.ln1 = nn.Linear(16, 32), nn.LayerNorm(32)
+        self.fc2, self.ln2 = nn.Linear(32, 24), nn.LayerNorm((4, 6))
+        self.ln3 = nn.LayerNorm(24, elementwise_affine=False)
+        self.fc3 = nn.Linear(24, 10)
+
+    def forward(self, x):
+        h = nn.functional.gelu(self.ln1(self.fc1(x)))
+        h = self.ln2(self.fc2(h).reshape(-1, 4, 6)).reshape(-1, 24)
+        return self.fc3(self.ln3(h))
+
+
+def layer_norms():
+    return Model(LayerNorms(), (16,), 10)
+
+
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
-                                lstm_bi, gru_bi, bn_cnn]))
+                                lstm_bi, gru_bi, bn_cnn, layer_norms]))
 
 
 def build(name):
