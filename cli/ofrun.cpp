@@ -3,6 +3,8 @@
 // training plans (ofc --train) take --data and train, checkpoint, resume and evaluate.
 #include <unistd.h>
 
+#include <cstdlib>
+#include <optional>
 #include <set>
 
 #include <CLI/CLI.hpp>
@@ -11,8 +13,12 @@
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
 #include "common/output_paths.h"
+#include "runtime/launch/launch_local.h"
+#include "runtime/launch/rank_env.h"
+#include "runtime/plan/load.h"
 #include "runtime/run.h"
 #include "runtime/train/train.h"
+#include "runtime/transport/routes.h"
 
 namespace {
 
@@ -25,6 +31,7 @@ std::pair<std::string, std::string> split_binding(const std::string& s, const ch
 }
 
 void print_report(const of::runtime::train::Report& r) {
+  if (r.train && !r.train->reported) return;  // another rank runs the sink and reports
   if (r.train) {
     const auto& t = *r.train;
     if (t.steps == 0) {
@@ -99,9 +106,43 @@ int main(int argc, char** argv) {
   app.add_flag("--zero-exit-on-signal", zero_exit_on_signal,
                "exit 0 after a signal stopped training and its checkpoint was saved (default: 128 + the signal, as shells expect)")
       ->needs(data);
+  // Several processes: one per rank of the plan (ofc --devices RxD:cpu).
+  int32_t rank = -1, world = 0;
+  std::string coordinator;
+  double bootstrap_timeout = 60;
+  bool launch = false;
+  auto* rank_opt = app.add_option("--rank", rank, "this process is rank R of a multi-process run (default: mpirun's, Slurm's, PMI's or torchrun's variables)")
+                       ->check(of::cli::at_least(0));
+  auto* world_opt = app.add_option("--world", world, "the run's number of ranks (the plan's)")->check(of::cli::at_least(1));
+  app.add_option("--coordinator", coordinator, "HOST:PORT where rank 0 listens and the others connect (default: OF_COORDINATOR, MASTER_ADDR:MASTER_PORT, 127.0.0.1:29500)");
+  app.add_option("--bootstrap-timeout", bootstrap_timeout, "seconds the ranks wait for each other at the start and the end")->check(of::cli::positive());
+  app.add_flag("--launch-local", launch, "run every rank of the plan as a process of this machine, their lines prefixed with the rank")
+      ->excludes(rank_opt)
+      ->excludes(world_opt);
   of::cli::add_version(app, "ofrun");
   if (auto status = of::cli::parse(app, "ofrun", argc, argv)) return *status;
   return of::cli::guarded_main("ofrun", [&] {
+    if (launch) {
+      const int32_t ranks = of::runtime::transport::plan_ranks(of::runtime::load_plan(o.plan_path));
+      if (ranks < 2) throw of::cli::UsageError(fmt::format("--launch-local: {} has one rank (compile with ofc --devices RxD:cpu)", o.plan_path));
+      std::vector<std::string> args;
+      for (int i = 0; i < argc; ++i)
+        if (std::string(argv[i]) != "--launch-local") args.emplace_back(argv[i]);
+      return of::runtime::launch::launch_local(ranks, args);
+    }
+    const std::optional<of::runtime::launch::RankEnv> env = of::runtime::launch::rank_env(
+        rank_opt->count() ? std::optional<int32_t>(rank) : std::nullopt, world_opt->count() ? std::optional<int32_t>(world) : std::nullopt,
+        coordinator, [](const char* name) { return std::getenv(name); });
+    of::runtime::transport::BootstrapOptions boot;
+    if (env) {
+      boot = of::runtime::transport::BootstrapOptions{.rank = env->rank, .world = env->world, .host = env->host, .port = env->port,
+                                                      .listen_fd = -1, .token = "", .identity = OF_VERSION_STRING " (" OF_BUILD_STRING ")",
+                                                      .timeout_s = bootstrap_timeout};
+      if (const char* t = std::getenv("OF_JOB_TOKEN")) boot.token = t;
+      if (const char* fd = std::getenv("OF_BOOTSTRAP_FD"); fd && env->rank == 0) boot.listen_fd = std::atoi(fd);  // from --launch-local
+      o.rank = t.rank = env->rank;
+      o.boot = t.boot = boot;
+    }
     if (data->count() > 0) {
       if (!inputs.empty() || !outputs.empty()) throw of::cli::UsageError("--data trains or evaluates; --input/--output feed inference plans");
       t.plan_path = o.plan_path;
@@ -141,6 +182,7 @@ int main(int argc, char** argv) {
     for (const auto& [path, what] : writes)
       if (!path.empty()) of::check_can_create(path, what);
     of::runtime::RunResult r = of::runtime::run(o);
+    if (!r.reported) return 0;  // another rank runs the sink and reports
     fmt::print("ofrun: {} pieces, {:.3f} s, {:.1f} pieces/s\n", r.pieces, r.seconds, double(r.pieces) / r.seconds);
     return 0;
   });

@@ -33,20 +33,49 @@ void StoredTensor::gather(uint8_t* whole) const {
     copy_box_in(b->data, b->shape, b->begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
 }
 
-PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_path)), path_(plan_path) {
-  int32_t ranks = 0;
-  for (const plan::DeviceRef& d : plan_.devices) ranks = std::max(ranks, d.rank + 1);
-  if (ranks > 1)  // said once per plan, so that nobody mistakes this for a multi-process run
-    fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (one process per rank is not built yet)\n",
+PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
+  const int32_t ranks = transport::plan_ranks(plan_);
+  if (ranks > 1 && rank < 0)  // said once per plan, so that nobody mistakes this for a multi-process run
+    fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (ofrun --launch-local runs one process per rank)\n",
                path_, ranks);
-  for (const plan::Arena& a : plan_.arenas) {
-    uint64_t size = std::max<uint64_t>(plan::align_up(a.bytes), plan::kAlignment);
+  if (rank >= ranks) fail({.file = path_}, "is a plan of {} rank{}: there is no rank {}", ranks, ranks == 1 ? "" : "s", rank);
+  {
+    const std::vector<uint8_t> bytes = read_file(plan_path);
+    plan_crc32_ = crc32_of(bytes.data(), bytes.size());
+  }
+  auto allocate = [&](uint64_t bytes, const std::string& field) {
+    uint64_t size = std::max<uint64_t>(plan::align_up(bytes), plan::kAlignment);
     auto* p = static_cast<uint8_t*>(std::aligned_alloc(plan::kAlignment, size));
-    if (!p) fail({.file = path_, .field = fmt::format("arenas[{}]", a.id)}, "cannot allocate {} bytes", size);
+    if (!p) fail({.file = path_, .field = field}, "cannot allocate {} bytes", size);
     std::memset(p, 0, size);  // touch every page now, not in the first act
+    return p;
+  };
+  if (rank >= 0) routes_ = std::make_unique<transport::RankRoutes>(plan_, rank);
+  for (const plan::Arena& a : plan_.arenas) {
+    if (rank >= 0 && plan_.devices[size_t(a.device)].rank != rank) {  // another rank's: not here
+      arenas_.emplace_back(nullptr);
+      arena_ptrs_.push_back(nullptr);
+      continue;
+    }
+    uint8_t* p = allocate(a.bytes, fmt::format("arenas[{}]", a.id));
     arenas_.emplace_back(p);
     arena_ptrs_.push_back(p);
   }
+  // The slots other ranks send here, each register's slots one after another.
+  if (routes_) {
+    landing_.resize(plan_.regsts.size());
+    for (plan::RegstId r : routes_->landed()) {
+      const plan::Regst& regst = plan_.regsts[size_t(r)];
+      const uint64_t stride = plan::align_up(std::max<uint64_t>(regst.slot_bytes, 1));
+      uint8_t* p = allocate(stride * uint64_t(regst.slots), fmt::format("regsts[{}] (landing)", r));
+      landing_buffers_.emplace_back(p);
+      for (int32_t k = 0; k < regst.slots; ++k) landing_[size_t(r)].push_back(p + stride * uint64_t(k));
+    }
+  }
+  // Where the snapshot task runs, checkpoints need every rank's weights: other ranks' trained
+  // ones land with the snapshot's readies; their fixed variables are copied here once.
+  const plan::Task* snap = snapshot();
+  const bool keeps_all = !routes_ || (snap && routes_->local(snap->id));
   // Boxes of one tensor on several devices share its key and become one StoredTensor.
   auto add = [&](int32_t tensor, uint8_t* data, bool persistent, bool weight) {
     const plan::LogicalTensor& t = plan_.tensors[size_t(tensor)];
@@ -63,13 +92,21 @@ PlanInstance::PlanInstance(const std::string& plan_path) : plan_(load_plan(plan_
       fail({.file = path_, .field = "tensor '" + t.name + "'"}, "its boxes disagree on the whole tensor");
     it->boxes.push_back(std::move(box));
   };
-  for (const plan::Variable& v : plan_.variables)
-    add(v.tensor, arena_ptrs_[size_t(v.arena)] + v.offset, false, plan_.tensors[size_t(v.tensor)].model);
+  for (const plan::Variable& v : plan_.variables) {
+    uint8_t* at = arena_ptrs_[size_t(v.arena)] ? arena_ptrs_[size_t(v.arena)] + v.offset : nullptr;
+    if (!at && keeps_all) {
+      at = allocate(v.bytes, fmt::format("variables[{}] (copy)", v.id));
+      landing_buffers_.emplace_back(at);
+    }
+    if (at) add(v.tensor, at, false, plan_.tensors[size_t(v.tensor)].model);
+  }
   for (const plan::Regst& r : plan_.regsts) {
     if (!r.persistent) continue;
+    uint8_t* slot = arena_ptrs_[size_t(r.arena)] ? arena_ptrs_[size_t(r.arena)] + r.offsets[0] : nullptr;
+    if (!slot && keeps_all && !landing_[size_t(r.id)].empty()) slot = landing_[size_t(r.id)][0];
+    if (!slot) continue;  // another rank's, which this one never reads
     for (size_t b = 0; b < r.blobs.size(); ++b)
-      add(r.blobs[b].tensor, arena_ptrs_[size_t(r.arena)] + r.offsets[0] + r.blobs[b].offset, true,
-          plan_.tensors[size_t(r.blobs[b].tensor)].model);
+      add(r.blobs[b].tensor, slot + r.blobs[b].offset, true, plan_.tensors[size_t(r.blobs[b].tensor)].model);
   }
 
   // The weights file: its size and checksum as the plan recorded them, then every stored tensor.

@@ -13,6 +13,7 @@
 #include "common/shape.h"
 #include "kernels/kernel.h"
 #include "runtime/actors/protocol.h"
+#include "runtime/transport/routes.h"
 #include "schemas/plan_model.h"
 
 namespace of::runtime {
@@ -44,12 +45,24 @@ struct StoredTensor {
 
 class PlanInstance {
  public:
-  // Throws of::Error for a bad plan or weights file.
-  explicit PlanInstance(const std::string& plan_path);
+  // Throws of::Error for a bad plan or weights file. `rank` >= 0: this process is that rank of a
+  // multi-process run, and holds only what its tasks touch: its own arenas and variables, the
+  // landing slots of registers other ranks send it, and (where the snapshot task runs) a copy
+  // of every other rank's weights for checkpoints. -1: one process runs every rank.
+  explicit PlanInstance(const std::string& plan_path, int32_t rank = -1);
 
   const plan::Plan& plan() const { return plan_; }
   const std::string& path() const { return path_; }
-  uint8_t* const* arenas() const { return arena_ptrs_.data(); }
+  uint8_t* const* arenas() const { return arena_ptrs_.data(); }  // null entries: other ranks' arenas
+  // A multi-process run's rank (-1: this process runs all), its view of the plan and the slots
+  // other ranks' registers land in here (per register; both null in a one-process run).
+  int32_t rank() const { return rank_; }
+  const transport::RankRoutes* routes() const { return routes_.get(); }
+  const std::vector<std::vector<uint8_t*>>* landing() const { return routes_ ? &landing_ : nullptr; }
+  // Whether this process runs task t.
+  bool runs(const plan::Task& t) const { return !routes_ || routes_->local(t.id); }
+  // The plan file's checksum: ranks of one job must run the same plan.
+  uint32_t plan_crc32() const { return plan_crc32_; }
   const std::vector<StoredTensor>& stored() const { return stored_; }
   const plan::Task& source() const;
   const plan::Task& sink() const;
@@ -80,6 +93,11 @@ class PlanInstance {
   std::vector<uint8_t*> arena_ptrs_;
   std::vector<StoredTensor> stored_;
   std::vector<std::vector<uint8_t>> buffers_;  // the contents of the buffer tensors
+  int32_t rank_ = -1;
+  uint32_t plan_crc32_ = 0;
+  std::unique_ptr<transport::RankRoutes> routes_;
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> landing_buffers_;  // also other ranks' variables' copies
+  std::vector<std::vector<uint8_t*>> landing_;
 };
 
 }  // namespace of::runtime

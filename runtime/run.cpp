@@ -40,7 +40,7 @@ kernels::GemmBackend gemm_backend(const std::string& name) {
 }
 
 RunResult run(const RunOptions& o) {
-  PlanInstance inst(o.plan_path);
+  PlanInstance inst(o.plan_path, o.rank);
   const plan::Plan& p = inst.plan();
   if (p.job.kind == plan::JobKind::train)
     fail({.file = o.plan_path}, "is a training plan: give ofrun --data (and --epochs or --steps) to train it");
@@ -63,7 +63,8 @@ RunResult run(const RunOptions& o) {
   std::vector<std::string> fed_files;
   std::vector<SourceAction::Feed> feeds;
   int64_t available = 0;
-  for (size_t i = 0; i < source->io_names.size(); ++i) {
+  const bool feeds_here = inst.runs(*source), collects_here = inst.runs(*sink);
+  for (size_t i = 0; i < source->io_names.size() && feeds_here; ++i) {
     const std::string& name = source->io_names[i];
     auto it = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const auto& kv) { return kv.first == name; });
     if (it == o.inputs.end()) fail({.file = o.plan_path}, "input '{}' is not fed; pass --input {}=FILE.npy", name, name);
@@ -79,7 +80,7 @@ RunResult run(const RunOptions& o) {
   for (size_t i = 0; i < feeds.size(); ++i) feeds[i].data = fed[i].data.data();
   // Class labels fed to a cross-entropy loss must name a class: the kernel cannot report them.
   for (const plan::Task& t : p.tasks) {
-    if (t.kernel != "softmax_cross_entropy" || t.inputs.size() != 2) continue;
+    if (!feeds_here || t.kernel != "softmax_cross_entropy" || t.inputs.size() != 2) continue;
     const plan::TaskInput& in = t.inputs[1];
     if (in.kind != plan::InputKind::regst || in.id != source->out_regsts[0]) continue;
     const int64_t classes = inst.input_desc(t, 0).shape.back();
@@ -103,7 +104,7 @@ RunResult run(const RunOptions& o) {
   for (size_t i = 0; i < sink->io_names.size(); ++i) {
     const plan::TaskInput& in = sink->inputs[i];
     uint64_t bytes = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].bytes;
-    bool wanted = std::any_of(o.outputs.begin(), o.outputs.end(), [&](const auto& kv) { return kv.first == sink->io_names[i]; });
+    bool wanted = collects_here && std::any_of(o.outputs.begin(), o.outputs.end(), [&](const auto& kv) { return kv.first == sink->io_names[i]; });
     if (wanted && !fits(bytes))
       fail({.file = o.plan_path}, "--output {}: {} pieces of {} bytes exceed this machine's memory", sink->io_names[i], pieces, bytes);
     if (wanted) collected[i].resize(bytes * uint64_t(pieces));
@@ -118,10 +119,11 @@ RunResult run(const RunOptions& o) {
   const StreamResult ran = stream(inst, actions, pieces,
                                   StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds,
                                                 .slot_limit = slot_limit, .trace_path = o.trace_path, .trace_pieces = pieces,
-                                                .memory_report = o.memory_report});
+                                                .memory_report = o.memory_report, .boot = o.boot});
 
-  RunResult result{.pieces = pieces, .seconds = ran.seconds, .acts = ran.acts};
+  RunResult result{.reported = collects_here, .pieces = pieces, .seconds = ran.seconds, .acts = ran.acts};
   for (const auto& [name, file] : o.outputs) {
+    if (!collects_here) break;
     size_t i = size_t(std::find(sink->io_names.begin(), sink->io_names.end(), name) - sink->io_names.begin());
     const plan::TaskInput& in = sink->inputs[i];
     TensorDesc d = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "runtime/transport/bootstrap.h"
 
 namespace of::runtime {
 
@@ -25,9 +26,14 @@ struct RunOptions {
   std::string trace_path;
   bool memory_report = false;  // print each arena's high-water mark after the run
   double stall_seconds = 0;    // > 0: fail a run in which nothing happens for this long (actor_system.h)
+  // A multi-process run: this process is rank `rank` (-1: one process runs every rank). The
+  // source's rank reads the inputs, the sink's writes the outputs.
+  int32_t rank = -1;
+  transport::BootstrapOptions boot;
 };
 
 struct RunResult {
+  bool reported = true;  // false: this rank ran no sink (the figures are not its)
   int64_t pieces = 0;
   double seconds = 0;  // streaming time: actors started to all done (no loading, no start-up)
   int64_t acts = 0;    // over all tasks

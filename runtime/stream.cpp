@@ -2,6 +2,7 @@
 #include "runtime/stream.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,10 @@ std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::
                                                  int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base) {
   std::vector<std::unique_ptr<Action>> out;
   for (const plan::Task& t : inst.plan().tasks) {
+    if (!inst.runs(t)) {
+      out.push_back(nullptr);
+      continue;
+    }
     switch (t.kind) {
       case plan::TaskKind::source: out.push_back(std::move(source)); break;
       case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
@@ -39,11 +44,25 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : std::min(pieces, o.trace_pieces);
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)
-    tasks.push_back(std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces, trace_capacity));
-  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds});
+    tasks.push_back(inst.runs(t) ? std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces,
+                                                               trace_capacity, inst.landing())
+                                 : nullptr);
+  std::optional<RemoteRun> remote;
+  if (inst.routes()) {
+    remote.emplace(RemoteRun{.routes = inst.routes(), .landing = inst.landing(), .arenas = inst.arenas(), .boot = o.boot});
+    if (o.boot.world != inst.routes()->world())
+      fail({.file = inst.path()}, "is a plan of {} ranks, but this run's world is {}", inst.routes()->world(), o.boot.world);
+    remote->boot.rank = inst.rank();
+    // Without a job token (OF_JOB_TOKEN) the plan's checksum stands in: ranks of another job or
+    // plan still cannot join, though anyone who has the plan could.
+    if (remote->boot.token.empty()) remote->boot.token = fmt::format("plan-{:08x}", inst.plan_crc32());
+    remote->boot.identity = fmt::format("plan {:08x}, of {}", inst.plan_crc32(), o.boot.identity);
+  }
+  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds, remote ? &*remote : nullptr});
   if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
   StreamResult result{.seconds = ran.seconds};
-  for (const auto& t : tasks) result.acts += t->acts();
+  for (const auto& t : tasks)
+    if (t) result.acts += t->acts();
   if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
   if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
   return result;

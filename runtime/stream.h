@@ -11,12 +11,14 @@
 #include "kernels/kernel.h"
 #include "runtime/actors/protocol.h"
 #include "runtime/plan_instance.h"
+#include "runtime/transport/bootstrap.h"
 
 namespace of::runtime {
 
 // Every task's action: the given source, sink and snapshot (null: the plan has no snapshot task,
 // else it is refused); compute tasks get their kernels (prepared now, after the weights are in
-// place, since inference kernels may repack them) and transfer tasks their copies.
+// place, since inference kernels may repack them) and transfer tasks their copies. Tasks of
+// other ranks (a multi-process run) get none.
 std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
                                                  std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
                                                  int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base = {});
@@ -29,6 +31,9 @@ struct StreamOptions {
   std::string trace_path;     // a Chrome trace of the first `trace_pieces` pieces; empty: none
   int64_t trace_pieces = 0;
   bool memory_report = false;  // print each arena's high-water mark afterwards
+  // A multi-process run (the instance is one rank's): how the ranks meet. `identity` is of's
+  // version; the plan's checksum is added here.
+  transport::BootstrapOptions boot;
 };
 
 struct StreamResult {

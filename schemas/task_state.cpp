@@ -15,23 +15,29 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, int32_t slots) {
+std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, int32_t slots,
+                                 const std::vector<std::vector<uint8_t*>>* landing) {
+  if (landing && !(*landing)[size_t(r.id)].empty())
+    return std::vector<uint8_t*>((*landing)[size_t(r.id)].begin(), (*landing)[size_t(r.id)].begin() + slots);
   std::vector<uint8_t*> out;
-  for (int32_t s = 0; s < slots; ++s) out.push_back(arenas ? arenas[r.arena] + r.offsets[size_t(s)] : nullptr);
+  for (int32_t s = 0; s < slots; ++s) {
+    OF_ASSERT(!arenas || arenas[r.arena], "a register of another rank's arena without landing slots");
+    out.push_back(arenas ? arenas[r.arena] + r.offsets[size_t(s)] : nullptr);
+  }
   return out;
 }
 
 }  // namespace
 
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
-                     int32_t slot_limit, int64_t pieces, int64_t trace_capacity)
+                     int32_t slot_limit, int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing)
     : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
       tracing_(trace_capacity > 0), memory_(arenas != nullptr) {
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
-    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst)), .persistent = regst.persistent,
+    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst), landing), .persistent = regst.persistent,
           .per_version = regst.pieces_per_version};
     in.ring.resize(size_t(slots_of(regst)));
     ins_.push_back(std::move(in));
@@ -39,7 +45,7 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   for (plan::RegstId r : t.out_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
     int32_t slots = slots_of(regst);
-    outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots),
+    outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots, nullptr),
                         .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent,
                         .acts_per_piece = regst.acts_per_piece, .group = 0, .used = std::vector<uint8_t>(size_t(slots), 0)});
   }
@@ -237,7 +243,7 @@ TaskState::Wait TaskState::waiting_for(const std::vector<const TaskState*>& task
       const size_t slot = eos_sent_ ? k : size_t(o.next);
       if (o.outstanding[slot] == 0) continue;
       for (plan::TaskId c : o.consumers)
-        if (tasks[size_t(c)]->holds(o.regst, int32_t(slot)))
+        if (!tasks[size_t(c)] || tasks[size_t(c)]->holds(o.regst, int32_t(slot)))  // another rank's: may hold it
           return {c, fmt::format("waits for slot {} of register {} to be freed by", slot, o.regst)};
     }
   return {-1, "waits for nothing it can name (finished its pieces but not its end of stream)"};
@@ -247,20 +253,24 @@ std::string describe_stall(const plan::Plan& plan, const std::vector<const TaskS
   auto label = [&](plan::TaskId t) { return fmt::format("task {} '{}'", t, plan.tasks[size_t(t)].name); };
   plan::TaskId t = -1;
   for (const TaskState* s : tasks)
-    if (!s->done()) {
+    if (s && !s->done()) {
       t = s->id();
       break;
     }
   if (t < 0) return "every task is done";
   std::vector<plan::TaskId> path;
   std::vector<std::string> why;
-  while (t >= 0 && !tasks[size_t(t)]->done() && std::find(path.begin(), path.end(), t) == path.end()) {
+  while (t >= 0 && tasks[size_t(t)] && !tasks[size_t(t)]->done() && std::find(path.begin(), path.end(), t) == path.end()) {
     TaskState::Wait w = tasks[size_t(t)]->waiting_for(tasks);
     path.push_back(t);
     why.push_back(std::move(w.why));
     t = w.on;
   }
   std::string out;
+  if (t >= 0 && !tasks[size_t(t)]) {  // the chain leaves this process
+    for (size_t i = 0; i < path.size(); ++i) out += fmt::format("{} {} ", label(path[i]), why[i]);
+    return out + label(t) + " on another rank";
+  }
   const bool finished = t >= 0 && tasks[size_t(t)]->done();
   const auto from = t >= 0 && !finished ? size_t(std::find(path.begin(), path.end(), t) - path.begin()) : 0;
   for (size_t i = from; i < path.size(); ++i) out += fmt::format("{} {} ", label(path[i]), why[i]);

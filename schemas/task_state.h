@@ -59,8 +59,10 @@ class TaskState {
   // `slot_limit` caps every register's slot count (ofrun --slots); `pieces` is what a source
   // emits. `trace_capacity` > 0 preallocates that many act records. `arenas` null: the protocol
   // without memory (the deadlock check): the action gets no addresses.
+  // `landing` (a multi-process run): per register, where its slots are on this rank when another
+  // rank produces it (the transport lands them there); empty entries live in `arenas`.
   TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas, int32_t slot_limit,
-            int64_t pieces, int64_t trace_capacity);
+            int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing = nullptr);
 
   void start(Outbox& out);  // a source begins emitting; others wait for messages
   void on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out);
@@ -146,7 +148,7 @@ class TaskState {
 // A run in which no task can act any more, as one line: the waits from the first task not done,
 // followed until a task repeats (the cycle) or one has finished, each named with what it waits
 // for from the next.
-// `tasks` are every task of `plan`, by id.
+// `tasks` are every task of `plan`, by id; null for a task another rank runs.
 std::string describe_stall(const plan::Plan& plan, const std::vector<const TaskState*>& tasks);
 
 }  // namespace of::protocol

@@ -9,6 +9,9 @@ packages=(
   libdnnl-dev libopenblas-dev nlohmann-json3-dev zlib1g-dev
   python3-torch python3-torchvision python3-onnx python3-numpy graphviz
 )
+# Multi-process runs: ucx-utils has ucx_perftest (benchmarks/bench_transport.py's reference),
+# openmpi-bin the mpirun that test/e2e/ranks_check.py launches ranks with.
+packages+=(ucx-utils openmpi-bin)
 # Training data for the README's main command (issue 3); small and Debian-packaged.
 packages+=(dataset-fashion-mnist)
 sudo=""

@@ -2,18 +2,30 @@
 // The CAF side of the runtime: one event-based actor per TaskState, messages in, TaskState calls
 // out. An actor quits once its task is done; a failure (an exception escaping a handler, which
 // means a broken invariant) sends stop to every actor so that nothing waits forever.
+//
+// In a multi-process run one more actor owns the UCX transport: task actors hand it their
+// messages for other ranks' tasks, and a thread that sleeps on the network's event fd wakes it
+// when something arrived. Another thread watches the bootstrap sockets: one that closes is a
+// rank that died.
 #include "runtime/actors/actor_system.h"
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "common/error.h"
 #include "runtime/actors/messages.h"
+#include "runtime/transport/ucx_transport.h"
 
 namespace of::runtime {
 namespace {
@@ -24,37 +36,65 @@ struct alignas(64) Progress {
 };
 
 struct RunContext {
-  std::vector<caf::actor> actors;  // filled before any actor is started; read-only afterwards
+  std::vector<caf::actor> actors;  // by task id; filled before any actor is started; read-only afterwards
+  caf::actor network;              // the transport actor (a multi-process run), else invalid
+  const transport::RankRoutes* routes = nullptr;
   std::mutex error_mutex;          // taken only on failure
   std::string first_error;
   std::unique_ptr<Progress[]> progress;  // per task; null without a stall watchdog
+  std::atomic<bool> closed{false};       // the actors are gone: what still arrives is dropped
+  std::atomic<bool> tell_ranks{false};   // the failure was this rank's: the others must hear it
 
-  void record(const std::string& message) {
+  // Returns whether this was the first failure.
+  bool record(const std::string& message) {
     std::lock_guard<std::mutex> lock(error_mutex);
-    if (first_error.empty()) first_error = message;
+    if (!first_error.empty()) return false;
+    first_error = message;
+    return true;
+  }
+  bool remote(plan::TaskId t) const { return routes && !routes->local(t); }
+  void stop_local() const {
+    for (const caf::actor& a : actors)
+      if (a) caf::anon_send(a, stop_atom::value);
   }
 };
 
 class CafOutbox final : public Outbox {
  public:
-  CafOutbox(caf::event_based_actor* self, const RunContext* ctx) : self_(self), ctx_(ctx) {}
+  CafOutbox(caf::event_based_actor* self, const RunContext* ctx, plan::TaskId task) : self_(self), ctx_(ctx), task_(task) {}
   void ready(plan::TaskId to, plan::RegstId regst, int32_t slot, int64_t piece) override {
-    self_->send(ctx_->actors[size_t(to)], ready_atom::value, regst, slot, piece);
+    if (ctx_->remote(to)) self_->send(ctx_->network, net_ready_atom::value, task_, to, regst, slot, piece);
+    else self_->send(ctx_->actors[size_t(to)], ready_atom::value, regst, slot, piece);
   }
   void free(plan::TaskId to, plan::RegstId regst, int32_t slot) override {
-    self_->send(ctx_->actors[size_t(to)], free_atom::value, regst, slot);
+    if (ctx_->remote(to)) self_->send(ctx_->network, net_free_atom::value, task_, to, regst, slot);
+    else self_->send(ctx_->actors[size_t(to)], free_atom::value, regst, slot);
   }
   void eos(plan::TaskId to, plan::RegstId regst) override {
-    self_->send(ctx_->actors[size_t(to)], eos_atom::value, regst);
+    if (ctx_->remote(to)) self_->send(ctx_->network, net_eos_atom::value, task_, to, regst);
+    else self_->send(ctx_->actors[size_t(to)], eos_atom::value, regst);
   }
 
  private:
   caf::event_based_actor* self_;
   const RunContext* ctx_;
+  plan::TaskId task_;
 };
 
+// Every failure goes through here: recorded once, every local actor stopped, every other rank
+// told (by the transport actor).
+void fail_run(RunContext* ctx, const std::string& message, bool tell_ranks) {
+  if (!ctx->record(message)) return;
+  if (ctx->closed.load()) return;
+  ctx->stop_local();
+  if (tell_ranks && ctx->routes) {
+    ctx->tell_ranks.store(true);
+    caf::anon_send(ctx->network, net_stop_atom::value, message);
+  }
+}
+
 caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskState* task) {
-  auto outbox = std::make_shared<CafOutbox>(self, ctx);
+  auto outbox = std::make_shared<CafOutbox>(self, ctx, task->id());
   // Every handler runs the protocol step, then quits when the task is done.
   Progress* progress = ctx->progress ? &ctx->progress[size_t(task->id())] : nullptr;
   auto step = [self, ctx, task, progress](auto&& fn) {
@@ -62,8 +102,8 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
     try {
       fn();
     } catch (const std::exception& e) {
-      ctx->record(fmt::format("task {} ({}): {}", task->id(), task->label(), e.what()));
-      for (const caf::actor& a : ctx->actors) caf::anon_send(a, stop_atom::value);
+      const std::string where = ctx->routes ? fmt::format("rank {}: ", ctx->routes->rank()) : std::string();
+      fail_run(ctx, fmt::format("{}task {} ({}): {}", where, task->id(), task->label(), e.what()), true);
       self->quit();
       return;
     }
@@ -75,6 +115,68 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
       [=](free_atom, int32_t regst, int32_t slot) { step([&] { task->on_free(regst, slot, *outbox); }); },
       [=](eos_atom, int32_t regst) { step([&] { task->on_eos(regst, *outbox); }); },
       [=](stop_atom) { self->quit(); },
+  };
+}
+
+// Delivers what the network brought to the local task actors.
+class NetworkReceiver final : public transport::UcxTransport::Receiver {
+ public:
+  explicit NetworkReceiver(RunContext* ctx) : ctx_(ctx) {}
+  void deliver(const transport::WireHeader& h) override {
+    if (ctx_->closed.load()) return;  // the end barrier: every task is done
+    const caf::actor& to = ctx_->actors[size_t(h.to_task)];
+    switch (h.kind) {
+      case transport::WireKind::ready: caf::anon_send(to, ready_atom::value, h.regst, h.slot, h.piece); break;
+      case transport::WireKind::free: caf::anon_send(to, free_atom::value, h.regst, h.slot); break;
+      case transport::WireKind::eos: caf::anon_send(to, eos_atom::value, h.regst); break;
+      case transport::WireKind::stop: break;  // failed() gets those
+    }
+  }
+  void failed(const std::string& why) override { fail_run(ctx_, why, false); }
+
+ private:
+  RunContext* ctx_;
+};
+
+// Owns the transport: sends what task actors hand it, progresses it when the event thread says
+// the network has events, and quits once every local task actor has.
+caf::behavior network_actor(caf::event_based_actor* self, RunContext* ctx, transport::UcxTransport* net, const RemoteRun* remote,
+                            int epoll_fd, size_t local_tasks) {
+  auto left = std::make_shared<size_t>(local_tasks);
+  self->set_down_handler([=](const caf::down_msg&) {
+    if (--*left == 0) self->quit();
+  });
+  for (const caf::actor& a : ctx->actors)
+    if (a) self->monitor(a);
+  const int fd = net->fd();
+  auto poll = [=] {
+    net->progress();
+    while (!net->arm()) net->progress();
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u32 = 1;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &ev);
+  };
+  auto guarded = [=](auto&& fn) {
+    try {
+      fn();
+      net->progress();  // pushes out what was just queued
+    } catch (const std::exception& e) {
+      fail_run(ctx, fmt::format("rank {}: network: {}", remote->routes->rank(), e.what()), true);
+    }
+  };
+  return {
+      [=](net_ready_atom, int32_t from, int32_t to, int32_t regst, int32_t slot, int64_t piece) {
+        guarded([&] {
+          const plan::Regst& r = remote->routes->plan().regsts[size_t(regst)];
+          const uint8_t* data = remote->arenas[r.arena] + r.offsets[size_t(slot)];
+          net->ready(from, to, regst, slot, piece, data, r.slot_bytes);
+        });
+      },
+      [=](net_free_atom, int32_t from, int32_t to, int32_t regst, int32_t slot) { guarded([&] { net->free(from, to, regst, slot); }); },
+      [=](net_eos_atom, int32_t from, int32_t to, int32_t regst) { guarded([&] { net->eos(from, to, regst); }); },
+      [=](net_stop_atom, const std::string& why) { guarded([&] { net->stop_all(why); }); },
+      [=](net_poll_atom) { guarded(poll); },
   };
 }
 
@@ -99,11 +201,72 @@ void watch_for_stalls(RunContext& ctx, const plan::Plan& plan, const std::vector
     // waits for whom is told as ofc's deadlock check tells it (the same protocol code).
     std::vector<const TaskState*> views;
     for (const auto& t : tasks) views.push_back(t.get());
-    ctx.record(fmt::format("stalled: no task handled a message for {:.3g} s: {}", stall_seconds, protocol::describe_stall(plan, views)));
-    for (const caf::actor& a : ctx.actors) caf::anon_send(a, stop_atom::value);
+    const std::string where = ctx.routes ? fmt::format("rank {}: ", ctx.routes->rank()) : std::string();
+    fail_run(&ctx, fmt::format("{}stalled: no task handled a message for {:.3g} s: {}", where, stall_seconds, protocol::describe_stall(plan, views)),
+             true);
     return;
   }
 }
+
+// The threads of a multi-process run that wait on file descriptors: one wakes the transport
+// actor when the network has events (a 50 ms tick backs it up, for transports without them);
+// one reports a rank whose bootstrap socket closed. Both end when `stop_fd` is written.
+struct Watchers {
+  int epoll_fd = -1, stop_fd = -1;
+  std::thread network, peers;
+
+  Watchers() {
+    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (epoll_fd < 0 || stop_fd < 0) fail({}, "cannot create the network's event descriptors");
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = 2;
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, stop_fd, &ev);
+  }
+  void start(RunContext* ctx, int net_fd, std::vector<std::pair<int, int32_t>> sockets) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u32 = 1;
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, net_fd, &ev);
+    network = std::thread([this, ctx] {
+      for (;;) {
+        epoll_event got[2];
+        const int n = epoll_wait(epoll_fd, got, 2, 50);
+        bool stop = false;
+        for (int i = 0; i < n; ++i) stop = stop || got[i].data.u32 == 2;
+        if (stop) return;
+        caf::anon_send(ctx->network, net_poll_atom::value);
+      }
+    });
+    peers = std::thread([this, ctx, sockets] {
+      std::vector<pollfd> pfs;
+      for (const auto& [fd, rank] : sockets) pfs.push_back(pollfd{fd, POLLRDHUP, 0});
+      pfs.push_back(pollfd{stop_fd, POLLIN, 0});
+      for (;;) {
+        if (::poll(pfs.data(), pfs.size(), -1) < 0) continue;
+        if (pfs.back().revents) return;
+        for (size_t i = 0; i + 1 < pfs.size(); ++i)
+          if (pfs[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+            fail_run(ctx, fmt::format("rank {} is gone (its connection closed: it exited or was killed)", sockets[i].second), true);
+            pfs[i].fd = -1;  // said once
+          }
+      }
+    });
+  }
+  void stop() {
+    const uint64_t one = 1;
+    if (stop_fd >= 0 && ::write(stop_fd, &one, sizeof one) < 0) {
+    }
+    if (network.joinable()) network.join();
+    if (peers.joinable()) peers.join();
+  }
+  ~Watchers() {
+    stop();
+    if (epoll_fd >= 0) ::close(epoll_fd);
+    if (stop_fd >= 0) ::close(stop_fd);
+  }
+};
 
 }  // namespace
 
@@ -113,23 +276,65 @@ ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<Ta
   cfg.set("scheduler.max-threads", threads);
   cfg.set("scheduler.policy", caf::atom_from_string(options.policy));
   RunContext ctx;
+  const RemoteRun* remote = options.remote;
+  ctx.routes = remote ? remote->routes : nullptr;
   if (options.stall_seconds > 0) ctx.progress = std::make_unique<Progress[]>(tasks.size());
   ActorRunResult result;
+  // A multi-process run: the transport, then every rank meets and learns the others' addresses.
+  NetworkReceiver receiver(&ctx);
+  std::unique_ptr<transport::UcxTransport> net;
+  std::unique_ptr<transport::Bootstrap> boot;
+  std::optional<Watchers> watchers;
+  if (remote) {
+    net = std::make_unique<transport::UcxTransport>(*remote->routes, *remote->landing, receiver);
+    boot = std::make_unique<transport::Bootstrap>(remote->boot, net->address());
+    net->connect(boot->blobs());
+    watchers.emplace();
+  }
   {
     caf::actor_system system{cfg};
-    for (auto& t : tasks) {
-      ctx.actors.push_back(system.spawn(task_actor, &ctx, t.get()));
+    size_t local = 0;
+    ctx.actors.resize(tasks.size());
+    for (size_t i = 0; i < tasks.size(); ++i)
+      if (tasks[i]) {
+        ctx.actors[i] = system.spawn(task_actor, &ctx, tasks[i].get());
+        ++local;
+      }
+    if (remote) {
+      if (local == 0) fail({}, "rank {} runs no task of the plan", remote->routes->rank());
+      ctx.network = system.spawn(network_actor, &ctx, net.get(), remote, watchers->epoll_fd, local);
+      boot->barrier("start");  // every rank's actors exist: the first message may go
+      watchers->start(&ctx, net->fd(), boot->peers());
+      caf::anon_send(ctx.network, net_poll_atom::value);  // arms the event fd
     }
     auto begin = std::chrono::steady_clock::now();
-    for (const caf::actor& a : ctx.actors) caf::anon_send(a, start_atom::value);
+    for (const caf::actor& a : ctx.actors)
+      if (a) caf::anon_send(a, start_atom::value);
     std::atomic<bool> finished{false};
     std::thread watchdog;
     if (ctx.progress) watchdog = std::thread([&] { watch_for_stalls(ctx, plan, tasks, options.stall_seconds, finished); });
     system.await_all_actors_done();
     finished.store(true);
     if (watchdog.joinable()) watchdog.join();
+    if (watchers) watchers->stop();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    ctx.closed.store(true);
     ctx.actors.clear();
+    ctx.network = caf::actor();
+  }
+  if (remote) {
+    if (ctx.first_error.empty()) {
+      // Every rank meets once its tasks are done: then every message any task needed has
+      // arrived. Waiting, this rank keeps UCX going for ranks still receiving from it.
+      try {
+        boot->barrier("end", [&] { net->progress(); });
+      } catch (const Error& e) {
+        ctx.record(fmt::format("rank {}: {}", remote->routes->rank(), e.what()));
+      }
+    } else if (ctx.tell_ranks.load()) {
+      net->stop_all(ctx.first_error);  // if the transport actor had not yet
+      net->flush(1.0);                 // lets it go out before the endpoints close
+    }
   }
   result.error = ctx.first_error;
   return result;

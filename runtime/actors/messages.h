@@ -12,5 +12,11 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;  // (regst, slot, pie
 using free_atom = caf::atom_constant<caf::atom("free")>;    // (regst, slot)
 using eos_atom = caf::atom_constant<caf::atom("eos")>;      // (regst)
 using stop_atom = caf::atom_constant<caf::atom("stop")>;    // a task failed: everyone quits
+// To the transport actor (a multi-process run): a message for a task of another rank.
+using net_ready_atom = caf::atom_constant<caf::atom("netready")>;  // (from, to, regst, slot, piece)
+using net_free_atom = caf::atom_constant<caf::atom("netfree")>;    // (from, to, regst, slot)
+using net_eos_atom = caf::atom_constant<caf::atom("neteos")>;      // (from, to, regst)
+using net_stop_atom = caf::atom_constant<caf::atom("netstop")>;    // (why): tell every rank
+using net_poll_atom = caf::atom_constant<caf::atom("netpoll")>;    // the network has events
 
 }  // namespace of::runtime

@@ -16,7 +16,8 @@ void write_chrome_trace(const std::string& path, const plan::Plan& p,
                         const std::vector<std::unique_ptr<TaskState>>& tasks) {
   int64_t t0 = std::numeric_limits<int64_t>::max();
   for (const auto& t : tasks)
-    for (const ActRecord& r : t->trace()) t0 = std::min(t0, r.begin_ns);
+    if (t)
+      for (const ActRecord& r : t->trace()) t0 = std::min(t0, r.begin_ns);
   // Streamed by hand: a trace holds pieces x tasks slices, too many for a JSON DOM.
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
@@ -24,18 +25,31 @@ void write_chrome_trace(const std::string& path, const plan::Plan& p,
     if (!first) out += ",\n";
     first = false;
   };
+  // One process row per rank (a multi-process run writes this rank's tasks only).
+  std::vector<int32_t> ranks;
+  for (const auto& t : tasks)
+    if (t) {
+      const int32_t rank = p.devices[size_t(p.tasks[size_t(t->id())].device)].rank;
+      if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
+    }
+  for (int32_t rank : ranks) {
+    sep();
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"rank {}\"}}}}", rank, rank);
+  }
   for (const auto& t : tasks) {
+    if (!t) continue;
     const plan::Task& task = p.tasks[size_t(t->id())];
+    const int32_t pid = p.devices[size_t(task.device)].rank;
     std::string label = nlohmann::json(fmt::format("{} {}", task.id, task.name)).dump();
     sep();
-    out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{},\"args\":{{\"name\":{}}}}}", task.id, label);
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", pid, task.id, label);
     sep();
-    out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":0,\"tid\":{},\"args\":{{\"sort_index\":{}}}}}", task.id, task.id);
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}", pid, task.id, task.id);
     std::string name = nlohmann::json(fmt::format("{} {}", task.id, task.op)).dump();
     for (const ActRecord& r : t->trace()) {
       sep();
-      out += fmt::format("{{\"ph\":\"X\",\"name\":{},\"pid\":0,\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"piece\":{}}}}}",
-                         name, task.id, double(r.begin_ns - t0) / 1e3, double(r.end_ns - r.begin_ns) / 1e3, r.piece);
+      out += fmt::format("{{\"ph\":\"X\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"piece\":{}}}}}",
+                         name, pid, task.id, double(r.begin_ns - t0) / 1e3, double(r.end_ns - r.begin_ns) / 1e3, r.piece);
     }
   }
   out += "\n]}\n";

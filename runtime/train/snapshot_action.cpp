@@ -6,6 +6,7 @@ namespace of::runtime::train {
 void SnapshotAction::act(int64_t piece, const void* const*, void* const*) {
   // Version `piece` holds the state after this run's first `piece` pieces; piece 0 is what the
   // run started from, already on disk or in the weights file.
+  last_version_ = piece;
   const int64_t global = base_.pieces + piece;
   if (!writer_ || every_ <= 0 || piece == 0 || global % (int64_t(base_.micro_batches) * every_) != 0) return;
   CheckpointState s = base_;

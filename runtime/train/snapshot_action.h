@@ -23,6 +23,8 @@ class SnapshotAction final : public Action {
       : inst_(inst), writer_(writer), every_(every), base_(std::move(base)), pieces_per_epoch_(pieces_per_epoch) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;
   int64_t saved() const { return saved_; }
+  // The last version acted on: the state after that many pieces of this run (-1: none yet).
+  int64_t last_version() const { return last_version_; }
 
  private:
   const PlanInstance& inst_;
@@ -31,6 +33,7 @@ class SnapshotAction final : public Action {
   CheckpointState base_;  // seed, batch, model, data; step and position are filled per save
   int64_t pieces_per_epoch_;
   int64_t saved_ = 0;
+  int64_t last_version_ = -1;
 };
 
 }  // namespace of::runtime::train

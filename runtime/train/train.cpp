@@ -157,7 +157,8 @@ double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& ac
               const std::string& trace_path = {}) {
   return runtime::stream(inst, actions, pieces,
                          StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
-                                       .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report})
+                                       .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report,
+                                       .boot = o.boot})
       .seconds;
 }
 
@@ -270,8 +271,13 @@ void check_resumable(const LoadedCheckpoint& c, const plan::Plan& p, const Train
 }  // namespace
 
 Report run_training(const TrainOptions& o) {
-  PlanInstance inst(o.plan_path);
+  PlanInstance inst(o.plan_path, o.rank);
   const plan::Plan& p = inst.plan();
+  // In a multi-process run each rank does its tasks' part: the sink's rank logs and writes
+  // metrics, the snapshot's saves checkpoints (and evaluates: it holds every rank's weights).
+  const bool logs = inst.runs(inst.sink());
+  const bool saves = inst.snapshot() ? inst.runs(*inst.snapshot()) : inst.rank() <= 0;
+  if (inst.rank() >= 0 && !o.train) fail({}, "evaluation alone runs in one process: drop --rank/--world/--launch-local");
   if (p.job.kind != plan::JobKind::train)
     fail({.file = o.plan_path}, "is not a training plan (compile with ofc --train; feed inference plans with --input)");
   if (o.epochs < 0 || o.steps < 0) fail({}, "--epochs and --steps must be positive");
@@ -292,10 +298,10 @@ Report run_training(const TrainOptions& o) {
   if (o.eval)
     for (const std::string& f : data_files(eval_spec(o))) inputs.push_back({f, "the evaluation data"});
   refuse_outputs_over_inputs({{o.metrics_path, "--metrics"}, {o.trace_path, "--trace"}}, inputs);
-  if (!o.metrics_path.empty() && o.train) check_can_create(o.metrics_path, "--metrics");
+  if (!o.metrics_path.empty() && o.train && logs) check_can_create(o.metrics_path, "--metrics");
   if (!o.trace_path.empty() && o.train) check_can_create(o.trace_path, "--trace");
   std::optional<CheckpointWriter> writer;
-  if (o.train && !o.checkpoint_dir.empty()) {
+  if (o.train && !o.checkpoint_dir.empty() && saves) {
     writer.emplace(o.checkpoint_dir, o.resume, o.overwrite);
     writer->check_space(checkpoint_bytes(inst));
   }
@@ -344,16 +350,17 @@ Report run_training(const TrainOptions& o) {
     const LrSchedule schedule = LrSchedule::parse(p.job.schedule, p.job.lr);
 
     std::FILE* metrics = nullptr;
-    if (!o.metrics_path.empty() && o.resume) keep_metrics_through(o.metrics_path, tr.first_step);
-    const bool metrics_created = !o.metrics_path.empty() && (!o.resume || !std::filesystem::exists(o.metrics_path));
-    if (!o.metrics_path.empty()) {
+    const std::string metrics_path = logs ? o.metrics_path : std::string();
+    if (!metrics_path.empty() && o.resume) keep_metrics_through(metrics_path, tr.first_step);
+    const bool metrics_created = !metrics_path.empty() && (!o.resume || !std::filesystem::exists(metrics_path));
+    if (!metrics_path.empty()) {
       // Appending: a resumed run continues the same file.
       metrics = std::fopen(o.metrics_path.c_str(), o.resume ? "a" : "w");
       if (!metrics) fail({.file = o.metrics_path}, "cannot open for writing: {}", std::strerror(errno));
       std::setvbuf(metrics, nullptr, _IOLBF, 1 << 16);
     }
     std::unique_ptr<std::FILE, FileCloser> metrics_guard(metrics);
-    const int64_t log_every = o.log_every >= 0 ? o.log_every : (metrics ? 1 : (o.live ? 0 : 100));
+    const int64_t log_every = !logs ? 0 : o.log_every >= 0 ? o.log_every : (metrics ? 1 : (o.live ? 0 : 100));
 
     CheckpointState base{.step = tr.first_step, .pieces = tr.first_step * k, .epoch = 0, .seed = seed, .micro_batches = k,
                          .batch = batch, .model = p.model, .data = o.data};
@@ -365,9 +372,10 @@ Report run_training(const TrainOptions& o) {
                                                                  .log_every = log_every, .live = o.live, .metrics = metrics,
                                                                  .schedule = schedule, .stop = &g_interrupt});
     TrainSinkAction* progress = sink.get();
-    std::unique_ptr<Action> snapshot;
+    std::unique_ptr<SnapshotAction> snapshot;
     if (inst.snapshot())
       snapshot = std::make_unique<SnapshotAction>(inst, writer ? &*writer : nullptr, o.checkpoint_every, base, pieces_per_epoch);
+    SnapshotAction* snapshots = snapshot.get();
     auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads,
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
@@ -376,10 +384,18 @@ Report run_training(const TrainOptions& o) {
       tr.interrupted = g_interrupt.load();
       tr.signal = g_signal.load();
     }
-    progress->finish();
-    tr.steps = progress->steps_done();
+    tr.reported = logs;
+    if (logs) {
+      progress->finish();
+      tr.steps = progress->steps_done();
+      tr.last_loss = progress->last_loss();
+    } else if (saves && snapshots) {
+      tr.steps = snapshots->last_version() / k;  // the state after that many pieces came last
+    } else {  // this rank ran neither the sink nor the snapshot: nothing to report or save
+      report.train = tr;
+      return report;
+    }
     tr.samples = tr.steps * k * batch;
-    tr.last_loss = progress->last_loss();
     if (writer && tr.steps > 0) {
       CheckpointState s = base;
       s.step = tr.first_step + tr.steps;
@@ -387,7 +403,7 @@ Report run_training(const TrainOptions& o) {
       s.epoch = s.pieces / pieces_per_epoch;
       tr.checkpoint = writer->save(inst, s);
     }
-    if (!progress->write_error().empty()) {
+    if (logs && !progress->write_error().empty()) {
       metrics_guard.reset();
       // A metrics file this run created that holds not one whole line is no output at all.
       if (metrics_created) {
@@ -398,7 +414,7 @@ Report run_training(const TrainOptions& o) {
            tr.checkpoint.empty() ? std::string() : ", checkpoint " + tr.checkpoint);
     }
     report.train = tr;
-    if (o.eval && !tr.interrupted) report.eval = evaluate(inst, WeightSource{.trained = &inst}, o, std::move(eval_dataset));
+    if (o.eval && !tr.interrupted && saves) report.eval = evaluate(inst, WeightSource{.trained = &inst}, o, std::move(eval_dataset));
   } else {
     WeightSource from{.trained = nullptr, .checkpoint = ckpt ? &*ckpt : nullptr, .init = init ? &*init : nullptr, .init_path = o.init_path};
     report.eval = evaluate(inst, from, o);

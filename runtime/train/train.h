@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/transport/bootstrap.h"
+
 namespace of::runtime::train {
 
 struct TrainOptions {
@@ -37,6 +39,11 @@ struct TrainOptions {
   bool memory_report = false;      // print each arena's high-water mark after training
   double stall_seconds = 0;        // > 0: fail a run in which no task acts for this long
   std::string gemm = "onednn";     // or "openblas": PyTorch's summation order
+  // A multi-process run: this process is rank `rank` (-1: one process runs every rank); the
+  // ranks meet as `boot` says. Each rank runs its own tasks; the source's rank streams the data,
+  // the sink's logs and writes metrics, the snapshot's writes checkpoints and evaluates.
+  int32_t rank = -1;
+  transport::BootstrapOptions boot;
 };
 
 struct TrainReport {
@@ -49,6 +56,7 @@ struct TrainReport {
   bool interrupted = false;
   int signal = 0;          // the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP), or 0
   std::string checkpoint;  // the folder saved at the end, if any
+  bool reported = true;    // false: this rank runs no sink, so the figures above are not its
 };
 
 struct EvalReport {

@@ -249,8 +249,10 @@ Bootstrap::Bootstrap(const BootstrapOptions& o, const std::vector<uint8_t>& mine
     fds_.push_back(connect_to(o.host, o.port, deadline, o.timeout_s));
     if (!send_frame(fds_[0], 'H', encode_hello(me))) fail({}, "bootstrap: rank {}: the coordinator {}:{} closed the connection", o.rank, o.host, o.port);
     std::string why;
-    std::optional<Frame> f = read_frame(fds_[0], deadline, &why);
-    if (!f) fail({}, "bootstrap: rank {}: no answer from the coordinator {}:{} within {:g} s ({})", o.rank, o.host, o.port, o.timeout_s, why);
+    // A little longer than rank 0 waits for the others: then it hears rank 0 say who is missing.
+    const Clock::time_point answer_by = deadline + std::chrono::seconds(5);
+    std::optional<Frame> f = read_frame(fds_[0], answer_by, &why);
+    if (!f) fail({}, "bootstrap: rank {}: no answer from the coordinator {}:{} within {:g} s ({})", o.rank, o.host, o.port, o.timeout_s + 5, why);
     if (f->type == 'E') fail({}, "bootstrap: {}", std::string(f->payload.begin(), f->payload.end()));
     Reader r{f->payload};
     if (f->type != 'A' || r.u32() != uint32_t(o.world)) fail({}, "bootstrap: rank {}: the coordinator's answer is not an address table", o.rank);
@@ -342,12 +344,24 @@ std::vector<std::pair<int, int32_t>> Bootstrap::peers() const {
   return out;
 }
 
-void Bootstrap::barrier(const std::string& name) {
+void Bootstrap::barrier(const std::string& name, const std::function<void()>& idle) {
   if (o_.world == 1) return;
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.timeout_s));
   std::string why;
+  const int tick_ms = idle ? 10 : -1;
+  auto wait = [&](pollfd* pfs, size_t n) {  // poll until one is readable or the deadline; -1 on EINTR
+    for (;;) {
+      const int left = remaining_ms(deadline);
+      const int r = ::poll(pfs, n, tick_ms < 0 ? left : std::min(left, tick_ms));
+      if (r != 0 || left == 0) return r;
+      idle();
+    }
+  };
   if (o_.rank != 0) {
     if (!send_frame(fds_[0], 'B', name)) fail({}, "barrier '{}': rank 0 is gone", name);
+    pollfd pf{fds_[0], POLLIN, 0};
+    while (wait(&pf, 1) < 0) {
+    }
     std::optional<Frame> f = read_frame(fds_[0], deadline, &why);
     if (!f) fail({}, "barrier '{}': rank 0 did not release it within {:g} s ({})", name, o_.timeout_s, why);
     if (f->type == 'E') fail({}, "barrier '{}': {}", name, std::string(f->payload.begin(), f->payload.end()));
@@ -365,8 +379,8 @@ void Bootstrap::barrier(const std::string& name) {
         pfs.push_back(pollfd{fds_[r], POLLIN, 0});
         ranks.push_back(int32_t(r));
       }
-    const int n = ::poll(pfs.data(), pfs.size(), remaining_ms(deadline));
-    if (n < 0 && errno == EINTR) continue;
+    const int n = wait(pfs.data(), pfs.size());
+    if (n < 0) continue;
     if (n == 0) {
       const std::string missing = missing_ranks(fds_, arrived);
       for (size_t r = 1; r < fds_.size(); ++r)

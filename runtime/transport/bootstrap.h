@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,7 +43,9 @@ class Bootstrap {
   // Every rank's blob, indexed by rank.
   const std::vector<std::vector<uint8_t>>& blobs() const { return blobs_; }
   // Returns once every rank reached the barrier `name`; throws naming those that did not.
-  void barrier(const std::string& name);
+  // `idle`, if given, runs every 10 ms while waiting (the end barrier keeps UCX progressing, so
+  // that what this rank still sends reaches ranks that are not done yet).
+  void barrier(const std::string& name, const std::function<void()>& idle = {});
   // The sockets that close when a peer dies, with its rank: rank 0 has one per rank, the
   // others one (to rank 0).
   std::vector<std::pair<int, int32_t>> peers() const;

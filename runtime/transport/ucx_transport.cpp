@@ -4,6 +4,7 @@
 #include <ucp/api/ucp.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <cstring>
@@ -31,12 +32,14 @@ struct UcxTransport::Impl {
     uint8_t header[kWireHeaderBytes];
     std::string text;
     int32_t to_rank = -1;
+    void* request = nullptr;  // UCX's, while in flight
     Send* next_free = nullptr;
   };
   // A large ready whose bytes UCX is still fetching into its landing slot.
   struct Receive {
     Impl* owner = nullptr;
     WireHeader header;
+    void* request = nullptr;
     Receive* next_free = nullptr;
   };
   // Per edge into this rank: the next sequence number to deliver and those that came early
@@ -80,6 +83,7 @@ struct UcxTransport::Impl {
     return s;
   }
   void give_send(Send* s) {
+    s->request = nullptr;
     s->text.clear();
     s->next_free = free_sends;
     free_sends = s;
@@ -96,15 +100,18 @@ struct UcxTransport::Impl {
     return r;
   }
   void give_receive(Receive* r) {
+    r->request = nullptr;
     r->next_free = free_receives;
     free_receives = r;
   }
 
-  void fail_run(int32_t rank, const std::string& why) {
+  // A failure this rank saw (`why` says what; "rank R: " is prefixed), or, relayed, another's.
+  void fail_run(const std::string& why, bool relayed = false) {
     if (failed) return;
     failed = true;
-    receiver.failed(rank, why);
+    receiver.failed(relayed ? why : fmt::format("rank {}: {}", routes.rank(), why));
   }
+  bool stop_sent = false;
 
   void send(int32_t to_rank, const WireHeader& h, const void* data, size_t bytes, std::string text = {});
   void landed(const WireHeader& h) {
@@ -117,7 +124,6 @@ struct UcxTransport::Impl {
 
   static void on_sent(void* request, ucs_status_t status, void* user_data);
   static void on_received(void* request, ucs_status_t status, size_t length, void* user_data);
-  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   static ucs_status_t on_message(void* arg, const void* header, size_t header_length, void* data, size_t length,
                                  const ucp_am_recv_param_t* param);
 };
@@ -141,10 +147,12 @@ void UcxTransport::Impl::send(int32_t to_rank, const WireHeader& h, const void* 
   ucs_status_ptr_t r = ucp_am_send_nbx(ep, kAmId, s->header, kWireHeaderBytes, data, bytes, &p);
   if (r == nullptr) {
     give_send(s);
-  } else if (UCS_PTR_IS_ERR(r)) {
+  } else if (!UCS_PTR_IS_ERR(r)) {
+    s->request = r;
+  } else {
     give_send(s);
     if (h.kind != WireKind::stop)
-      fail_run(to_rank, fmt::format("sending to rank {} failed: {}", to_rank, ucs_status_string(UCS_PTR_STATUS(r))));
+      fail_run(fmt::format("sending to rank {} failed: {}", to_rank, ucs_status_string(UCS_PTR_STATUS(r))));
   }
 }
 
@@ -155,7 +163,7 @@ void UcxTransport::Impl::on_sent(void* request, ucs_status_t status, void* user_
   self->give_send(s);
   ucp_request_free(request);
   if (status != UCS_OK && status != UCS_ERR_CANCELED)
-    self->fail_run(to, fmt::format("sending to rank {} failed: {}", to, ucs_status_string(status)));
+    self->fail_run(fmt::format("sending to rank {} failed: {}", to, ucs_status_string(status)));
 }
 
 void UcxTransport::Impl::on_received(void* request, ucs_status_t status, size_t, void* user_data) {
@@ -165,17 +173,10 @@ void UcxTransport::Impl::on_received(void* request, ucs_status_t status, size_t,
   self->give_receive(r);
   ucp_request_free(request);
   if (status != UCS_OK) {
-    self->fail_run(h.from_rank, fmt::format("receiving register {} from rank {} failed: {}", h.regst, h.from_rank, ucs_status_string(status)));
+    self->fail_run(fmt::format("receiving register {} from rank {} failed: {}", h.regst, h.from_rank, ucs_status_string(status)));
     return;
   }
   self->landed(h);
-}
-
-void UcxTransport::Impl::on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
-  auto* self = static_cast<Impl*>(arg);
-  for (size_t r = 0; r < self->eps.size(); ++r)
-    if (self->eps[r] == ep)
-      self->fail_run(int32_t(r), fmt::format("lost the connection to rank {} ({})", r, ucs_status_string(status)));
 }
 
 ucs_status_t UcxTransport::Impl::on_message(void* arg, const void* header, size_t header_length, void* data, size_t length,
@@ -186,12 +187,12 @@ ucs_status_t UcxTransport::Impl::on_message(void* arg, const void* header, size_
   const std::optional<WireHeader> h = decode(header, header_length, &why);
   if (h) why = self->routes.check(*h, length);
   if (!h || !why.empty()) {
-    self->fail_run(h ? h->from_rank : -1, fmt::format("refused a message{}: {}", h ? fmt::format(" from rank {}", h->from_rank) : "", why));
+    self->fail_run(fmt::format("refused a message{}: {}", h ? fmt::format(" from rank {}", h->from_rank) : "", why));
     return UCS_OK;
   }
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   if (h->kind == WireKind::stop) {
-    self->fail_run(h->from_rank, rndv ? std::string("it failed") : std::string(static_cast<const char*>(data), length));
+    self->fail_run(rndv ? fmt::format("rank {} failed", h->from_rank) : std::string(static_cast<const char*>(data), length), true);
     return UCS_OK;
   }
   if (h->kind != WireKind::ready || !h->has_data) {
@@ -200,7 +201,7 @@ ucs_status_t UcxTransport::Impl::on_message(void* arg, const void* header, size_
   }
   const std::vector<uint8_t*>& slots = self->landing[size_t(h->regst)];
   if (slots.size() <= size_t(h->slot)) {  // check() passed it, so the plan lands it here: a broken invariant
-    self->fail_run(h->from_rank, fmt::format("register {} has no landing slot {} on rank {}", h->regst, h->slot, self->routes.rank()));
+    self->fail_run(fmt::format("register {} has no landing slot {}", h->regst, h->slot));
     return UCS_OK;
   }
   if (!rndv) {
@@ -218,9 +219,11 @@ ucs_status_t UcxTransport::Impl::on_message(void* arg, const void* header, size_
   if (s == nullptr) {
     self->give_receive(r);
     self->landed(*h);
-  } else if (UCS_PTR_IS_ERR(s)) {
+  } else if (!UCS_PTR_IS_ERR(s)) {
+    r->request = s;
+  } else {
     self->give_receive(r);
-    self->fail_run(h->from_rank, fmt::format("receiving register {} from rank {}: {}", h->regst, h->from_rank, ucs_status_string(UCS_PTR_STATUS(s))));
+    self->fail_run(fmt::format("receiving register {} from rank {}: {}", h->regst, h->from_rank, ucs_status_string(UCS_PTR_STATUS(s))));
   }
   return UCS_OK;
 }
@@ -233,7 +236,7 @@ void UcxTransport::Impl::arrived(const WireHeader& h) {
   const int32_t edge = routes.edge(h.to_task, h.regst);
   Inbound& in = inbound[size_t(edge)];
   if (h.seq < in.next || h.seq - in.next >= in.early.size()) {
-    fail_run(h.from_rank, fmt::format("message {} on register {} to task {} is out of order (next is {})", h.seq, h.regst, h.to_task, in.next));
+    fail_run(fmt::format("message {} on register {} to task {} is out of order (next is {})", h.seq, h.regst, h.to_task, in.next));
     return;
   }
   const size_t at = size_t(h.seq % in.early.size());
@@ -261,6 +264,11 @@ UcxTransport::UcxTransport(const RankRoutes& routes, const std::vector<std::vect
   Impl& m = *impl_;
   ucp_config_t* config = nullptr;
   check_ucs(ucp_config_read(nullptr, nullptr, &config), "reading the configuration");
+  // Unless UCX_TLS says otherwise: every transport but CMA. Without peer error mode (see
+  // connect()) a CMA read from a rank that died aborts this process inside UCX, where the run
+  // controller would have named the rank; and shared memory without CMA is the faster of the
+  // two here for large slots (../shared/DEPS.md).
+  if (!std::getenv("UCX_TLS")) check_ucs(ucp_config_modify(config, "TLS", "^cma"), "leaving out CMA");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -298,6 +306,14 @@ UcxTransport::UcxTransport(const RankRoutes& routes, const std::vector<std::vect
 
 UcxTransport::~UcxTransport() {
   Impl& m = *impl_;
+  // A failed run leaves messages in flight: cancelled, their callbacks give their entries back.
+  m.failed = true;
+  for (Impl::Send& s : m.sends)
+    if (s.request) ucp_request_cancel(m.worker, s.request);
+  for (Impl::Receive& r : m.receives)
+    if (r.request) ucp_request_cancel(m.worker, r.request);
+  for (int i = 0; i < 1000 && ucp_worker_progress(m.worker) != 0; ++i) {
+  }
   for (ucp_ep_h& ep : m.eps) {
     if (!ep) continue;
     ucp_request_param_t p{};
@@ -329,11 +345,12 @@ void UcxTransport::connect(const std::vector<std::vector<uint8_t>>& addresses) {
   for (size_t r = 0; r < addresses.size(); ++r) {
     if (int32_t(r) == m.routes.rank()) continue;
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    // No peer error mode: UCX's shared-memory transports cannot give it, and would be left out.
+    // A peer that dies is noticed by its bootstrap socket closing (the run controller); a send
+    // that fails still fails the run here.
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     ep.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data());
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = Impl::on_peer_error;
-    ep.err_handler.arg = &m;
+    ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     const ucs_status_t s = ucp_ep_create(m.worker, &ep, &m.eps[r]);
     if (s != UCS_OK) fail({}, "UCX: connecting to rank {}: {}", r, ucs_status_string(s));
   }
@@ -372,6 +389,8 @@ void UcxTransport::eos(plan::TaskId from, plan::TaskId to, plan::RegstId regst) 
 
 void UcxTransport::stop_all(const std::string& why) {
   Impl& m = *impl_;
+  if (m.stop_sent) return;
+  m.stop_sent = true;
   const std::string text = why.substr(0, kMaxStopTextBytes);
   for (size_t r = 0; r < m.eps.size(); ++r)
     if (int32_t(r) != m.routes.rank()) m.send(int32_t(r), WireHeader{.kind = WireKind::stop, .from_rank = m.routes.rank()}, nullptr, 0, text);
@@ -401,21 +420,6 @@ bool UcxTransport::flush(double seconds) {
   while (m.in_flight > 0) {
     ucp_worker_progress(m.worker);
     if (std::chrono::steady_clock::now() > until) return false;
-  }
-  for (ucp_ep_h ep : m.eps) {
-    if (!ep) continue;
-    ucp_request_param_t p{};
-    ucs_status_ptr_t r = ucp_ep_flush_nbx(ep, &p);
-    if (r == nullptr || UCS_PTR_IS_ERR(r)) continue;
-    while (ucp_request_check_status(r) == UCS_INPROGRESS) {
-      ucp_worker_progress(m.worker);
-      if (std::chrono::steady_clock::now() > until) {
-        ucp_request_cancel(m.worker, r);
-        ucp_request_free(r);
-        return false;
-      }
-    }
-    ucp_request_free(r);
   }
   return true;
 }

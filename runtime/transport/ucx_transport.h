@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The protocol's messages between ranks, over UCX active messages (Debian's libucx: shared
-// memory, TCP, CMA; UCX_TLS selects). One worker per rank, one endpoint per other rank.
+// memory, TCP, CMA; UCX_TLS selects). One worker per rank, one endpoint per other rank. A rank
+// that dies is noticed by the bootstrap's sockets, not here (UCX's shared memory cannot tell).
 //
 // Not thread-safe: one owner (the transport actor, actors/actor_system.cpp) calls everything.
 // It never busy-polls: the owner progresses when fd() is readable, then arm()s again.
@@ -30,9 +31,10 @@ class UcxTransport {
     virtual ~Receiver() = default;
     // A checked ready, free or end of stream for local task h.to_task (data, if any, landed).
     virtual void deliver(const WireHeader& h) = 0;
-    // Another rank stopped the run (its reason), or the network did: a peer is gone, or sent
-    // something this rank refuses. The run must stop.
-    virtual void failed(int32_t rank, const std::string& why) = 0;
+    // Another rank stopped the run (its reason, as it said it), or the network did: a peer is
+    // gone, or sent something this rank refuses ("rank R: ..." naming this rank). The run must
+    // stop. Said once.
+    virtual void failed(const std::string& why) = 0;
   };
 
   // `landing[r][s]`: where slot s of register r lands here (one entry per plan register, empty
@@ -53,7 +55,7 @@ class UcxTransport {
              uint64_t bytes);
   void free(plan::TaskId from, plan::TaskId to, plan::RegstId regst, int32_t slot);
   void eos(plan::TaskId from, plan::TaskId to, plan::RegstId regst);
-  // Tells every other rank that this one failed (best effort: a peer may be gone).
+  // Tells every other rank that the run failed, and why (once; best effort: a peer may be gone).
   void stop_all(const std::string& why);
 
   // Runs UCX's progress until nothing is left to do now; delivers what arrived.
@@ -61,8 +63,8 @@ class UcxTransport {
   // Asks for a wakeup on fd() at the next event: false when events are pending (progress again).
   bool arm();
   int fd() const;
-  // Blocks (progressing) until every message sent so far has completed, at most `seconds`;
-  // false on timeout.
+  // Blocks (progressing) until every message sent so far has left, at most `seconds`; false on
+  // timeout. Local completion only: a peer that already stopped progressing cannot delay it.
   bool flush(double seconds);
 
   struct Impl;

@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""One plan, any number of processes: the losses are one process's bit for bit.
+
+Each case compiles a plan over R ranks (ofc --devices RxD:cpu), trains it in one process and as
+R processes (ofrun --launch-local, or the launchers' variables), and compares the metrics files
+line by line. And the run controller: a rank killed mid-run, a rank with another plan, a rank that
+never comes, a stray connection to the coordinator.
+
+  ranks_check.py --bin BUILD/cli --work DIR CHECK       (CHECK: --list shows them)
+
+Checks named mlp:* run every configuration as 2 processes over UCX shared memory and TCP;
+cnn:* and lm:* one configuration as 4. `all-configs` runs every configuration of every model as
+2 and 4 processes over both transports (minutes; not in CI).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+CONFIGS = {  # name: (ofc flags, micro-batches)
+    "dp2": ("--devices 2x1:cpu --dp 2", 1),
+    "tp2": ("--devices 2x1:cpu --tp 2", 1),
+    "pp2": ("--devices 2x1:cpu --pp 2", 4),
+    "dp2xtp2": ("--devices 2x2:cpu --dp 2 --tp 2", 1),
+    "dp2xpp2": ("--devices 2x2:cpu --dp 2 --pp 2", 4),
+    "dp4": ("--devices 4x1:cpu --dp 4", 1),
+    "dp2xpp2-4ranks": ("--devices 4x1:cpu --dp 2 --pp 2", 4),
+    "dp2xtp2-4ranks": ("--devices 4x1:cpu --dp 2 --tp 2", 1),
+}
+STEPS = 6
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("check", nargs="?")
+    p.add_argument("--list", action="store_true")
+    return p.parse_args()
+
+
+class Failure(Exception):
+    pass
+
+
+def run(cmd, env=None, timeout=120, cwd=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def losses(path):
+    with open(path) as f:
+        return [json.loads(line)["loss"] for line in f]
+
+
+class Case:
+    def __init__(self, args, name):
+        self.bin, self.work = args.bin, os.path.join(args.work, name.replace(":", "-"))
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+
+    def tool(self, name):
+        return os.path.join(self.bin, name)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def data(self, model):
+        """The --data spec and ofc flags of a model: random samples made here (numpy)."""
+        import numpy as np
+        rng = np.random.default_rng(0)
+        here = os.path.dirname(os.path.abspath(__file__))
+        fixtures = os.path.join(here, "..", "fixtures")
+        if model == "lm":
+            return os.path.join(fixtures, "lm.onnx"), f"tokens:{os.path.join(fixtures, 'lm_corpus.u16')},dtype=uint16"
+        shape, onnx = {"mlp": ((784,), "mlp.onnx"), "cnn": ((3, 32, 32), "cnn.onnx")}[model]
+        x, y = self.path("x.npy"), self.path("y.npy")
+        np.save(x, rng.standard_normal((512,) + shape).astype(np.float32))
+        np.save(y, rng.integers(0, 10, (512,)).astype(np.int64))
+        return os.path.join(fixtures, onnx), f"npy:{x},{y}"
+
+    def compile(self, onnx, flags, k, name="p.ofp"):
+        plan = self.path(name)
+        rc, out, err = run([self.tool("ofc"), onnx, "-o", plan, "--train", "--loss", "cross_entropy", "--optimizer",
+                            "sgd:lr=0.05,momentum=0.9", "--micro-batches", str(k), *flags.split()])
+        if rc != 0:
+            raise Failure(f"ofc {flags}: {err.strip()}")
+        return plan
+
+    def train(self, plan, data, metrics, extra=(), env=None, timeout=120):
+        rc, out, err = run([self.tool("ofrun"), plan, "--data", data, "--steps", str(STEPS), "--no-shuffle", "--metrics", metrics,
+                            "--stall-timeout", "30", *extra], env=env, timeout=timeout)
+        if rc != 0:
+            raise Failure(f"ofrun {' '.join(extra)} (env {env}): exit {rc}:\n{out}{err}")
+        return out + err
+
+
+def same_losses(case, plan, data, launch_envs):
+    one = case.path("one.jsonl")
+    case.train(plan, data, one)
+    want = losses(one)
+    if len(want) != STEPS:
+        raise Failure(f"one process logged {len(want)} steps, not {STEPS}")
+    for label, extra, env in launch_envs:
+        got_path = case.path(f"{label}.jsonl")
+        if os.path.exists(got_path):
+            os.remove(got_path)
+        log = case.train(plan, data, got_path, extra, env)
+        got = losses(got_path)
+        if got != want:
+            raise Failure(f"{label}: losses differ from one process:\n  one:  {want}\n  {label}: {got}\n{log}")
+        print(f"ranks {label}: {len(got)} steps, losses identical to one process (last {got[-1]:.6f})")
+
+
+def check_config(args, model, config, transports=("sm", "tcp")):
+    case = Case(args, f"{model}-{config}")
+    onnx, data = case.data(model)
+    flags, k = CONFIGS[config]
+    plan = case.compile(onnx, flags, k)
+    same_losses(case, plan, data, [(f"{config}-{t}", ["--launch-local"], {"UCX_TLS": t}) for t in transports])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_ranks(case, plans, data, env_of, extra=()):
+    """Starts rank r of len(plans) with plans[r] and the environment env_of(r)."""
+    procs = []
+    for r, plan in enumerate(plans):
+        e = dict(os.environ)
+        e.update(env_of(r))
+        procs.append(subprocess.Popen([case.tool("ofrun"), plan, "--data", data, "--steps", str(STEPS), "--no-shuffle",
+                                       "--metrics", case.path(f"rank{r}.jsonl"), *extra],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e))
+    return procs
+
+
+def check_launcher_vars(args, which):
+    """Two processes started as a launcher starts them: only its variables say who is who."""
+    case = Case(args, f"vars-{which}")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp2"][0], 1)
+    one = case.path("one.jsonl")
+    case.train(plan, data, one)
+    port = free_port()
+    token = {"OF_JOB_TOKEN": "vars-test"}
+    envs = {
+        "slurm": lambda r: {**token, "SLURM_PROCID": str(r), "SLURM_NTASKS": "2", "OF_COORDINATOR": f"127.0.0.1:{port}"},
+        "pmi": lambda r: {**token, "PMI_RANK": str(r), "PMI_SIZE": "2", "OF_COORDINATOR": f"127.0.0.1:{port}"},
+        "torchrun": lambda r: {**token, "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+        "flags": lambda r: token,
+    }[which]
+    extra = ("--coordinator", f"127.0.0.1:{port}") if which == "flags" else ()
+    plans = [plan, plan]
+    procs = spawn_ranks(case, plans, data, envs, extra) if which != "flags" else [
+        subprocess.Popen([case.tool("ofrun"), plan, "--data", data, "--steps", str(STEPS), "--no-shuffle", "--metrics",
+                          case.path(f"rank{r}.jsonl"), "--rank", str(r), "--world", "2", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **token})
+        for r in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs)):
+        if p.returncode != 0:
+            raise Failure(f"{which}: rank {r} exited {p.returncode}:\n{out}{err}")
+    if losses(case.path("rank0.jsonl")) != losses(one):
+        raise Failure(f"{which}: rank 0's losses differ from one process")
+    if os.path.exists(case.path("rank1.jsonl")):
+        raise Failure(f"{which}: rank 1 (no sink) wrote a metrics file")
+    print(f"ranks vars-{which}: 2 processes from {which}'s variables, losses identical to one process")
+
+
+def check_mpirun(args):
+    """Two ranks started by Debian's Open MPI: rank and world from OMPI_COMM_WORLD_RANK/SIZE."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        raise Failure("cannot run: no mpirun (scripts/setup.sh installs openmpi-bin)")
+    case = Case(args, "mpirun")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, *CONFIGS["dp2xpp2"])
+    one = case.path("one.jsonl")
+    case.train(plan, data, one)
+    got = case.path("mpi.jsonl")
+    rc, out, err = run([mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "2", "-x", "OF_JOB_TOKEN=mpi", case.tool("ofrun"), plan,
+                        "--data", data, "--steps", str(STEPS), "--no-shuffle", "--metrics", got], timeout=180)
+    if rc != 0:
+        raise Failure(f"mpirun exited {rc}:\n{out}{err}")
+    if losses(got) != losses(one):
+        raise Failure(f"mpirun's losses differ from one process:\n  one: {losses(one)}\n  mpi: {losses(got)}")
+    print(f"ranks mpirun: 2 ranks under mpirun, losses identical to one process")
+
+
+def check_kill(args):
+    """SIGKILL of one rank mid-run: the other exits non-zero within 10 s, naming it."""
+    case = Case(args, "kill")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp2"][0], 1)
+    port = free_port()
+    procs = [subprocess.Popen([case.tool("ofrun"), plan, "--data", data, "--steps", "100000", "--log-every", "0",
+                               "--rank", str(r), "--world", "2", "--coordinator", f"127.0.0.1:{port}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OF_JOB_TOKEN": "k"})
+             for r in range(2)]
+    time.sleep(2.0)  # well into the run
+    if any(p.poll() is not None for p in procs):
+        raise Failure("a rank ended before it was killed: " + "".join(p.communicate()[1] for p in procs))
+    procs[1].send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    try:
+        out, err = procs[0].communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        procs[0].kill()
+        raise Failure("rank 0 did not stop within 10 s of rank 1's death")
+    took = time.monotonic() - killed_at
+    procs[1].communicate()
+    if procs[0].returncode == 0 or "rank 1" not in err:
+        raise Failure(f"rank 0 exited {procs[0].returncode} after rank 1's death, saying:\n{err}")
+    line = [l for l in err.splitlines() if "error" in l]
+    print(f"ranks kill: rank 0 exited {procs[0].returncode} {took:.2f} s after rank 1 was killed: {line[0] if line else err.strip()}")
+
+
+def check_other_plan(args):
+    """A rank started with another plan is refused at bootstrap, and both say which."""
+    case = Case(args, "other-plan")
+    onnx, data = case.data("mlp")
+    a = case.compile(onnx, CONFIGS["dp2"][0], 1, "a.ofp")
+    b = case.compile(onnx, CONFIGS["dp2"][0] + " --slots 3", 1, "b.ofp")  # the same model, another plan
+    port = free_port()
+    procs = spawn_ranks(case, [a, b], data, lambda r: {"OF_JOB_TOKEN": "p", "RANK": str(r), "WORLD_SIZE": "2",
+                                                      "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    outs = [p.communicate(timeout=60) for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs)):
+        if p.returncode == 0 or "rank 1 runs another plan" not in err:
+            raise Failure(f"rank {r} exited {p.returncode} saying:\n{err}")
+    print(f"ranks other-plan: both refused: {outs[0][1].strip().splitlines()[-1]}")
+
+
+def check_missing_rank(args):
+    """A rank that never starts: rank 0 gives up after the bootstrap timeout, naming it."""
+    case = Case(args, "missing")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp4"][0], 1)
+    port = free_port()
+    start = time.monotonic()
+    procs = [subprocess.Popen([case.tool("ofrun"), plan, "--data", data, "--steps", "2", "--rank", str(r), "--world", "4",
+                               "--coordinator", f"127.0.0.1:{port}", "--bootstrap-timeout", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OF_JOB_TOKEN": "m"})
+             for r in (0, 1, 3)]
+    outs = [p.communicate(timeout=30) for p in procs]
+    took = time.monotonic() - start
+    for p, (out, err) in zip(procs, outs):
+        if p.returncode == 0 or "rank 2 did not join" not in err:
+            raise Failure(f"a rank exited {p.returncode} saying:\n{err}")
+    print(f"ranks missing: ranks 0, 1 and 3 gave up after {took:.1f} s: {outs[0][1].strip()}")
+
+
+def check_stray(args):
+    """A stray connection to the coordinator is refused in one line; the job goes on."""
+    case = Case(args, "stray")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp2"][0], 1)
+    one = case.path("one.jsonl")
+    case.train(plan, data, one)
+    port = free_port()
+    env = lambda r: {"OF_JOB_TOKEN": "s", "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    rank0 = spawn_ranks(case, [plan], data, env)[0]
+    stray = None
+    for _ in range(100):  # until rank 0 listens
+        try:
+            stray = socket.create_connection(("127.0.0.1", port))
+            break
+        except OSError:
+            time.sleep(0.05)
+    if stray is None:
+        raise Failure("rank 0 never listened")
+    stray.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    e = dict(os.environ)
+    e.update(env(1))
+    rank1 = subprocess.Popen([case.tool("ofrun"), plan, "--data", data, "--steps", str(STEPS), "--no-shuffle", "--metrics",
+                              case.path("rank1.jsonl")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    out0, err0 = rank0.communicate(timeout=60)
+    rank1.communicate(timeout=60)
+    stray.close()
+    if rank0.returncode != 0 or rank1.returncode != 0:
+        raise Failure(f"the job failed after a stray connection: {err0}")
+    refused = [l for l in err0.splitlines() if "refused a connection" in l]
+    if len(refused) != 1:
+        raise Failure(f"rank 0 did not say once that it refused the stray connection:\n{err0}")
+    if losses(case.path("rank0.jsonl")) != losses(one):
+        raise Failure("losses differ from one process after a stray connection")
+    print(f"ranks stray: {refused[0]}; the job trained on")
+
+
+CHECKS = {f"mlp:{c}": (lambda c: lambda a: check_config(a, "mlp", c))(c) for c in ["dp2", "tp2", "pp2", "dp2xtp2", "dp2xpp2"]}
+CHECKS.update({
+    "cnn:dp2xpp2-4ranks": lambda a: check_config(a, "cnn", "dp2xpp2-4ranks"),
+    "lm:dp2xtp2-4ranks": lambda a: check_config(a, "lm", "dp2xtp2-4ranks"),
+    "mlp:dp4": lambda a: check_config(a, "mlp", "dp4"),
+    "vars:slurm": lambda a: check_launcher_vars(a, "slurm"),
+    "vars:pmi": lambda a: check_launcher_vars(a, "pmi"),
+    "vars:torchrun": lambda a: check_launcher_vars(a, "torchrun"),
+    "vars:flags": lambda a: check_launcher_vars(a, "flags"),
+    "mpirun": check_mpirun,
+    "kill": check_kill,
+    "other-plan": check_other_plan,
+    "missing-rank": check_missing_rank,
+    "stray": check_stray,
+    "all-configs": lambda a: [check_config(a, m, c) for m in ("mlp", "cnn", "lm") for c in CONFIGS],
+})
+
+
+def main():
+    args = parse()
+    if args.list:
+        print("\n".join(CHECKS))
+        return 0
+    if args.check not in CHECKS:
+        print(f"ranks_check: unknown check {args.check!r} (--list shows them)", file=sys.stderr)
+        return 2
+    args.bin, args.work = os.path.abspath(args.bin), os.path.abspath(args.work)
+    try:
+        CHECKS[args.check](args)
+    except Failure as e:
+        print(f"ranks {args.check}: FAIL: {e}")
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print(f"ranks {args.check}: FAIL: timed out: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
