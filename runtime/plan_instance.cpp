@@ -66,6 +66,10 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
     landing_.resize(plan_.regsts.size());
     for (plan::RegstId r : routes_->landed()) {
       const plan::Regst& regst = plan_.regsts[size_t(r)];
+      if (!routes_->carries_bytes(r)) {  // a replica this rank holds itself: its slots never land
+        landing_[size_t(r)].assign(size_t(regst.slots), nullptr);
+        continue;
+      }
       const uint64_t stride = plan::align_up(std::max<uint64_t>(regst.slot_bytes, 1));
       uint8_t* p = allocate(stride * uint64_t(regst.slots), fmt::format("regsts[{}] (landing)", r));
       landing_buffers_.emplace_back(p);
@@ -104,7 +108,7 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
     if (!r.persistent) continue;
     uint8_t* slot = arena_ptrs_[size_t(r.arena)] ? arena_ptrs_[size_t(r.arena)] + r.offsets[0] : nullptr;
     if (!slot && keeps_all && !landing_[size_t(r.id)].empty()) slot = landing_[size_t(r.id)][0];
-    if (!slot) continue;  // another rank's, which this one never reads
+    if (!slot) continue;  // another rank's, which this one never reads (or holds itself)
     for (size_t b = 0; b < r.blobs.size(); ++b)
       add(r.blobs[b].tensor, slot + r.blobs[b].offset, true, plan_.tensors[size_t(r.blobs[b].tensor)].model);
   }

@@ -6,13 +6,13 @@
 # ones too), the inference, training, evaluation and parallel plans ofc makes of them, their
 # weights and the safetensors of a checkpoint. A crash leaves its input in build-fuzz/artifacts/
 # and fails the script; copy it into test/fuzz/regressions/TARGET/ (test/fuzz/regressions/README.md).
-#   bash scripts/fuzz.sh [SECONDS] [TARGET...]      targets: plan onnx safetensors npy idx
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]      targets: plan onnx safetensors npy idx wire
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(plan onnx safetensors npy idx)
+[ ${#targets[@]} -gt 0 ] || targets=(plan onnx safetensors npy idx wire)
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DOF_FUZZ=ON -DOF_BUILD_TESTS=OFF -DOF_ENABLE_CUDA=OFF >/dev/null
@@ -36,7 +36,7 @@ done
 # Seed corpora from the fixtures: small models, the plans and weights ofc makes of them, arrays.
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{plan,onnx,safetensors,npy,idx} build-fuzz/artifacts
+mkdir -p "$seeds"/{plan,onnx,safetensors,npy,idx,wire} build-fuzz/artifacts
 for m in test/fixtures/ops/*.onnx test/fixtures/export/*.onnx test/fixtures/grad_ops/*.onnx test/fixtures/delay_chain.onnx \
     test/fixtures/unsupported.onnx; do
   name=$(basename "$m" .onnx)
@@ -76,6 +76,21 @@ images = struct.pack(">IIII", 0x803, 3, 2, 2) + bytes(range(0, 240, 20))
 labels = struct.pack(">II", 0x801, 3) + bytes([1, 9, 4])
 for name, a, b, flags in [("plain", images, labels, 1), ("gzip", gzip.compress(images), gzip.compress(labels), 0)]:
     open(f"{sys.argv[1]}/{name}", "wb").write(struct.pack("<HB", len(a), flags) + a + b)
+PY
+# Wire seeds: a ready with its bytes, a free, an end of stream, a stop (fuzz_wire's layout:
+# header, u32 payload length, payload), and a bootstrap hello.
+python3 - "$seeds/wire" <<'PY'
+import struct, sys
+def header(kind, flags, fr, ft, tt, regst, slot, piece, seq):
+    return struct.pack("<IBBxxiiiii4xqQ", 0x3177666F, kind, flags, fr, ft, tt, regst, slot, piece, seq)
+msgs = {"ready": header(1, 1, 0, 0, 1, 0, 1, 3, 3) + struct.pack("<I", 256) + bytes(256),
+        "free": header(2, 0, 1, 2, 0, 0, 0, 0, 0) + struct.pack("<I", 0),
+        "eos": header(3, 0, 0, 0, 2, 0, 0, 0, 7) + struct.pack("<I", 0),
+        "stop": header(4, 0, 1, -1, -1, -1, 0, 0, 0) + struct.pack("<I", 5) + b"boom!"}
+hello = b"ofb1" + struct.pack("<II", 1, 2) + struct.pack("<I", 3) + b"tok" + struct.pack("<I", 4) + b"plan" + struct.pack("<I", 2) + b"ad"
+msgs["hello"] = hello
+for name, b in msgs.items():
+    open(f"{sys.argv[1]}/{name}", "wb").write(b)
 PY
 # The regression inputs seed the corpus too: fuzzing starts from what once broke.
 for t in "${targets[@]}"; do

@@ -209,9 +209,12 @@ void watch_for_stalls(RunContext& ctx, const plan::Plan& plan, const std::vector
 }
 
 // The threads of a multi-process run that wait on file descriptors: one wakes the transport
-// actor when the network has events (a 50 ms tick backs it up, for transports without them);
-// one reports a rank whose bootstrap socket closed. Both end when `stop_fd` is written.
+// actor when the network has events, and at least every millisecond (UCX's TCP transport here
+// loses wakeups: after the first message a sleeping rank is not woken by the next, measured
+// with benchmarks/transport_bench.cpp; shared memory's work); one reports a rank whose bootstrap
+// socket closed. Both end when `stop_fd` is written.
 struct Watchers {
+  static constexpr int kTickMs = 1;
   int epoll_fd = -1, stop_fd = -1;
   std::thread network, peers;
 
@@ -232,7 +235,7 @@ struct Watchers {
     network = std::thread([this, ctx] {
       for (;;) {
         epoll_event got[2];
-        const int n = epoll_wait(epoll_fd, got, 2, 50);
+        const int n = epoll_wait(epoll_fd, got, 2, kTickMs);
         bool stop = false;
         for (int i = 0; i < n; ++i) stop = stop || got[i].data.u32 == 2;
         if (stop) return;

@@ -96,11 +96,6 @@ std::optional<Frame> read_frame(int fd, Clock::time_point deadline, std::string*
 }
 
 // The hello: magic | rank | world | token | identity | blob, strings as u32 length + bytes.
-struct Hello {
-  int32_t rank = 0, world = 0;
-  std::string token, identity;
-  std::vector<uint8_t> blob;
-};
 void put_u32(std::vector<uint8_t>& out, uint32_t v) {
   uint8_t b[4];
   std::memcpy(b, &v, 4);
@@ -110,7 +105,7 @@ void put_bytes(std::vector<uint8_t>& out, const void* data, size_t n) {
   put_u32(out, uint32_t(n));
   out.insert(out.end(), static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + n);
 }
-std::vector<uint8_t> encode_hello(const Hello& h) {
+std::vector<uint8_t> hello_bytes(const Hello& h) {
   std::vector<uint8_t> out(kMagic, kMagic + 4);
   put_u32(out, uint32_t(h.rank));
   put_u32(out, uint32_t(h.world));
@@ -144,7 +139,7 @@ struct Reader {
     return v;
   }
 };
-std::optional<Hello> decode_hello(const std::vector<uint8_t>& b) {
+std::optional<Hello> parse_hello(const std::vector<uint8_t>& b) {
   if (b.size() < 4 || std::memcmp(b.data(), kMagic, 4) != 0) return std::nullopt;
   Reader r{b, 4};
   Hello h;
@@ -228,6 +223,18 @@ std::string missing_ranks(const std::vector<int>& fds, const std::vector<uint8_t
 
 }  // namespace
 
+std::vector<uint8_t> encode_hello(const Hello& h) { return hello_bytes(h); }
+std::optional<Hello> decode_hello(const std::vector<uint8_t>& bytes) { return parse_hello(bytes); }
+
+std::optional<std::vector<std::vector<uint8_t>>> decode_address_table(const std::vector<uint8_t>& bytes, int32_t world) {
+  Reader r{bytes};
+  if (r.u32() != uint32_t(world) || !r.ok) return std::nullopt;
+  std::vector<std::vector<uint8_t>> out;
+  for (int32_t k = 0; k < world; ++k) out.push_back(r.bytes());
+  if (!r.ok || r.at != bytes.size()) return std::nullopt;
+  return out;
+}
+
 int listen_socket(const std::string& host, int* port) {
   const int fd = listen_on(host, *port);
   sockaddr_storage a{};
@@ -247,17 +254,17 @@ Bootstrap::Bootstrap(const BootstrapOptions& o, const std::vector<uint8_t>& mine
 
   if (o.rank != 0) {
     fds_.push_back(connect_to(o.host, o.port, deadline, o.timeout_s));
-    if (!send_frame(fds_[0], 'H', encode_hello(me))) fail({}, "bootstrap: rank {}: the coordinator {}:{} closed the connection", o.rank, o.host, o.port);
+    if (!send_frame(fds_[0], 'H', hello_bytes(me))) fail({}, "bootstrap: rank {}: the coordinator {}:{} closed the connection", o.rank, o.host, o.port);
     std::string why;
     // A little longer than rank 0 waits for the others: then it hears rank 0 say who is missing.
     const Clock::time_point answer_by = deadline + std::chrono::seconds(5);
     std::optional<Frame> f = read_frame(fds_[0], answer_by, &why);
     if (!f) fail({}, "bootstrap: rank {}: no answer from the coordinator {}:{} within {:g} s ({})", o.rank, o.host, o.port, o.timeout_s + 5, why);
     if (f->type == 'E') fail({}, "bootstrap: {}", std::string(f->payload.begin(), f->payload.end()));
-    Reader r{f->payload};
-    if (f->type != 'A' || r.u32() != uint32_t(o.world)) fail({}, "bootstrap: rank {}: the coordinator's answer is not an address table", o.rank);
-    for (int32_t k = 0; k < o.world; ++k) blobs_[size_t(k)] = r.bytes();
-    if (!r.ok || r.at != f->payload.size()) fail({}, "bootstrap: rank {}: the coordinator's address table is damaged", o.rank);
+    std::optional<std::vector<std::vector<uint8_t>>> table = f->type == 'A' ? decode_address_table(f->payload, o.world) : std::nullopt;
+    if (!table) fail({}, "bootstrap: rank {}: the coordinator's answer is not an address table of {} ranks", o.rank, o.world);
+    blobs_ = std::move(*table);
+    blobs_[size_t(o.rank)] = mine;
     return;
   }
 
@@ -291,7 +298,7 @@ Bootstrap::Bootstrap(const BootstrapOptions& o, const std::vector<uint8_t>& mine
     std::string why;
     const Clock::time_point hello_by = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHelloSeconds)));
     std::optional<Frame> f = read_frame(fd, hello_by, &why);
-    std::optional<Hello> h = f && f->type == 'H' ? decode_hello(f->payload) : std::nullopt;
+    std::optional<Hello> h = f && f->type == 'H' ? parse_hello(f->payload) : std::nullopt;
     if (!h) {
       drop(f ? "not an of rank's hello" : why);
       continue;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,18 @@ struct BootstrapOptions {
   std::string identity;            // the plan's hash and of's version: every rank's must agree
   double timeout_s = 60;
 };
+
+// What a rank says when it connects (frame 'H'), as decode_hello reads it from the network.
+struct Hello {
+  int32_t rank = 0, world = 0;
+  std::string token, identity;
+  std::vector<uint8_t> blob;  // its UCX worker address
+};
+std::vector<uint8_t> encode_hello(const Hello& h);
+// nullopt for bytes that are not exactly one hello (magic, lengths within the buffer).
+std::optional<Hello> decode_hello(const std::vector<uint8_t>& bytes);
+// Rank 0's answer (frame 'A'): every rank's blob; nullopt unless exactly `world` of them.
+std::optional<std::vector<std::vector<uint8_t>>> decode_address_table(const std::vector<uint8_t>& bytes, int32_t world);
 
 // A socket listening on host:port (port 0: a free one, written back): --launch-local makes the
 // coordinator's before it forks the ranks, so none can take the port in between.

@@ -2,6 +2,8 @@
 #include "runtime/transport/routes.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -32,6 +34,34 @@ RankRoutes::RankRoutes(const plan::Plan& p, int32_t rank) : plan_(p), rank_(rank
     }
     if (!local_edges_[size_t(r.id)].empty()) landed_.push_back(r.id);
   }
+  // The boxes (tensor, where it begins, its shape) the snapshot task's rank holds itself.
+  carries_.assign(p.regsts.size(), 1);
+  const plan::Task* snapshot = nullptr;
+  for (const plan::Task& t : p.tasks)
+    if (t.kind == plan::TaskKind::snapshot) snapshot = &t;
+  if (!snapshot) return;
+  const int32_t at = rank_of(snapshot->id);
+  using Box = std::tuple<std::string, std::vector<int64_t>, Shape>;
+  auto box = [&](int32_t tensor) {
+    const plan::LogicalTensor& t = p.tensors[size_t(tensor)];
+    return Box{t.name, t.shard_begin, t.desc.shape};
+  };
+  auto rank_of_arena = [&](int32_t arena) { return p.devices[size_t(p.arenas[size_t(arena)].device)].rank; };
+  std::set<Box> held;
+  for (const plan::Variable& v : p.variables)
+    if (rank_of_arena(v.arena) == at) held.insert(box(v.tensor));
+  for (const plan::Regst& r : p.regsts)
+    if (r.persistent && rank_of(r.producer) == at)
+      for (const plan::Blob& b : r.blobs) held.insert(box(b.tensor));
+  for (const plan::Regst& r : p.regsts) {
+    if (!r.persistent || rank_of(r.producer) == at) continue;
+    bool only_snapshot = true;
+    for (plan::TaskId c : r.consumers)
+      if (rank_of(c) == at && c != snapshot->id) only_snapshot = false;
+    bool duplicated = true;
+    for (const plan::Blob& b : r.blobs) duplicated = duplicated && held.count(box(b.tensor)) > 0;
+    if (only_snapshot && duplicated) carries_[size_t(r.id)] = 0;
+  }
 }
 
 int32_t RankRoutes::edge(plan::TaskId consumer, plan::RegstId regst) const {
@@ -57,6 +87,7 @@ std::string RankRoutes::check(const WireHeader& h, uint64_t payload) const {
       if (r.producer != h.from_task || !reads(r, h.to_task))
         return fmt::format("register {} does not go from task {} to task {}", h.regst, h.from_task, h.to_task);
       if (h.kind == WireKind::eos && r.persistent) return fmt::format("end of stream on persistent register {}", h.regst);
+      if (h.has_data && !carries_bytes(h.regst)) return fmt::format("bytes for register {}, which carries none", h.regst);
       const uint64_t want = h.has_data ? r.slot_bytes : 0;
       if (payload != want) return fmt::format("{} bytes for register {}, expected {}", payload, h.regst, want);
       return "";

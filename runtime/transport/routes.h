@@ -35,6 +35,11 @@ class RankRoutes {
 
   // Registers another rank produces that a task of this rank reads: their slots land here.
   const std::vector<plan::RegstId>& landed() const { return landed_; }
+  // Whether readies of register r carry its bytes to another rank. Not when the snapshot task
+  // is its only reader there and that rank holds every blob of it itself (a data-parallel
+  // replica of a weight or its optimizer state): checkpoints keep the snapshot rank's copy, so
+  // a replica's bytes would cross the network every step for nothing. The same on every rank.
+  bool carries_bytes(plan::RegstId r) const { return carries_[size_t(r)] != 0; }
   // The edges into this rank's readers of register r (empty unless r lands here).
   const std::vector<int32_t>& local_edges(plan::RegstId r) const { return local_edges_[size_t(r)]; }
   // Register r's slot count, as the plan sizes it.
@@ -47,6 +52,7 @@ class RankRoutes {
   std::unordered_map<uint64_t, int32_t> edge_index_;
   std::vector<plan::RegstId> landed_;
   std::vector<std::vector<int32_t>> local_edges_;
+  std::vector<uint8_t> carries_;
 };
 
 // The number of ranks a plan's devices name (at least 1).

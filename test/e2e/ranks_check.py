@@ -199,6 +199,47 @@ def check_mpirun(args):
     print(f"ranks mpirun: 2 ranks under mpirun, losses identical to one process")
 
 
+def check_checkpoint(args):
+    """Checkpoints of a multi-process run are one process's byte for byte; --resume continues
+    with the losses of an uninterrupted run; and a dp=2 checkpoint resumes on a tp=2 plan."""
+    case = Case(args, "checkpoint")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp2xtp2"][0], 1, "p.ofp")
+    one, ck_one, ck_ranks, m = case.path("one.jsonl"), case.path("ck-one"), case.path("ck-ranks"), case.path("ranks.jsonl")
+    case.train(plan, data, one, ["--checkpoint", ck_one])
+    global STEPS
+    steps = STEPS
+    try:
+        STEPS = steps // 2  # half, then resume to the end
+        case.train(plan, data, m, ["--launch-local", "--checkpoint", ck_ranks])
+    finally:
+        STEPS = steps
+    case.train(plan, data, m, ["--launch-local", "--checkpoint", ck_ranks, "--resume"])
+    if losses(m) != losses(one):
+        raise Failure(f"resumed multi-process losses differ from one uninterrupted process:\n  {losses(one)}\n  {losses(m)}")
+    last = f"step-{steps:08d}"
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        with open(os.path.join(ck_one, last, f), "rb") as a, open(os.path.join(ck_ranks, last, f), "rb") as b:
+            if a.read() != b.read():
+                raise Failure(f"{last}/{f} differs from one process's")
+    # A dp=2 checkpoint (of 2 ranks) continues on a tp=2 plan of 2 ranks.
+    dp, tp = case.compile(onnx, CONFIGS["dp2"][0], 1, "dp.ofp"), case.compile(onnx, CONFIGS["tp2"][0], 1, "tp.ofp")
+    ck = case.path("ck-dp")
+    mixed, want = case.path("mixed.jsonl"), case.path("want.jsonl")
+    try:
+        STEPS = steps // 2
+        case.train(dp, data, mixed, ["--launch-local", "--checkpoint", ck])
+    finally:
+        STEPS = steps
+    case.train(tp, data, mixed, ["--launch-local", "--checkpoint", ck, "--resume"])
+    case.train(dp, data, want)
+    a, b = losses(want), losses(mixed)
+    if len(a) != len(b) or any(abs(x - y) > 1e-5 * abs(y) for x, y in zip(a, b)):
+        raise Failure(f"a dp=2 checkpoint resumed on tp=2 does not continue the run:\n  {a}\n  {b}")
+    print(f"ranks checkpoint: multi-process checkpoints equal one process's; resume continues bit for bit; dp=2 -> tp=2 "
+          f"within {max(abs(x - y) / abs(y) for x, y in zip(a, b)):.2g}")
+
+
 def check_kill(args):
     """SIGKILL of one rank mid-run: the other exits non-zero within 10 s, naming it."""
     case = Case(args, "kill")
@@ -309,6 +350,7 @@ CHECKS.update({
     "vars:torchrun": lambda a: check_launcher_vars(a, "torchrun"),
     "vars:flags": lambda a: check_launcher_vars(a, "flags"),
     "mpirun": check_mpirun,
+    "checkpoint": check_checkpoint,
     "kill": check_kill,
     "other-plan": check_other_plan,
     "missing-rank": check_missing_rank,
