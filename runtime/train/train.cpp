@@ -380,7 +380,13 @@ Report run_training(const TrainOptions& o) {
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
       InterruptGuard guard;
-      if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path);
+      try {
+        if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path);
+      } catch (const Error& e) {
+        // The rank that logs steps says how far the run got (the others cannot know).
+        if (!logs || inst.rank() < 0) throw;
+        fail({}, "{} (last completed step {})", e.what(), tr.first_step + progress->steps_done());
+      }
       tr.interrupted = g_interrupt.load();
       tr.signal = g_signal.load();
     }

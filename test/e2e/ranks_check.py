@@ -240,6 +240,53 @@ def check_checkpoint(args):
           f"within {max(abs(x - y) / abs(y) for x, y in zip(a, b)):.2g}")
 
 
+VETH_SCRIPT = r"""
+set -e
+# UCX finds network devices in /sys/class/net: each namespace mounts its own sysfs.
+mount -t sysfs sysfs /sys
+ip link set lo up
+unshare -nm sh -c 'mount -t sysfs sysfs /sys && exec sleep 120' &
+child=$!
+sleep 0.3
+ip link add veth0 type veth peer name veth1
+ip link set veth1 netns $child
+ip addr add 10.77.0.1/24 dev veth0
+ip link set veth0 up
+sleep 0.3
+nsenter -t $child -n ip link set lo up
+nsenter -t $child -n ip addr add 10.77.0.2/24 dev veth1
+nsenter -t $child -n ip link set veth1 up
+export OF_JOB_TOKEN=veth UCX_TLS=tcp
+UCX_NET_DEVICES=veth0 "$OFRUN" "$PLAN" --data "$DATA" --steps "$STEPS" --no-shuffle --metrics "$METRICS" \
+  --rank 0 --world 2 --coordinator 10.77.0.1:29577 --bootstrap-timeout 30 &
+rank0=$!
+UCX_NET_DEVICES=veth1 nsenter -t $child -n -m "$OFRUN" "$PLAN" --data "$DATA" --steps "$STEPS" --no-shuffle \
+  --rank 1 --world 2 --coordinator 10.77.0.1:29577 --bootstrap-timeout 30
+wait $rank0
+kill $child
+"""
+
+
+def check_veth(args):
+    """Two ranks in two network namespaces joined by a veth pair (unshare -Urn: no root needed):
+    TCP crosses a real, if virtual, link."""
+    for tool in ("unshare", "nsenter", "ip"):
+        if not shutil.which(tool):
+            raise Failure(f"cannot run: no {tool} (util-linux, iproute2)")
+    case = Case(args, "veth")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp2xpp2"][0], CONFIGS["dp2xpp2"][1])
+    one, got = case.path("one.jsonl"), case.path("veth.jsonl")
+    case.train(plan, data, one)
+    env = {"OFRUN": case.tool("ofrun"), "PLAN": plan, "DATA": data, "STEPS": str(STEPS), "METRICS": got}
+    rc, out, err = run(["unshare", "-Urnm", "bash", "-c", VETH_SCRIPT], env=env, timeout=180)
+    if rc != 0:
+        raise Failure(f"the two namespaces' run exited {rc}:\n{out}{err}")
+    if losses(got) != losses(one):
+        raise Failure(f"losses over the veth link differ from one process:\n  {losses(one)}\n  {losses(got)}")
+    print("ranks veth: rank 0 and rank 1 in two network namespaces over a veth pair (UCX tcp), losses identical to one process")
+
+
 def check_kill(args):
     """SIGKILL of one rank mid-run: the other exits non-zero within 10 s, naming it."""
     case = Case(args, "kill")
@@ -350,6 +397,7 @@ CHECKS.update({
     "vars:torchrun": lambda a: check_launcher_vars(a, "torchrun"),
     "vars:flags": lambda a: check_launcher_vars(a, "flags"),
     "mpirun": check_mpirun,
+    "veth": check_veth,
     "checkpoint": check_checkpoint,
     "kill": check_kill,
     "other-plan": check_other_plan,
