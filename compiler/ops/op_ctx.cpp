@@ -27,6 +27,7 @@ std::vector<int64_t> OpCtx::const_ints(size_t i) const {
   if (!d) fail("input {} must be a constant (an initializer or a Constant node)", i);
   const TensorDesc& desc = in(i);
   std::vector<int64_t> out(size_t(numel(desc.shape)));
+  if (out.empty()) return out;  // no bytes to copy (and memcpy may not take a null pointer)
   if (desc.dtype == DType::i64) {
     std::memcpy(out.data(), d->data(), out.size() * 8);
   } else if (desc.dtype == DType::i32) {
