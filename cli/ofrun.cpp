@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   app.add_option("--stall-timeout", o.stall_seconds,
                  "fail a run in which no task does anything for this many seconds (default: wait forever; a kernel may be slow)")
       ->check(of::cli::positive());
+  app.add_option("--late-completion", o.late_threads,
+                 "testing: every kernel and copy completes after it returns, on N threads of a CPU test device (results must not change)")
+      ->check(of::cli::at_least(1));
   app.add_flag("--memory-report", o.memory_report, "after the run, print how much of each device's arena it touched");
   app.add_option("--trace", o.trace_path, "write a Chrome-trace JSON of actor activity (training: the first 10000 pieces)");
   auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]")
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
       t.trace_path = o.trace_path;
       t.memory_report = o.memory_report;
       t.stall_seconds = o.stall_seconds;
+      t.late_threads = o.late_threads;
       if (seed_opt->count() > 0) t.seed = seed;
       t.shuffle = !no_shuffle;
       t.pad_last = last_batch == "pad";

@@ -119,7 +119,7 @@ RunResult run(const RunOptions& o) {
   const StreamResult ran = stream(inst, actions, pieces,
                                   StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds,
                                                 .slot_limit = slot_limit, .trace_path = o.trace_path, .trace_pieces = pieces,
-                                                .memory_report = o.memory_report, .boot = o.boot});
+                                                .memory_report = o.memory_report, .late_threads = o.late_threads, .boot = o.boot});
 
   RunResult result{.reported = collects_here, .pieces = pieces, .seconds = ran.seconds, .acts = ran.acts};
   for (const auto& [name, file] : o.outputs) {

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "runtime/actors/actor_system.h"
+#include "runtime/actors/late_action.h"
 #include "runtime/memory/high_water.h"
 #include "runtime/trace/chrome_trace.h"
 
@@ -42,6 +43,12 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
   if (o.slot_limit > 0) slots = std::min(slots, o.slot_limit);
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : std::min(pieces, o.trace_pieces);
+  if (o.late_threads > 0) {
+    auto pool = std::make_shared<LatePool>(o.late_threads);
+    for (const plan::Task& t : p.tasks)
+      if (actions[size_t(t.id)] && (t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::transfer))
+        actions[size_t(t.id)] = std::make_unique<LateAction>(std::move(actions[size_t(t.id)]), pool, p, t.id, slots);
+  }
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)
     tasks.push_back(inst.runs(t) ? std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces,

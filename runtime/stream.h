@@ -31,6 +31,9 @@ struct StreamOptions {
   std::string trace_path;     // a Chrome trace of the first `trace_pieces` pieces; empty: none
   int64_t trace_pieces = 0;
   bool memory_report = false;  // print each arena's high-water mark afterwards
+  // The CPU test device (runtime/actors/late_action.h): every compute and transfer act completes
+  // late, on this many threads (0: off). The results must not change.
+  int late_threads = 0;
   // A multi-process run (the instance is one rank's): how the ranks meet. `identity` is of's
   // version; the plan's checksum is added here.
   transport::BootstrapOptions boot;

@@ -29,10 +29,18 @@ std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, i
 
 }  // namespace
 
+int32_t max_in_flight(const plan::Plan& p, plan::TaskId id, int32_t slot_limit) {
+  const plan::Task& t = p.tasks[size_t(id)];
+  int32_t most = 1;
+  for (const auto* regsts : {&t.in_regsts, &t.out_regsts})
+    for (plan::RegstId r : *regsts) most = std::max(most, std::min(p.regsts[size_t(r)].slots, slot_limit));
+  return most;
+}
+
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
                      int32_t slot_limit, int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing)
     : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
-      tracing_(trace_capacity > 0), memory_(arenas != nullptr) {
+      tracing_(trace_capacity > 0), memory_(arenas != nullptr), late_(action && action->completes_late()) {
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
   for (plan::RegstId r : t.in_regsts) {
@@ -74,6 +82,11 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   in_ptrs_.resize(in_args_.size());
   out_ptrs_.resize(out_args_.size());
   if (tracing_) trace_.reserve(size_t(trace_capacity));
+  flight_.resize(size_t(max_in_flight(p, id, slot_limit)));
+  for (InFlight& f : flight_) {
+    f.ready_slot.assign(outs_.size(), -1);
+    f.free_slot.assign(ins_.size(), -1);
+  }
 }
 
 TaskState::In& TaskState::in_of(plan::RegstId regst) {
@@ -139,10 +152,18 @@ void TaskState::on_eos(plan::RegstId regst, Outbox& out) {
   maybe_finish(out);
 }
 
+void TaskState::on_completed(Outbox& out) {
+  OF_ASSERT(flight_count_ > 0, "a completion without an act in flight");
+  complete_oldest(out);
+  try_act(out);
+  maybe_finish(out);
+}
+
 void TaskState::try_act(Outbox& out) {
   for (;;) {
     if (source_ && emitted_ < pieces_ && action_->stop_before(emitted_)) pieces_ = emitted_;
     if (source_ && emitted_ >= pieces_) return;
+    if (flight_count_ == flight_.size()) return;
     for (const In& in : ins_)
       if (in.count == 0) return;
     for (const Out& o : outs_)
@@ -160,34 +181,55 @@ void TaskState::try_act(Outbox& out) {
       for (size_t a = 0; a < in_args_.size(); ++a) in_ptrs_[a] = address(in_args_[a]);
       for (size_t a = 0; a < out_args_.size(); ++a) out_ptrs_[a] = address(out_args_[a]);
     }
-    const int64_t begin = tracing_ ? now_ns() : 0;
+    InFlight& f = flight_[(flight_head_ + flight_count_) % flight_.size()];
+    ++flight_count_;
+    f.piece = piece;
+    f.begin_ns = tracing_ ? now_ns() : 0;
     action_->act(piece, in_ptrs_.data(), out_ptrs_.data());
-    if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{piece, begin, now_ns()});
     ++acts_;
 
-    for (Out& o : outs_) {
+    // The act's slots are taken now, though only told about once it completes.
+    for (size_t k = 0; k < outs_.size(); ++k) {
+      Out& o = outs_[k];
+      f.ready_slot[k] = -1;
       if (++o.group < o.acts_per_piece) continue;
       o.group = 0;
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
       o.used[size_t(slot)] = 1;
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
-      // A persistent register now holds the version read with piece + 1.
-      for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
+      f.ready_slot[k] = slot;
     }
-    for (In& in : ins_) {
+    for (size_t k = 0; k < ins_.size(); ++k) {
+      In& in = ins_[k];
+      f.free_slot[k] = -1;
       if (in.persistent && piece % in.per_version != in.per_version - 1) continue;  // read again by the next piece
-      const Pending done = in.ring[in.head];
+      f.free_slot[k] = in.ring[in.head].slot;
       in.head = (in.head + 1) % in.ring.size();
       --in.count;
-      out.free(in.producer, in.regst, done.slot);
     }
     if (source_) ++emitted_;
+    if (!late_) complete_oldest(out);
   }
 }
 
+void TaskState::complete_oldest(Outbox& out) {
+  const InFlight& f = flight_[flight_head_];
+  if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{f.piece, f.begin_ns, now_ns()});
+  for (size_t k = 0; k < outs_.size(); ++k) {
+    const Out& o = outs_[k];
+    if (f.ready_slot[k] < 0) continue;
+    // A persistent register now holds the version read with piece + 1.
+    for (plan::TaskId c : o.consumers) out.ready(c, o.regst, f.ready_slot[k], o.persistent ? f.piece + 1 : f.piece / o.acts_per_piece);
+  }
+  for (size_t k = 0; k < ins_.size(); ++k)
+    if (f.free_slot[k] >= 0) out.free(ins_[k].producer, ins_[k].regst, f.free_slot[k]);
+  flight_head_ = (flight_head_ + 1) % flight_.size();
+  --flight_count_;
+}
+
 void TaskState::maybe_finish(Outbox& out) {
-  if (eos_sent_) return;
+  if (eos_sent_ || flight_count_ > 0) return;
   if (source_) {
     if (emitted_ < pieces_) return;
   } else {
@@ -227,14 +269,19 @@ bool TaskState::done() const {
 }
 
 bool TaskState::holds(plan::RegstId regst, int32_t slot) const {
-  for (const In& in : ins_)
-    if (in.regst == regst)
-      for (size_t k = 0; k < in.count; ++k)
-        if (in.ring[(in.head + k) % in.ring.size()].slot == slot) return true;
+  for (size_t i = 0; i < ins_.size(); ++i) {
+    const In& in = ins_[i];
+    if (in.regst != regst) continue;
+    for (size_t k = 0; k < in.count; ++k)
+      if (in.ring[(in.head + k) % in.ring.size()].slot == slot) return true;
+    for (size_t k = 0; k < flight_count_; ++k)
+      if (flight_[(flight_head_ + k) % flight_.size()].free_slot[i] == slot) return true;
+  }
   return false;
 }
 
 TaskState::Wait TaskState::waiting_for(const std::vector<const TaskState*>& tasks) const {
+  if (flight_count_ > 0) return {-1, fmt::format("waits for its act on piece {} to complete", flight_[flight_head_].piece)};
   for (const In& in : ins_)
     if (in.count == 0 && !in.eos) return {in.producer, fmt::format("waits for a piece of register {} from", in.regst)};
   for (const Out& o : outs_)
@@ -275,7 +322,8 @@ std::string describe_stall(const plan::Plan& plan, const std::vector<const TaskS
   const auto from = t >= 0 && !finished ? size_t(std::find(path.begin(), path.end(), t) - path.begin()) : 0;
   for (size_t i = from; i < path.size(); ++i) out += fmt::format("{} {} ", label(path[i]), why[i]);
   if (finished) return out + label(t) + ", which has finished (it sends nothing more)";
-  return out + (t >= 0 ? label(t) : "nothing");
+  if (t < 0) return out.substr(0, out.size() - 1);  // the last task waits on no other task
+  return out + label(t);
 }
 
 }  // namespace of::protocol

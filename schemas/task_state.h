@@ -19,6 +19,12 @@
 // Micro-batches: a reader reads each version for pieces_per_version (k) pieces (pieces sk..sk+k-1
 // read version s) and frees it after the last; an accumulator register gets one piece per k acts
 // of its producer, which keeps the slot across them (the kernel sums into it).
+//
+// Late completion: an action may only start its work in act() (a device stream, a network
+// transfer) and end it later. The task takes the act's input and output slots when it acts, so
+// it may act again on the next piece at once, but tells consumers (ready) and producers (free)
+// only when the act has completed, in act order; its end of stream waits for every act in
+// flight. A synchronous action completes as act() returns: the same code, with nothing between.
 #pragma once
 
 #include <cstdint>
@@ -29,15 +35,36 @@
 
 namespace of::protocol {
 
+// Where a late-completing action reports that its oldest act in flight has ended: once per act,
+// in act order, from any thread. An act that failed reports failed() instead, and the acts
+// queued behind it never complete (the run stops).
+class Completion {
+ public:
+  virtual ~Completion() = default;
+  virtual void completed() = 0;
+  virtual void failed(const std::string& why) = 0;
+};
+
 // What a task does with one piece: `in` and `out` hold the addresses of the blobs it reads and
-// writes for this piece (variables and register slots alike). Must not allocate or throw.
+// writes for this piece (variables and register slots alike); the arrays themselves are reused
+// by the next act. Must not allocate or throw.
 class Action {
  public:
   virtual ~Action() = default;
   virtual void act(int64_t piece, const void* const* in, void* const* out) = 0;
   // Sources only: asked before emitting `piece`; true ends the stream there (e.g. on SIGINT).
   virtual bool stop_before(int64_t piece) { return false; }
+  // True: act() only starts the work, and the action reports the end of each act to the
+  // Completion bound before the first act (see the top of this file).
+  virtual bool completes_late() const { return false; }
+  virtual void bind(Completion*) {}
+  // Returns once no act is in flight; called before the memory the acts use goes away.
+  virtual void drain() {}
 };
+
+// How many acts of task `id` may be in flight at once: as many as its largest register has slots
+// (each act in flight holds an output slot or an input slot). A late action sizes its queue by it.
+int32_t max_in_flight(const plan::Plan& p, plan::TaskId id, int32_t slot_limit);
 
 // Where the task's messages go (CAF in production, a recorder in tests).
 class Outbox {
@@ -68,7 +95,15 @@ class TaskState {
   void on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out);
   void on_free(plan::RegstId regst, int32_t slot, Outbox& out);
   void on_eos(plan::RegstId regst, Outbox& out);
+  // The oldest act in flight has completed (a late action's Completion said so).
+  void on_completed(Outbox& out);
   bool done() const;
+
+  bool completes_late() const { return late_; }
+  void bind(Completion* c) { action_->bind(c); }
+  void drain() {
+    if (late_) action_->drain();
+  }
 
   plan::TaskId id() const { return id_; }
   const std::string& label() const { return label_; }  // "name op", for error messages
@@ -84,8 +119,10 @@ class TaskState {
     std::string why;
   };
   Wait waiting_for(const std::vector<const TaskState*>& tasks) const;
-  // Whether this task holds (has not freed) slot `slot` of input register `regst`.
+  // Whether this task holds (has not freed) slot `slot` of input register `regst`; an act in
+  // flight still holds what it reads.
   bool holds(plan::RegstId regst, int32_t slot) const;
+  int32_t in_flight() const { return int32_t(flight_count_); }
 
  private:
   struct Pending {
@@ -121,7 +158,16 @@ class TaskState {
     uint8_t* fixed;
   };
 
+  // An act that has started and not yet completed: what the task tells once it has.
+  struct InFlight {
+    int64_t piece = 0;
+    int64_t begin_ns = 0;
+    std::vector<int32_t> ready_slot;  // per output: the slot to announce; -1: none (an accumulator mid-group)
+    std::vector<int32_t> free_slot;   // per input: the slot to give back; -1: none (a version read again)
+  };
+
   void try_act(Outbox& out);
+  void complete_oldest(Outbox& out);
   uint8_t* address(const Arg& arg) const;
   void maybe_finish(Outbox& out);
   In& in_of(plan::RegstId regst);
@@ -143,6 +189,9 @@ class TaskState {
   std::vector<ActRecord> trace_;
   bool tracing_;
   bool memory_;  // false: no arenas (the deadlock check); act() gets no addresses
+  bool late_;
+  std::vector<InFlight> flight_;  // a ring of max_in_flight entries, sized once
+  size_t flight_head_ = 0, flight_count_ = 0;
 };
 
 // A run in which no task can act any more, as one line: the waits from the first task not done,

@@ -81,6 +81,17 @@ class CafOutbox final : public Outbox {
   plan::TaskId task_;
 };
 
+// A late action's reports, as messages to its task's actor.
+class CafCompletion final : public protocol::Completion {
+ public:
+  explicit CafCompletion(caf::actor to) : to_(std::move(to)) {}
+  void completed() override { caf::anon_send(to_, completed_atom::value); }
+  void failed(const std::string& why) override { caf::anon_send(to_, act_failed_atom::value, why); }
+
+ private:
+  caf::actor to_;
+};
+
 // Every failure goes through here: recorded once, every local actor stopped, every other rank
 // told (by the transport actor).
 void fail_run(RunContext* ctx, const std::string& message, bool tell_ranks) {
@@ -97,14 +108,17 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
   auto outbox = std::make_shared<CafOutbox>(self, ctx, task->id());
   // Every handler runs the protocol step, then quits when the task is done.
   Progress* progress = ctx->progress ? &ctx->progress[size_t(task->id())] : nullptr;
-  auto step = [self, ctx, task, progress](auto&& fn) {
+  auto failed = [self, ctx, task](const std::string& why) {
+    const std::string where = ctx->routes ? fmt::format("rank {}: ", ctx->routes->rank()) : std::string();
+    fail_run(ctx, fmt::format("{}task {} ({}): {}", where, task->id(), task->label(), why), true);
+    self->quit();
+  };
+  auto step = [self, task, progress, failed](auto&& fn) {
     if (progress) progress->handled.fetch_add(1, std::memory_order_relaxed);
     try {
       fn();
     } catch (const std::exception& e) {
-      const std::string where = ctx->routes ? fmt::format("rank {}: ", ctx->routes->rank()) : std::string();
-      fail_run(ctx, fmt::format("{}task {} ({}): {}", where, task->id(), task->label(), e.what()), true);
-      self->quit();
+      failed(e.what());
       return;
     }
     if (task->done()) self->quit();
@@ -114,6 +128,8 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
       [=](ready_atom, int32_t regst, int32_t slot, int64_t piece) { step([&] { task->on_ready(regst, slot, piece, *outbox); }); },
       [=](free_atom, int32_t regst, int32_t slot) { step([&] { task->on_free(regst, slot, *outbox); }); },
       [=](eos_atom, int32_t regst) { step([&] { task->on_eos(regst, *outbox); }); },
+      [=](completed_atom) { step([&] { task->on_completed(*outbox); }); },
+      [=](act_failed_atom, const std::string& why) { failed(why); },
       [=](stop_atom) { self->quit(); },
   };
 }
@@ -298,10 +314,15 @@ ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<Ta
     caf::actor_system system{cfg};
     size_t local = 0;
     ctx.actors.resize(tasks.size());
+    std::vector<std::unique_ptr<CafCompletion>> completions;
     for (size_t i = 0; i < tasks.size(); ++i)
       if (tasks[i]) {
         ctx.actors[i] = system.spawn(task_actor, &ctx, tasks[i].get());
         ++local;
+        if (tasks[i]->completes_late()) {
+          completions.push_back(std::make_unique<CafCompletion>(ctx.actors[i]));
+          tasks[i]->bind(completions.back().get());
+        }
       }
     if (remote) {
       if (local == 0) fail({}, "rank {} runs no task of the plan", remote->routes->rank());
@@ -317,6 +338,10 @@ ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<Ta
     std::thread watchdog;
     if (ctx.progress) watchdog = std::thread([&] { watch_for_stalls(ctx, plan, tasks, options.stall_seconds, finished); });
     system.await_all_actors_done();
+    // A stopped run may leave acts in flight on a device; they end before their memory and
+    // completions go (what they report then is dropped with the actors).
+    for (const auto& t : tasks)
+      if (t) t->drain();
     finished.store(true);
     if (watchdog.joinable()) watchdog.join();
     if (watchers) watchers->stop();

@@ -7,6 +7,7 @@
 namespace of::runtime {
 
 using protocol::Action;
+using protocol::Completion;
 using protocol::ActRecord;
 using protocol::Outbox;
 using protocol::TaskState;

@@ -158,7 +158,7 @@ double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& ac
   return runtime::stream(inst, actions, pieces,
                          StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
                                        .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report,
-                                       .boot = o.boot})
+                                       .late_threads = o.late_threads, .boot = o.boot})
       .seconds;
 }
 

@@ -38,6 +38,7 @@ struct TrainOptions {
   std::string trace_path;          // Chrome trace of the first 10000 pieces
   bool memory_report = false;      // print each arena's high-water mark after training
   double stall_seconds = 0;        // > 0: fail a run in which no task acts for this long
+  int late_threads = 0;            // > 0: the CPU test device that completes acts late (stream.h)
   std::string gemm = "onednn";     // or "openblas": PyTorch's summation order
   // A multi-process run: this process is rank `rank` (-1: one process runs every rank); the
   // ranks meet as `boot` says. Each rank runs its own tasks; the source's rank streams the data,

@@ -14,15 +14,6 @@ using namespace of::runtime;
 
 namespace {
 
-struct FailsAt final : Action {
-  int64_t piece;
-  explicit FailsAt(int64_t p) : piece(p) {}
-  void act(int64_t p, const void* const* in, void* const* out) override {
-    if (p == piece) throw std::runtime_error("boom at piece " + std::to_string(p));
-    *static_cast<float*>(out[0]) = *static_cast<const float*>(in[0]);
-  }
-};
-
 struct Run {
   plan::Plan p;
   std::vector<uint8_t> arena;
@@ -41,7 +32,7 @@ struct Run {
       Action* a = source.get();
       if (t == stages + 1) a = sink.get();
       if (t > 0 && t <= stages) {
-        if (t == fail_stage) middle.push_back(std::make_unique<FailsAt>(fail_piece));
+        if (t == fail_stage) middle.push_back(std::make_unique<testing::FailsAt>(fail_piece));
         else middle.push_back(std::make_unique<testing::AddOne>());
         a = middle.back().get();
       }

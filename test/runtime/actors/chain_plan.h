@@ -2,6 +2,7 @@
 // A source -> k stages -> sink plan over one float per slot, for runtime protocol tests.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "runtime/actors/protocol.h"
@@ -13,6 +14,16 @@ namespace of::runtime::testing {
 struct AddOne final : Action {
   void act(int64_t, const void* const* in, void* const* out) override {
     *static_cast<float*>(out[0]) = *static_cast<const float*>(in[0]) + 1.0f;
+  }
+};
+
+// Copies its input, and throws at piece `piece`.
+struct FailsAt final : Action {
+  int64_t piece;
+  explicit FailsAt(int64_t p) : piece(p) {}
+  void act(int64_t p, const void* const* in, void* const* out) override {
+    if (p == piece) throw std::runtime_error("boom at piece " + std::to_string(p));
+    *static_cast<float*>(out[0]) = *static_cast<const float*>(in[0]);
   }
 };
 

@@ -5,28 +5,15 @@
 #include <deque>
 
 #include "runtime/actors/chain_plan.h"
+#include "runtime/actors/recorder.h"
 #include "runtime/actors/protocol.h"
 
 using namespace of;
 using namespace of::runtime;
+using testing::Msg;
+using testing::Recorder;
 
 namespace {
-
-struct Msg {
-  char kind;  // 'r' ready, 'f' free, 'e' eos
-  plan::TaskId to;
-  plan::RegstId regst;
-  int32_t slot;
-  int64_t piece;
-  bool operator==(const Msg&) const = default;
-};
-
-struct Recorder final : Outbox {
-  std::deque<Msg> sent;
-  void ready(plan::TaskId to, plan::RegstId r, int32_t s, int64_t p) override { sent.push_back({'r', to, r, s, p}); }
-  void free(plan::TaskId to, plan::RegstId r, int32_t s) override { sent.push_back({'f', to, r, s, -1}); }
-  void eos(plan::TaskId to, plan::RegstId r) override { sent.push_back({'e', to, r, -1, -1}); }
-};
 
 struct CountingAction final : Action {
   std::vector<int64_t> pieces;

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// Late completion: an act that ends after act() returns. Stepped by hand, a task tells nothing
+// until its act completes, then ready before free, in act order, and its end of stream waits for
+// every act in flight. Under CAF with the CPU test device (runtime/actors/late_action.h) the
+// chain and the weight plans give what the synchronous runs give, a failing act stops the run
+// naming its task, and acts really overlap.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <deque>
+#include <thread>
+#include <stdexcept>
+
+#include "runtime/actors/actions.h"
+#include "runtime/actors/actor_system.h"
+#include "runtime/actors/chain_plan.h"
+#include "runtime/actors/recorder.h"
+#include "runtime/actors/late_action.h"
+#include "runtime/actors/weight_plan.h"
+
+using namespace of;
+using namespace of::runtime;
+using testing::Msg;
+using testing::Recorder;
+
+namespace {
+
+// Completes only when the test calls on_completed.
+struct Deferred final : Action {
+  std::vector<int64_t> pieces;
+  void act(int64_t piece, const void* const*, void* const*) override { pieces.push_back(piece); }
+  bool completes_late() const override { return true; }
+};
+
+// Another action, not owned (LateAction owns what it wraps).
+struct Borrowed final : Action {
+  Action& to;
+  explicit Borrowed(Action& a) : to(a) {}
+  void act(int64_t piece, const void* const* in, void* const* out) override { to.act(piece, in, out); }
+};
+
+// x + 1, written only after a pause: a reader told too early reads the old value.
+struct SlowAddOne final : Action {
+  void act(int64_t, const void* const* in, void* const* out) override {
+    const float x = *static_cast<const float*>(in[0]);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    *static_cast<float*>(out[0]) = x + 1.0f;
+  }
+};
+
+// The chain, every task's action completing late on `pool`.
+struct LateChain {
+  plan::Plan p;
+  std::vector<uint8_t> arena;
+  std::vector<float> inputs, outputs;
+  std::vector<std::unique_ptr<Action>> actions;
+  std::vector<std::unique_ptr<TaskState>> tasks;
+
+  LateChain(int stages, int64_t pieces, const std::shared_ptr<LatePool>& pool, int fail_stage = -1, int64_t fail_piece = -1)
+      : p(testing::chain(stages, 2)), arena(p.arenas[0].bytes), inputs(size_t(pieces)), outputs(size_t(pieces), -1) {
+    for (int64_t i = 0; i < pieces; ++i) inputs[size_t(i)] = float(i);
+    uint8_t* arenas[] = {arena.data()};
+    for (int t = 0; t <= stages + 1; ++t) {
+      std::unique_ptr<Action> a;
+      if (t == 0) a = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4}});
+      else if (t == stages + 1) a = std::make_unique<SinkAction>(std::vector<SinkAction::Collect>{{reinterpret_cast<uint8_t*>(outputs.data()), pieces, 4}});
+      else if (t == fail_stage) a = std::make_unique<testing::FailsAt>(fail_piece);
+      else a = std::make_unique<SlowAddOne>();
+      actions.push_back(std::make_unique<LateAction>(std::move(a), pool, p, t, 2));
+      tasks.push_back(std::make_unique<TaskState>(p, t, actions.back().get(), arenas, 2, pieces, 0));
+    }
+  }
+  int32_t most_in_flight() const {
+    int32_t most = 0;
+    for (const auto& a : actions) most = std::max(most, static_cast<const LateAction&>(*a).most_in_flight());
+    return most;
+  }
+};
+
+// weight_plan with every action completing late.
+struct LateWeightRun {
+  testing::WeightRun run;
+  std::vector<std::unique_ptr<Action>> late;
+  LateWeightRun(int64_t pieces, int32_t k, const std::shared_ptr<LatePool>& pool) : run(pieces, k) {
+    uint8_t* arenas[] = {run.arena.data()};
+    Action* inner[] = {run.source.get(), &run.f, &run.g, &run.u, &run.l, run.sink.get(), &run.a};
+    run.tasks.clear();
+    for (int t = 0; t < int(run.p.tasks.size()); ++t) {
+      late.push_back(std::make_unique<LateAction>(std::make_unique<Borrowed>(*inner[t]), pool, run.p, t, 2));
+      run.tasks.push_back(std::make_unique<TaskState>(run.p, t, late.back().get(), arenas, 2, pieces, 0));
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("late_completion: a task takes its slots when it acts but tells nobody until the act completes", "[runtime]") {
+  plan::Plan p = testing::chain(1, 2);
+  std::vector<uint8_t> arena(p.arenas[0].bytes);
+  uint8_t* arenas[] = {arena.data()};
+  Deferred act;
+  Recorder out;
+  TaskState mid(p, 1, &act, arenas, 2, 0, 4);
+  REQUIRE(mid.completes_late());
+  mid.on_ready(0, 0, 0, out);
+  mid.on_ready(0, 1, 1, out);
+  CHECK(act.pieces == std::vector<int64_t>{0, 1});  // both in flight at once: one output slot each
+  CHECK(mid.in_flight() == 2);
+  CHECK(out.sent.empty());
+  CHECK(mid.holds(0, 0));  // an act in flight still holds what it reads
+  CHECK(mid.holds(0, 1));
+  CHECK(mid.waiting_for({}).why == "waits for its act on piece 0 to complete");
+  mid.on_eos(0, out);
+  CHECK(out.sent.empty());  // eos waits for the acts in flight
+  mid.on_completed(out);
+  REQUIRE(out.sent.size() == 2);
+  CHECK(out.sent[0] == Msg{'r', 2, 1, 0, 0});  // downstream first...
+  CHECK(out.sent[1] == Msg{'f', 0, 0, 0, -1});  // ...then the input slot goes back
+  CHECK_FALSE(mid.holds(0, 0));
+  mid.on_completed(out);
+  REQUIRE(out.sent.size() == 5);
+  CHECK(out.sent[2] == Msg{'r', 2, 1, 1, 1});
+  CHECK(out.sent[3] == Msg{'f', 0, 0, 1, -1});
+  CHECK(out.sent[4] == Msg{'e', 2, 1, -1, -1});
+  CHECK(mid.trace().size() == 2);
+  CHECK_FALSE(mid.done());  // both output slots are still lent to the sink
+  mid.on_free(1, 0, out);
+  mid.on_free(1, 1, out);
+  CHECK(mid.done());
+}
+
+TEST_CASE("late_completion: a task with every output slot in flight waits, and acts again once one completes and is freed", "[runtime]") {
+  plan::Plan p = testing::chain(1, 1);
+  std::vector<uint8_t> arena(p.arenas[0].bytes);
+  uint8_t* arenas[] = {arena.data()};
+  Deferred act;
+  Recorder out;
+  TaskState source(p, 0, &act, arenas, 1, 3, 0);
+  source.start(out);
+  CHECK(act.pieces == std::vector<int64_t>{0});
+  CHECK(out.sent.empty());
+  source.on_completed(out);
+  REQUIRE(out.sent.size() == 1);
+  CHECK(out.sent[0] == Msg{'r', 1, 0, 0, 0});
+  CHECK(act.pieces.size() == 1);  // its only slot is lent out
+  source.on_free(0, 0, out);
+  CHECK(act.pieces == std::vector<int64_t>{0, 1});
+  CHECK(out.sent.size() == 1);
+  CHECK_THROWS(TaskState(p, 0, &act, arenas, 1, 3, 0).on_completed(out));  // nothing in flight
+}
+
+TEST_CASE("late_completion: a chain of late acts delivers every piece in order, on 1, 2 and 4 workers", "[runtime]") {
+  for (int threads : {1, 2, 4}) {
+    INFO("threads " << threads);
+    auto pool = std::make_shared<LatePool>(3);
+    LateChain run(5, 300, pool);
+    ActorRunResult r = run_actors(run.p, run.tasks, SchedulerOptions{threads, "sharing"});
+    REQUIRE(r.error.empty());
+    for (int64_t i = 0; i < 300; ++i) REQUIRE(run.outputs[size_t(i)] == float(i + 5));
+    CHECK(run.most_in_flight() == 2);  // some task had both its slots' acts in flight
+    for (const auto& t : run.tasks) CHECK(t->done());
+  }
+}
+
+TEST_CASE("late_completion: persistent registers and micro-batches: every reader of piece n still sees its version", "[runtime]") {
+  constexpr int64_t kPieces = 200;
+  for (int32_t k : {1, 4})
+    for (int threads : {1, 2, 4}) {
+      INFO("micro-batches " << k << ", threads " << threads);
+      auto pool = std::make_shared<LatePool>(3);
+      LateWeightRun late(kPieces, k, pool);
+      ActorRunResult r = run_actors(late.run.p, late.run.tasks, SchedulerOptions{threads, "stealing"});
+      REQUIRE(r.error.empty());
+      CHECK(late.run.u.aliased);
+      for (int64_t n = 0; n < kPieces; ++n) {
+        INFO("piece " << n);
+        REQUIRE(late.run.y[size_t(n)] == float(k * (n / k)));
+        REQUIRE(late.run.z[size_t(n)] == float(k * (n / k)));
+      }
+      CHECK(late.run.weight() == float(kPieces));
+      for (const auto& t : late.run.tasks) CHECK(t->done());
+    }
+}
+
+TEST_CASE("late_completion: an act that fails on the device stops the run naming its task, no hang", "[runtime]") {
+  for (int threads : {1, 2, 4}) {
+    INFO("threads " << threads);
+    auto pool = std::make_shared<LatePool>(2);
+    LateChain run(5, 1000, pool, 3, 17);
+    ActorRunResult r = run_actors(run.p, run.tasks, SchedulerOptions{threads, "stealing"});
+    CHECK(r.error == "task 3 (t3 AddOne): boom at piece 17");
+    CHECK(run.outputs[999] == -1.0f);
+  }
+}
