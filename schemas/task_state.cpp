@@ -181,50 +181,61 @@ void TaskState::try_act(Outbox& out) {
       for (size_t a = 0; a < in_args_.size(); ++a) in_ptrs_[a] = address(in_args_[a]);
       for (size_t a = 0; a < out_args_.size(); ++a) out_ptrs_[a] = address(out_args_[a]);
     }
-    InFlight& f = flight_[(flight_head_ + flight_count_) % flight_.size()];
-    ++flight_count_;
-    f.piece = piece;
-    f.begin_ns = tracing_ ? now_ns() : 0;
+    // A late act is recorded, to be told when it completes; a synchronous one is told at once.
+    InFlight* late = nullptr;
+    if (late_) {
+      size_t tail = flight_head_ + flight_count_;  // no division on the hot path
+      if (tail >= flight_.size()) tail -= flight_.size();
+      late = &flight_[tail];
+      ++flight_count_;
+      late->piece = piece;
+    }
+    const int64_t begin = tracing_ ? now_ns() : 0;
     action_->act(piece, in_ptrs_.data(), out_ptrs_.data());
     ++acts_;
+    if (late) late->begin_ns = begin;
+    else if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{piece, begin, now_ns()});
 
-    // The act's slots are taken now, though only told about once it completes.
+    // The act's slots are taken now: downstream first, then the inputs go back.
     for (size_t k = 0; k < outs_.size(); ++k) {
       Out& o = outs_[k];
-      f.ready_slot[k] = -1;
+      if (late) late->ready_slot[k] = -1;
       if (++o.group < o.acts_per_piece) continue;
       o.group = 0;
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
       o.used[size_t(slot)] = 1;
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
-      f.ready_slot[k] = slot;
+      if (late) late->ready_slot[k] = slot;
+      else tell_ready(o, slot, piece, out);
     }
     for (size_t k = 0; k < ins_.size(); ++k) {
       In& in = ins_[k];
-      f.free_slot[k] = -1;
+      if (late) late->free_slot[k] = -1;
       if (in.persistent && piece % in.per_version != in.per_version - 1) continue;  // read again by the next piece
-      f.free_slot[k] = in.ring[in.head].slot;
+      const int32_t slot = in.ring[in.head].slot;
       in.head = (in.head + 1) % in.ring.size();
       --in.count;
+      if (late) late->free_slot[k] = slot;
+      else out.free(in.producer, in.regst, slot);
     }
     if (source_) ++emitted_;
-    if (!late_) complete_oldest(out);
   }
+}
+
+void TaskState::tell_ready(const Out& o, int32_t slot, int64_t piece, Outbox& out) const {
+  // A persistent register now holds the version read with piece + 1.
+  for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
 }
 
 void TaskState::complete_oldest(Outbox& out) {
   const InFlight& f = flight_[flight_head_];
   if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{f.piece, f.begin_ns, now_ns()});
-  for (size_t k = 0; k < outs_.size(); ++k) {
-    const Out& o = outs_[k];
-    if (f.ready_slot[k] < 0) continue;
-    // A persistent register now holds the version read with piece + 1.
-    for (plan::TaskId c : o.consumers) out.ready(c, o.regst, f.ready_slot[k], o.persistent ? f.piece + 1 : f.piece / o.acts_per_piece);
-  }
+  for (size_t k = 0; k < outs_.size(); ++k)
+    if (f.ready_slot[k] >= 0) tell_ready(outs_[k], f.ready_slot[k], f.piece, out);
   for (size_t k = 0; k < ins_.size(); ++k)
     if (f.free_slot[k] >= 0) out.free(ins_[k].producer, ins_[k].regst, f.free_slot[k]);
-  flight_head_ = (flight_head_ + 1) % flight_.size();
+  if (++flight_head_ == flight_.size()) flight_head_ = 0;
   --flight_count_;
 }
 

@@ -24,7 +24,7 @@
 // transfer) and end it later. The task takes the act's input and output slots when it acts, so
 // it may act again on the next piece at once, but tells consumers (ready) and producers (free)
 // only when the act has completed, in act order; its end of stream waits for every act in
-// flight. A synchronous action completes as act() returns: the same code, with nothing between.
+// flight. A synchronous act is told as act() returns, from the same bookkeeping.
 #pragma once
 
 #include <cstdint>
@@ -167,7 +167,8 @@ class TaskState {
   };
 
   void try_act(Outbox& out);
-  void complete_oldest(Outbox& out);
+  void complete_oldest(Outbox& out);  // a late act's ready and free
+  void tell_ready(const Out& o, int32_t slot, int64_t piece, Outbox& out) const;
   uint8_t* address(const Arg& arg) const;
   void maybe_finish(Outbox& out);
   In& in_of(plan::RegstId regst);
