@@ -387,6 +387,34 @@ def check_stray(args):
     print(f"ranks stray: {refused[0]}; the job trained on")
 
 
+def check_infer(args):
+    """Inference plans as one process per rank: the outputs of one process, bit for bit, for
+    every configuration of the MLP over shared memory and TCP (the source's rank reads the
+    inputs, the sink's writes the outputs)."""
+    import numpy as np
+    case = Case(args, "infer")
+    x = case.path("x.npy")
+    np.save(x, np.random.default_rng(1).standard_normal((64, 784)).astype(np.float32))
+    onnx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "mlp.onnx")
+    for config in ("dp2", "tp2", "pp2", "dp2xtp2", "dp2xpp2", "dp2xtp2-4ranks"):
+        plan = case.path(f"{config}.ofp")
+        rc, out, err = run([case.tool("ofc"), onnx, "-o", plan, *CONFIGS[config][0].split()])
+        if rc != 0:
+            raise Failure(f"ofc {config}: {err.strip()}")
+        outputs = {}
+        for label, extra, env in [("one", [], {})] + [(t, ["--launch-local"], {"UCX_TLS": t}) for t in ("sm", "tcp")]:
+            y = case.path(f"{config}-{label}.npy")
+            rc, out, err = run([case.tool("ofrun"), plan, "--input", f"input={x}", "--output", f"logits={y}", "--pieces", "8",
+                                "--stall-timeout", "30", *extra], env=env)
+            if rc != 0:
+                raise Failure(f"inference {config} {label}: exit {rc}:\n{out}{err}")
+            outputs[label] = np.load(y)
+        for t in ("sm", "tcp"):
+            if not np.array_equal(outputs["one"], outputs[t]):
+                raise Failure(f"inference {config} over {t}: outputs differ from one process's")
+        print(f"ranks infer {config}: {outputs['one'].shape[0]} rows over sm and tcp identical to one process")
+
+
 CHECKS = {f"mlp:{c}": (lambda c: lambda a: check_config(a, "mlp", c))(c) for c in ["dp2", "tp2", "pp2", "dp2xtp2", "dp2xpp2"]}
 CHECKS.update({
     "cnn:dp2xpp2-4ranks": lambda a: check_config(a, "cnn", "dp2xpp2-4ranks"),
@@ -403,6 +431,7 @@ CHECKS.update({
     "other-plan": check_other_plan,
     "missing-rank": check_missing_rank,
     "stray": check_stray,
+    "infer": check_infer,
     "all-configs": lambda a: [check_config(a, m, c) for m in ("mlp", "cnn", "lm") for c in CONFIGS],
 })
 
