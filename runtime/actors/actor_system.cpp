@@ -38,6 +38,7 @@ struct alignas(64) Progress {
 struct RunContext {
   std::vector<caf::actor> actors;  // by task id; filled before any actor is started; read-only afterwards
   caf::actor network;              // the transport actor (a multi-process run), else invalid
+  caf::actor supervisor;           // watches the task actors
   const transport::RankRoutes* routes = nullptr;
   std::mutex error_mutex;          // taken only on failure
   std::string first_error;
@@ -53,6 +54,10 @@ struct RunContext {
     return true;
   }
   bool remote(plan::TaskId t) const { return routes && !routes->local(t); }
+  bool first_error_empty() {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    return first_error.empty();
+  }
   void stop_local() const {
     for (const caf::actor& a : actors)
       if (a) caf::anon_send(a, stop_atom::value);
@@ -132,6 +137,34 @@ caf::behavior task_actor(caf::event_based_actor* self, RunContext* ctx, TaskStat
       [=](act_failed_atom, const std::string& why) { failed(why); },
       [=](stop_atom) { self->quit(); },
   };
+}
+
+// Watches every task actor: one that goes down before its task is done while the run has not
+// failed (an exception that is no std::exception escaped a handler, say) fails the run, so that
+// the actors waiting for it do not wait forever. Quits when every task actor has.
+caf::behavior supervisor(caf::event_based_actor* self, RunContext* ctx, const std::vector<std::unique_ptr<TaskState>>* tasks) {
+  auto left = std::make_shared<size_t>(0);
+  std::vector<std::pair<caf::actor_addr, plan::TaskId>> watched;
+  for (size_t i = 0; i < ctx->actors.size(); ++i)
+    if (ctx->actors[i]) {
+      self->monitor(ctx->actors[i]);
+      watched.emplace_back(ctx->actors[i].address(), plan::TaskId(i));
+      ++*left;
+    }
+  self->set_down_handler([=](const caf::down_msg& down) {
+    for (const auto& [addr, id] : watched)
+      if (addr == down.source) {
+        const TaskState& t = *(*tasks)[size_t(id)];
+        // The actor is gone: its task's state is no longer written, and CAF's message
+        // passing orders its last writes before this handler.
+        if (!t.done() && ctx->first_error_empty()) {
+          const std::string where = ctx->routes ? fmt::format("rank {}: ", ctx->routes->rank()) : std::string();
+          fail_run(ctx, fmt::format("{}task {} ({}): its actor died before the task finished, without an error of ours (CAF: {})", where, id, t.label(), caf::to_string(down.reason)), true);
+        }
+      }
+    if (--*left == 0) self->quit();
+  });
+  return {[](stop_atom) {}};
 }
 
 // Delivers what the network brought to the local task actors.
@@ -324,6 +357,7 @@ ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<Ta
           tasks[i]->bind(completions.back().get());
         }
       }
+    ctx.supervisor = system.spawn(supervisor, &ctx, &tasks);  // held: an actor nobody holds is gone
     if (remote) {
       if (local == 0) fail({}, "rank {} runs no task of the plan", remote->routes->rank());
       ctx.network = system.spawn(network_actor, &ctx, net.get(), remote, watchers->epoll_fd, local);
@@ -349,6 +383,7 @@ ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<Ta
     ctx.closed.store(true);
     ctx.actors.clear();
     ctx.network = caf::actor();
+    ctx.supervisor = caf::actor();
   }
   if (remote) {
     if (ctx.first_error.empty()) {

@@ -84,3 +84,29 @@ TEST_CASE("actor_system: the stall watchdog leaves a run that makes progress alo
   CHECK(r.error.empty());
   for (int64_t i = 0; i < 200; ++i) REQUIRE(run.outputs[size_t(i)] == float(i + 5));
 }
+
+namespace {
+
+struct ThrowsNonStd final : Action {  // a library that throws something that is no std::exception
+  void act(int64_t p, const void* const* in, void* const* out) override {
+    if (p == 9) throw 42;
+    *static_cast<float*>(out[0]) = *static_cast<const float*>(in[0]);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("actor_system: an actor that dies without a std::exception still stops the run, naming its task", "[runtime]") {
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    Run run(5, 500, -1, -1);
+    run.middle[1] = std::make_unique<ThrowsNonStd>();  // task 2
+    uint8_t* arenas[] = {run.arena.data()};
+    run.tasks[2] = std::make_unique<TaskState>(run.p, 2, run.middle[1].get(), arenas, 2, 500, 0);
+    ActorRunResult r = run_actors(run.p, run.tasks, SchedulerOptions{threads, "sharing"});
+    INFO(r.error);
+    CHECK(r.error.rfind("task 2 (t2 AddOne): its actor died before the task finished, without an error of ours (CAF: ", 0) == 0);
+    CHECK(run.outputs[499] == -1.0f);
+  }
+}
+
