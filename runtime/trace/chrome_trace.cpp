@@ -40,11 +40,15 @@ void write_chrome_trace(const std::string& path, const plan::Plan& p,
     if (!t) continue;
     const plan::Task& task = p.tasks[size_t(t->id())];
     const int32_t pid = p.devices[size_t(task.device)].rank;
-    std::string label = nlohmann::json(fmt::format("{} {}", task.id, task.name)).dump();
+    // A row per task (a CPU device runs several at once), named by its device first and sorted
+    // device by device, so that each device's tasks sit together.
+    const plan::DeviceRef& device = p.devices[size_t(task.device)];
+    std::string label = nlohmann::json(fmt::format("{}:{} · {} {}", device.kind == 0 ? "cpu" : "cuda", device.index, task.id, task.name)).dump();
     sep();
     out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", pid, task.id, label);
     sep();
-    out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}", pid, task.id, task.id);
+    out += fmt::format("{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}", pid, task.id,
+                       int64_t(device.index) * int64_t(p.tasks.size()) + task.id);
     std::string name = nlohmann::json(fmt::format("{} {}", task.id, task.op)).dump();
     for (const ActRecord& r : t->trace()) {
       sep();

@@ -46,6 +46,14 @@ TEST_CASE("streaming: 4 delay stages overlap with 2 slots and not with 1", "[e2e
   for (const auto& e : trace["traceEvents"])
     if (e["ph"] == "X") acts[e["tid"].get<int>()].emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
   REQUIRE(acts.size() == 6);  // source, 4 delays, sink
+  int named = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      const std::string row = e["args"]["name"].get<std::string>();
+      CHECK(row.rfind("cpu:0 · " + std::to_string(e["tid"].get<int>()) + " ", 0) == 0);  // its device, then the task
+      ++named;
+    }
+  CHECK(named == 6);
   int overlaps = 0;
   for (int a = 1; a <= 4; ++a) {
     CHECK(acts[a].size() == 20);
