@@ -66,7 +66,7 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
     landing_.resize(plan_.regsts.size());
     for (plan::RegstId r : routes_->landed()) {
       const plan::Regst& regst = plan_.regsts[size_t(r)];
-      if (!routes_->carries_bytes(r)) {  // a replica this rank holds itself: its slots never land
+      if (!routes_->lands_bytes(r)) {  // only paces readers here, or a replica this rank holds itself
         landing_[size_t(r)].assign(size_t(regst.slots), nullptr);
         continue;
       }

@@ -5,13 +5,16 @@
 // to carry their versions; fuzzed models make boxing copy one). A transfer task reads tensors of one register of another device and writes them, in
 // order, into a register of its own device. A boxing copy from another device is such a transfer
 // already and becomes one. Any other streamed register read on another device gets, per reading
-// device, one transfer task there that mirrors all of it (the same blobs at the same offsets), and
-// every reader there reads the mirror instead. In one process a transfer is a copy; across ranks
+// device, one transfer task there that mirrors what the readers there read of it (those blobs, in
+// register order), and every reader there reads the mirror instead. A reader the register only
+// paces (a weight's Transpose paced by the source) reads no blob: a mirror for pacing alone has
+// none, so the source's batch does not cross to a device that only needs to know a piece began. In one process a transfer is a copy; across ranks
 // it is where the transport moves the bytes (the design card's locality invariant: the plan says
 // which bytes cross, the runtime never reaches into a device it does not own).
 //
 // A mirroring transfer is placed just before the first task of its device that reads it, so task
 // ids stay in topological order; every later task is renumbered.
+#include <algorithm>
 #include <map>
 
 #include "common/error.h"
@@ -43,6 +46,16 @@ bool InsertTransfers::run(Compilation& c) {
   std::vector<Task> tasks;
   std::vector<TaskId> renamed(tg.tasks.size(), -1);
   std::map<std::pair<RegstId, int32_t>, RegstId> mirror;  // (register, reading device) -> its mirror
+  // (register, reading device) -> the blobs readers there read: what a mirror must carry.
+  std::map<std::pair<RegstId, int32_t>, std::vector<uint8_t>> wanted;
+  for (const Task& t : tg.tasks) {
+    if (t.kind == TaskKind::snapshot || is_remote_copy(tg, t, device_of)) continue;
+    for (RegstId r : t.in_regsts)
+      if (device_of(r) != t.device && !tg.regsts[size_t(r)].persistent) wanted[{r, t.device}].resize(tg.regsts[size_t(r)].blobs.size(), 0);
+    for (const TaskInput& in : t.inputs)
+      if (in.kind == InputKind::regst && device_of(in.id) != t.device && !tg.regsts[size_t(in.id)].persistent)
+        wanted[{in.id, t.device}][size_t(in.blob)] = 1;
+  }
   bool changed = false;
   for (Task& t : tg.tasks) {
     for (const TaskInput& in : t.inputs)
@@ -63,25 +76,40 @@ bool InsertTransfers::run(Compilation& c) {
         // would have to carry its versions. One process only, until ranks need it (issue 12).
         if (from.persistent) continue;
         auto [it, fresh] = mirror.try_emplace({r, t.device}, RegstId(tg.regsts.size()));
+        const std::vector<uint8_t>& carried = wanted.at({r, t.device});
         if (fresh) {
           const Task& producer = tasks[size_t(renamed[size_t(from.producer)])];
           Task x{.id = TaskId(tasks.size()), .kind = TaskKind::transfer,
                  .name = fmt::format("{}/transfer/d{}", producer.name, t.device), .op = "Transfer", .device = t.device};
           x.stage = t.stage;
           x.in_regsts = {r};
-          for (size_t b = 0; b < from.blobs.size(); ++b) x.inputs.push_back(TaskInput{.kind = InputKind::regst, .id = r, .blob = int32_t(b)});
-          Regst m = from;  // the same blobs at the same offsets, in the reader's arena
+          Regst m = from;  // the carried blobs, laid out afresh in the reader's arena
           m.id = it->second;
           m.producer = x.id;
           m.arena = arena_of_device[size_t(t.device)];
           m.consumers.clear();
           m.acts_per_piece = 1;  // one piece is one transfer, however many acts filled the original
+          m.blobs.clear();
+          uint64_t offset = 0;
+          for (size_t b = 0; b < from.blobs.size(); ++b) {
+            if (!carried[b]) continue;
+            x.inputs.push_back(TaskInput{.kind = InputKind::regst, .id = r, .blob = int32_t(b)});
+            plan::Blob blob = from.blobs[b];
+            blob.offset = offset;
+            offset = add_aligned(offset, blob.bytes);
+            m.blobs.push_back(blob);
+          }
+          m.slot_bytes = std::max<uint64_t>(offset, kAlignment);  // a zero-byte register still gets a slot per piece
           x.out_regsts = {m.id};
           tg.regsts.push_back(std::move(m));
           tasks.push_back(std::move(x));
         }
+        // Blob b of the original is blob (carried blobs before b) of the mirror.
         for (TaskInput& in : t.inputs)
-          if (in.kind == InputKind::regst && in.id == r) in.id = it->second;
+          if (in.kind == InputKind::regst && in.id == r) {
+            in.blob = int32_t(std::count(carried.begin(), carried.begin() + in.blob, uint8_t(1)));
+            in.id = it->second;
+          }
         r = it->second;
         changed = true;
       }

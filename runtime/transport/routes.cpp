@@ -14,6 +14,11 @@ uint64_t edge_key(plan::TaskId consumer, plan::RegstId regst) { return (uint64_t
 
 bool reads(const plan::Regst& r, plan::TaskId t) { return std::find(r.consumers.begin(), r.consumers.end(), t) != r.consumers.end(); }
 
+// Whether task t reads a blob of register r (else r only paces it).
+bool reads_blobs(const plan::Task& t, plan::RegstId r) {
+  return std::any_of(t.inputs.begin(), t.inputs.end(), [&](const plan::TaskInput& in) { return in.kind == plan::InputKind::regst && in.id == r; });
+}
+
 }  // namespace
 
 int32_t plan_ranks(const plan::Plan& p) {
@@ -34,13 +39,30 @@ RankRoutes::RankRoutes(const plan::Plan& p, int32_t rank) : plan_(p), rank_(rank
     }
     if (!local_edges_[size_t(r.id)].empty()) landed_.push_back(r.id);
   }
-  // The boxes (tensor, where it begins, its shape) the snapshot task's rank holds itself.
-  carries_.assign(p.regsts.size(), 1);
+  // Registers whose bytes some reader on a rank needs, as (register, rank).
+  std::set<std::pair<plan::RegstId, int32_t>> needed;
+  for (const plan::Regst& r : p.regsts)
+    for (plan::TaskId c : r.consumers)
+      if (rank_of(c) != rank_of(r.producer) && reads_blobs(p.tasks[size_t(c)], r.id)) needed.insert({r.id, rank_of(c)});
   const plan::Task* snapshot = nullptr;
   for (const plan::Task& t : p.tasks)
     if (t.kind == plan::TaskKind::snapshot) snapshot = &t;
-  if (!snapshot) return;
-  const int32_t at = rank_of(snapshot->id);
+  if (snapshot) drop_held_replicas(p, rank_of(snapshot->id), snapshot->id, needed);
+  edge_carries_.assign(edge_index_.size(), 0);
+  for (const plan::Regst& r : p.regsts)
+    for (plan::TaskId c : r.consumers)
+      if (const int32_t e = edge(c, r.id); e >= 0) edge_carries_[size_t(e)] = needed.count({r.id, rank_of(c)}) ? 1 : 0;
+}
+
+bool RankRoutes::lands_bytes(plan::RegstId r) const {
+  for (int32_t e : local_edges_[size_t(r)])
+    if (carries_bytes(e)) return true;
+  return false;
+}
+
+void RankRoutes::drop_held_replicas(const plan::Plan& p, int32_t at, plan::TaskId snapshot,
+                                    std::set<std::pair<plan::RegstId, int32_t>>& needed) const {
+  // The boxes (tensor, where it begins, its shape) the snapshot task's rank holds itself.
   using Box = std::tuple<std::string, std::vector<int64_t>, Shape>;
   auto box = [&](int32_t tensor) {
     const plan::LogicalTensor& t = p.tensors[size_t(tensor)];
@@ -57,10 +79,10 @@ RankRoutes::RankRoutes(const plan::Plan& p, int32_t rank) : plan_(p), rank_(rank
     if (!r.persistent || rank_of(r.producer) == at) continue;
     bool only_snapshot = true;
     for (plan::TaskId c : r.consumers)
-      if (rank_of(c) == at && c != snapshot->id) only_snapshot = false;
+      if (rank_of(c) == at && c != snapshot && reads_blobs(p.tasks[size_t(c)], r.id)) only_snapshot = false;
     bool duplicated = true;
     for (const plan::Blob& b : r.blobs) duplicated = duplicated && held.count(box(b.tensor)) > 0;
-    if (only_snapshot && duplicated) carries_[size_t(r.id)] = 0;
+    if (only_snapshot && duplicated) needed.erase({r.id, at});
   }
 }
 
@@ -87,7 +109,8 @@ std::string RankRoutes::check(const WireHeader& h, uint64_t payload) const {
       if (r.producer != h.from_task || !reads(r, h.to_task))
         return fmt::format("register {} does not go from task {} to task {}", h.regst, h.from_task, h.to_task);
       if (h.kind == WireKind::eos && r.persistent) return fmt::format("end of stream on persistent register {}", h.regst);
-      if (h.has_data && !carries_bytes(h.regst)) return fmt::format("bytes for register {}, which carries none", h.regst);
+      if (h.has_data && !carries_bytes(edge(h.to_task, h.regst)))
+        return fmt::format("bytes for register {} to task {}, which reads none", h.regst, h.to_task);
       const uint64_t want = h.has_data ? r.slot_bytes : 0;
       if (payload != want) return fmt::format("{} bytes for register {}, expected {}", payload, h.regst, want);
       return "";

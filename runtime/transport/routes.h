@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,11 +36,16 @@ class RankRoutes {
 
   // Registers another rank produces that a task of this rank reads: their slots land here.
   const std::vector<plan::RegstId>& landed() const { return landed_; }
-  // Whether readies of register r carry its bytes to another rank. Not when the snapshot task
-  // is its only reader there and that rank holds every blob of it itself (a data-parallel
-  // replica of a weight or its optimizer state): checkpoints keep the snapshot rank's copy, so
-  // a replica's bytes would cross the network every step for nothing. The same on every rank.
-  bool carries_bytes(plan::RegstId r) const { return carries_[size_t(r)] != 0; }
+  // Whether readies on cross-rank edge `edge` carry the register's bytes to the consumer's rank
+  // (the same for every edge of one register into one rank; decided alike on every rank). Not
+  // when no reader there reads a blob of it (a task the register only paces, like a weight's
+  // Transpose paced by the source), nor when the snapshot task is its only reader there and
+  // that rank holds every blob of it itself (a data-parallel replica of a weight or its
+  // optimizer state: checkpoints keep the snapshot rank's copy, so a replica's bytes would
+  // cross the network every step for nothing).
+  bool carries_bytes(int32_t edge) const { return edge_carries_[size_t(edge)] != 0; }
+  // Whether register r's bytes land on this rank (some edge into it carries them).
+  bool lands_bytes(plan::RegstId r) const;
   // The edges into this rank's readers of register r (empty unless r lands here).
   const std::vector<int32_t>& local_edges(plan::RegstId r) const { return local_edges_[size_t(r)]; }
   // Register r's slot count, as the plan sizes it.
@@ -52,7 +58,8 @@ class RankRoutes {
   std::unordered_map<uint64_t, int32_t> edge_index_;
   std::vector<plan::RegstId> landed_;
   std::vector<std::vector<int32_t>> local_edges_;
-  std::vector<uint8_t> carries_;
+  std::vector<uint8_t> edge_carries_;  // by edge
+  void drop_held_replicas(const plan::Plan& p, int32_t at, plan::TaskId snapshot, std::set<std::pair<plan::RegstId, int32_t>>& needed) const;
 };
 
 // The number of ranks a plan's devices name (at least 1).

@@ -251,7 +251,7 @@ void UcxTransport::Impl::drain(int32_t edge) {
     const size_t at = size_t(in.next % in.early.size());
     if (!in.held[at]) return;
     const WireHeader& h = in.early[at];
-    if (h.kind == WireKind::ready && routes.carries_bytes(h.regst) && landed_piece[size_t(h.regst)][size_t(h.slot)] != h.piece)
+    if (h.kind == WireKind::ready && routes.carries_bytes(edge) && landed_piece[size_t(h.regst)][size_t(h.slot)] != h.piece)
       return;  // bytes not here yet
     in.held[at] = 0;
     ++in.next;
@@ -367,7 +367,7 @@ void UcxTransport::ready(plan::TaskId from, plan::TaskId to, plan::RegstId regst
                .regst = regst, .slot = slot, .piece = piece, .seq = m.out_seq[size_t(edge)]++};
   // The slot's bytes go to a rank once per piece, with the first ready there.
   std::pair<int32_t, int64_t>& last = m.sent_bytes.at({regst, rank});
-  h.has_data = m.routes.carries_bytes(regst) && last != std::pair<int32_t, int64_t>{slot, piece};
+  h.has_data = m.routes.carries_bytes(edge) && last != std::pair<int32_t, int64_t>{slot, piece};
   if (h.has_data) last = {slot, piece};
   m.send(rank, h, h.has_data ? slot_data : nullptr, h.has_data ? bytes : 0);
 }

@@ -98,20 +98,39 @@ TEST_CASE("insert_transfers: a remote copy becomes a transfer and other remote r
   CHECK(mirror.kind == TaskKind::transfer);
   CHECK(mirror.name == "source/transfer/d1");
   CHECK(mirror.device == 1);
-  REQUIRE(mirror.inputs.size() == 2);  // every tensor of the source's register, in order
-  CHECK(mirror.inputs[1].blob == 1);
+  REQUIRE(mirror.inputs.size() == 1);  // only what device 1 reads of the source's register: y
+  CHECK(mirror.inputs[0].blob == 1);
   const Regst& m = tg.regsts[size_t(mirror.out_regsts[0])];
-  CHECK(m.blobs.size() == 2);
-  CHECK(m.slot_bytes == tg.regsts[0].slot_bytes);
+  REQUIRE(m.blobs.size() == 1);
+  CHECK(m.blobs[0].desc.shape == of::Shape{2});
+  CHECK(m.blobs[0].offset == 0);
+  CHECK(m.slot_bytes == of::plan::kAlignment);
   CHECK(tg.tasks[3].name == "relu");
-  CHECK(tg.tasks[3].inputs[0].id == m.id);  // relu reads blob 1 of the mirror
-  CHECK(tg.tasks[3].inputs[0].blob == 1);
+  CHECK(tg.tasks[3].inputs[0].id == m.id);  // relu reads y, blob 0 of the mirror
+  CHECK(tg.tasks[3].inputs[0].blob == 0);
   CHECK(tg.tasks[4].kind == TaskKind::transfer);
   CHECK(tg.tasks[5].kind == TaskKind::transfer);
   CHECK(tg.tasks[6].kind == TaskKind::sink);
   CHECK(tg.tasks[6].device == 0);
   // The source's register is read on device 0 by nobody now and on device 1 by two transfers.
   CHECK(tg.regsts[0].consumers == std::vector<TaskId>{1, 2});
+}
+
+TEST_CASE("insert_transfers: a register that only paces a task on another device is mirrored without its blobs", "[compiler]") {
+  Compilation c = two_device_graph();
+  // relu on device 1 is paced by the source's register but reads nothing of it (as a weight's
+  // Transpose is): its mirror carries no bytes.
+  TaskGraph& g = c.tasks;
+  g.tasks[2].inputs.clear();
+  REQUIRE(InsertTransfers().run(c));
+  check_local(g);
+  const Task& mirror = g.tasks[2];
+  CHECK(mirror.name == "source/transfer/d1");
+  CHECK(mirror.inputs.empty());
+  const Regst& m = g.regsts[size_t(mirror.out_regsts[0])];
+  CHECK(m.blobs.empty());
+  CHECK(m.slot_bytes == of::plan::kAlignment);  // still a slot per piece, to pace the reader
+  CHECK(g.tasks[3].in_regsts == std::vector<RegstId>{m.id});
 }
 
 TEST_CASE("insert_transfers: a one-device plan is left as it is", "[compiler]") {

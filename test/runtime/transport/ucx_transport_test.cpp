@@ -31,6 +31,7 @@ plan::Plan two_rank_plan(uint64_t bytes) {
   p.tasks[0].out_regsts = {0};
   p.tasks[1].in_regsts = {0};
   p.tasks[2].in_regsts = {0};
+  p.tasks[1].inputs = p.tasks[2].inputs = {plan::TaskInput{plan::InputKind::regst, 0, 0}};
   plan::Regst r;
   r.id = 0;
   r.producer = 0;
@@ -140,6 +141,23 @@ TEST_CASE("routes: every number of a message is checked against the plan", "[tra
   const WireHeader stop{.kind = WireKind::stop, .from_rank = 1};
   CHECK(r0.check(stop, 100).empty());
   CHECK_FALSE(r0.check(stop, kMaxStopTextBytes + 1).empty());
+}
+
+TEST_CASE("routes: a register only pacing the readers of a rank sends them no bytes", "[transport]") {
+  plan::Plan p = two_rank_plan(256);
+  p.tasks[2].inputs.clear();  // task 2 reads no blob of register 0: it only paces it
+  CHECK(RankRoutes(p, 0).carries_bytes(RankRoutes(p, 0).edge(2, 0)));  // task 1 on that rank still needs them
+  CHECK(RankRoutes(p, 1).lands_bytes(0));
+  p.tasks[1].inputs.clear();  // now nobody on rank 1 reads them
+  const RankRoutes r0(p, 0), r1(p, 1);
+  CHECK_FALSE(r0.carries_bytes(r0.edge(1, 0)));
+  CHECK_FALSE(r0.carries_bytes(r0.edge(2, 0)));
+  CHECK_FALSE(r1.lands_bytes(0));
+  const WireHeader bare{.kind = WireKind::ready, .has_data = false, .from_rank = 0, .from_task = 0, .to_task = 1, .regst = 0, .slot = 1, .piece = 0};
+  CHECK(r1.check(bare, 0).empty());
+  WireHeader with_bytes = bare;
+  with_bytes.has_data = true;
+  CHECK(r1.check(with_bytes, 256) == "bytes for register 0 to task 1, which reads none");
 }
 
 TEST_CASE("ucx transport: slots land once per piece and messages arrive in order", "[transport]") {
