@@ -36,8 +36,9 @@ OptimizerChoice parse_optimizer(const std::string& text) {
   if (s.kind() == "sgd") {
     s.allow({"lr", "momentum", "dampening", "nesterov", "weight_decay"});
     o.kernel = "sgd_update";
-    o.state_names = {"momentum_buffer"};
     o.attrs.set_float("momentum", float(s.number("momentum", 0, 0, 1)));
+    // Without momentum torch keeps no buffer: neither memory nor a checkpoint tensor for it.
+    if (o.attrs.get_float("momentum", 0) > 0) o.state_names = {"momentum_buffer"};
     o.attrs.set_float("dampening", float(s.number("dampening", 0, 0, 1)));
     o.attrs.set_int("nesterov", int64_t(s.number("nesterov", 0, 0, 1)));
     o.attrs.set_float("weight_decay", float(s.number("weight_decay", 0, 0, 1e3)));

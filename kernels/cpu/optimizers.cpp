@@ -81,12 +81,15 @@ void sgd_loop(int64_t n, const float* p, const float* grad, const float* buf, fl
 
 // (param, grad, velocity, lr, step) -> (param', velocity'). With g = grad + wd*param:
 // step 1 (step < 1.5): buf = g; later: buf = momentum*buf + (1-dampening)*g; then
-// param' = param - lr * (nesterov ? g + momentum*buf : buf). momentum 0: param' = param - lr*g
-// and velocity' = velocity (PyTorch keeps no buffer then).
+// param' = param - lr * (nesterov ? g + momentum*buf : buf). momentum 0: param' = param - lr*g;
+// PyTorch keeps no buffer then, and neither do plans: (param, grad, lr, step) -> (param'). A
+// velocity given with momentum 0 is passed through unchanged (plans of earlier versions).
 class SgdUpdate final : public Kernel {
  public:
-  SgdUpdate(const KernelConfig& cfg) : layout_(cfg, "sgd_update", {"velocity"}) {
+  SgdUpdate(const KernelConfig& cfg)
+      : velocity_(cfg.inputs.size() != 4), layout_(cfg, "sgd_update", velocity_ ? std::vector<const char*>{"velocity"} : std::vector<const char*>{}) {
     momentum_ = float_attr(cfg, "sgd_update", "momentum", 0.0f, 0.0f);
+    if (!velocity_ && momentum_ != 0.0f) fail(where_of(cfg), "sgd_update: momentum {} needs a velocity input", momentum_);
     dampening_ = cfg.attrs.get_float("dampening", 0.0f);
     weight_decay_ = float_attr(cfg, "sgd_update", "weight_decay", 0.0f, 0.0f);
     nesterov_ = cfg.attrs.get_int("nesterov", 0) != 0;
@@ -97,14 +100,14 @@ class SgdUpdate final : public Kernel {
     const int64_t n = layout_.n();
     const float* p = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
-    const float* buf = static_cast<const float*>(in[2]);
+    const float* buf = velocity_ ? static_cast<const float*>(in[2]) : nullptr;
     const float lr = layout_.lr(in);
     const bool first = layout_.step(in) < 1.5f;  // step counts from 1
     float* p_out = static_cast<float*>(out[0]);
-    float* buf_out = static_cast<float*>(out[1]);
+    float* buf_out = velocity_ ? static_cast<float*>(out[1]) : nullptr;
     const float mu = momentum_, wd = weight_decay_, keep = 1.0f - dampening_;
     if (mu == 0.0f) {
-      if (buf_out != buf) std::memcpy(buf_out, buf, size_t(n) * sizeof(float));  // torch keeps no buffer
+      if (buf_out != buf) std::memcpy(buf_out, buf, size_t(n) * sizeof(float));
       sgd_loop<false, false>(n, p, grad, buf, p_out, buf_out, 0.0f, 1.0f, wd, lr, first);
     } else if (nesterov_) {
       sgd_loop<true, true>(n, p, grad, buf, p_out, buf_out, mu, keep, wd, lr, first);
@@ -114,6 +117,7 @@ class SgdUpdate final : public Kernel {
   }
 
  private:
+  bool velocity_;  // declared before layout_, which its value shapes
   UpdateLayout layout_;
   float momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
   bool nesterov_ = false;

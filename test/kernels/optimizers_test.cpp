@@ -158,6 +158,26 @@ TEST_CASE("sgd_update: plain, momentum, dampening, nesterov and weight decay mat
   check_sgd({0.8f, 0.0f, 0.05f, true});
 }
 
+TEST_CASE("sgd_update: without momentum there is no velocity, as torch keeps no buffer", "[kernels]") {
+  for (const SgdCfg& c : {SgdCfg{0.0f, 0.0f, 0.0f, false}, SgdCfg{0.0f, 0.0f, 0.1f, false}}) {
+    std::mt19937 rng(67);
+    const auto p0 = testing::random_floats(kN, rng);
+    const auto grads = random_grads(rng);
+    std::vector<double> p = testing::to_double(p0), unused(kN, 0.0);
+    for (int step = 1; step <= 3; ++step) sgd_ref(c, p, testing::to_double(grads[step - 1]), unused, kLr[step - 1], step);
+    for (bool in_place : {false, true}) {
+      INFO("wd " << c.weight_decay << " in place " << in_place);
+      const auto got = run_steps("sgd_update", sgd_attrs(c), {p0, {}}, grads, in_place);
+      REQUIRE(got.size() == 1);
+      testing::check_close(got[0], p);
+    }
+  }
+  const Shape p{kN};
+  Attrs momentum;
+  momentum.set_float("momentum", 0.9f);
+  testing::check_rejects("sgd_update", momentum, {p, p, {}, {}}, {p});  // momentum needs its buffer
+}
+
 TEST_CASE("adam_update: Adam and AdamW with bias correction match torch's rule", "[kernels]") {
   check_adam({0.9f, 0.999f, 1e-8f, 0.0f, false});
   check_adam({0.9f, 0.999f, 1e-8f, 0.1f, false});  // Adam: L2 added to the gradient
