@@ -24,6 +24,10 @@ void StoredTensor::scatter(const uint8_t* whole) const {
   for (const Box& b : boxes) copy_box_out(whole, desc.shape, b.begin, b.shape, size_t(dtype_size(desc.dtype)), b.data);
 }
 
+void StoredTensor::zero() const {
+  for (const Box& b : boxes) std::memset(b.data, 0, size_t(numel(b.shape)) * size_t(dtype_size(desc.dtype)));
+}
+
 void StoredTensor::gather(uint8_t* whole) const {
   // Boxes come in device order. Replicas of a broadcast tensor are equal, except a device's own
   // state (BatchNorm's running statistics under data parallelism, as in torch's DDP): there the
@@ -89,7 +93,7 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& s) { return s.key == t.name; });
     if (it == stored_.end()) {
       stored_.push_back(StoredTensor{.key = t.name, .desc = whole, .bytes = uint64_t(whole.bytes()), .boxes = {box},
-                                     .persistent = persistent, .weight = weight});
+                                     .persistent = persistent, .weight = weight, .zeros = t.zeros});
       return;
     }
     if (it->desc.shape != whole.shape || it->desc.dtype != whole.dtype || it->persistent != persistent || it->weight != weight)
@@ -138,6 +142,11 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
   }
   // A training plan's weights file also serves its evaluation plan, so it may hold more.
   for (const StoredTensor& t : stored_) {
+    if (t.zeros) {
+      if (!t.persistent || t.weight) fail({.file = path_, .field = "tensor '" + t.key + "'"}, "starts as zeros but is no optimizer state");
+      t.zero();
+      continue;
+    }
     auto it = file.entries.find(t.key);
     if (it == file.entries.end()) fail({.file = weights, .field = "tensor '" + t.key + "'"}, "missing");
     if (it->second.dtype != t.desc.dtype || it->second.shape != t.desc.shape)

@@ -37,9 +37,12 @@ struct StoredTensor {
   // A buffer no task reads (folded into the plan's constants at compile time): carried into
   // checkpoints as it is; loading other contents into it is refused.
   bool buffer = false;
+  // Optimizer state that starts as zeros (not in the weights file): zeroed at load.
+  bool zeros = false;
 
   // Fills every box from the whole tensor (`bytes` bytes) / assembles the whole tensor.
   void scatter(const uint8_t* whole) const;
+  void zero() const;  // every box
   void gather(uint8_t* whole) const;
 };
 

@@ -61,7 +61,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   std::vector<Offset<fb::LogicalTensor>> tensors;
   for (const LogicalTensor& t : p.tensors)
     tensors.push_back(fb::CreateLogicalTensor(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype), 0, 0,
-                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin), t.model));
+                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin), t.model, t.zeros));
   std::vector<Offset<fb::TensorLayout>> layouts;
   for (const TensorLayout& t : p.layouts)
     layouts.push_back(fb::CreateTensorLayout(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype),
@@ -179,6 +179,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       lt.shard_begin = r.vec(t->shard_begin(), f + ".shard_begin");
     }
     lt.model = t->model();
+    lt.zeros = t->zeros();
     p.tensors.push_back(std::move(lt));
   }
   auto arenas = r.need(root->arenas(), "arenas");

@@ -107,6 +107,7 @@ struct LogicalTensor {
   Shape full_shape;
   std::vector<int64_t> shard_begin;
   bool model = false;  // a state_dict tensor: checkpoints' model.safetensors (see plan.fbs)
+  bool zeros = false;  // optimizer state starting as zeros, not in the weights file (see plan.fbs)
 };
 
 // For people (ofdump --sbp): a tensor of the model as the user wrote it, and how it is laid out.

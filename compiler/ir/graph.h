@@ -31,6 +31,9 @@ struct Value {
   bool initializer = false;
   // Read by a node folded at compile time (const_eval): its contents are baked into the plan.
   bool folded_into_plan = false;
+  // Optimizer state (add-optimizer): zeros at the start of every run, so not stored in the
+  // weights file (the runtime zeroes it); checkpoints keep it.
+  bool optimizer_state = false;
   // In a parallel (physical) graph: the logical tensor this value is a box of, starting at
   // `shard_begin` (an index into Compilation::logical.values), or -1. Weights files and
   // checkpoints hold the logical tensors; each device loads and saves its box.

@@ -182,7 +182,10 @@ bool AddOptimizer::run(Compilation& c) {
     // can exist (the next forward pass waits for the updated weight): one slot is enough.
     if (o.micro_batches == 1 && g.values[size_t(dw)].producer >= 0) g.nodes[size_t(g.values[size_t(dw)].producer)].slots = 1;
     std::vector<ValueId> inputs{w, grad};
-    for (const std::string& s : opt.state_names) inputs.push_back(add_zeros(g, wname + "." + s, desc));
+    for (const std::string& s : opt.state_names) {
+      inputs.push_back(add_zeros(g, wname + "." + s, desc));
+      g.values[size_t(inputs.back())].optimizer_state = true;
+    }
     const size_t tensors = inputs.size();
     inputs.push_back(step_lr);
     inputs.push_back(step_no);

@@ -38,8 +38,11 @@ bool is_model_tensor(const Compilation& c, const Value& v) {
   return !exporter_named(m.name) || (c.options.folded == "train" && m.desc.dtype == DType::f32 && numel(m.desc.shape) > 1);
 }
 
+// Optimizer state: it starts as zeros, which the runtime writes; the weights file leaves it out.
+bool starts_as_zeros(const Compilation& c, const Value& v) { return model_value(c, v).optimizer_state; }
+
 // Every tensor whose contents the run starts from: variables, and the blobs of persistent
-// registers (weights with their optimizer state), keyed by tensor name.
+// registers (weights; not their optimizer state, which starts as zeros), keyed by tensor name.
 WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
   const Graph& g = c.graph;
   const plan::Plan& p = c.tasks;
@@ -50,6 +53,7 @@ WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
   std::map<std::string, ValueId> stored_as;  // key -> the logical value (or the value) it holds
   auto add = [&](int32_t tensor, const std::string& key) {
     const Value* val = &g.values[size_t(tensor)];
+    if (starts_as_zeros(c, *val)) return;
     const ValueId whole = val->logical >= 0 ? val->logical : ValueId(-2 - tensor);
     if (val->logical >= 0) val = &c.logical.values[size_t(val->logical)];
     OF_ASSERT(val->data.has_value(), "stored tensor without contents: " + key);
@@ -99,6 +103,7 @@ plan::Plan finish_plan(const Compilation& c, const WeightsFile& weights, plan::J
   for (const Value& v : g.values) {
     plan::LogicalTensor t{v.name, v.desc, {}, {}};
     t.model = is_model_tensor(c, v);
+    t.zeros = v.data && starts_as_zeros(c, v);
     if (v.logical >= 0 && v.data) {  // a box of a stored tensor
       t.full_shape = c.logical.values[size_t(v.logical)].desc.shape;
       t.shard_begin = v.shard_begin;

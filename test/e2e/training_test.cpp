@@ -374,3 +374,31 @@ TEST_CASE("training: a data file that shrinks during the run changes nothing (it
   CHECK(r.exit_code == 1);
   CHECK(line_count(r.err) == 1);
 }
+
+TEST_CASE("training: optimizer state starts as zeros outside the weights file, and SGD without momentum keeps none", "[e2e][train]") {
+  TempDir d;
+  auto keys = [&](const std::string& file) {
+    std::vector<std::string> out;
+    for (const auto& [key, entry] : of::read_safetensors(file).entries) out.push_back(key);
+    return out;
+  };
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const char* optimizer : {"adamw:lr=0.001", "sgd:lr=0.01,momentum=0.9", "sgd:lr=0.01"}) {
+    INFO(optimizer);
+    const std::string plan = compile(d, "mlp.onnx", std::string("--optimizer ") + optimizer, "p.ofp");
+    const std::vector<std::string> stored = keys(d / "p.safetensors");
+    // The model's tensors and the loss's constant seed of the backward pass; no state.
+    CHECK(stored == std::vector<std::string>{"fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight", "fc3.bias", "fc3.weight", "loss/one"});
+    for (const std::string& k : stored) CHECK_FALSE((ends_with(k, ".exp_avg") || ends_with(k, ".exp_avg_sq") || ends_with(k, ".momentum_buffer")));
+    const std::string ck = d / (std::string("ck-") + optimizer);
+    CmdResult r = train(d, plan, "--data " + kFashion + " --steps 2 --checkpoint " + ck);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    // The checkpoint keeps the state a run made: Adam's two tensors or SGD's momentum per weight,
+    // and none for SGD without momentum (torch keeps no buffer then).
+    const size_t state = keys(ck + "/step-00000002/optimizer.safetensors").size();
+    CHECK(state == (optimizer[0] == 'a' ? 12u : std::string(optimizer).find("momentum") != std::string::npos ? 6u : 0u));
+  }
+}
