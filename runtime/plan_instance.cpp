@@ -180,6 +180,22 @@ TensorDesc PlanInstance::input_desc(const plan::Task& t, size_t k) const {
   return plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
 }
 
+bool PlanInstance::unused_zero_momentum(const SafetensorsFile& file, const std::string& key) const {
+  // Checkpoints of earlier versions kept SGD's momentum buffer without momentum too; it stayed
+  // zeros. A plan that keeps none skips it (nothing is lost); any other content is refused.
+  const std::string suffix = ".momentum_buffer";
+  if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  const std::string weight = key.substr(0, key.size() - suffix.size());
+  const bool trained = std::any_of(stored_.begin(), stored_.end(), [&](const StoredTensor& t) { return t.key == weight && t.persistent; });
+  const bool keeps_momentum = std::any_of(stored_.begin(), stored_.end(), [&](const StoredTensor& t) {
+    return t.key.size() > suffix.size() && t.key.compare(t.key.size() - suffix.size(), suffix.size(), suffix) == 0;
+  });
+  if (!trained || keeps_momentum || plan_.job.optimizer.rfind("sgd", 0) != 0) return false;
+  const SafetensorsEntry& e = file.entries.at(key);
+  const uint8_t* data = file.ptr(e);
+  return std::all_of(data, data + e.bytes, [](uint8_t b) { return b == 0; });
+}
+
 void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& path, Which which, bool require_all) {
   auto selected = [which](const StoredTensor& t) {
     return which == Which::all || (which == Which::persistent && t.persistent) || (which == Which::weights && t.weight);
@@ -198,7 +214,8 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
   for (const auto& entry : file.entries) {
     const std::string& key = entry.first;  // a plain reference: lambdas may not capture bindings (clang 14)
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& t) { return t.key == key && selected(t); });
-    if (it == stored_.end()) fail({.file = path, .field = "tensor '" + key + "'"}, "is not a tensor of the plan {}", path_);
+    if (it == stored_.end() && !unused_zero_momentum(file, key))
+      fail({.file = path, .field = "tensor '" + key + "'"}, "is not a tensor of the plan {}", path_);
   }
   // A buffer was folded into the plan's constants: other contents cannot take effect.
   for (const StoredTensor& t : stored_) {

@@ -78,6 +78,9 @@ class PlanInstance {
   // tensor selected by `which` must be present. Fails naming the first tensor that does not match.
   enum class Which { all, weights, persistent };
   void load_tensors(const SafetensorsFile& file, const std::string& path, Which which, bool require_all);
+  // Whether entry `key` of `file` is an all-zero SGD momentum buffer (as checkpoints of earlier
+  // versions kept without momentum) that this plan, keeping none, may skip.
+  bool unused_zero_momentum(const SafetensorsFile& file, const std::string& key) const;
 
   // A prepared kernel for compute task t (shapes checked, workspace allocated).
   // `base`: the run's seed and first piece (see KernelAction).

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/file_util.h"
 #include "common/npy.h"
 #include "common/safetensors.h"
 #include "e2e/e2e_util.h"
@@ -401,4 +402,38 @@ TEST_CASE("training: optimizer state starts as zeros outside the weights file, a
     const size_t state = keys(ck + "/step-00000002/optimizer.safetensors").size();
     CHECK(state == (optimizer[0] == 'a' ? 12u : std::string(optimizer).find("momentum") != std::string::npos ? 6u : 0u));
   }
+}
+
+TEST_CASE("training: a checkpoint that kept SGD's zero momentum buffers without momentum still resumes and other contents are refused", "[e2e][train]") {
+  TempDir d;
+  const std::string plan = compile(d, "mlp.onnx", "--optimizer sgd:lr=0.01", "p.ofp");
+  const std::string ck = d / "ck";
+  REQUIRE(train(d, plan, "--data " + kFashion + " --steps 2 --checkpoint " + ck).exit_code == 0);
+  // What earlier versions wrote: a zero momentum_buffer per weight in optimizer.safetensors.
+  const of::SafetensorsFile model = of::read_safetensors(ck + "/step-00000002/model.safetensors");
+  auto write_state = [&](float value) {
+    std::vector<std::vector<float>> buffers;
+    of::SafetensorsWriter w;
+    for (const auto& [key, e] : model.entries) {
+      buffers.emplace_back(size_t(e.bytes / 4), value);
+      w.add(key + ".momentum_buffer", e.dtype, e.shape, buffers.back().data());
+    }
+    const std::vector<uint8_t> bytes = w.serialize();
+    of::write_file_atomic(ck + "/step-00000002/optimizer.safetensors", bytes);
+    // state.json records each file's size and checksum, as that version wrote them.
+    nlohmann::json state = nlohmann::json::parse(slurp(ck + "/step-00000002/state.json"));
+    state["files"]["optimizer.safetensors"] = {{"bytes", bytes.size()}, {"crc32", of::crc32_of(bytes.data(), bytes.size())}};
+    const std::string text = state.dump(2);
+    of::write_file_atomic(ck + "/step-00000002/state.json", text.data(), text.size());
+  };
+  write_state(0.5f);  // not what a run without momentum leaves: refused, nothing changes
+  CmdResult r = train(d, plan, "--data " + kFashion + " --steps 3 --checkpoint " + ck + " --resume");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(".momentum_buffer': is not a tensor of the plan") != std::string::npos);
+  CHECK(line_count(r.err) == 1);
+  write_state(0.0f);
+  r = train(d, plan, "--data " + kFashion + " --steps 3 --checkpoint " + ck + " --resume");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::exists(ck + "/step-00000003/model.safetensors"));
 }
