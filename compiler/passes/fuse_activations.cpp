@@ -2,6 +2,7 @@
 // fuse-activations: afterwards no Relu reads the output of a Gemm or Conv that nothing else
 // reads; the producer applies the ReLU itself (kernel attribute activation = "relu"). This
 // saves an act, a register and a full pass over memory per fused pair.
+#include <algorithm>
 #include <unordered_map>
 
 #include "compiler/passes/pass.h"
@@ -41,6 +42,8 @@ bool FuseActivations::run(Compilation& c) {
     // The producer now writes the Relu's output value directly; the intermediate is dead.
     producer.kernel_attrs.set_str("activation", "relu");
     producer.outputs[0] = relu.outputs[0];
+    // The output is the Relu's: so are its slots (a pipeline holds it when the backward pass reads it).
+    producer.slots = std::max(producer.slots, relu.slots);
     removed[r] = true;
     changed = true;
   }

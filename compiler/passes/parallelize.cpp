@@ -67,6 +67,9 @@ class Parallelizer {
     return trainable(v) || (p >= 0 && deferred_[size_t(p)]);
   }
   void find_deferred();
+  // Whether a backward or update node reads an output of forward node `id` (an activation kept
+  // for the backward pass, which pipelining must hold for the micro-batches in flight).
+  bool read_by_backward(NodeId id) const;
   // choose(n), then at once the deferred producers of what n reads (and theirs): so that a
   // weight's layout is fixed by its first reader, before the backward pass and the update weigh it.
   void choose_then_deferred(NodeId n);
@@ -401,6 +404,15 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
   return out;
 }
 
+bool Parallelizer::read_by_backward(NodeId id) const {
+  for (ValueId v : g_.nodes[size_t(id)].outputs)
+    for (NodeId c : g_.values[size_t(v)].consumers) {
+      const Node& reader = g_.nodes[size_t(c)];
+      if (reader.forward >= 0 || !reader.inplace.empty()) return true;
+    }
+  return false;
+}
+
 void Parallelizer::run() {
   place();
   for (const auto& [w, grad] : c_.training.weights) weights_.push_back(w);
@@ -447,9 +459,11 @@ void Parallelizer::run() {
     for (size_t j = 0; j < p.size(); ++j) {
       Node x = n;
       x.device = p.devices[j];
-      // 1F1B-like: a forward op of stage s keeps up to pp - s micro-batches in flight (the ones
-      // the later stages are still working on), plus one to overlap with the next transfer.
-      if (o_.pp > 1 && !backward) x.slots = std::max(o_.slots, o_.pp - stage_of_[size_t(id)] + 1);
+      // 1F1B-like: a forward op of stage s whose output the backward pass reads keeps up to
+      // pp - s micro-batches of it (the ones the later stages are still working on), plus one to
+      // overlap with the next transfer. An output only the forward pass reads is freed as soon as
+      // its reader has acted: streaming slots are enough.
+      if (o_.pp > 1 && !backward && read_by_backward(id)) x.slots = std::max(o_.slots, o_.pp - stage_of_[size_t(id)] + 1);
       if (p.size() > 1) x.name = fmt::format("{}@{}", n.name, x.device);
       const std::vector<int64_t> coords = p.coords(j);
       for (size_t l = 0; l < levels_.size(); ++l) apply_tweak(chosen_[size_t(id)][l], coords[l], levels_[l].size, x.kernel_attrs);
