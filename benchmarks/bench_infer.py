@@ -129,10 +129,11 @@ def parse(out, pattern, tool):
 class OfBackend:
     PATTERN = r"^ofrun: (\d+) pieces, ([0-9.]+) s, [0-9.]+ pieces/s\s*$"
 
-    def __init__(self, build, threads, tmp, timeout):
+    def __init__(self, build, threads, tmp, timeout, ofc_flags=()):
         self.ofc = os.path.join(build, "cli", "ofc")
         self.ofrun = os.path.join(build, "cli", "ofrun")
         self.threads, self.tmp, self.timeout, self.plans = threads, tmp, timeout, {}
+        self.ofc_flags = list(ofc_flags)
 
     def plan(self, wl):
         if wl.name not in self.plans:
@@ -140,8 +141,8 @@ class OfBackend:
                 if not os.access(exe, os.X_OK):
                     shown = os.path.relpath(exe, ROOT) if exe.startswith(ROOT + os.sep) else exe
                     raise BenchError(f"{shown} not built")
-            path = os.path.join(self.tmp, wl.name + ".ofp")
-            run([self.ofc, wl.model, "-o", path], self.timeout)
+            path = os.path.join(self.tmp, wl.name + "".join(self.ofc_flags) + ".ofp")
+            run([self.ofc, wl.model, "-o", path] + self.ofc_flags, self.timeout)
             self.plans[wl.name] = path
         return self.plans[wl.name]
 
@@ -243,7 +244,10 @@ def main():
     timeout = 60 + 4 * a.seconds * a.repeats
 
     with tempfile.TemporaryDirectory(prefix="of-bench-") as tmp:
+        # "of apart": the same plans with every register slot in bytes of its own (ofc
+        # --no-memory-sharing): what sharing bytes costs in speed, if anything.
         backends = {"of": OfBackend(build, a.threads, tmp, timeout),
+                    "of apart": OfBackend(build, a.threads, tmp, timeout, ["--no-memory-sharing"]),
                     "torch": TorchBackend(a.threads, timeout,
                                           dict(kv.split("=", 1) for kv in a.torch_env)),
                     "ort": OrtBackend(a.threads, timeout)}
@@ -272,12 +276,14 @@ def main():
             unit = "us" if wl.ops else "samples/s"
             label = (f"chain (µs/op, {CHAIN_PAIRS} Mul + {CHAIN_PAIRS} Add, 1 thread)" if wl.ops
                      else f"{wl.name} (b{wl.batch}, samples/s)")
-            rows.append([label] + [fmt(res[n], unit) for n in ("of", "torch", "ort")] +
-                        [ratio(res["of"], res[n], unit) for n in ("torch", "ort")])
+            rows.append([label] + [fmt(res[n], unit) for n in ("of", "of apart", "torch", "ort")] +
+                        [ratio(res["of"], res[n], unit) for n in ("of apart", "torch", "ort")])
         print()
-        print_table(["workload", "of infer", "PyTorch infer", "ONNX Runtime infer", "of/PyTorch", "of/ORT"], rows)
+        print_table(["workload", "of infer", "of, bytes apart", "PyTorch infer", "ONNX Runtime infer", "of/apart", "of/PyTorch",
+                     "of/ORT"], rows)
         print("\nof/X: how many times faster of is (throughput ratio; for chain, X's µs/op "
-              "over of's µs/act)")
+              "over of's µs/act); apart: of with every register slot in bytes of its own "
+              "(ofc --no-memory-sharing)")
 
 
 if __name__ == "__main__":

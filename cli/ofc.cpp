@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
   app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
   app.add_option("--parallel-config", options.parallel_config, "JSON: pipeline stage boundaries and SBP hints per tensor (they win)");
+  bool no_sharing = false;
+  app.add_flag("--no-memory-sharing", no_sharing, "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
   std::string device_memory;
   app.add_option("--device-memory", device_memory, "memory each device may use, e.g. 512MiB or 16GB (default: unlimited)");
   of::cli::add_version(app, "ofc");
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
     const of::compiler::DeviceSpec spec = of::compiler::parse_devices(devices);
     options.devices = spec.devices;
     options.ranks = spec.ranks;
+    options.share_memory = !no_sharing;
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
     if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;

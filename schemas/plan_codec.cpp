@@ -82,8 +82,11 @@ std::vector<uint8_t> encode(const Plan& p) {
       blobs.push_back(fb::CreateBlob(b, bl.tensor, b.CreateVector(bl.desc.shape), fb::DType(bl.desc.dtype), bl.offset, bl.bytes));
     regsts.push_back(fb::CreateRegst(b, r.id, r.producer, b.CreateVector(r.consumers), r.slots, r.slot_bytes, r.arena,
                                      b.CreateVector(r.offsets), b.CreateVector(blobs), r.persistent, r.acts_per_piece,
-                                     r.pieces_per_version));
+                                     r.pieces_per_version, r.share_group));
   }
+  std::vector<Offset<fb::ShareGroup>> share_groups;
+  for (const ShareGroup& g : p.share_groups)
+    share_groups.push_back(fb::CreateShareGroup(b, g.slots, b.CreateVector(g.tasks), g.frame));
   std::vector<Offset<fb::Variable>> variables;
   for (const Variable& v : p.variables)
     variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes));
@@ -108,7 +111,8 @@ std::vector<uint8_t> encode(const Plan& p) {
   auto root = fb::CreatePlan(b, plan_format::kVersion, b.CreateString(p.model), job, cluster, b.CreateVector(tensors),
                              b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
                              b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32,
-                             b.CreateVector(layouts), b.CreateVector(boxings), b.CreateVectorOfStrings(p.buffers), b.CreateVectorOfStrings(p.carried));
+                             b.CreateVector(layouts), b.CreateVector(boxings), b.CreateVectorOfStrings(p.buffers), b.CreateVectorOfStrings(p.carried),
+                             b.CreateVector(share_groups));
   fb::FinishPlanBuffer(b, root);
   if (b.GetSize() >= (1ull << 31) - 1) fail({}, "plan exceeds the FlatBuffers limit of 2 GiB");
 
@@ -194,7 +198,8 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     Regst out{.id = g->id(), .producer = g->producer(), .consumers = r.vec(g->consumers(), f + ".consumers"),
               .slots = g->slots(), .slot_bytes = g->slot_bytes(), .arena = g->arena(),
               .offsets = r.vec(g->offsets(), f + ".offsets"), .blobs = {}, .persistent = g->persistent(),
-              .acts_per_piece = g->acts_per_piece(), .pieces_per_version = g->pieces_per_version()};
+              .acts_per_piece = g->acts_per_piece(), .pieces_per_version = g->pieces_per_version(),
+              .share_group = g->share_group()};
     auto blobs = r.need(g->blobs(), f + ".blobs");
     for (flatbuffers::uoffset_t k = 0; k < blobs->size(); ++k) {
       std::string bf = fmt::format("{}.blobs[{}]", f, k);
@@ -259,6 +264,12 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   if (root->carried())
     for (flatbuffers::uoffset_t i = 0; i < root->carried()->size(); ++i)
       p.carried.push_back(r.str(root->carried()->Get(i), fmt::format("carried[{}]", i)));
+  if (root->share_groups())
+    for (flatbuffers::uoffset_t i = 0; i < root->share_groups()->size(); ++i) {
+      const std::string f = fmt::format("share_groups[{}]", i);
+      const fb::ShareGroup* g = r.need(root->share_groups()->Get(i), f);
+      p.share_groups.push_back(ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), g->frame()});
+    }
   return p;
 }
 

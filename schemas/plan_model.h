@@ -75,6 +75,16 @@ struct Regst {
   // many pieces.
   int32_t acts_per_piece = 1;
   int32_t pieces_per_version = 1;
+  int32_t share_group = -1;  // index into Plan::share_groups; -1: bytes of its own
+};
+
+// Registers of one device sharing bytes (plan.fbs; the rule is schemas/shared_memory.h): the
+// order of their tasks, joined pairwise by registers, and the frame register from the first task
+// to the last that bounds how many pieces are in the group at once.
+struct ShareGroup {
+  int32_t slots = 1;
+  std::vector<TaskId> tasks;
+  RegstId frame = -1;
 };
 
 struct Variable {
@@ -156,6 +166,7 @@ struct Plan {
   std::vector<Boxing> boxings;
   std::vector<std::string> buffers;  // folded into constants; checkpoints carry them (plan.fbs)
   std::vector<std::string> carried;  // unread model tensors checkpoints pass on
+  std::vector<ShareGroup> share_groups;
   std::string weights;  // companion safetensors file, relative to the plan's folder
   uint64_t weights_bytes = 0;
   uint32_t weights_crc32 = 0;

@@ -13,6 +13,7 @@ using plan::InputKind;
 using plan::kAlignment;
 using plan::Regst;
 using plan::RegstId;
+using plan::ShareGroup;
 using plan::Task;
 using plan::TaskId;
 using plan::TaskInput;

@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "compiler/passes/pass.h"
+#include "schemas/shared_memory.h"
 #include "schemas/task_state.h"
 
 namespace of::compiler {
@@ -60,6 +61,13 @@ std::string human(uint64_t b) {
 
 }  // namespace
 
+int64_t deadlock_check_pieces(const TaskGraph& tg, const CompileOptions& options) {
+  int32_t most_slots = 1;
+  for (const Regst& r : tg.regsts) most_slots = std::max(most_slots, r.slots);
+  const int64_t k = options.train ? options.micro_batches : 1;
+  return std::max<int64_t>(2 * k, (most_slots + 1) * k);
+}
+
 void check_no_deadlock(const TaskGraph& tg, int64_t pieces) {
   NoAction none;
   std::vector<std::unique_ptr<protocol::TaskState>> tasks;
@@ -95,9 +103,6 @@ void check_no_deadlock(const TaskGraph& tg, int64_t pieces) {
 
 bool CheckPlan::run(Compilation& c) {
   const TaskGraph& tg = c.tasks;
-  int32_t most_slots = 1;
-  for (const Regst& r : tg.regsts) most_slots = std::max(most_slots, r.slots);
-  const int64_t k = c.options.train ? c.options.micro_batches : 1;
   for (const Arena& a : tg.arenas) {
     if (a.bytes <= kMaxArenaBytes) continue;
     const Regst* largest = nullptr;  // what to blame: the register with the largest slot there
@@ -115,7 +120,13 @@ bool CheckPlan::run(Compilation& c) {
       if (a.bytes > c.options.device_memory)
         fail({.field = "--device-memory"}, "device {} needs {} ({} bytes, its arena's peak), more than the {} given",
              plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(c.options.device_memory));
-  check_no_deadlock(tg, std::max<int64_t>(2 * k, (most_slots + 1) * k));
+  check_no_deadlock(tg, deadlock_check_pieces(tg, c.options));
+  // The rule ofrun holds a plan to before it shares bytes: a plan ofc writes always passes it.
+  try {
+    plan::check_shared_memory(tg, c.graph.source_file);
+  } catch (const Error& e) {
+    OF_ASSERT(false, fmt::format("the memory plan breaks the sharing rule: {}", e.what()));
+  }
   return false;
 }
 

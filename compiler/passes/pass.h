@@ -18,6 +18,9 @@ inline constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 47;
 
 struct CompileOptions {
   int32_t slots = 2;       // slots per streamed register
+  // Registers of one device whose uses can be ordered share bytes (plan-memory, share_memory.h);
+  // false: every slot has bytes of its own (ofc --no-memory-sharing).
+  bool share_memory = true;
   int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
   std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output
   std::string label = "label";  // the graph input the loss compares against
@@ -167,5 +170,7 @@ std::vector<ValueId> trainable_weights(Compilation& c);
 // Plays the actor protocol on `tg` for `pieces` source pieces; fails naming the cycle of waits
 // when the actors would stall (check_plan.cpp).
 void check_no_deadlock(const TaskGraph& tg, int64_t pieces);
+// Enough pieces that every slot is reused and every weight version replaced (check_plan.cpp).
+int64_t deadlock_check_pieces(const TaskGraph& tg, const CompileOptions& options);
 
 }  // namespace of::compiler

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // plan-memory: afterwards every register slot and variable has an offset in its device's arena
-// and every arena its size. Lifetimes: variables live for the whole run, and so does every slot
-// of a streamed register, because actors work on different pieces at once, so any two slots can
-// be in flight together. Sharing bytes between registers needs ordering edges between their
-// tasks (not made yet: every slot keeps its own bytes, in one-device and parallel plans alike).
+// and every arena its size. Variables live for the whole run, and so does every slot of a
+// streamed register, because actors work on different pieces at once, so any two slots can be in
+// flight together, unless a share group orders their uses (share_memory.h): its registers share
+// bytes within each of its frames, and its frames, like everything else, live for the whole run.
 #include <algorithm>
 #include <numeric>
 
+#include "common/error.h"
 #include "compiler/passes/memory_planner.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/share_memory.h"
 
 namespace of::compiler {
 
@@ -59,33 +61,63 @@ MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
 
 bool PlanMemory::run(Compilation& c) {
   TaskGraph& tg = c.tasks;
+  std::vector<FrameLayout> frames;
+  if (c.options.share_memory) {
+    // The order a share group adds is checked like the plan's own edges; should it ever let the
+    // actors stall where the plan without it would not, the plan keeps every slot's own bytes.
+    TaskGraph apart = tg;
+    frames = share_memory(tg);
+    if (!frames.empty()) try {
+        check_no_deadlock(tg, deadlock_check_pieces(tg, c.options));
+      } catch (const Error&) {
+        tg = std::move(apart);
+        frames.clear();
+      }
+  }
   const int64_t whole_run_end = int64_t(tg.tasks.size());
   for (Arena& arena : tg.arenas) {
+    // What each request places: a variable, a slot of a register of its own, or a share group.
+    struct Owner {
+      enum class Kind : int8_t { variable, slot, group } kind;
+      size_t index;
+      int32_t slot;
+    };
     std::vector<BufferRequest> requests;
-    std::vector<std::pair<bool, size_t>> owner;  // (is variable, index); slot index follows
-    std::vector<int32_t> slot_of;
+    std::vector<Owner> owner;
     for (size_t v = 0; v < tg.variables.size(); ++v) {
       if (tg.variables[v].arena != arena.id) continue;
       requests.push_back({tg.variables[v].bytes, 0, whole_run_end});
-      owner.emplace_back(true, v);
-      slot_of.push_back(0);
+      owner.push_back({Owner::Kind::variable, v, 0});
     }
     for (size_t r = 0; r < tg.regsts.size(); ++r) {
       Regst& regst = tg.regsts[r];
       if (regst.arena != arena.id) continue;
       regst.offsets.assign(size_t(regst.slots), 0);
+      if (regst.share_group >= 0) continue;
       for (int32_t s = 0; s < regst.slots; ++s) {
         requests.push_back({regst.slot_bytes, 0, whole_run_end});
-        owner.emplace_back(false, r);
-        slot_of.push_back(s);
+        owner.push_back({Owner::Kind::slot, r, s});
       }
+    }
+    for (size_t g = 0; g < frames.size(); ++g) {
+      if (tg.regsts[size_t(frames[g].regsts[0])].arena != arena.id) continue;
+      requests.push_back({frames[g].bytes * uint64_t(tg.share_groups[g].slots), 0, whole_run_end});
+      owner.push_back({Owner::Kind::group, g, 0});
     }
     MemoryPlan plan = plan_offsets(requests);
     for (size_t i = 0; i < requests.size(); ++i) {
-      if (owner[i].first)
-        tg.variables[owner[i].second].offset = plan.offsets[i];
-      else
-        tg.regsts[owner[i].second].offsets[size_t(slot_of[i])] = plan.offsets[i];
+      const Owner& o = owner[i];
+      if (o.kind == Owner::Kind::variable) {
+        tg.variables[o.index].offset = plan.offsets[i];
+      } else if (o.kind == Owner::Kind::slot) {
+        tg.regsts[o.index].offsets[size_t(o.slot)] = plan.offsets[i];
+      } else {
+        const FrameLayout& f = frames[o.index];
+        for (size_t k = 0; k < f.regsts.size(); ++k) {
+          Regst& r = tg.regsts[size_t(f.regsts[k])];
+          for (int32_t s = 0; s < r.slots; ++s) r.offsets[size_t(s)] = plan.offsets[i] + uint64_t(s) * f.bytes + f.offsets[k];
+        }
+      }
     }
     arena.bytes = plan.total;
   }

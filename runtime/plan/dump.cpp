@@ -190,14 +190,26 @@ std::vector<uint64_t> arena_peaks(const plan::Plan& p) {
 
 std::string dump_memory(const plan::Plan& p) {
   const std::vector<uint64_t> peak = arena_peaks(p);
-  std::string out = fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", "device", "peak bytes", "", "registers", "variables");
+  std::string out = fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10} {:>8} {:>14}\n", "device", "peak bytes", "", "registers", "variables",
+                                "shared", "apart");
   for (const auto& a : p.arenas) {
-    size_t regsts = 0, vars = 0;
-    for (const auto& r : p.regsts) regsts += r.arena == a.id;
-    for (const auto& v : p.variables) vars += v.arena == a.id;
-    out += fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10}\n", device_name(p.devices[size_t(a.device)]), peak[size_t(a.id)],
-                       human_bytes(peak[size_t(a.id)]), regsts, vars);
+    size_t regsts = 0, vars = 0, shared = 0;
+    uint64_t apart = 0;  // what the arena would hold if every slot had bytes of its own
+    for (const auto& r : p.regsts) {
+      if (r.arena != a.id) continue;
+      ++regsts;
+      shared += r.share_group >= 0;
+      apart += plan::align_up(r.slot_bytes) * uint64_t(r.slots);
+    }
+    for (const auto& v : p.variables) {
+      if (v.arena != a.id) continue;
+      ++vars;
+      apart += plan::align_up(v.bytes);
+    }
+    out += fmt::format("{:<16} {:>14} {:>12} {:>10} {:>10} {:>8} {:>14}\n", device_name(p.devices[size_t(a.device)]), peak[size_t(a.id)],
+                       human_bytes(peak[size_t(a.id)]), regsts, vars, shared, human_bytes(apart));
   }
+  out += "shared: registers whose slots share bytes with others' (share groups); apart: the arena if every slot had its own\n";
   return out;
 }
 

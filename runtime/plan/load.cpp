@@ -17,6 +17,7 @@
 #include "kernels/registry.h"
 #include "schemas/plan_codec.h"
 #include "schemas/plan_format.h"
+#include "schemas/shared_memory.h"
 
 namespace of::runtime {
 namespace {
@@ -64,33 +65,6 @@ void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& a
   for (size_t k = 0; k < t.inputs.size(); ++k)
     if (t.inputs[k].kind == plan::InputKind::variable && device_of_arena(p.variables[size_t(t.inputs[k].id)].arena) != t.device)
       fail(at(fmt::format("tasks[{}].inputs[{}]", t.id, k)), "variable {} lives on another device than the task ({})", t.inputs[k].id, t.device);
-}
-
-// The compiler's memory plan (compiler/passes/plan_memory.cpp) treats every variable and every
-// slot of every register as live for the whole run: actors work on different pieces at once, so
-// any two slots can be in use together, and nothing orders two tasks' uses of shared bytes. A
-// plan in which two of them share a byte would let one task overwrite what another still reads;
-// it is refused, naming both. (When the planner learns reuse with ordering edges, this check
-// learns the same rule.)
-void refuse_overlapping_memory(const plan::Plan& p, const std::string& path) {
-  struct Extent {
-    uint64_t begin, end;
-    std::string field;
-  };
-  std::vector<std::vector<Extent>> by_arena(p.arenas.size());
-  for (const plan::Variable& v : p.variables)
-    if (v.bytes > 0) by_arena[size_t(v.arena)].push_back({v.offset, v.offset + v.bytes, fmt::format("variables[{}]", v.id)});
-  for (const plan::Regst& r : p.regsts)
-    for (size_t s = 0; s < r.offsets.size(); ++s)
-      if (r.slot_bytes > 0) by_arena[size_t(r.arena)].push_back({r.offsets[s], r.offsets[s] + r.slot_bytes, fmt::format("regsts[{}].offsets[{}]", r.id, s)});
-  for (size_t a = 0; a < by_arena.size(); ++a) {
-    std::vector<Extent>& extents = by_arena[a];
-    std::sort(extents.begin(), extents.end(), [](const Extent& x, const Extent& y) { return x.begin < y.begin; });
-    for (size_t i = 1; i < extents.size(); ++i)
-      if (extents[i].begin < extents[i - 1].end)
-        fail(Where{.file = path, .field = extents[i].field}, "[{}, {}) overlaps {} [{}, {}) in arena {}; both are live for the whole run",
-             extents[i].begin, extents[i].end, extents[i - 1].field, extents[i - 1].begin, extents[i - 1].end, a);
-  }
 }
 
 }  // namespace
@@ -185,8 +159,6 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (v.offset % plan::kAlignment != 0) fail(at(f + ".offset"), "not {}-byte aligned", plan::kAlignment);
   }
 
-  refuse_overlapping_memory(p, path);
-
   int sources = 0, sinks = 0, snapshots = 0;
   for (int32_t i = 0; i < n_tasks; ++i) {
     const plan::Task& t = p.tasks[size_t(i)];
@@ -268,7 +240,11 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
             fail(at(fmt::format("{}.inputs[{}]", f, k)), "a snapshot reads persistent registers only");
         break;
       case plan::TaskKind::compute: {
-        if (t.out_regsts.size() != 1) fail(at(f + ".out_regsts"), "a compute task writes exactly one register");
+        // One register of data, first; any others are control registers (share groups' order).
+        if (t.out_regsts.empty()) fail(at(f + ".out_regsts"), "a compute task writes one register of data");
+        for (size_t k = 1; k < t.out_regsts.size(); ++k)
+          if (!p.regsts[size_t(t.out_regsts[k])].blobs.empty() || p.regsts[size_t(t.out_regsts[k])].slot_bytes != 0)
+            fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "a compute task writes one register of data; the others are control registers, without blobs");
         if (!streamed_input) fail(at(f + ".in_regsts"), "a compute task reads at least one streamed register (its pieces)");
         const auto& blobs = p.regsts[size_t(t.out_regsts[0])].blobs;
         if (blobs.empty()) fail(at(f + ".out_regsts"), "the output register has no blobs");
@@ -281,6 +257,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   }
   if (sources != 1 || sinks != 1) fail(at("tasks"), "needs exactly one source and one sink task (has {} and {})", sources, sinks);
   if (snapshots > 1) fail(at("tasks"), "has {} snapshot tasks; at most one", snapshots);
+  // Last: it reads the ids checked above.
+  plan::check_shared_memory(p, path);
 }
 
 plan::Plan load_plan(const std::string& path) {

@@ -228,7 +228,7 @@ const std::vector<Row>& rows() {
          p.tasks.back().kind = of::plan::TaskKind::compute;
          p.tasks.back().kernel = "copy";
        }),
-       "ofrun: error: {d}/bad.ofp: tasks[4].out_regsts: a compute task writes exactly one register"},
+       "ofrun: error: {d}/bad.ofp: tasks[4].out_regsts: a compute task writes one register of data"},
       {"plan: compute task that reads no register", plan_row([](Plan& p) {
          p.tasks[1].inputs = {of::plan::TaskInput{of::plan::InputKind::variable, 0, 0}};
          p.tasks[1].in_regsts.clear();

@@ -62,10 +62,10 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   using namespace plan;
 #if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
   // Each struct's size as this comparison knows it (64-bit libstdc++): a new field changes it.
-  static_assert(sizeof(Plan) == 504 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
+  static_assert(sizeof(Plan) == 528 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
                     sizeof(Variable) == 64 && sizeof(LogicalTensor) == 120 && sizeof(Blob) == 56 && sizeof(TensorLayout) == 136 &&
                     sizeof(Boxing) == 176 && sizeof(TaskInput) == 12 && sizeof(DeviceRef) == 12 && sizeof(Arena) == 16 &&
-                    sizeof(Attr) == 112,
+                    sizeof(Attr) == 112 && sizeof(ShareGroup) == 40,
                 "plan_model.h changed: compare the new field in test/runtime/plan/plan_diff.h, then update these sizes");
 #endif
   PlanDiff d;
@@ -138,6 +138,12 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
     d.eq(at + ".persistent", x.persistent, y.persistent);
     d.eq(at + ".acts_per_piece", x.acts_per_piece, y.acts_per_piece);
     d.eq(at + ".pieces_per_version", x.pieces_per_version, y.pieces_per_version);
+    d.eq(at + ".share_group", x.share_group, y.share_group);
+  });
+  d.each("share_groups", a.share_groups, b.share_groups, [&](const std::string& at, const ShareGroup& x, const ShareGroup& y) {
+    d.eq(at + ".slots", x.slots, y.slots);
+    d.eq(at + ".tasks", x.tasks, y.tasks);
+    d.eq(at + ".frame", x.frame, y.frame);
   });
   d.each("variables", a.variables, b.variables, [&](const std::string& at, const Variable& x, const Variable& y) {
     d.eq(at + ".id", x.id, y.id);

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory sharing (plan-memory, share_memory.h): registers whose uses one device orders share
+// bytes; the plan carries the order as registers, and the rule ofrun checks (schemas/
+// shared_memory.h) refuses a plan whose sharing nothing orders.
+#include <catch2/catch.hpp>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "compiler/compile.h"
+#include "compiler/passes/pass.h"
+#include "schemas/shared_memory.h"
+
+using namespace of::compiler;
+
+namespace {
+
+// An MLP of `layers` Gemm + Relu layers of width `width`, as an ONNX file in the temp folder.
+std::string write_deep_mlp(int layers, int64_t width, int64_t batch) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("deep_mlp");
+  auto value = [&](onnx::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(batch);
+    t->mutable_shape()->add_dim()->set_dim_value(width);
+  };
+  value(g->add_input(), "x");
+  std::string cur = "x";
+  for (int i = 0; i < layers; ++i) {
+    const std::string w = "l" + std::to_string(i) + ".weight", b = "l" + std::to_string(i) + ".bias";
+    for (const std::string& name : {w, b}) {
+      onnx::TensorProto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      std::vector<float> data(name == w ? size_t(width * width) : size_t(width));
+      for (size_t k = 0; k < data.size(); ++k) data[k] = (name == w && k % size_t(width + 1) == 0) ? 1.0f : 0.0f;
+      if (name == w) t->add_dims(width);
+      t->add_dims(width);
+      t->set_raw_data(data.data(), data.size() * sizeof(float));
+    }
+    onnx::NodeProto* gemm = g->add_node();
+    gemm->set_op_type("Gemm");
+    gemm->set_name("gemm" + std::to_string(i));
+    gemm->add_input(cur);
+    gemm->add_input(w);
+    gemm->add_input(b);
+    gemm->add_output("h" + std::to_string(i));
+    onnx::AttributeProto* trans = gemm->add_attribute();
+    trans->set_name("transB");
+    trans->set_type(onnx::AttributeProto::INT);
+    trans->set_i(1);
+    onnx::NodeProto* relu = g->add_node();
+    relu->set_op_type("Relu");
+    relu->set_name("relu" + std::to_string(i));
+    relu->add_input("h" + std::to_string(i));
+    cur = i + 1 == layers ? "y" : "a" + std::to_string(i);
+    relu->add_output(cur);
+  }
+  value(g->add_output(), "y");
+  const std::string path = (std::filesystem::temp_directory_path() / ("of_deep_mlp_" + std::to_string(layers) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return path;
+}
+
+uint64_t variable_bytes(const TaskGraph& tg, int32_t arena) {
+  uint64_t bytes = 0;
+  for (const Variable& v : tg.variables)
+    if (v.arena == arena) bytes = add_aligned(bytes, v.bytes);
+  return bytes;
+}
+
+// The most bytes one piece needs at once: a task's inputs and outputs, for the task needing most.
+uint64_t live_set_of_one_piece(const TaskGraph& tg) {
+  uint64_t most = 0;
+  for (const Task& t : tg.tasks) {
+    uint64_t bytes = 0;
+    for (const auto* regsts : {&t.in_regsts, &t.out_regsts})
+      for (RegstId r : *regsts)
+        if (!tg.regsts[size_t(r)].persistent) bytes = add_aligned(bytes, tg.regsts[size_t(r)].slot_bytes);
+    most = std::max(most, bytes);
+  }
+  return most;
+}
+
+std::string refusal(const TaskGraph& tg) {
+  try {
+    of::plan::check_shared_memory(tg, "p.ofp");
+  } catch (const of::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("share memory: a 1000-layer inference MLP's activations take at most 4x one piece's live set", "[compiler]") {
+  const std::string model = write_deep_mlp(1000, 64, 32);
+  CompileOptions o;
+  const Compilation c = compile_model(model, o);  // the deadlock check and the sharing rule passed
+  const TaskGraph& tg = c.tasks;
+  REQUIRE(tg.share_groups.size() == 1);
+  const uint64_t activations = tg.arenas[0].bytes - variable_bytes(tg, 0);
+  const uint64_t live = live_set_of_one_piece(tg);
+  INFO("activations " << activations << " bytes, one piece's live set " << live);
+  CHECK(live == 2 * 32 * 64 * 4);
+  CHECK(activations <= 4 * live);
+
+  o.share_memory = false;
+  const Compilation apart = compile_model(model, o);
+  CHECK(apart.tasks.share_groups.empty());
+  CHECK(apart.tasks.arenas[0].bytes - variable_bytes(apart.tasks, 0) >= 400 * live);
+  std::filesystem::remove(model);
+}
+
+TEST_CASE("share memory: training plans share, in one device and parallel plans alike, and pass the deadlock check", "[compiler]") {
+  struct Case {
+    int32_t devices, dp, tp, pp, micro;
+  };
+  for (const Case& k : {Case{1, 1, 1, 1, 1}, Case{1, 1, 1, 1, 4}, Case{2, 2, 1, 1, 1}, Case{2, 1, 2, 1, 1}, Case{2, 1, 1, 2, 4},
+                        Case{4, 1, 1, 4, 4}}) {
+    INFO("devices " << k.devices << " dp " << k.dp << " tp " << k.tp << " pp " << k.pp << " micro-batches " << k.micro);
+    CompileOptions o;
+    o.loss = "cross_entropy";
+    o.train = true;
+    o.devices = k.devices;
+    o.dp = k.dp;
+    o.tp = k.tp;
+    o.pp = k.pp;
+    o.micro_batches = k.micro;
+    const Compilation shared = compile_model(std::string(OF_FIXTURES_DIR) + "/mlp.onnx", o);
+    o.share_memory = false;
+    const Compilation apart = compile_model(std::string(OF_FIXTURES_DIR) + "/mlp.onnx", o);
+    CHECK(!shared.tasks.share_groups.empty());
+    uint64_t with = 0, without = 0;
+    for (const Arena& a : shared.tasks.arenas) with += a.bytes;
+    for (const Arena& a : apart.tasks.arenas) without += a.bytes;
+    CHECK(with < without);
+    CHECK(refusal(shared.tasks).empty());
+  }
+}
+
+TEST_CASE("share memory: the rule refuses sharing nothing orders, naming the field", "[compiler]") {
+  const std::string model = write_deep_mlp(8, 64, 32);
+  const Compilation c = compile_model(model, CompileOptions{});
+  std::filesystem::remove(model);
+  REQUIRE(c.tasks.share_groups.size() == 1);
+  REQUIRE(refusal(c.tasks).empty());
+  const ShareGroup& g = c.tasks.share_groups[0];
+
+  SECTION("two shared registers live at once, given the same bytes") {
+    TaskGraph tg = c.tasks;
+    // The registers of the group's first two tasks: the second reads the first's.
+    RegstId a = tg.tasks[size_t(g.tasks[0])].out_regsts[0], b = tg.tasks[size_t(g.tasks[1])].out_regsts[0];
+    REQUIRE(tg.regsts[size_t(a)].share_group == 0);
+    REQUIRE(tg.regsts[size_t(b)].share_group == 0);
+    tg.regsts[size_t(b)].offsets = tg.regsts[size_t(a)].offsets;
+    CHECK_THAT(refusal(tg), Catch::Contains("p.ofp") && Catch::Contains("overlaps") && Catch::Contains("nothing orders their uses"));
+  }
+  SECTION("a register that leaves its group keeps sharing bytes") {
+    TaskGraph tg = c.tasks;
+    for (Regst& r : tg.regsts)
+      if (r.share_group == 0) {
+        r.share_group = -1;
+        break;
+      }
+    CHECK_THAT(refusal(tg), Catch::Contains("overlaps"));
+  }
+  SECTION("slot j of one register shares with slot k of another") {
+    TaskGraph tg = c.tasks;
+    RegstId a = tg.tasks[size_t(g.tasks[0])].out_regsts[0], far = tg.tasks[size_t(g.tasks[4])].out_regsts[0];
+    tg.regsts[size_t(far)].offsets[1] = tg.regsts[size_t(a)].offsets[0];
+    CHECK_THAT(refusal(tg), Catch::Contains("overlaps"));
+  }
+  SECTION("the frame lets more pieces in than the group has slots") {
+    TaskGraph tg = c.tasks;
+    tg.regsts[size_t(g.frame)].slots = g.slots + 1;
+    CHECK_THAT(refusal(tg), Catch::Contains("share_groups[0].frame"));
+  }
+  SECTION("two consecutive tasks of the order that nothing joins") {
+    TaskGraph tg = c.tasks;
+    std::swap(tg.share_groups[0].tasks[1], tg.share_groups[0].tasks[2]);
+    CHECK_THAT(refusal(tg), Catch::Contains("no register orders task"));
+  }
+  SECTION("a register naming a share group that does not exist") {
+    TaskGraph tg = c.tasks;
+    tg.regsts[size_t(tg.tasks[size_t(g.tasks[0])].out_regsts[0])].share_group = 5;
+    CHECK_THAT(refusal(tg), Catch::Contains("share group 5 does not exist"));
+  }
+}
