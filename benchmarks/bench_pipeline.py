@@ -78,13 +78,22 @@ def main():
         rows = []
         base = None
         for name, flags in configs:
-            plan = os.path.join(tmp, "mlp.ofp")
-            run([ofc, mlp, "-o", plan, "--train", "--loss", "cross_entropy", "--optimizer", "sgd:lr=0.01,momentum=0.9"] + flags)
-            rates = [samples_per_s(run([ofrun, plan, "--data", data, "--steps", str(a.steps), "--threads", "2"])) for _ in range(a.repeats)]
-            base = base or statistics.median(rates)
-            rows.append([name, fmt(rates), f"{statistics.median(rates) / base:.2f}"])
+            # The same plan with every register slot in bytes of its own (ofc --no-memory-sharing),
+            # run interleaved with it: what sharing bytes costs in speed, if anything.
+            plans = {}
+            for kind, extra in (("shared", []), ("apart", ["--no-memory-sharing"])):
+                plans[kind] = os.path.join(tmp, f"mlp-{kind}.ofp")
+                run([ofc, mlp, "-o", plans[kind], "--train", "--loss", "cross_entropy", "--optimizer", "sgd:lr=0.01,momentum=0.9"]
+                    + flags + extra)
+            rates = {"shared": [], "apart": []}
+            for _ in range(a.repeats):
+                for kind, plan in plans.items():
+                    rates[kind].append(samples_per_s(run([ofrun, plan, "--data", data, "--steps", str(a.steps), "--threads", "2"])))
+            base = base or statistics.median(rates["shared"])
+            rows.append([name, fmt(rates["shared"]), f"{statistics.median(rates['shared']) / base:.2f}", fmt(rates["apart"]),
+                         f"{statistics.median(rates['shared']) / statistics.median(rates['apart']):.2f}"])
         print(f"\nMLP training on {os.cpu_count()} cores, ofrun --threads 2, {a.steps} steps")
-        print_table(["plan", "samples/s", "vs 1 device"], rows)
+        print_table(["plan", "samples/s", "vs 1 device", "bytes apart", "shared/apart"], rows)
 
 
 if __name__ == "__main__":

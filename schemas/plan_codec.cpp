@@ -86,7 +86,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   }
   std::vector<Offset<fb::ShareGroup>> share_groups;
   for (const ShareGroup& g : p.share_groups)
-    share_groups.push_back(fb::CreateShareGroup(b, g.slots, b.CreateVector(g.tasks), g.frame));
+    share_groups.push_back(fb::CreateShareGroup(b, g.slots, b.CreateVector(g.tasks), b.CreateVector(g.frames)));
   std::vector<Offset<fb::Variable>> variables;
   for (const Variable& v : p.variables)
     variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes));
@@ -268,7 +268,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     for (flatbuffers::uoffset_t i = 0; i < root->share_groups()->size(); ++i) {
       const std::string f = fmt::format("share_groups[{}]", i);
       const fb::ShareGroup* g = r.need(root->share_groups()->Get(i), f);
-      p.share_groups.push_back(ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), g->frame()});
+      p.share_groups.push_back(ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), r.vec(g->frames(), f + ".frames")});
     }
   return p;
 }

@@ -78,13 +78,13 @@ struct Regst {
   int32_t share_group = -1;  // index into Plan::share_groups; -1: bytes of its own
 };
 
-// Registers of one device sharing bytes (plan.fbs; the rule is schemas/shared_memory.h): the
-// order of their tasks, joined pairwise by registers, and the frame register from the first task
-// to the last that bounds how many pieces are in the group at once.
+// Registers of one device sharing bytes (plan.fbs; the rule is schemas/shared_memory.h): its
+// tasks, ascending, and the frame registers from the first task to the ends every task reaches,
+// which bound how many pieces are in the group at once.
 struct ShareGroup {
   int32_t slots = 1;
   std::vector<TaskId> tasks;
-  RegstId frame = -1;
+  std::vector<RegstId> frames;
 };
 
 struct Variable {

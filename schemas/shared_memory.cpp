@@ -10,98 +10,140 @@
 namespace of::plan {
 namespace {
 
-bool reads(const Regst& r, TaskId t) { return std::find(r.consumers.begin(), r.consumers.end(), t) != r.consumers.end(); }
-
 // A register that carries every piece from its producer to its readers, one slot per piece.
 bool streamed_per_piece(const Regst& r) { return !r.persistent && r.acts_per_piece == 1; }
+
+}  // namespace
+
+GroupOrder::GroupOrder(const Plan& p, const std::vector<TaskId>& tasks)
+    : tasks_(tasks), place_(p.tasks.size(), -1), words_((tasks.size() + 63) / 64) {
+  for (size_t i = 0; i < tasks.size(); ++i) place_[size_t(tasks[i])] = int32_t(i);
+  reach_.assign(tasks.size() * words_, 0);
+  has_pred_.assign(tasks.size(), 0);
+  // Readers have higher ids than producers, so rows fill from the last task back.
+  for (size_t i = tasks.size(); i-- > 0;) {
+    uint64_t* row = &reach_[i * words_];
+    for (RegstId r : p.tasks[size_t(tasks[i])].out_regsts) {
+      const Regst& x = p.regsts[size_t(r)];
+      if (x.producer != tasks[i] || !streamed_per_piece(x)) continue;
+      for (TaskId c : x.consumers) {
+        const int32_t j = place_[size_t(c)];
+        if (j <= int32_t(i)) continue;  // outside the group (or not a later task: no path taken)
+        has_pred_[size_t(j)] = 1;
+        row[size_t(j) / 64] |= uint64_t(1) << (size_t(j) % 64);
+        const uint64_t* from = &reach_[size_t(j) * words_];
+        for (size_t w = 0; w < words_; ++w) row[w] |= from[w];
+      }
+    }
+  }
+}
+
+bool GroupOrder::reaches(TaskId from, TaskId to) const {
+  const int32_t i = place_[size_t(from)], j = place_[size_t(to)];
+  if (i < 0 || j < 0) return false;
+  return (reach_[size_t(i) * words_ + size_t(j) / 64] >> (size_t(j) % 64)) & 1;
+}
+
+bool GroupOrder::before(const Regst& x, const Regst& y) const {
+  return !x.consumers.empty() && std::all_of(x.consumers.begin(), x.consumers.end(), [&](TaskId c) { return reaches(c, y.producer); });
+}
+
+std::vector<TaskId> GroupOrder::sources() const {
+  std::vector<TaskId> out;
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    if (!has_pred_[i]) out.push_back(tasks_[i]);
+  return out;
+}
+
+std::vector<TaskId> GroupOrder::ends() const {
+  std::vector<TaskId> out;
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    if (std::all_of(&reach_[i * words_], &reach_[i * words_] + words_, [](uint64_t w) { return w == 0; })) out.push_back(tasks_[i]);
+  return out;
+}
+
+namespace {
 
 void check_group(const Plan& p, size_t gi, const std::string& path) {
   const ShareGroup& g = p.share_groups[gi];
   const std::string f = fmt::format("share_groups[{}]", gi);
   auto at = [&](const std::string& field) { return Where{.file = path, .field = f + field}; };
   if (g.slots < 1) fail(at(".slots"), "must be at least 1, is {}", g.slots);
-  if (g.tasks.size() < 2) fail(at(".tasks"), "a share group orders at least two tasks, has {}", g.tasks.size());
-  std::vector<int32_t> places(p.tasks.size(), -1);
+  if (g.tasks.size() < 2 || g.tasks.size() > kMaxShareGroupTasks)
+    fail(at(".tasks"), "a share group has 2 to {} tasks, this one {}", kMaxShareGroupTasks, g.tasks.size());
   for (size_t i = 0; i < g.tasks.size(); ++i) {
     const TaskId t = g.tasks[i];
     if (t < 0 || size_t(t) >= p.tasks.size()) fail(at(fmt::format(".tasks[{}]", i)), "task {} does not exist", t);
-    if (places[size_t(t)] >= 0) fail(at(fmt::format(".tasks[{}]", i)), "task {} appears twice", t);
-    places[size_t(t)] = int32_t(i);
+    if (i > 0 && t <= g.tasks[i - 1]) fail(at(fmt::format(".tasks[{}]", i)), "tasks are listed in ascending order, without repeats");
     if (p.tasks[size_t(t)].kind != TaskKind::compute) fail(at(fmt::format(".tasks[{}]", i)), "task {} is not a compute task", t);
     if (p.tasks[size_t(t)].device != p.tasks[size_t(g.tasks[0])].device)
       fail(at(fmt::format(".tasks[{}]", i)), "task {} is on another device than task {}", t, g.tasks[0]);
   }
-  for (size_t i = 0; i + 1 < g.tasks.size(); ++i) {
-    const Task& from = p.tasks[size_t(g.tasks[i])];
-    const bool joined = std::any_of(from.out_regsts.begin(), from.out_regsts.end(), [&](RegstId r) {
-      const Regst& x = p.regsts[size_t(r)];
-      return x.producer == from.id && streamed_per_piece(x) && reads(x, g.tasks[i + 1]);
-    });
-    if (!joined) fail(at(fmt::format(".tasks[{}]", i + 1)), "no register orders task {} after task {}", g.tasks[i + 1], from.id);
+  const GroupOrder order(p, g.tasks);
+  for (size_t i = 1; i < g.tasks.size(); ++i)
+    if (!order.reaches(g.tasks[0], g.tasks[i]))
+      fail(at(fmt::format(".tasks[{}]", i)), "the group's first task, {}, does not reach task {}", g.tasks[0], g.tasks[i]);
+  std::vector<TaskId> ends;
+  for (size_t k = 0; k < g.frames.size(); ++k) {
+    const RegstId id = g.frames[k];
+    if (id < 0 || size_t(id) >= p.regsts.size()) fail(at(fmt::format(".frames[{}]", k)), "register {} does not exist", id);
+    const Regst& frame = p.regsts[size_t(id)];
+    if (frame.producer != g.tasks[0] || frame.consumers.size() != 1 || !order.in_group(frame.consumers[0]) || !streamed_per_piece(frame) ||
+        frame.slots < 1 || frame.slots > g.slots)
+      fail(at(fmt::format(".frames[{}]", k)), "register {} must join task {} to one task of the group, streamed, with 1 to {} slots", id,
+           g.tasks[0], g.slots);
+    ends.push_back(frame.consumers[0]);
   }
-  if (g.frame < 0 || size_t(g.frame) >= p.regsts.size()) fail(at(".frame"), "register {} does not exist", g.frame);
-  const Regst& frame = p.regsts[size_t(g.frame)];
-  if (frame.producer != g.tasks.front() || frame.consumers != std::vector<TaskId>{g.tasks.back()} || !streamed_per_piece(frame) ||
-      frame.slots < 1 || frame.slots > g.slots)
-    fail(at(".frame"), "register {} must join task {} to task {} alone, streamed, with 1 to {} slots", g.frame, g.tasks.front(),
-         g.tasks.back(), g.slots);
+  for (size_t i = 0; i < g.tasks.size(); ++i) {
+    const TaskId t = g.tasks[i];
+    const bool framed = std::any_of(ends.begin(), ends.end(), [&](TaskId e) { return e == t || order.reaches(t, e); });
+    if (!framed) fail(at(fmt::format(".tasks[{}]", i)), "task {} reaches no frame register's end: its pieces are not bounded", t);
+  }
 }
 
 struct Extent {
   uint64_t begin, end;
   int32_t group;  // -1: bytes of its own
   int32_t slot;
-  Lifetime life;
+  RegstId regst;  // -1: a variable
   std::string field;
 };
 
 }  // namespace
 
-std::vector<int32_t> places_in_group(const Plan& p, const ShareGroup& g) {
-  std::vector<int32_t> places(p.tasks.size(), -1);
-  for (size_t i = 0; i < g.tasks.size(); ++i) places[size_t(g.tasks[i])] = int32_t(i);
-  return places;
-}
-
-Lifetime lifetime_in_group(const Regst& r, const std::vector<int32_t>& places) {
-  Lifetime life{places[size_t(r.producer)], places[size_t(r.producer)]};
-  for (TaskId c : r.consumers) life.last = std::max(life.last, places[size_t(c)]);
-  return life;
-}
-
 void check_shared_memory(const Plan& p, const std::string& path) {
   for (size_t gi = 0; gi < p.share_groups.size(); ++gi) check_group(p, gi, path);
-  std::vector<std::vector<int32_t>> places;
-  for (const ShareGroup& g : p.share_groups) places.push_back(places_in_group(p, g));
+  std::vector<GroupOrder> orders;
+  orders.reserve(p.share_groups.size());
+  for (const ShareGroup& g : p.share_groups) orders.emplace_back(p, g.tasks);
 
   std::vector<std::vector<Extent>> by_arena(p.arenas.size());
   for (const Variable& v : p.variables)
-    if (v.bytes > 0) by_arena[size_t(v.arena)].push_back({v.offset, v.offset + v.bytes, -1, 0, {}, fmt::format("variables[{}]", v.id)});
+    if (v.bytes > 0) by_arena[size_t(v.arena)].push_back({v.offset, v.offset + v.bytes, -1, 0, -1, fmt::format("variables[{}]", v.id)});
   for (const Regst& r : p.regsts) {
     const std::string f = fmt::format("regsts[{}]", r.id);
-    Lifetime life;
     if (r.share_group >= 0) {
-      if (size_t(r.share_group) >= p.share_groups.size())
-        fail(Where{.file = path, .field = f + ".share_group"}, "share group {} does not exist", r.share_group);
+      auto at = [&](const std::string& field) { return Where{.file = path, .field = f + field}; };
+      if (size_t(r.share_group) >= p.share_groups.size()) fail(at(".share_group"), "share group {} does not exist", r.share_group);
       const ShareGroup& g = p.share_groups[size_t(r.share_group)];
-      const std::vector<int32_t>& at = places[size_t(r.share_group)];
-      if (r.slots != g.slots || !streamed_per_piece(r))
-        fail(Where{.file = path, .field = f + ".share_group"}, "a shared register is streamed with its group's {} slots", g.slots);
-      if (at[size_t(r.producer)] < 0) fail(Where{.file = path, .field = f + ".producer"}, "task {} is not in share group {}", r.producer, r.share_group);
+      const GroupOrder& order = orders[size_t(r.share_group)];
+      if (r.slots != g.slots || !streamed_per_piece(r) || r.consumers.empty())
+        fail(at(".share_group"), "a shared register is streamed, has readers and its group's {} slots", g.slots);
+      if (!order.in_group(r.producer)) fail(at(".producer"), "task {} is not in share group {}", r.producer, r.share_group);
       for (TaskId c : r.consumers)
-        if (at[size_t(c)] <= at[size_t(r.producer)])
-          fail(Where{.file = path, .field = f + ".consumers"}, "task {} does not come after the producer in share group {}", c, r.share_group);
+        if (!order.in_group(c)) fail(at(".consumers"), "task {} is not in share group {}", c, r.share_group);
       if (p.arenas[size_t(r.arena)].device != p.tasks[size_t(g.tasks[0])].device)
-        fail(Where{.file = path, .field = f + ".arena"}, "a shared register lives on its group's device");
-      life = lifetime_in_group(r, at);
+        fail(at(".arena"), "a shared register lives on its group's device");
     }
     if (r.slot_bytes == 0) continue;
     for (size_t s = 0; s < r.offsets.size(); ++s)
-      by_arena[size_t(r.arena)].push_back(
-          {r.offsets[s], r.offsets[s] + r.slot_bytes, r.share_group, int32_t(s), life, fmt::format("{}.offsets[{}]", f, s)});
+      by_arena[size_t(r.arena)].push_back({r.offsets[s], r.offsets[s] + r.slot_bytes, r.share_group, int32_t(s), r.id, fmt::format("{}.offsets[{}]", f, s)});
   }
-  auto may_share = [](const Extent& a, const Extent& b) {
-    return a.group >= 0 && a.group == b.group && a.slot == b.slot && (a.life.last < b.life.first || b.life.last < a.life.first);
+  auto may_share = [&](const Extent& a, const Extent& b) {
+    if (a.group < 0 || a.group != b.group || a.slot != b.slot || a.regst == b.regst) return false;
+    const GroupOrder& order = orders[size_t(a.group)];
+    const Regst &x = p.regsts[size_t(a.regst)], &y = p.regsts[size_t(b.regst)];
+    return order.before(x, y) || order.before(y, x);
   };
   for (size_t a = 0; a < by_arena.size(); ++a) {
     std::vector<Extent>& extents = by_arena[a];

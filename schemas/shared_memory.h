@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// When two buffers of an arena may share bytes: the one rule ofc builds to (compiler/passes/
-// share_memory.cpp) and ofrun checks before it trusts a plan (runtime/plan/load.cpp).
+// When two buffers of an arena may share bytes: the one rule ofc places buffers by (compiler/
+// passes/share_memory.cpp) and ofrun checks before it trusts a plan (runtime/plan/load.cpp).
 //
 // Actors work on different pieces at once, so a buffer is live for the whole run unless the plan
-// orders its uses. A share group does: its tasks (compute tasks of one device) have an order in
-// which consecutive tasks are joined by a streamed register, so within a piece each acts after
-// the one before it has completed; and its frame register joins the first task to the last with
-// at most `slots` slots, so the first task starts piece n + slots only after the last has
-// completed piece n. Every register of the group has `slots` slots, and piece n uses slot
-// n mod slots (the producer's ring), so slot j of every register of the group belongs to frame j.
-// Inside a frame a register lives from its producer's place in the order to its last reader's.
-// Two buffers may then share bytes only when both are slot j of registers of one group and their
-// lifetimes do not overlap: the later one's producer acts after the earlier one's readers within
-// a piece, and the next piece in that frame starts after both have left it. `ofrun --slots`
-// lowers every register's and the frame's slot count alike, which keeps both properties.
+// orders its uses. A share group does, for compute tasks of one device:
+// - Within a piece, registers order tasks: a reader acts after its producer has completed. Among
+//   the group's tasks (ascending ids, which plans keep topological), register X is *before* Y
+//   when every reader of X reaches Y's producer through streamed registers between the group's
+//   tasks (a task that reads X and writes Y does not: it uses both at once).
+// - Across pieces, every register of the group has `slots` slots and piece n uses slot
+//   n mod slots (the producer's ring), so slot j of every register belongs to frame j. The
+//   group's first task reaches every other, and its frame registers (at most `slots` slots each)
+//   join it to ends that every task reaches: it starts piece n + slots only after every task of
+//   the group has completed piece n, so frame j is free again before it is reused.
+// Two buffers may then share bytes only when both are slot j of registers of one group and one is
+// before the other. `ofrun --slots` lowers every register's and frame's slot count alike, which
+// keeps both properties.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,19 +26,34 @@
 
 namespace of::plan {
 
-// A register's lifetime in its group's order: the producer's place and its last reader's.
-struct Lifetime {
-  int32_t first = 0;
-  int32_t last = 0;
-};
+// The most tasks a share group may have: its order is checked with a bit per pair of them.
+inline constexpr size_t kMaxShareGroupTasks = 8192;
 
-// Each task's place in group `g`'s order, -1 for tasks not in it; sized to the plan's tasks.
-std::vector<int32_t> places_in_group(const Plan& p, const ShareGroup& g);
-Lifetime lifetime_in_group(const Regst& r, const std::vector<int32_t>& places);
+// Which tasks of a group each task reaches within a piece (strictly: not itself), through
+// streamed per-piece registers between the group's tasks. `tasks` ascending, at most
+// kMaxShareGroupTasks, ids in range.
+class GroupOrder {
+ public:
+  GroupOrder(const Plan& p, const std::vector<TaskId>& tasks);
+  bool in_group(TaskId t) const { return place_[size_t(t)] >= 0; }
+  bool reaches(TaskId from, TaskId to) const;
+  // Every reader of x reaches y's producer: y may take x's bytes.
+  bool before(const Regst& x, const Regst& y) const;
+  // Tasks of the group no other task of it reaches (its sources) or that reach none (its ends).
+  std::vector<TaskId> sources() const;
+  std::vector<TaskId> ends() const;
+
+ private:
+  std::vector<TaskId> tasks_;
+  std::vector<int32_t> place_;         // per plan task: index into tasks_, -1 outside the group
+  size_t words_;                       // 64-bit words per row
+  std::vector<uint64_t> reach_;        // row i: the tasks task i reaches
+  std::vector<uint8_t> has_pred_;      // per group task: some group task reaches it
+};
 
 // Refuses, in one line naming the file and field, a plan whose share groups are not ordered as
 // above or whose buffers share bytes the rule does not allow. Needs task and register ids that
-// have been checked to be in range.
+// have been checked to be in range, and streamed registers produced by lower task ids.
 void check_shared_memory(const Plan& p, const std::string& path);
 
 }  // namespace of::plan

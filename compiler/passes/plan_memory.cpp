@@ -63,16 +63,34 @@ bool PlanMemory::run(Compilation& c) {
   TaskGraph& tg = c.tasks;
   std::vector<FrameLayout> frames;
   if (c.options.share_memory) {
-    // The order a share group adds is checked like the plan's own edges; should it ever let the
-    // actors stall where the plan without it would not, the plan keeps every slot's own bytes.
-    TaskGraph apart = tg;
-    frames = share_memory(tg);
-    if (!frames.empty()) try {
-        check_no_deadlock(tg, deadlock_check_pieces(tg, c.options));
+    // A share group's frame is checked like the plan's own edges. Should the actors stall with
+    // it where the plan without it does not, only the groups that stall on their own are left
+    // out (and all of them, if the rest still stall together).
+    const TaskGraph apart = tg;
+    const int64_t pieces = deadlock_check_pieces(tg, c.options);
+    auto stalls = [&](const TaskGraph& t) {
+      try {
+        check_no_deadlock(t, pieces);
+        return false;
       } catch (const Error&) {
-        tg = std::move(apart);
-        frames.clear();
+        return true;
       }
+    };
+    Sharing sharing = share_memory(tg, [](size_t) { return true; });
+    if (!sharing.frames.empty() && stalls(tg)) {
+      std::vector<bool> alone(sharing.candidates, false);
+      for (size_t i = 0; i < sharing.candidates; ++i) {
+        TaskGraph one = apart;
+        alone[i] = !share_memory(one, [&](size_t k) { return k == i; }).frames.empty() && !stalls(one);
+      }
+      tg = apart;
+      sharing = share_memory(tg, [&](size_t k) { return alone[k]; });
+      if (stalls(tg)) {
+        tg = apart;
+        sharing = Sharing{};
+      }
+    }
+    frames = std::move(sharing.frames);
   }
   const int64_t whole_run_end = int64_t(tg.tasks.size());
   for (Arena& arena : tg.arenas) {

@@ -8,15 +8,17 @@
 //   stage's activations kept for the backward pass, pp - s + 1 slots) do not join them, so the
 //   forward and the backward of a stage stay separate groups whose frames bound only the pieces
 //   in each, not the pieces the pipeline keeps between them.
-// - Ordering the group's tasks one after another costs nothing on a device that runs one kernel at
-//   a time, and on CPU pieces still overlap: the frame lets `slots` pieces be in the group at once.
+// - Two registers share bytes only where the plan's own registers already order them (one's
+//   readers reach the other's producer), so sharing adds no order inside a piece: independent
+//   branches (a layer's weight and input gradients, the updates) still run at once. What it adds
+//   is the frame: the group's first task precedes its other sources, and waits for the group's
+//   ends of piece n before it starts piece n + slots.
 #include "compiler/passes/share_memory.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <numeric>
-#include <queue>
 
 #include "compiler/passes/memory_planner.h"
 #include "schemas/shared_memory.h"
@@ -25,35 +27,6 @@ namespace of::compiler {
 namespace {
 
 bool streamed_per_piece(const Regst& r) { return !r.persistent && r.acts_per_piece == 1; }
-
-// Tasks in an order every register respects: a streamed one's producer before its readers, a
-// persistent one's readers before its producer (an update of version n waits for every reader of
-// version n). Empty when they form a cycle (then nothing is shared).
-std::vector<TaskId> topological_order(const TaskGraph& tg) {
-  std::vector<std::vector<TaskId>> after(tg.tasks.size());
-  for (const Regst& r : tg.regsts)
-    for (TaskId c : r.consumers) {
-      if (c == r.producer) continue;
-      if (r.persistent) after[size_t(c)].push_back(r.producer);
-      else after[size_t(r.producer)].push_back(c);
-    }
-  std::vector<int32_t> waiting(tg.tasks.size(), 0);
-  for (const auto& next : after)
-    for (TaskId t : next) ++waiting[size_t(t)];
-  std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;
-  for (const Task& t : tg.tasks)
-    if (waiting[size_t(t.id)] == 0) ready.push(t.id);
-  std::vector<TaskId> order;
-  while (!ready.empty()) {
-    TaskId t = ready.top();
-    ready.pop();
-    order.push_back(t);
-    for (TaskId c : after[size_t(t)])
-      if (--waiting[size_t(c)] == 0) ready.push(c);
-  }
-  if (order.size() != tg.tasks.size()) order.clear();
-  return order;
-}
 
 int32_t arena_of_device(const TaskGraph& tg, int32_t device) {
   for (const Arena& a : tg.arenas)
@@ -95,24 +68,42 @@ RegstId add_control(TaskGraph& tg, TaskId from, TaskId to, int32_t slots, int32_
   return c.id;
 }
 
-bool joined(const TaskGraph& tg, TaskId from, TaskId to) {
-  for (RegstId r : tg.tasks[size_t(from)].out_regsts) {
-    const Regst& x = tg.regsts[size_t(r)];
-    if (x.producer == from && streamed_per_piece(x) && std::find(x.consumers.begin(), x.consumers.end(), to) != x.consumers.end())
-      return true;
+// Offsets in one frame: largest first, each at the lowest offset clear of every placed register
+// that is not ordered before or after it.
+MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, const std::vector<RegstId>& members) {
+  MemoryPlan plan;
+  plan.offsets.assign(members.size(), 0);
+  std::vector<size_t> by_size(members.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return tg.regsts[size_t(members[a])].slot_bytes > tg.regsts[size_t(members[b])].slot_bytes; });
+  std::vector<size_t> placed;
+  std::vector<std::pair<uint64_t, uint64_t>> busy;
+  for (size_t i : by_size) {
+    const Regst& y = tg.regsts[size_t(members[i])];
+    const uint64_t size = add_aligned(0, y.slot_bytes);
+    busy.clear();
+    for (size_t k : placed) {
+      const Regst& x = tg.regsts[size_t(members[k])];
+      if (!order.before(x, y) && !order.before(y, x)) busy.emplace_back(plan.offsets[k], add_aligned(plan.offsets[k], x.slot_bytes));
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t offset = 0;
+    for (const auto& [b, e] : busy) {
+      if (size <= b && offset <= b - size) break;
+      offset = std::max(offset, e);
+    }
+    plan.offsets[i] = offset;
+    plan.total = std::max(plan.total, add_aligned(offset, size));
+    placed.push_back(i);
   }
-  return false;
+  return plan;
 }
 
 }  // namespace
 
-std::vector<FrameLayout> share_memory(TaskGraph& tg) {
-  std::vector<FrameLayout> frames;
-  const std::vector<TaskId> order = topological_order(tg);
-  if (order.empty()) return frames;
-  std::vector<int32_t> place(tg.tasks.size());
-  for (size_t i = 0; i < order.size(); ++i) place[size_t(order[i])] = int32_t(i);
-
+Sharing share_memory(TaskGraph& tg, const std::function<bool(size_t)>& keep) {
+  Sharing out;
   // Candidate groups: by (device, slots), tasks joined by the registers they share.
   std::map<std::pair<int32_t, int32_t>, std::vector<RegstId>> by_kind;
   for (const Regst& r : tg.regsts)
@@ -124,39 +115,34 @@ std::vector<FrameLayout> share_memory(TaskGraph& tg) {
     std::map<int32_t, std::vector<RegstId>> groups;
     for (RegstId r : regsts) groups[sets.find(tg.regsts[size_t(r)].producer)].push_back(r);
     for (auto& [root, members] : groups) {
+      const size_t candidate = out.candidates++;
       std::vector<TaskId> tasks;
       for (RegstId r : members) {
         tasks.push_back(tg.regsts[size_t(r)].producer);
         for (TaskId c : tg.regsts[size_t(r)].consumers) tasks.push_back(c);
       }
-      std::sort(tasks.begin(), tasks.end(), [&](TaskId a, TaskId b) { return place[size_t(a)] < place[size_t(b)]; });
+      std::sort(tasks.begin(), tasks.end());
       tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
-      // Plans list producers before readers (ofrun checks streamed registers by task id), so an
-      // order that puts a later task first (to let an update follow every reader of the version
-      // it replaces) would read as a cycle there: such a group keeps its bytes apart.
-      if (!std::is_sorted(tasks.begin(), tasks.end())) continue;
-      ShareGroup group{.slots = kind.second, .tasks = tasks, .frame = -1};
-      const std::vector<int32_t> at = plan::places_in_group(tg, group);
-      std::vector<BufferRequest> requests;
+      if (tasks.size() > plan::kMaxShareGroupTasks || !keep(candidate)) continue;
+      const plan::GroupOrder order(tg, tasks);
+      MemoryPlan layout = place_in_frame(tg, order, members);
       uint64_t side_by_side = 0;
-      for (RegstId r : members) {
-        plan::Lifetime life = plan::lifetime_in_group(tg.regsts[size_t(r)], at);
-        requests.push_back({tg.regsts[size_t(r)].slot_bytes, life.first, life.last});
-        side_by_side = add_aligned(side_by_side, tg.regsts[size_t(r)].slot_bytes);
-      }
-      MemoryPlan layout = plan_offsets(requests);
-      if (layout.total >= side_by_side) continue;  // nothing to gain from ordering these tasks
+      for (RegstId r : members) side_by_side = add_aligned(side_by_side, tg.regsts[size_t(r)].slot_bytes);
+      if (layout.total >= side_by_side) continue;  // nothing to gain from bounding these tasks' pieces
 
+      // The first task reaches every other once it precedes the other sources; the frames end
+      // where every task arrives.
+      ShareGroup group{.slots = kind.second, .tasks = tasks, .frames = {}};
       const int32_t arena = arena_of_device(tg, kind.first);
-      for (size_t i = 0; i + 1 < tasks.size(); ++i)
-        if (!joined(tg, tasks[i], tasks[i + 1])) add_control(tg, tasks[i], tasks[i + 1], group.slots, arena);
-      group.frame = add_control(tg, tasks.front(), tasks.back(), group.slots, arena);
+      for (TaskId s : order.sources())
+        if (s != tasks.front()) add_control(tg, tasks.front(), s, group.slots, arena);
+      for (TaskId e : order.ends()) group.frames.push_back(add_control(tg, tasks.front(), e, group.slots, arena));
       for (RegstId r : members) tg.regsts[size_t(r)].share_group = int32_t(tg.share_groups.size());
       tg.share_groups.push_back(std::move(group));
-      frames.push_back(FrameLayout{members, layout.offsets, layout.total});
+      out.frames.push_back(FrameLayout{members, layout.offsets, layout.total});
     }
   }
-  return frames;
+  return out;
 }
 
 }  // namespace of::compiler

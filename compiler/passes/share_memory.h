@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "compiler/ir/task_graph.h"
@@ -18,11 +19,15 @@ struct FrameLayout {
   uint64_t bytes = 0;             // one frame (aligned); the group takes slots x bytes
 };
 
-// Per device, registers streamed between compute tasks of that device form groups (by slot
-// count, joined by the tasks they share); a group whose frame is smaller than its registers'
-// bytes laid side by side becomes a share group of `tg` (control registers added to order its
-// tasks), and its frame is returned, indexed like tg.share_groups. Tasks are ordered
-// topologically (smallest task id first among the ready ones).
-std::vector<FrameLayout> share_memory(TaskGraph& tg);
+struct Sharing {
+  std::vector<FrameLayout> frames;  // indexed like tg.share_groups
+  size_t candidates = 0;            // groups considered, applied or not (the indices `keep` sees)
+};
+
+// Per device, registers streamed between compute tasks of that device form candidate groups (by
+// slot count, joined by the tasks they share). A candidate `keep` accepts whose frame is smaller
+// than its registers' bytes laid side by side becomes a share group of `tg`: control registers
+// from its first task to its other sources, and frame registers to its ends.
+Sharing share_memory(TaskGraph& tg, const std::function<bool(size_t)>& keep);
 
 }  // namespace of::compiler

@@ -65,7 +65,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   static_assert(sizeof(Plan) == 528 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
                     sizeof(Variable) == 64 && sizeof(LogicalTensor) == 120 && sizeof(Blob) == 56 && sizeof(TensorLayout) == 136 &&
                     sizeof(Boxing) == 176 && sizeof(TaskInput) == 12 && sizeof(DeviceRef) == 12 && sizeof(Arena) == 16 &&
-                    sizeof(Attr) == 112 && sizeof(ShareGroup) == 40,
+                    sizeof(Attr) == 112 && sizeof(ShareGroup) == 56,
                 "plan_model.h changed: compare the new field in test/runtime/plan/plan_diff.h, then update these sizes");
 #endif
   PlanDiff d;
@@ -143,7 +143,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   d.each("share_groups", a.share_groups, b.share_groups, [&](const std::string& at, const ShareGroup& x, const ShareGroup& y) {
     d.eq(at + ".slots", x.slots, y.slots);
     d.eq(at + ".tasks", x.tasks, y.tasks);
-    d.eq(at + ".frame", x.frame, y.frame);
+    d.eq(at + ".frames", x.frames, y.frames);
   });
   d.each("variables", a.variables, b.variables, [&](const std::string& at, const Variable& x, const Variable& y) {
     d.eq(at + ".id", x.id, y.id);
