@@ -210,6 +210,27 @@ def measure(backend, wl, repeats, seconds):
 
 # ---------------------------------------------------------------- the PyTorch worker
 
+def torch_model(name):
+    """The PyTorch twin of workload `name`, in train mode, and its optimizer (the same as of's)."""
+    import torch
+    sys.path.insert(0, FIXTURES)
+    from make_fixtures import CNN, MLP
+    from make_training_fixtures import load_from_onnx
+    if name == "resnet18":  # the exported model: the same seed gives the same initial weights
+        import torchvision
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18(num_classes=10)
+    elif name == "gpt":
+        torch.manual_seed(0)
+        model = gpt_module().GPT()
+    else:
+        model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](), os.path.join(FIXTURES, name + ".onnx"))
+    model.train()
+    opt = (torch.optim.Adam(model.parameters(), lr=1e-3) if name == "gpt"
+           else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
+    return model, opt
+
+
 def torch_worker(argv):
     """--torch-worker MODEL DATA BATCH STEPS THREADS REPEATS: builds MODEL from its ONNX file's
     initializers, loads DATA (ofrun's --data syntax) into tensors, warms up, then prints
@@ -218,8 +239,7 @@ def torch_worker(argv):
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, FIXTURES)
-    from make_fixtures import CNN, MLP
-    from make_training_fixtures import load_from_onnx, read_idx
+    from make_training_fixtures import read_idx
 
     name, data, batch, steps, threads, repeats = argv
     batch, steps, threads, repeats = int(batch), int(steps), int(threads), int(repeats)
@@ -243,18 +263,7 @@ def torch_worker(argv):
         sys.exit(f"torch worker: unknown data {data}")
     x, y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y)
     batches = x.shape[0] // batch
-    if name == "resnet18":  # the exported model: the same seed gives the same initial weights
-        import torchvision
-        torch.manual_seed(0)
-        model = torchvision.models.resnet18(num_classes=10)
-    elif name == "gpt":
-        torch.manual_seed(0)
-        model = gpt_module().GPT()
-    else:
-        model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](), os.path.join(FIXTURES, name + ".onnx"))
-    model.train()
-    opt = (torch.optim.Adam(model.parameters(), lr=1e-3) if name == "gpt"
-           else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
+    model, opt = torch_model(name)
     done = [0]
 
     def train(n):

@@ -102,7 +102,7 @@ MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, co
 
 }  // namespace
 
-Sharing share_memory(TaskGraph& tg, const std::function<bool(size_t)>& keep) {
+Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<bool(size_t)>& keep) {
   Sharing out;
   // Candidate groups: by (device, slots), tasks joined by the registers they share.
   std::map<std::pair<int32_t, int32_t>, std::vector<RegstId>> by_kind;
@@ -132,12 +132,15 @@ Sharing share_memory(TaskGraph& tg, const std::function<bool(size_t)>& keep) {
 
       // The first task reaches every other once it precedes the other sources; the frames end
       // where every task arrives.
-      ShareGroup group{.slots = kind.second, .tasks = tasks, .frames = {}};
+      ShareGroup group{.slots = most_frames > 0 ? std::min(kind.second, most_frames) : kind.second, .tasks = tasks, .frames = {}};
       const int32_t arena = arena_of_device(tg, kind.first);
       for (TaskId s : order.sources())
         if (s != tasks.front()) add_control(tg, tasks.front(), s, group.slots, arena);
       for (TaskId e : order.ends()) group.frames.push_back(add_control(tg, tasks.front(), e, group.slots, arena));
-      for (RegstId r : members) tg.regsts[size_t(r)].share_group = int32_t(tg.share_groups.size());
+      for (RegstId r : members) {
+        tg.regsts[size_t(r)].share_group = int32_t(tg.share_groups.size());
+        tg.regsts[size_t(r)].slots = group.slots;
+      }
       tg.share_groups.push_back(std::move(group));
       out.frames.push_back(FrameLayout{members, layout.offsets, layout.total});
     }

@@ -27,7 +27,8 @@ struct Sharing {
 // Per device, registers streamed between compute tasks of that device form candidate groups (by
 // slot count, joined by the tasks they share). A candidate `keep` accepts whose frame is smaller
 // than its registers' bytes laid side by side becomes a share group of `tg`: control registers
-// from its first task to its other sources, and frame registers to its ends.
-Sharing share_memory(TaskGraph& tg, const std::function<bool(size_t)>& keep);
+// from its first task to its other sources, and frame registers to its ends. `most_frames` > 0
+// caps a group's frames (and its registers' slots): 1 where pieces cannot overlap anyway.
+Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<bool(size_t)>& keep);
 
 }  // namespace of::compiler

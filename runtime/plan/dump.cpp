@@ -152,8 +152,11 @@ std::string dump_json(const plan::Plan& p) {
     for (const auto& b : r.blobs)
       blobs.push_back({{"tensor", b.tensor}, {"shape", b.desc.shape}, {"dtype", dtype_name(b.desc.dtype)}, {"offset", b.offset}, {"bytes", b.bytes}});
     j["regsts"].push_back({{"id", r.id}, {"producer", r.producer}, {"consumers", r.consumers}, {"slots", r.slots},
-                           {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}, {"persistent", r.persistent}});
+                           {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}, {"persistent", r.persistent},
+                           {"acts_per_piece", r.acts_per_piece}, {"pieces_per_version", r.pieces_per_version}, {"share_group", r.share_group}});
   }
+  j["share_groups"] = json::array();
+  for (const auto& g : p.share_groups) j["share_groups"].push_back({{"slots", g.slots}, {"tasks", g.tasks}, {"frames", g.frames}});
   j["tasks"] = json::array();
   for (const auto& t : p.tasks) {
     json inputs = json::array();
