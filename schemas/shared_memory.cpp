@@ -112,6 +112,11 @@ struct Extent {
 }  // namespace
 
 void check_shared_memory(const Plan& p, const std::string& path) {
+  // Each group's order takes a bit per pair of its tasks: a plan may not make that unbounded.
+  uint64_t bits = 0;
+  for (const ShareGroup& g : p.share_groups) bits += uint64_t(std::min(g.tasks.size(), kMaxShareGroupTasks + 1)) * g.tasks.size();
+  if (bits > kMaxShareOrderBits)
+    fail(Where{.file = path, .field = "share_groups"}, "its groups' orders would take {} bits, more than {}", bits, kMaxShareOrderBits);
   for (size_t gi = 0; gi < p.share_groups.size(); ++gi) check_group(p, gi, path);
   std::vector<GroupOrder> orders;
   orders.reserve(p.share_groups.size());

@@ -28,6 +28,8 @@ namespace of::plan {
 
 // The most tasks a share group may have: its order is checked with a bit per pair of them.
 inline constexpr size_t kMaxShareGroupTasks = 8192;
+// And all groups of a plan together at most this many bits (64 MiB), whatever a plan file says.
+inline constexpr uint64_t kMaxShareOrderBits = uint64_t(1) << 29;
 
 // Which tasks of a group each task reaches within a piece (strictly: not itself), through
 // streamed per-piece registers between the group's tasks. `tasks` ascending, at most

@@ -59,6 +59,39 @@ std::string human(uint64_t b) {
   return fmt::format("{} bytes", b);
 }
 
+// The three largest things in an arena, for a refusal: a weight (or optimizer state), a register
+// with its own bytes (slots x slot), or a share group (the bytes its frames span).
+std::string largest_items(const Compilation& c, int32_t arena) {
+  const TaskGraph& tg = c.tasks;
+  std::vector<std::pair<uint64_t, std::string>> items;
+  for (const Variable& v : tg.variables)
+    if (v.arena == arena) items.emplace_back(v.bytes, fmt::format("'{}' {}", v.key, human(v.bytes)));
+  std::vector<std::pair<uint64_t, uint64_t>> spans(tg.share_groups.size(), {~uint64_t(0), 0});
+  std::vector<size_t> shared(tg.share_groups.size(), 0);
+  for (const Regst& r : tg.regsts) {
+    if (r.arena != arena || r.slot_bytes == 0) continue;
+    if (r.share_group >= 0) {
+      auto& [lo, hi] = spans[size_t(r.share_group)];
+      for (uint64_t off : r.offsets) lo = std::min(lo, off), hi = std::max(hi, off + r.slot_bytes);
+      ++shared[size_t(r.share_group)];
+      continue;
+    }
+    const std::string& producer = tg.tasks[size_t(r.producer)].name;
+    const uint64_t bytes = r.slot_bytes * uint64_t(r.slots);
+    items.emplace_back(bytes, r.persistent ? fmt::format("'{}' {}", producer, human(bytes))
+                                           : fmt::format("the output of '{}' {} x {}", producer, r.slots, human(r.slot_bytes)));
+  }
+  for (size_t g = 0; g < spans.size(); ++g)
+    if (shared[g] > 0)
+      items.emplace_back(spans[g].second - spans[g].first,
+                         fmt::format("{} outputs sharing {} from '{}' on", shared[g], human(spans[g].second - spans[g].first),
+                                     tg.tasks[size_t(tg.share_groups[g].tasks.front())].name));
+  std::stable_sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < 3; ++i) out += (i ? ", " : "") + items[i].second;
+  return out;
+}
+
 }  // namespace
 
 int64_t deadlock_check_pieces(const TaskGraph& tg, const CompileOptions& options) {
@@ -118,8 +151,8 @@ bool CheckPlan::run(Compilation& c) {
   if (c.options.device_memory > 0)
     for (const Arena& a : tg.arenas)
       if (a.bytes > c.options.device_memory)
-        fail({.field = "--device-memory"}, "device {} needs {} ({} bytes, its arena's peak), more than the {} given",
-             plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(c.options.device_memory));
+        fail({.field = "--device-memory"}, "device {} needs {} ({} bytes, its arena's peak), more than the {} given; largest: {}",
+             plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(c.options.device_memory), largest_items(c, a.id));
   check_no_deadlock(tg, deadlock_check_pieces(tg, c.options));
   // The rule ofrun holds a plan to before it shares bytes: a plan ofc writes always passes it.
   try {

@@ -104,6 +104,7 @@ MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, co
 
 Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<bool(size_t)>& keep) {
   Sharing out;
+  uint64_t order_bits = 0;  // what ofrun's check of the groups' orders will take (shared_memory.h)
   // Candidate groups: by (device, slots), tasks joined by the registers they share.
   std::map<std::pair<int32_t, int32_t>, std::vector<RegstId>> by_kind;
   for (const Regst& r : tg.regsts)
@@ -123,7 +124,8 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       }
       std::sort(tasks.begin(), tasks.end());
       tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
-      if (tasks.size() > plan::kMaxShareGroupTasks || !keep(candidate)) continue;
+      const uint64_t bits = uint64_t(tasks.size()) * tasks.size();
+      if (tasks.size() > plan::kMaxShareGroupTasks || order_bits + bits > plan::kMaxShareOrderBits || !keep(candidate)) continue;
       const plan::GroupOrder order(tg, tasks);
       MemoryPlan layout = place_in_frame(tg, order, members);
       uint64_t side_by_side = 0;
@@ -142,6 +144,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
         tg.regsts[size_t(r)].slots = group.slots;
       }
       tg.share_groups.push_back(std::move(group));
+      order_bits += bits;
       out.frames.push_back(FrameLayout{members, layout.offsets, layout.total});
     }
   }

@@ -49,6 +49,16 @@ TEST_CASE("refusals: an arena beyond the address space", "[compiler]") {
                           Catch::Contains("more than the 128.0 TiB a process can address"));
 }
 
+TEST_CASE("refusals: a plan beyond --device-memory names the device and its three largest items", "[compiler]") {
+  CompileOptions o;
+  o.loss = "cross_entropy";
+  o.train = true;
+  o.device_memory = 1 << 20;
+  REQUIRE_THROWS_WITH(compile_model(fixture("mlp.onnx"), o),
+                      Catch::StartsWith("--device-memory: device cpu:0 needs ") && Catch::Contains("more than the 1.0 MiB given; largest: 'update/fc2.weight' 4.0 MiB, ") &&
+                          Catch::Contains("'update/fc1.weight' 3.1 MiB"));
+}
+
 TEST_CASE("refusals: a batch of 0 and an opset from the future", "[compiler]") {
   REQUIRE_THROWS_WITH(compile_model(fixture("hostile/batch_zero.onnx"), {}),
                       fixture("hostile/batch_zero.onnx") + ": input 'x': has shape [0,4]: a batch of 0 samples (dimension 0) can never run");

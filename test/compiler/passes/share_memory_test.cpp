@@ -201,6 +201,11 @@ TEST_CASE("share memory: the rule refuses sharing nothing orders, naming the fie
     std::swap(tg.share_groups[0].tasks[1], tg.share_groups[0].tasks[2]);
     CHECK_THAT(refusal(tg), Catch::Contains("share_groups[0].tasks[2]") && Catch::Contains("ascending"));
   }
+  SECTION("groups whose orders would take unbounded memory to check") {
+    TaskGraph tg = c.tasks;
+    tg.share_groups.assign(9, ShareGroup{.slots = 2, .tasks = std::vector<TaskId>(of::plan::kMaxShareGroupTasks + 1, 0), .frames = {}});
+    CHECK_THAT(refusal(tg), Catch::Contains("p.ofp: share_groups: its groups' orders would take"));
+  }
   SECTION("a register naming a share group that does not exist") {
     TaskGraph tg = c.tasks;
     tg.regsts[size_t(tg.tasks[size_t(g.tasks[0])].out_regsts[0])].share_group = 5;
