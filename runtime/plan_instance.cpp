@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "kernels/registry.h"
 #include "runtime/actors/actions.h"
+#include "runtime/memory/high_water.h"
 #include "runtime/plan/load.h"
 
 namespace of::runtime {
@@ -37,7 +38,7 @@ void StoredTensor::gather(uint8_t* whole) const {
     copy_box_in(b->data, b->shape, b->begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
 }
 
-PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
+PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool canary) : plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
   const int32_t ranks = transport::plan_ranks(plan_);
   if (ranks > 1 && rank < 0)  // said once per plan, so that nobody mistakes this for a multi-process run
     fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (ofrun --launch-local runs one process per rank)\n",
@@ -47,11 +48,11 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
     const std::vector<uint8_t> bytes = read_file(plan_path);
     plan_crc32_ = crc32_of(bytes.data(), bytes.size());
   }
-  auto allocate = [&](uint64_t bytes, const std::string& field) {
+  auto allocate = [&](uint64_t bytes, const std::string& field, uint8_t fill = 0) {
     uint64_t size = std::max<uint64_t>(plan::align_up(bytes), plan::kAlignment);
     auto* p = static_cast<uint8_t*>(std::aligned_alloc(plan::kAlignment, size));
     if (!p) fail({.file = path_, .field = field}, "cannot allocate {} bytes", size);
-    std::memset(p, 0, size);  // touch every page now, not in the first act
+    std::memset(p, fill, size);  // touch every page now, not in the first act
     return p;
   };
   if (rank >= 0) routes_ = std::make_unique<transport::RankRoutes>(plan_, rank);
@@ -61,7 +62,7 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank) : plan_(l
       arena_ptrs_.push_back(nullptr);
       continue;
     }
-    uint8_t* p = allocate(a.bytes, fmt::format("arenas[{}]", a.id));
+    uint8_t* p = allocate(a.bytes, fmt::format("arenas[{}]", a.id), canary ? kCanary : 0);
     arenas_.emplace_back(p);
     arena_ptrs_.push_back(p);
   }

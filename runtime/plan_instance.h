@@ -52,7 +52,9 @@ class PlanInstance {
   // multi-process run, and holds only what its tasks touch: its own arenas and variables, the
   // landing slots of registers other ranks send it, and (where the snapshot task runs) a copy
   // of every other rank's weights for checkpoints. -1: one process runs every rank.
-  explicit PlanInstance(const std::string& plan_path, int32_t rank = -1);
+  // `canary`: arenas start filled with runtime/memory/high_water.h's kCanary instead of zeros, so
+  // that a memory report can see which bytes a run touched.
+  explicit PlanInstance(const std::string& plan_path, int32_t rank = -1, bool canary = false);
 
   const plan::Plan& plan() const { return plan_; }
   const std::string& path() const { return path_; }

@@ -40,7 +40,7 @@ kernels::GemmBackend gemm_backend(const std::string& name) {
 }
 
 RunResult run(const RunOptions& o) {
-  PlanInstance inst(o.plan_path, o.rank);
+  PlanInstance inst(o.plan_path, o.rank, o.memory_report);
   const plan::Plan& p = inst.plan();
   if (p.job.kind == plan::JobKind::train)
     fail({.file = o.plan_path}, "is a training plan: give ofrun --data (and --epochs or --steps) to train it");

@@ -71,7 +71,7 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   for (const auto& t : tasks)
     if (t) result.acts += t->acts();
   if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
-  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, tasks)));
+  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, inst.arenas())));
   return result;
 }
 

@@ -55,7 +55,7 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     int32_t slots = slots_of(regst);
     outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots, nullptr),
                         .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent,
-                        .acts_per_piece = regst.acts_per_piece, .group = 0, .used = std::vector<uint8_t>(size_t(slots), 0)});
+                        .acts_per_piece = regst.acts_per_piece, .group = 0});
   }
   for (const plan::TaskInput& in : t.inputs) {
     const uint64_t blob_offset = in.kind == plan::InputKind::variable ? 0 : p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset;
@@ -121,7 +121,6 @@ void TaskState::start(Outbox& out) {
   for (Out& o : outs_) {
     if (!o.persistent) continue;
     o.outstanding[0] = int32_t(o.consumers.size());
-    o.used[0] = 1;
     for (plan::TaskId c : o.consumers) out.ready(c, o.regst, 0, 0);
   }
   try_act(out);
@@ -204,7 +203,6 @@ void TaskState::try_act(Outbox& out) {
       o.group = 0;
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
-      o.used[size_t(slot)] = 1;
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
       if (late) late->ready_slot[k] = slot;
       else tell_ready(o, slot, piece, out);
@@ -263,12 +261,6 @@ void TaskState::maybe_finish(Outbox& out) {
   for (const Out& o : outs_)
     if (!o.persistent)
       for (plan::TaskId c : o.consumers) out.eos(c, o.regst);
-}
-
-bool TaskState::slot_used(plan::RegstId regst, int32_t slot) const {
-  for (const Out& o : outs_)
-    if (o.regst == regst) return slot >= 0 && size_t(slot) < o.used.size() && o.used[size_t(slot)] != 0;
-  return false;
 }
 
 bool TaskState::done() const {

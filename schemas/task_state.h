@@ -109,8 +109,6 @@ class TaskState {
   const std::string& label() const { return label_; }  // "name op", for error messages
   int64_t acts() const { return acts_; }
   const std::vector<ActRecord>& trace() const { return trace_; }
-  // Whether slot `slot` of output register `regst` was ever written (or lent: a persistent one).
-  bool slot_used(plan::RegstId regst, int32_t slot) const;
 
   // For a task not done, what it waits for: a piece from an input's producer, or a free from the
   // consumer holding its next slot (found with holds()). `on` is -1 when it can name nobody.
@@ -148,7 +146,6 @@ class TaskState {
     bool persistent = false;
     int32_t acts_per_piece = 1;
     int32_t group = 0;  // acts so far into the slot `next`
-    std::vector<uint8_t> used;  // per slot: written at least once (memory reports)
   };
   // A kernel argument: a fixed address (variable) or an offset into an input or output slot.
   struct Arg {

@@ -7,14 +7,13 @@
 
 namespace of::runtime {
 
-std::vector<uint64_t> arena_high_water(const plan::Plan& p, const std::vector<std::unique_ptr<TaskState>>& tasks) {
+std::vector<uint64_t> arena_high_water(const plan::Plan& p, uint8_t* const* arenas) {
   std::vector<uint64_t> marks(p.arenas.size(), 0);
-  for (const plan::Variable& v : p.variables) marks[size_t(v.arena)] = std::max(marks[size_t(v.arena)], v.offset + v.bytes);
-  for (const plan::Regst& r : p.regsts) {
-    if (!tasks[size_t(r.producer)]) continue;  // another rank's
-    const TaskState& producer = *tasks[size_t(r.producer)];
-    for (int32_t s = 0; s < int32_t(r.offsets.size()); ++s)
-      if (producer.slot_used(r.id, s)) marks[size_t(r.arena)] = std::max(marks[size_t(r.arena)], r.offsets[size_t(s)] + r.slot_bytes);
+  for (size_t a = 0; a < p.arenas.size(); ++a) {
+    if (!arenas[a]) continue;
+    uint64_t end = p.arenas[a].bytes;
+    while (end > 0 && arenas[a][end - 1] == kCanary) --end;
+    marks[a] = end;
   }
   return marks;
 }

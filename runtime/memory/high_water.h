@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// How much of each device's arena a run really touched: the end of the highest slot any task
-// wrote (or lent: a weight's version 0) and of every variable. ofrun --memory-report prints it
-// beside what the plan promised (ofdump --memory), so the two can be compared.
+// How much of each device's arena a run really touched, measured, not computed from the plan:
+// with ofrun --memory-report the arenas start filled with kCanary instead of zeros, and after the
+// run the mark is one past the highest byte that differs from it. It is compared with what the
+// plan promised (ofdump --memory's peak): equal up to the padding at the end of the highest
+// buffer (a byte written with the canary's value there reads as untouched).
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/actors/protocol.h"
 #include "schemas/plan_model.h"
 
 namespace of::runtime {
 
-std::vector<uint64_t> arena_high_water(const plan::Plan& p, const std::vector<std::unique_ptr<TaskState>>& tasks);
+inline constexpr uint8_t kCanary = 0xCB;
+
+// Per arena: one past the highest byte not kCanary (0 for another rank's, whose pointer is null).
+std::vector<uint64_t> arena_high_water(const plan::Plan& p, uint8_t* const* arenas);
 
 // "ofrun: arena high-water mark: cpu:0 123 bytes, cpu:1 456 bytes"
 std::string high_water_line(const plan::Plan& p, const std::vector<uint64_t>& marks);

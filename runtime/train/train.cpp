@@ -271,7 +271,7 @@ void check_resumable(const LoadedCheckpoint& c, const plan::Plan& p, const Train
 }  // namespace
 
 Report run_training(const TrainOptions& o) {
-  PlanInstance inst(o.plan_path, o.rank);
+  PlanInstance inst(o.plan_path, o.rank, o.memory_report);
   const plan::Plan& p = inst.plan();
   // In a multi-process run each rank does its tasks' part: the sink's rank logs and writes
   // metrics, the snapshot's saves checkpoints (and evaluates: it holds every rank's weights).
