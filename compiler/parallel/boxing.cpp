@@ -85,6 +85,20 @@ std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, 
     if (changed) route.push_back(mid);
   }
   route.push_back(to);
+  // A partial sum that no hop above can bring into the target in one piece (a (P, P) gradient
+  // whose weight lives as (B, S(0))): sum it whole first, then cut the target from the whole.
+  auto possible = [&](const std::vector<Layout>& r) {
+    for (size_t k = 0; k + 1 < r.size(); ++k)
+      if (!plan_boxing(logical, r[k], r[k + 1]).possible) return false;
+    return true;
+  };
+  if (has_partial(from.sbp) && from.placement == to.placement && !has_partial(to.sbp) && !possible(route)) {
+    Layout whole = from;
+    for (Sbp& s : whole.sbp) s = Sbp::B();
+    std::vector<Layout> via_whole{from, whole};
+    if (!(whole == to)) via_whole.push_back(to);
+    if (possible(via_whole)) return via_whole;
+  }
   return route;
 }
 

@@ -40,7 +40,8 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
 
 // The layouts a conversion goes through: `from`, any intermediates, `to`. A partial sum over more
 // than two devices that must become whole goes reduce-scatter then all-gather (each device sends
-// 2(p-1)/p of the tensor instead of p-1 times it); everything else goes directly.
+// 2(p-1)/p of the tensor instead of p-1 times it); everything else goes directly, except a
+// partial sum no direct hop can bring into the target, which is summed whole first.
 std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to);
 // Bytes that leave their device along the route; 0 with possible = false when a hop cannot be made.
 struct RouteCost {

@@ -68,6 +68,7 @@ TEST_CASE("parallel: 20 MLP steps on several devices give the one-device losses"
       {"tp=2", "--devices 2:cpu --tp 2", 1},
       {"dp=2 x tp=2", "--devices 4:cpu --dp 2 --tp 2", 1},
       {"dp=4 (all-reduce as reduce-scatter + all-gather)", "--devices 4:cpu --dp 4", 1},
+      {"dp=4 x tp=2 (gradients partial at both levels)", "--devices 8:cpu --dp 4 --tp 2", 1},
       {"pp=2, 4 micro-batches", "--devices 2:cpu --pp 2", 4},
       {"dp=2 x pp=2, 4 micro-batches", "--devices 4:cpu --dp 2 --pp 2", 4},
       {"dp=2 x tp=2 x pp=2, 4 micro-batches", "--devices 8:cpu --dp 2 --tp 2 --pp 2", 4},
