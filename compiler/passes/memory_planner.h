@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace of::compiler {
@@ -20,5 +21,9 @@ struct MemoryPlan {
 };
 
 MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests);
+
+// The same best fit for any rule of which buffers are live together (a share group's order,
+// share_memory.cpp): largest first, each at the lowest offset clear of those placed.
+MemoryPlan place_best_fit(const std::vector<uint64_t>& bytes, const std::function<bool(size_t, size_t)>& live_together);
 
 }  // namespace of::compiler

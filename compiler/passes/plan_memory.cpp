@@ -18,7 +18,7 @@ MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
   MemoryPlan plan;
   plan.offsets.assign(requests.size(), 0);
   // When every buffer lives for the same span (all of a streamed plan today), nothing can share:
-  // lay them out in order, in linear time, instead of the quadratic search below.
+  // lay them out in order, in linear time, instead of the quadratic best fit.
   bool same_lifetime = std::all_of(requests.begin(), requests.end(), [&](const BufferRequest& r) {
     return r.first == requests[0].first && r.last == requests[0].last;
   });
@@ -29,23 +29,28 @@ MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
     }
     return plan;
   }
+  std::vector<uint64_t> bytes;
+  for (const BufferRequest& r : requests) bytes.push_back(r.bytes);
+  return place_best_fit(bytes, [&](size_t a, size_t b) {
+    return requests[a].first <= requests[b].last && requests[b].first <= requests[a].last;
+  });
+}
+
+MemoryPlan place_best_fit(const std::vector<uint64_t>& bytes, const std::function<bool(size_t, size_t)>& live_together) {
   // Greedy best-fit by decreasing size: place each buffer at the lowest offset where it does not
-  // collide with any already-placed buffer whose lifetime overlaps its own.
-  std::vector<size_t> order(requests.size());
+  // collide with any already-placed buffer live together with it.
+  MemoryPlan plan;
+  plan.offsets.assign(bytes.size(), 0);
+  std::vector<size_t> order(bytes.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
-  struct Placed {
-    uint64_t begin, end;
-    int64_t first, last;
-  };
-  std::vector<Placed> placed;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  std::vector<size_t> placed;
   std::vector<std::pair<uint64_t, uint64_t>> busy;
   for (size_t i : order) {
-    const BufferRequest& r = requests[i];
-    uint64_t size = add_aligned(0, r.bytes);
+    const uint64_t size = add_aligned(0, bytes[i]);
     busy.clear();
-    for (const Placed& p : placed)
-      if (p.first <= r.last && r.first <= p.last) busy.emplace_back(p.begin, p.end);
+    for (size_t k : placed)
+      if (live_together(k, i)) busy.emplace_back(plan.offsets[k], add_aligned(plan.offsets[k], bytes[k]));
     std::sort(busy.begin(), busy.end());
     uint64_t offset = 0;
     for (const auto& [b, e] : busy) {
@@ -54,7 +59,7 @@ MemoryPlan plan_offsets(const std::vector<BufferRequest>& requests) {
     }
     plan.offsets[i] = offset;
     plan.total = std::max(plan.total, add_aligned(offset, size));
-    placed.push_back(Placed{offset, add_aligned(offset, size), r.first, r.last});
+    placed.push_back(i);
   }
   return plan;
 }

@@ -68,36 +68,14 @@ RegstId add_control(TaskGraph& tg, TaskId from, TaskId to, int32_t slots, int32_
   return c.id;
 }
 
-// Offsets in one frame: largest first, each at the lowest offset clear of every placed register
-// that is not ordered before or after it.
+// Offsets in one frame: two registers are live together unless one is ordered before the other.
 MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, const std::vector<RegstId>& members) {
-  MemoryPlan plan;
-  plan.offsets.assign(members.size(), 0);
-  std::vector<size_t> by_size(members.size());
-  std::iota(by_size.begin(), by_size.end(), 0);
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [&](size_t a, size_t b) { return tg.regsts[size_t(members[a])].slot_bytes > tg.regsts[size_t(members[b])].slot_bytes; });
-  std::vector<size_t> placed;
-  std::vector<std::pair<uint64_t, uint64_t>> busy;
-  for (size_t i : by_size) {
-    const Regst& y = tg.regsts[size_t(members[i])];
-    const uint64_t size = add_aligned(0, y.slot_bytes);
-    busy.clear();
-    for (size_t k : placed) {
-      const Regst& x = tg.regsts[size_t(members[k])];
-      if (!order.before(x, y) && !order.before(y, x)) busy.emplace_back(plan.offsets[k], add_aligned(plan.offsets[k], x.slot_bytes));
-    }
-    std::sort(busy.begin(), busy.end());
-    uint64_t offset = 0;
-    for (const auto& [b, e] : busy) {
-      if (size <= b && offset <= b - size) break;
-      offset = std::max(offset, e);
-    }
-    plan.offsets[i] = offset;
-    plan.total = std::max(plan.total, add_aligned(offset, size));
-    placed.push_back(i);
-  }
-  return plan;
+  std::vector<uint64_t> bytes;
+  for (RegstId r : members) bytes.push_back(tg.regsts[size_t(r)].slot_bytes);
+  return place_best_fit(bytes, [&](size_t a, size_t b) {
+    const Regst &x = tg.regsts[size_t(members[a])], &y = tg.regsts[size_t(members[b])];
+    return !order.before(x, y) && !order.before(y, x);
+  });
 }
 
 }  // namespace
