@@ -266,6 +266,11 @@ std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, in
     const plan::Variable* v = in.kind == plan::InputKind::variable ? &plan_.variables[size_t(in.id)] : nullptr;
     cfg.constants.push_back(v && fixed_weights ? arena_ptrs_[size_t(v->arena)] + v->offset : nullptr);
   }
+  // oneDNN fixes a primitive's thread count when it is created (a jit convolution splits its
+  // work for the threads it sees then, and later opens a parallel region of that many): create
+  // it under the limit it will run with, or a kernel asked for 1 thread runs on every core,
+  // and beside other actors' kernels oversubscribes them.
+  kernels::set_kernel_threads(kernel_threads);
   auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, outs[0].dtype, cfg);
   return std::make_unique<KernelAction>(std::move(kernel), kernel_threads, base);
 }

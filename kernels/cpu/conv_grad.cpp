@@ -96,11 +96,17 @@ class ConvGradWeight final : public Kernel {
 
 }  // namespace
 
+// As make_conv: the im2col kernels check every shape and attribute; oneDNN's primitives are
+// only taken for a configuration that passed them.
 std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg) {
-  return std::make_unique<ConvGradData>(cfg);
+  auto checked = std::make_unique<ConvGradData>(cfg);
+  if (auto dnnl = make_dnnl_conv_grad_data(cfg)) return dnnl;
+  return checked;
 }
 std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg) {
-  return std::make_unique<ConvGradWeight>(cfg);
+  auto checked = std::make_unique<ConvGradWeight>(cfg);
+  if (auto dnnl = make_dnnl_conv_grad_weight(cfg)) return dnnl;
+  return checked;
 }
 
 }  // namespace of::kernels::cpu

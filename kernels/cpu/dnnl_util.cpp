@@ -23,4 +23,43 @@ dnnl::memory pack_weights(const dnnl::memory::desc& user, const void* data, cons
   return to;
 }
 
+dnnl::memory user_memory(const dnnl::memory::desc& md) { return dnnl::memory(md, cpu_engine(), DNNL_MEMORY_NONE); }
+
+DnnlSequence::DnnlSequence() : stream_(cpu_engine()) {}
+
+DnnlSequence::Step DnnlSequence::reorder(const dnnl::memory& from, const dnnl::memory& to) {
+  dnnl::reorder::primitive_desc pd(from, to, primitive_attr());
+  Step s{dnnl::reorder(pd), {}, dnnl::memory(pd.scratchpad_desc(), cpu_engine())};
+  s.args = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}, {DNNL_ARG_SCRATCHPAD, s.scratchpad.get()}};
+  return s;
+}
+
+dnnl::memory DnnlSequence::input(const dnnl::memory& user, const dnnl::memory::desc& chosen) {
+  if (chosen == user.get_desc()) return user;
+  const dnnl::memory& own = keep(dnnl::memory(chosen, cpu_engine()));
+  steps_.push_back(reorder(user, own));
+  return own;
+}
+
+dnnl::memory DnnlSequence::output(const dnnl::memory& user, const dnnl::memory::desc& chosen) {
+  if (chosen == user.get_desc()) return user;
+  const dnnl::memory& own = keep(dnnl::memory(chosen, cpu_engine()));
+  after_.push_back(reorder(own, user));
+  return own;
+}
+
+const dnnl::memory& DnnlSequence::keep(dnnl::memory m) { return owned_.emplace_back(std::move(m)); }
+
+void DnnlSequence::add(const dnnl::primitive& prim, std::vector<dnnl_exec_arg_t> args,
+                       const dnnl::memory::desc& scratchpad) {
+  Step s{prim, std::move(args), dnnl::memory(scratchpad, cpu_engine())};
+  s.args.push_back({DNNL_ARG_SCRATCHPAD, s.scratchpad.get()});
+  steps_.push_back(std::move(s));
+}
+
+void DnnlSequence::run() const {
+  for (const std::vector<Step>* list : {&steps_, &after_})
+    for (const Step& s : *list) dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data());
+}
+
 }  // namespace of::kernels::cpu

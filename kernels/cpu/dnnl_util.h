@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the oneDNN-primitive kernels (gemm_packed.cpp, conv_dnnl.cpp) share: the CPU engine,
-// primitive attributes (user-owned scratchpad, optional fused ReLU) and packing a constant
-// weight once into the layout a primitive chose. Included only by those kernels.
+// What the oneDNN-primitive kernels (gemm_packed.cpp, conv_dnnl.cpp, conv_grad_dnnl.cpp) share:
+// the CPU engine, primitive attributes (user-owned scratchpad), packing a constant weight once
+// into the layout a primitive chose, and a sequence of primitives with their arguments bound at
+// prepare time. Included only by those kernels.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <vector>
 
 namespace of::kernels::cpu {
 
@@ -16,5 +19,41 @@ dnnl::primitive_attr primitive_attr();
 
 // A new buffer in `packed` layout holding the weight at `data` (in `user` layout).
 dnnl::memory pack_weights(const dnnl::memory::desc& user, const void* data, const dnnl::memory::desc& packed);
+
+// A user buffer of `md` whose data handle run() sets per act (user_memory(md).get() is the
+// handle dnnl_memory_set_data_handle takes).
+dnnl::memory user_memory(const dnnl::memory::desc& md);
+
+// Primitives run in order on one stream, each with its arguments and scratchpad bound once:
+// reorders of inputs into the layouts a primitive chose, the primitive, reorders of its outputs
+// back. run() goes through the C API with preset argument arrays, so it allocates nothing.
+class DnnlSequence {
+ public:
+  DnnlSequence();
+  // The buffer the primitive reads: `user` when `chosen` is its layout, else a kernel-owned one
+  // that a reorder from `user` fills before the later steps.
+  dnnl::memory input(const dnnl::memory& user, const dnnl::memory::desc& chosen);
+  // The buffer the primitive writes: `user`, or a kernel-owned one reordered into `user` after
+  // every step added with add().
+  dnnl::memory output(const dnnl::memory& user, const dnnl::memory::desc& chosen);
+  // Keeps `m` alive as long as the sequence (a packed constant weight its steps read).
+  const dnnl::memory& keep(dnnl::memory m);
+  // `args` without the scratchpad, which is allocated here from `scratchpad`.
+  void add(const dnnl::primitive& prim, std::vector<dnnl_exec_arg_t> args, const dnnl::memory::desc& scratchpad);
+  void run() const;
+
+ private:
+  struct Step {
+    dnnl::primitive prim;
+    std::vector<dnnl_exec_arg_t> args;
+    dnnl::memory scratchpad;
+  };
+  static Step reorder(const dnnl::memory& from, const dnnl::memory& to);
+
+  dnnl::stream stream_;
+  std::vector<Step> steps_;
+  std::vector<Step> after_;  // output reorders, run after steps_
+  std::vector<dnnl::memory> owned_;  // the buffers the steps' raw arguments point at
+};
 
 }  // namespace of::kernels::cpu

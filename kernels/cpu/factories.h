@@ -28,6 +28,13 @@ std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dnnl_conv(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg);
+// As make_dnnl_conv, for the gradients (after the im2col kernels validated the configuration).
+std::unique_ptr<Kernel> make_dnnl_conv_grad_data(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_dnnl_conv_grad_weight(const KernelConfig& cfg);
+// oneDNN's eltwise primitives, for a configuration the loop kernels validated (nullptr: empty).
+std::unique_ptr<Kernel> make_dnnl_gelu(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_dnnl_gelu_grad(const KernelConfig& cfg);
+
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_delay(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);

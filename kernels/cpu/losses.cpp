@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/vector_exp.h"
 
 namespace of::kernels::cpu {
 
@@ -36,8 +37,8 @@ std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name,
   return {p[0], p[1]};
 }
 
-// (logits, labels) -> (loss [], prob [N,C]). prob may alias logits: a row's logits are all read
-// (max, sum, the label's logit) before its probabilities are written.
+// (logits, labels) -> (loss [], prob [N,C]). prob may alias logits: a row's max and label logit
+// are read before exp(x - max) is written over it in place (vector_exp.h).
 class SoftmaxCrossEntropy final : public Kernel {
  public:
   SoftmaxCrossEntropy(const KernelConfig& cfg) {
@@ -58,13 +59,16 @@ class SoftmaxCrossEntropy final : public Kernel {
     for (int64_t r = 0; r < n_ && c_ > 0; ++r, x += c_, prob += c_) {
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < c_; ++k) m = std::max(m, x[k]);
-      float sum = 0.0f;
-      for (int64_t k = 0; k < c_; ++k) sum += std::exp(x[k] - m);
       const int64_t label = labels[r];
+      const bool counted = label >= 0 && label < c_;
+      const float picked = counted ? x[label] - m : 0.0f;  // read before prob overwrites x
+      exp_shifted(x, m, prob, c_);
+      float sum = 0.0f;
+      for (int64_t k = 0; k < c_; ++k) sum += prob[k];
       // -log softmax[label] = log(sum) - (x[label] - m): log-sum-exp without overflow.
-      if (label >= 0 && label < c_) total += std::log(sum) - (x[label] - m);
+      if (counted) total += std::log(sum) - picked;
       const float inv = 1.0f / sum;
-      for (int64_t k = 0; k < c_; ++k) prob[k] = std::exp(x[k] - m) * inv;
+      for (int64_t k = 0; k < c_; ++k) prob[k] *= inv;
     }
     *loss = n_ > 0 ? static_cast<float>(total / denom_) : 0.0f;
   }

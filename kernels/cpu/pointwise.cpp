@@ -160,8 +160,17 @@ std::unique_ptr<Kernel> make_reciprocal(const KernelConfig& cfg) {
   return unary<ReciprocalOp>(cfg, "reciprocal");
 }
 std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg) { return unary<ExpOp>(cfg, "exp"); }
-std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg) { return unary<GeluOp>(cfg, "gelu"); }
-std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg) { return unary_grad<GeluGradOp>(cfg, "gelu_grad"); }
+// The loops check the configuration; oneDNN's primitives then run it (eltwise_dnnl.cpp).
+std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg) {
+  auto checked = unary<GeluOp>(cfg, "gelu");
+  if (auto dnnl = make_dnnl_gelu(cfg)) return dnnl;
+  return checked;
+}
+std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg) {
+  auto checked = unary_grad<GeluGradOp>(cfg, "gelu_grad");
+  if (auto dnnl = make_dnnl_gelu_grad(cfg)) return dnnl;
+  return checked;
+}
 std::unique_ptr<Kernel> make_neg(const KernelConfig& cfg) { return unary<NegOp>(cfg, "neg"); }
 
 // The common exponents get exact loops (x*x rather than powf(x, 2)), as PyTorch's pow does.

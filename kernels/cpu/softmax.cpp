@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/vector_exp.h"
 
 namespace of::kernels::cpu {
 
@@ -19,10 +20,11 @@ class Softmax final : public Kernel {
   void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
-  void run_rows(const float* x, float* y) const;  // inner == 1
+  void run_rows(const float* x, float* y);  // inner == 1
   bool log_ = false;
   int64_t outer_ = 1, n_ = 1, inner_ = 1;
   std::vector<float> max_, sum_;  // inner_ lanes each
+  std::vector<float> exps_;       // log_softmax's exp(x - max) of one row (or of inner_ lanes)
 };
 
 Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
@@ -36,23 +38,24 @@ Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log
     max_.resize(inner_);
     sum_.resize(inner_);
   }
+  if (log_) exps_.resize(inner_ > 1 ? inner_ : n_);
 }
 
-void Softmax::run_rows(const float* x, float* y) const {
+void Softmax::run_rows(const float* x, float* y) {
   for (int64_t o = 0; o < outer_; ++o, x += n_, y += n_) {
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t k = 0; k < n_; ++k) m = std::max(m, x[k]);
     float sum = 0.0f;
     if (log_) {  // y is written only after the last read of x, so x may alias y
-      for (int64_t k = 0; k < n_; ++k) sum += std::exp(x[k] - m);
+      float* e = exps_.data();
+      exp_shifted(x, m, e, n_);
+      for (int64_t k = 0; k < n_; ++k) sum += e[k];
       // (x - m) - log(sum), not x - (m + log(sum)): m + log(sum) would round at |m|'s scale.
       const float log_sum = std::log(sum);
       for (int64_t k = 0; k < n_; ++k) y[k] = (x[k] - m) - log_sum;
     } else {
-      for (int64_t k = 0; k < n_; ++k) {
-        y[k] = std::exp(x[k] - m);
-        sum += y[k];
-      }
+      exp_shifted(x, m, y, n_);
+      for (int64_t k = 0; k < n_; ++k) sum += y[k];
       const float inv = 1.0f / sum;
       for (int64_t k = 0; k < n_; ++k) y[k] *= inv;
     }
@@ -73,19 +76,20 @@ void Softmax::run(const RunCtx&, const void* const* in, void* const* out) {
       for (int64_t j = 0; j < inner_; ++j) mx[j] = std::max(mx[j], x[k * inner_ + j]);
     std::fill(sum, sum + inner_, 0.0f);
     if (log_) {
-      for (int64_t k = 0; k < n_; ++k)
-        for (int64_t j = 0; j < inner_; ++j) sum[j] += std::exp(x[k * inner_ + j] - mx[j]);
+      float* e = exps_.data();
+      for (int64_t k = 0; k < n_; ++k) {
+        exp_minus(x + k * inner_, mx, e, inner_);
+        for (int64_t j = 0; j < inner_; ++j) sum[j] += e[j];
+      }
       for (int64_t j = 0; j < inner_; ++j) sum[j] = std::log(sum[j]);
       for (int64_t k = 0; k < n_; ++k)
         for (int64_t j = 0; j < inner_; ++j)
           y[k * inner_ + j] = (x[k * inner_ + j] - mx[j]) - sum[j];
     } else {
-      for (int64_t k = 0; k < n_; ++k)
-        for (int64_t j = 0; j < inner_; ++j) {
-          const float e = std::exp(x[k * inner_ + j] - mx[j]);
-          y[k * inner_ + j] = e;
-          sum[j] += e;
-        }
+      for (int64_t k = 0; k < n_; ++k) {
+        exp_minus(x + k * inner_, mx, y + k * inner_, inner_);
+        for (int64_t j = 0; j < inner_; ++j) sum[j] += y[k * inner_ + j];
+      }
       for (int64_t j = 0; j < inner_; ++j) sum[j] = 1.0f / sum[j];
       for (int64_t k = 0; k < n_; ++k)
         for (int64_t j = 0; j < inner_; ++j) y[k * inner_ + j] *= sum[j];

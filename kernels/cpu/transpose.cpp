@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // transpose: Y = X permuted by attr perm (rank <= 8, elements of 1, 2, 4 or 8 bytes). The factory
 // drops size-1 axes and merges axes that stay adjacent under perm, so e.g. [N,C,H,W] -> [N,H,W,C]
-// becomes a 3-D [N, C, H*W] -> [N, H*W, C] walk.
+// becomes a 3-D [N, C, H*W] -> [N, H*W, C] walk. When the last two output axes swap the input's
+// last two (a matrix transpose per outer index: an nn.Linear weight, attention's K^T), the
+// matrix is copied in square tiles, so the strided reads of one tile stay in cache; a plain
+// walk of a [768, 256] weight reads a new cache line for every element.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -24,6 +29,8 @@ class Transpose final : public Kernel {
  private:
   template <class T>
   void walk(const T* x, T* y) const;
+  template <class T>
+  void tiled(const T* x, T* y) const;
 
   // Collapsed output dims and, per output dim, the input stride in elements.
   size_t rank_ = 0;
@@ -100,17 +107,51 @@ void Transpose::walk(const T* x, T* y) const {
   }
 }
 
+// Output [outer..., rows, cols] from input [outer..., cols, rows]: the collapsed output's
+// second-to-last axis is the input's contiguous one and the last walks the input by `rows`.
+template <class T>
+void Transpose::tiled(const T* x, T* y) const {
+  constexpr int64_t tile = 32;
+  const int64_t rows = dims_[rank_ - 2], cols = dims_[rank_ - 1], stride = in_strides_[rank_ - 1];
+  const int64_t matrices = total_ / (rows * cols);
+  std::array<int64_t, max_rank> idx{};
+  int64_t off = 0;
+  for (int64_t m = 0; m < matrices; ++m, y += rows * cols) {
+    for (int64_t r0 = 0; r0 < rows; r0 += tile)
+      for (int64_t c0 = 0; c0 < cols; c0 += tile) {
+        const int64_t r1 = std::min(rows, r0 + tile), c1 = std::min(cols, c0 + tile);
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < c1; ++c) y[r * cols + c] = x[off + r + c * stride];
+      }
+    for (size_t i = rank_ - 2; i-- > 0;) {  // odometer over the outer output dims
+      off += in_strides_[i];
+      if (++idx[i] < dims_[i]) break;
+      off -= in_strides_[i] * dims_[i];
+      idx[i] = 0;
+    }
+  }
+}
+
 void Transpose::run(const RunCtx&, const void* const* in, void* const* out) {
   if (total_ == 0) return;
+  const bool matrix = rank_ >= 2 && in_strides_[rank_ - 2] == 1;
+  auto go = [&](auto* x) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
+    T* y = static_cast<T*>(out[0]);
+    if (matrix)
+      tiled(x, y);
+    else
+      walk(x, y);
+  };
   switch (elem_size_) {
     case 1:
-      return walk(static_cast<const uint8_t*>(in[0]), static_cast<uint8_t*>(out[0]));
+      return go(static_cast<const uint8_t*>(in[0]));
     case 2:
-      return walk(static_cast<const uint16_t*>(in[0]), static_cast<uint16_t*>(out[0]));
+      return go(static_cast<const uint16_t*>(in[0]));
     case 4:
-      return walk(static_cast<const uint32_t*>(in[0]), static_cast<uint32_t*>(out[0]));
+      return go(static_cast<const uint32_t*>(in[0]));
     default:
-      return walk(static_cast<const uint64_t*>(in[0]), static_cast<uint64_t*>(out[0]));
+      return go(static_cast<const uint64_t*>(in[0]));
   }
 }
 

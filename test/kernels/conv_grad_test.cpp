@@ -86,6 +86,16 @@ TEST_CASE("conv_grad: depthwise and 1x1 convs", "[kernels]") {
   check_conv_grads({{1, 4, 5, 5}, {4, 2, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2});
 }
 
+// From 16 input channels the gradients run through oneDNN's primitives (conv_dnnl.cpp): the
+// same checks, on the forms resnets have (3x3 padded, strided 1x1 shortcut, a strided 3x3 whose
+// last input row no window reads) and odd ones (dilation, asymmetric pads).
+TEST_CASE("conv_grad: 16 and more input channels (oneDNN) match finite differences", "[kernels]") {
+  check_conv_grads({{2, 16, 6, 6}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1});
+  check_conv_grads({{1, 16, 6, 6}, {24, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1});
+  check_conv_grads({{1, 17, 7, 6}, {5, 17, 3, 3}, {2, 2}, {1, 1, 0, 0}, {1, 1}, 1});
+  check_conv_grads({{1, 16, 7, 7}, {3, 16, 3, 2}, {1, 2}, {0, 2, 1, 0}, {2, 1}, 1});
+}
+
 TEST_CASE("conv_grad_data: input rows no window reads get zero", "[kernels]") {
   // 8 rows, 3x3 kernel, stride 2, no padding: 3 output rows read rows 0..6; row 7 is unread.
   const ConvCase c{{1, 2, 8, 8}, {2, 2, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1};

@@ -37,7 +37,13 @@ TEST_CASE("transpose: ranks 1 to 6 with f32 and i64 elements match index referen
       {{2, 1, 4, 1}, {3, 2, 0, 1}},
       {{2, 3, 4}, {0, 1, 2}},
       {{2, 3, 1, 4, 2, 3}, {5, 0, 4, 2, 1, 3}},
-      {{2, 0, 3}, {2, 1, 0}}};
+      {{2, 0, 3}, {2, 1, 0}},
+      // matrix transposes, copied in 32x32 tiles: partial tiles at both edges, a batch of
+      // matrices, an outer axis that stays, and a swap of merged axes
+      {{70, 45}, {1, 0}},
+      {{3, 40, 33}, {0, 2, 1}},
+      {{2, 5, 37, 64}, {0, 1, 3, 2}},
+      {{2, 3, 4, 50}, {3, 0, 1, 2}}};
   for (const auto& [x, perm] : cases) {
     check_transpose<float>(DType::f32, x, perm);
     check_transpose<int64_t>(DType::i64, x, perm);
