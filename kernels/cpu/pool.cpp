@@ -9,6 +9,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/pool_window.h"
+#include "kernels/cpu/vector_clones.h"
 
 namespace of::kernels::cpu {
 
@@ -17,6 +18,11 @@ namespace {
 // max that keeps a NaN from either side, so a window holding NaN pools to NaN (as torch's
 // max_pool2d; std::max(m, NaN) would return m).
 inline float nan_max(float a, float b) { return a < b || b != b ? b : a; }
+
+// band[j] = nan_max(band[j], src[j]) over one input row.
+OF_VECTOR_CLONES void band_max(const float* __restrict src, float* __restrict band, int64_t w) {
+  for (int64_t j = 0; j < w; ++j) band[j] = nan_max(band[j], src[j]);
+}
 
 class Pool : public Kernel {
  protected:
@@ -42,6 +48,7 @@ class MaxPool final : public Pool {
     // The common CNN case (2x2, stride 2, no padding or dilation, floor mode) has a loop of its own.
     auto plain = [](const Axis& a) { return a.kernel == 2 && a.stride == 2 && a.pad_begin == 0 && a.pad_end == 0 && a.dilation == 1 && a.out == a.in / 2; };
     two_by_two_ = plain(rows_) && plain(cols_);
+    band_.resize(size_t(cols_.in));
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
@@ -50,16 +57,19 @@ class MaxPool final : public Pool {
       run_2x2(x, y);
       return;
     }
+    // Separably: per output row, the max over its window's input rows for every input column
+    // (contiguous, vectorizable), then per output column the max over its taps of that row.
+    // Both maxima keep NaN, so the result equals the window's max taken tap by tap.
     const int64_t w = cols_.in, dh = rows_.dilation, dw = cols_.dilation;
+    float* band = band_.data();
     for (int64_t p = 0; p < planes_; ++p, x += rows_.in * w) {
       for (const Window& rw : row_windows_) {
+        // A window entirely inside the padding (pads >= kernel) yields -inf.
+        std::fill(band, band + w, -std::numeric_limits<float>::infinity());
+        for (int64_t i = rw.lo; i < rw.hi; ++i) band_max(x + (rw.start + i * dh) * w, band, w);
         for (const Window& cw : col_windows_) {
-          // A window entirely inside the padding (pads >= kernel) yields -inf.
           float m = -std::numeric_limits<float>::infinity();
-          for (int64_t i = rw.lo; i < rw.hi; ++i) {
-            const float* src = x + (rw.start + i * dh) * w + cw.start;
-            for (int64_t j = cw.lo; j < cw.hi; ++j) m = nan_max(m, src[j * dw]);
-          }
+          for (int64_t j = cw.lo; j < cw.hi; ++j) m = nan_max(m, band[cw.start + j * dw]);
           *y++ = m;
         }
       }
@@ -76,6 +86,7 @@ class MaxPool final : public Pool {
       }
   }
   bool two_by_two_ = false;
+  std::vector<float> band_;  // one output row's max over its window rows, per input column
 };
 
 class AveragePool final : public Pool {

@@ -9,6 +9,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/pool_window.h"
+#include "kernels/cpu/vector_clones.h"
 
 namespace of::kernels::cpu {
 
@@ -35,38 +36,101 @@ class PoolGrad : public Kernel {
 };
 
 // (dy, x) -> dx; x is the forward input, needed to find each window's argmax again.
+// Separably, per output row: each input column's maximum over the window's rows with the first
+// row holding it (contiguous, vectorizable), then per window the best of its columns, a higher
+// value or an equal one in an earlier row winning (an equal one in the same row keeps the
+// earlier column): the first maximum in row-major order, as a tap-by-tap scan finds it. A band
+// holding a NaN is scanned tap by tap instead (PyTorch sends the gradient to the last NaN).
+// vmax[j], vrow[j] = src[j], row where src[j] > vmax[j]; returns how many src[j] are NaN.
+// Locals, not re-reads, so GCC sees plain selects.
+OF_VECTOR_CLONES int column_max(const float* __restrict src, int32_t row, float* __restrict vmax, int32_t* __restrict vrow, int64_t w) {
+  int nans = 0;
+  for (int64_t j = 0; j < w; ++j) {
+    const float s = src[j], v = vmax[j];
+    const bool take = s > v;
+    nans += s != s;
+    vmax[j] = take ? s : v;
+    vrow[j] = take ? row : vrow[j];
+  }
+  return nans;
+}
+
 class MaxPoolGrad final : public PoolGrad {
  public:
-  MaxPoolGrad(const KernelConfig& cfg)
-      : PoolGrad(cfg, "max_pool_grad", 2, true) {}
+  MaxPoolGrad(const KernelConfig& cfg) : PoolGrad(cfg, "max_pool_grad", 2, true) {
+    band_max_.resize(size_t(cols_.in));
+    band_row_.resize(size_t(cols_.in));
+  }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
     const int64_t w = cols_.in, plane = rows_.in * w, dh = rows_.dilation, dw = cols_.dilation;
     std::fill(dx, dx + planes_ * plane, 0.0f);
+    float* vmax = band_max_.data();
+    int32_t* vrow = band_row_.data();
     for (int64_t p = 0; p < planes_; ++p, x += plane, dx += plane) {
       for (const Window& rw : row_windows_) {
+        if (rw.lo == rw.hi) {  // windows entirely in the padding
+          dy += col_windows_.size();
+          continue;
+        }
+        const float* first = x + (rw.start + rw.lo * dh) * w;
+        std::copy(first, first + w, vmax);
+        std::fill(vrow, vrow + w, int32_t(rw.lo));
+        int nans = 0;  // an int, not a bool: GCC vectorizes the sum, not a bool's or
+        for (int64_t j = 0; j < w; ++j) nans += first[j] != first[j];
+        for (int64_t i = rw.lo + 1; i < rw.hi; ++i)
+          nans += column_max(x + (rw.start + i * dh) * w, int32_t(i), vmax, vrow, w);
+        if (nans > 0) {
+          scan_row(rw, x, dx, dy);
+          dy += col_windows_.size();
+          continue;
+        }
         for (const Window& cw : col_windows_) {
           const float g = *dy++;
-          if (rw.lo == rw.hi || cw.lo == cw.hi) continue;  // window entirely in the padding
-          // Strict '>' keeps the first maximum, so ties go where PyTorch sends them; a NaN takes
-          // the place (the last NaN of the window), as PyTorch's `val > max || isnan(val)`.
-          int64_t best = (rw.start + rw.lo * dh) * w + cw.start + cw.lo * dw;
-          float m = x[best];
-          for (int64_t i = rw.lo; i < rw.hi; ++i) {
-            const int64_t row = (rw.start + i * dh) * w + cw.start;
-            for (int64_t j = cw.lo; j < cw.hi; ++j)
-              if (x[row + j * dw] > m || std::isnan(x[row + j * dw])) {
-                m = x[row + j * dw];
-                best = row + j * dw;
-              }
+          if (cw.lo == cw.hi) continue;
+          int64_t col = cw.start + cw.lo * dw;
+          float m = vmax[col];
+          int32_t row = vrow[col];
+          for (int64_t j = cw.lo + 1; j < cw.hi; ++j) {
+            const int64_t c = cw.start + j * dw;
+            const bool take = vmax[c] > m || (vmax[c] == m && vrow[c] < row);
+            m = take ? vmax[c] : m;
+            row = take ? vrow[c] : row;
+            col = take ? c : col;
           }
-          dx[best] += g;
+          dx[(rw.start + row * dh) * w + col] += g;
         }
       }
     }
   }
+
+ private:
+  // One output row's windows tap by tap. Strict '>' keeps the first maximum, so ties go where
+  // PyTorch sends them; a NaN takes the place (the last NaN of the window), as PyTorch's
+  // `val > max || isnan(val)`.
+  void scan_row(const Window& rw, const float* x, float* dx, const float* dy) const {
+    const int64_t w = cols_.in, dh = rows_.dilation, dw = cols_.dilation;
+    for (const Window& cw : col_windows_) {
+      const float g = *dy++;
+      if (cw.lo == cw.hi) continue;
+      int64_t best = (rw.start + rw.lo * dh) * w + cw.start + cw.lo * dw;
+      float m = x[best];
+      for (int64_t i = rw.lo; i < rw.hi; ++i) {
+        const int64_t row = (rw.start + i * dh) * w + cw.start;
+        for (int64_t j = cw.lo; j < cw.hi; ++j)
+          if (x[row + j * dw] > m || std::isnan(x[row + j * dw])) {
+            m = x[row + j * dw];
+            best = row + j * dw;
+          }
+      }
+      dx[best] += g;
+    }
+  }
+
+  std::vector<float> band_max_;    // per input column: the max over the window's rows
+  std::vector<int32_t> band_row_;  // and the first kernel row (tap index) holding it
 };
 
 // (dy) -> dx; dx's shape (the forward input's) comes from the compiler.

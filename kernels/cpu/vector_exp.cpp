@@ -2,11 +2,12 @@
 // exp(t) = 2^k * exp(r) with k = round(t / ln 2) and |r| <= ln(2) / 2, r taken with ln 2 in two
 // parts (k * ln2_hi is exact) and exp(r) from its Taylor series to degree 11 (truncation below
 // 1e-14 relative). Every step is plain double arithmetic and integer bit moves, so the loop
-// vectorizes; it is compiled for AVX-512, AVX2 and the baseline, and the loader picks the widest
-// the machine has (GCC's target_clones).
+// vectorizes (vector_clones.h).
 #include "kernels/cpu/vector_exp.h"
 
 #include <bit>
+
+#include "kernels/cpu/vector_clones.h"
 
 namespace of::kernels::cpu {
 namespace {
@@ -40,14 +41,6 @@ inline double exp_of(double t) {
 }
 
 }  // namespace
-
-// The loops vectorize only with -fno-trapping-math (kernels/CMakeLists.txt sets it for this
-// file): otherwise GCC keeps the clamps' comparisons as branches.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define OF_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define OF_VECTOR_CLONES
-#endif
 
 OF_VECTOR_CLONES void exp_shifted(const float* x, float shift, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(exp_of(static_cast<double>(x[i] - shift)));

@@ -110,6 +110,56 @@ TEST_CASE("max_pool_grad: ties go to the first maximum in the window", "[kernels
         std::vector<float>{0, 0, 0, 2, 0, 0, 0, 0, 0});
 }
 
+TEST_CASE("max_pool_grad: a tie across rows goes to the earlier row before the earlier column", "[kernels]") {
+  // 9 at (0, 2) and (1, 0): row-major order meets (0, 2) first.
+  const Shape x{1, 1, 3, 3}, y{1, 1, 1, 1};
+  Attrs k3;
+  k3.set_ints("kernel_shape", {3, 3});
+  CHECK(testing::run_f32("max_pool_grad", k3, {y, x}, {{2.0f}, {0, 0, 9, 9, 0, 0, 0, 0, 0}}, x) ==
+        std::vector<float>{0, 0, 2, 0, 0, 0, 0, 0, 0});
+}
+
+// After a ReLU most windows tie at 0: every gradient must land where a row-major scan of the
+// window finds its first maximum (resnet's 3x3, stride 2, pad 1, and a dilated 2x3).
+TEST_CASE("max_pool_grad: windows full of ties route as a row-major scan", "[kernels]") {
+  struct Case {
+    Shape x, y;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+  };
+  const Case cases[] = {{{2, 3, 11, 12}, {2, 3, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+                        {{1, 2, 9, 10}, {1, 2, 5, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, {2, 2}}};
+  for (const Case& c : cases) {
+    std::mt19937 rng(9);
+    std::uniform_int_distribution<int> pick(0, 3);
+    std::vector<float> x(size_t(numel(c.x))), dy(size_t(numel(c.y)));
+    for (float& v : x) v = pick(rng) < 3 ? 0.0f : float(pick(rng));  // mostly zeros, a few 0..3
+    for (size_t i = 0; i < dy.size(); ++i) dy[i] = float(i + 1);
+    Attrs a;
+    a.set_ints("kernel_shape", c.kernel);
+    a.set_ints("strides", c.strides);
+    a.set_ints("pads", c.pads);
+    a.set_ints("dilations", c.dilations);
+    std::vector<float> want(x.size(), 0.0f);
+    const int64_t h = c.x[2], w = c.x[3], oh = c.y[2], ow = c.y[3];
+    for (int64_t p = 0; p < c.x[0] * c.x[1]; ++p)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          int64_t best = -1;
+          for (int64_t i = 0; i < c.kernel[0]; ++i)
+            for (int64_t j = 0; j < c.kernel[1]; ++j) {
+              const int64_t ih = r * c.strides[0] - c.pads[0] + i * c.dilations[0];
+              const int64_t iw = q * c.strides[1] - c.pads[1] + j * c.dilations[1];
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              const int64_t at = p * h * w + ih * w + iw;
+              if (best < 0 || x[size_t(at)] > x[size_t(best)]) best = at;
+            }
+          if (best >= 0) want[size_t(best)] += dy[size_t((p * oh + r) * ow + q)];
+        }
+    INFO("x " << shape_str(c.x));
+    CHECK(testing::run_f32("max_pool_grad", a, {c.y, c.x}, {dy, x}, c.x) == want);
+  }
+}
+
 TEST_CASE("max_pool_grad: overlapping windows accumulate into a shared maximum", "[kernels]") {
   const Shape x{1, 1, 1, 3}, y{1, 1, 1, 2};
   Attrs attrs;
