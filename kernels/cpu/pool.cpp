@@ -19,6 +19,20 @@ namespace {
 // max_pool2d; std::max(m, NaN) would return m).
 inline float nan_max(float a, float b) { return a < b || b != b ? b : a; }
 
+// y[c] = the max of the 2x2 window at column 2c of rows r0 and r1.
+OF_VECTOR_CLONES void max_2x2_row(const float* __restrict r0, const float* __restrict r1, float* __restrict y, int64_t ow) {
+  for (int64_t c = 0; c < ow; ++c) y[c] = nan_max(nan_max(r0[2 * c], r0[2 * c + 1]), nan_max(r1[2 * c], r1[2 * c + 1]));
+}
+
+// y[c] = the max over taps j < k of band[c * s + j * d], for n windows that lie inside the row:
+// tap by tap across all windows, so each pass is one strided, vectorizable loop.
+OF_VECTOR_CLONES void windows_max(const float* __restrict band, float* __restrict y, int64_t n, int64_t s, int64_t k,
+                                  int64_t d) {
+  for (int64_t c = 0; c < n; ++c) y[c] = band[c * s];
+  for (int64_t j = 1; j < k; ++j)
+    for (int64_t c = 0; c < n; ++c) y[c] = nan_max(y[c], band[c * s + j * d]);
+}
+
 // band[j] = nan_max(band[j], src[j]) over one input row.
 OF_VECTOR_CLONES void band_max(const float* __restrict src, float* __restrict band, int64_t w) {
   for (int64_t j = 0; j < w; ++j) band[j] = nan_max(band[j], src[j]);
@@ -49,6 +63,14 @@ class MaxPool final : public Pool {
     auto plain = [](const Axis& a) { return a.kernel == 2 && a.stride == 2 && a.pad_begin == 0 && a.pad_end == 0 && a.dilation == 1 && a.out == a.in / 2; };
     two_by_two_ = plain(rows_) && plain(cols_);
     band_.resize(size_t(cols_.in));
+    // Windows with every tap inside the row form one run [inside_lo_, inside_hi_).
+    inside_lo_ = inside_hi_ = 0;
+    for (int64_t c = 0; c < cols_.out; ++c) {
+      const Window& cw = col_windows_[size_t(c)];
+      if (cw.lo != 0 || cw.hi != cols_.kernel) continue;
+      if (inside_hi_ == inside_lo_) inside_lo_ = c;
+      inside_hi_ = c + 1;
+    }
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
@@ -67,11 +89,18 @@ class MaxPool final : public Pool {
         // A window entirely inside the padding (pads >= kernel) yields -inf.
         std::fill(band, band + w, -std::numeric_limits<float>::infinity());
         for (int64_t i = rw.lo; i < rw.hi; ++i) band_max(x + (rw.start + i * dh) * w, band, w);
-        for (const Window& cw : col_windows_) {
+        for (int64_t c = 0; c < cols_.out; ++c) {
+          if (c == inside_lo_ && inside_hi_ > inside_lo_) {  // the windows wholly inside the row
+            windows_max(band + col_windows_[size_t(c)].start, y + c, inside_hi_ - inside_lo_, cols_.stride, cols_.kernel, dw);
+            c = inside_hi_ - 1;
+            continue;
+          }
+          const Window& cw = col_windows_[size_t(c)];
           float m = -std::numeric_limits<float>::infinity();
           for (int64_t j = cw.lo; j < cw.hi; ++j) m = nan_max(m, band[cw.start + j * dw]);
-          *y++ = m;
+          y[c] = m;
         }
+        y += cols_.out;
       }
     }
   }
@@ -79,14 +108,11 @@ class MaxPool final : public Pool {
   void run_2x2(const float* x, float* y) const {
     const int64_t w = cols_.in, ow = cols_.out;
     for (int64_t p = 0; p < planes_; ++p, x += rows_.in * w)
-      for (int64_t r = 0; r < rows_.out; ++r, y += ow) {
-        const float* r0 = x + 2 * r * w;
-        const float* r1 = r0 + w;
-        for (int64_t c = 0; c < ow; ++c) y[c] = nan_max(nan_max(r0[2 * c], r0[2 * c + 1]), nan_max(r1[2 * c], r1[2 * c + 1]));
-      }
+      for (int64_t r = 0; r < rows_.out; ++r, y += ow) max_2x2_row(x + 2 * r * w, x + (2 * r + 1) * w, y, ow);
   }
   bool two_by_two_ = false;
   std::vector<float> band_;  // one output row's max over its window rows, per input column
+  int64_t inside_lo_ = 0, inside_hi_ = 0;
 };
 
 class AveragePool final : public Pool {
