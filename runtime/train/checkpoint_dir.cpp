@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -38,7 +39,8 @@ uint64_t checkpoint_bytes(const PlanInstance& inst) {
   return bytes;
 }
 
-CheckpointWriter::CheckpointWriter(std::string dir, bool resume, bool overwrite) : dir_(std::move(dir)) {
+CheckpointWriter::CheckpointWriter(std::string dir, bool resume, bool overwrite, int64_t keep) : dir_(std::move(dir)), keep_(keep) {
+  if (keep_ < 1) fail({.field = "--keep-checkpoints"}, "must be at least 1, is {}", keep_);
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) fail({.file = dir_}, "cannot create the checkpoint folder: {}", ec.message());
@@ -77,8 +79,11 @@ CheckpointWriter::CheckpointWriter(std::string dir, bool resume, bool overwrite)
   if (!resume && !overwrite && (!latest.empty() || !steps.empty()))
     fail({.file = dir_}, "holds checkpoints (latest {}): --resume continues them, --overwrite starts over and replaces them",
          latest.empty() ? steps.back() : latest);
-  if (resume) previous_ = latest;
-  replace_all_ = overwrite && !resume;
+  // A resumed line is the step folders up to the latest (newer ones are of a line that was
+  // resumed from an older checkpoint: they go at the first save); a run that starts over has none.
+  if (resume)
+    for (const std::string& s : steps)
+      if (s <= latest) line_.push_back(s);
 }
 
 CheckpointWriter::~CheckpointWriter() {
@@ -95,13 +100,13 @@ void CheckpointWriter::check_space(uint64_t bytes) const {
 std::string CheckpointWriter::save(const PlanInstance& inst, const CheckpointState& state) {
   const std::string folder = save_checkpoint(dir_, inst, state);
   const std::string name = fs::path(folder).filename().string();
-  // Keep the new checkpoint and the one before it in this run's line; a run that started over
-  // removes the rest at its first save (until then they were DIR's latest).
+  // The newest `keep_` of the line stay; a run that started over removes the rest at its first
+  // save (until then they were DIR's latest).
+  if (line_.empty() || line_.back() != name) line_.push_back(name);  // the same step saved again
+  while (int64_t(line_.size()) > keep_) line_.pop_front();
   std::error_code ec;
   for (const std::string& s : step_folders(dir_))
-    if (s != name && (replace_all_ || s != previous_)) fs::remove_all(fs::path(dir_) / s, ec);
-  replace_all_ = false;
-  previous_ = name;
+    if (std::find(line_.begin(), line_.end(), s) == line_.end()) fs::remove_all(fs::path(dir_) / s, ec);
   return folder;
 }
 

@@ -5,13 +5,15 @@
 // a second run into the same folder is refused in one line naming the holder; a lock left by a
 // killed run is released by the kernel and simply taken. Under the lock the writer removes what
 // killed saves left (".partial-*" folders, "*.tmp.*" files), refuses to start a fresh run over
-// checkpoints unless told to start over, and prunes only its own line of checkpoints: it keeps
-// the one it just saved and the one before it (the one it resumed from, or its previous save).
+// checkpoints unless told to start over, and prunes: it keeps the newest `keep` checkpoints of its
+// line (its own saves, after those of the run it resumed, up to the one it resumed from) and
+// removes every other step folder.
 // Readers (--eval, --resume's load, --init) take no lock: a save never removes the checkpoint
 // `latest` named before it, so a reader that has just read `latest` still finds its folder.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 
 #include "runtime/plan_instance.h"
@@ -23,8 +25,9 @@ class CheckpointWriter {
  public:
   // Creates DIR if needed and takes its lock. `resume`: this run continues DIR's latest
   // checkpoint; `overwrite`: it starts over, replacing DIR's checkpoints at its first save.
-  // Neither, into a folder that holds checkpoints: refused. Throws of::Error naming DIR.
-  CheckpointWriter(std::string dir, bool resume, bool overwrite);
+  // Neither, into a folder that holds checkpoints: refused. `keep` >= 1: how many checkpoints of
+  // the line stay after a save. Throws of::Error naming DIR.
+  CheckpointWriter(std::string dir, bool resume, bool overwrite, int64_t keep = 2);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -39,8 +42,8 @@ class CheckpointWriter {
  private:
   std::string dir_;
   int lock_fd_ = -1;
-  std::string previous_;      // the step folder name this run keeps besides its newest ("": none)
-  bool replace_all_ = false;  // --overwrite: the first save removes every other step folder
+  std::deque<std::string> line_;  // step folder names of this run's line, oldest first
+  int64_t keep_ = 2;
 };
 
 // The bytes one checkpoint of `inst` takes (its model and optimizer files, headers included).

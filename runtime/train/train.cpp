@@ -302,7 +302,7 @@ Report run_training(const TrainOptions& o) {
   if (!o.trace_path.empty() && o.train) check_can_create(o.trace_path, "--trace");
   std::optional<CheckpointWriter> writer;
   if (o.train && !o.checkpoint_dir.empty() && saves) {
-    writer.emplace(o.checkpoint_dir, o.resume, o.overwrite);
+    writer.emplace(o.checkpoint_dir, o.resume, o.overwrite, o.keep_checkpoints);
     writer->check_space(checkpoint_bytes(inst));
   }
 

@@ -23,6 +23,7 @@ struct TrainOptions {
   bool pad_last = false;           // pad the last partial batch (default: drop it)
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;    // steps; 0: only at the end (and on SIGINT)
+  int64_t keep_checkpoints = 2;    // the newest N checkpoints stay
   bool resume = false;             // continue from checkpoint_dir's latest checkpoint, if any
   bool overwrite = false;          // start over in a checkpoint_dir that holds checkpoints
   std::string init_path;           // safetensors with PyTorch-named initial weights

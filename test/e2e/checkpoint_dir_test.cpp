@@ -95,6 +95,23 @@ TEST_CASE("checkpoint folder: a fresh run over checkpoints is refused and --over
   CHECK(entries(ck) == std::vector<std::string>{".lock", "latest", "step-00000002"});
 }
 
+TEST_CASE("checkpoint folder: --keep-checkpoints N keeps the newest N of the line, across a resume", "[e2e][train]") {
+  TempDir d;
+  const std::string plan = compile_mlp(d), ck = d / "ck";
+  REQUIRE(ofrun(d, plan, "--steps 6 --checkpoint " + ck + " --checkpoint-every 1 --keep-checkpoints 3").exit_code == 0);
+  CHECK(entries(ck) == std::vector<std::string>{".lock", "latest", "step-00000004", "step-00000005", "step-00000006"});
+  // The resumed run's line begins with the checkpoints before it.
+  REQUIRE(ofrun(d, plan, "--steps 7 --checkpoint " + ck + " --resume --keep-checkpoints 3").exit_code == 0);
+  CHECK(entries(ck) == std::vector<std::string>{".lock", "latest", "step-00000005", "step-00000006", "step-00000007"});
+  // The default keeps two.
+  REQUIRE(ofrun(d, plan, "--steps 8 --checkpoint " + ck + " --resume").exit_code == 0);
+  CHECK(entries(ck) == std::vector<std::string>{".lock", "latest", "step-00000007", "step-00000008"});
+  CmdResult zero = ofrun(d, plan, "--steps 9 --checkpoint " + ck + " --resume --keep-checkpoints 0");
+  CHECK(zero.exit_code == 2);
+  CHECK(zero.err.find("--keep-checkpoints") != std::string::npos);
+  CHECK(slurp(ck + "/latest") == "step-00000008\n");
+}
+
 TEST_CASE("checkpoint folder: what SIGKILLed saves leave is removed by the next run", "[e2e][train]") {
   TempDir d;
   const std::string plan = compile_mlp(d), ck = d / "ck";
