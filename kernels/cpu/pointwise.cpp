@@ -57,10 +57,18 @@ struct LeakyReluOp {
   float alpha;
   float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
 };
+// torch.nn.Hardsigmoid exports as HardSigmoid(alpha = 1/6 in float, beta = 0.5) but computes
+// clamp(x + 3, 0, 6) / 6: near x = -3, alpha * x + 0.5 cancels to a value only ~1e-3 accurate
+// relatively (3000 ulp at x = -2.9997), where x + 3 is exact. Those attributes get torch's form.
+bool is_torch_hardsigmoid(float alpha, float beta) { return alpha == 1.0f / 6.0f && beta == 0.5f; }
 struct HardSigmoidOp {
   float alpha, beta;
+  bool torch_form = is_torch_hardsigmoid(alpha, beta);
   // x first in each std::min/max, so a NaN x stays NaN (torch.nn.functional.hardsigmoid).
-  float operator()(float x) const { return std::max(std::min(alpha * x + beta, 1.0f), 0.0f); }
+  float operator()(float x) const {
+    if (torch_form) return std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    return std::max(std::min(alpha * x + beta, 1.0f), 0.0f);
+  }
 };
 struct HardSwishOp {
   float operator()(float x) const { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
@@ -114,7 +122,9 @@ struct LeakyReluGradOp {
 };
 struct HardSigmoidGradOp {
   float alpha, beta;
+  bool torch_form = is_torch_hardsigmoid(alpha, beta);
   float operator()(float dy, float x) const {
+    if (torch_form) return x > -3.0f && x < 3.0f ? dy / 6.0f : 0.0f;  // torch's hardsigmoid_backward
     const float t = alpha * x + beta;
     return t > 0.0f && t < 1.0f ? dy * alpha : 0.0f;
   }

@@ -114,6 +114,23 @@ TEST_CASE("clip leaky_relu hard_sigmoid hard_swish: match double references", "[
   check_forward("hard_swish", Attrs{}, hard_swish_ref, -5, 5);
 }
 
+TEST_CASE("hard_sigmoid with torch's attributes: clamp(x + 3) / 6 to the last bit, also near -3", "[kernels]") {
+  // alpha * x + 0.5 would cancel there: 3000 ulp off at x = -2.9997.
+  std::vector<float> x;
+  for (float v = -3.01f; v < -2.99f; v += 1e-4f) x.push_back(v);
+  x.push_back(2.9999f);
+  const Shape shape{int64_t(x.size())};
+  const auto attrs = float_attrs({{"alpha", 1 / 6.0f}, {"beta", 0.5f}});
+  const auto y = testing::run_f32("hard_sigmoid", attrs, {shape}, {x}, shape);
+  const auto dx = testing::run_f32("hard_sigmoid_grad", attrs, {shape, shape}, {std::vector<float>(x.size(), 1.0f), x}, shape);
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x[i]);
+    const float want = std::min(std::max(x[i] + 3.0f, 0.0f), 6.0f) / 6.0f;
+    CHECK(y[i] == want);
+    CHECK(dx[i] == (x[i] > -3.0f && x[i] < 3.0f ? 1.0f / 6.0f : 0.0f));
+  }
+}
+
 TEST_CASE("clip: NaN propagates as in torch.clamp", "[kernels]") {
   const auto y = testing::run_f32("clip", float_attrs({{"min", 0}, {"max", 1}}), {{2}},
                                   {{std::nanf(""), 2}}, {2});
