@@ -11,14 +11,18 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 MatMul, not Gemm); trained through a wrapper that reshapes the output to [20,8],
                 with 5 class ids per sample (labels [n,5]).
   mlp_nobias    Linear(16,32,bias=False) -> ReLU -> Linear(32,10) on [4,16].
-  resnet18      torchvision resnet18(num_classes=10) on [4,3,32,32] (BatchNorm).
-  mobilenet_v2  torchvision mobilenet_v2(num_classes=10, width_mult=0.25) on [4,3,32,32]
+  resnet18      torchvision resnet18(num_classes=10) on [4,3,64,64] (BatchNorm).
+  resnet50      torchvision's ResNet with resnet50's Bottleneck blocks, one per stage instead of
+                (3,4,6,3), num_classes=10, on [4,3,64,64].
+  mobilenet_v2  torchvision mobilenet_v2(num_classes=10, width_mult=0.25) on [4,3,64,64]
                 (ReLU6, depthwise convolutions). Built with dropout=0.0 instead of torchvision's
                 0.2: a random dropout mask cannot be matched step for step.
   gpt           a nanoGPT-style model: token + position embeddings (torch.arange), 2 pre-LN blocks
                 with a fused qkv Linear split in three, a causal mask buffer applied with
                 masked_fill(-inf), GELU MLP, Dropout(0.0), an untied head; vocab 64, width 32,
                 4 heads, 16 tokens; logits [64,64]. Trained on a token file (next-token labels).
+  gpt_tied      the gpt with nanoGPT's tied head (head.weight is wte.weight): the export and the
+                checkpoint hold one tensor, which this test loads under both names.
   encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
                 on [4,8,32], mean over the sequence, Linear(32,10).
   mobilenet_v3_small, mobilenet_v3_large
@@ -147,7 +151,7 @@ DP = 2  # devices of the dp2-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
-               "lstm_bi", "gru_bi", "bn_cnn", "layer_norms"]
+               "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied"]
 
 
 def parse_args():
@@ -251,6 +255,13 @@ def resnet18():
     return Model(torchvision.models.resnet18(num_classes=10), (3, 64, 64), 10, lr_scale=0.1, float64_referee=True)
 
 
+def resnet50():
+    from torchvision.models.resnet import ResNet, Bottleneck
+    # resnet50's code (Bottleneck blocks, 4x expansion to 2048 channels) with one block per stage
+    # instead of (3, 4, 6, 3): the same operators, a fifth of the time.
+    return Model(ResNet(Bottleneck, [1, 1, 1, 1], num_classes=10), (3, 64, 64), 10, lr_scale=0.1, float64_referee=True)
+
+
 def mobilenet_v2():
     import torchvision
     return Model(torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25, dropout=0.0), (3, 64, 64), 10,
@@ -315,7 +326,13 @@ class GPT(nn.Module):
 
 
 def gpt():
-    return Model(GPT(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True)
+    return Model(GPT(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
+
+
+def gpt_tied():
+    net = GPT()
+    net.head.weight = net.wte.weight  # nanoGPT's weight tying: one tensor, two state_dict names
+    return Model(net, (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
 
 
 class Encoder(nn.Module):
@@ -334,6 +351,9 @@ def key_bias(names, width=32):
     middle third of in_proj_bias) has zero gradient: only rounding noise, which Adam scales to
     lr-sized steps (see ADAM_NOISE_ABS_TOL)."""
     return {name: slice(width, 2 * width) for name in names}
+
+
+GPT_KEY_BIAS = key_bias((f"blocks.{i}.attn.c_attn.bias" for i in range(GPT_LAYERS)), GPT_WIDTH)
 
 
 def encoder():
@@ -493,7 +513,7 @@ def layer_norms():
 
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
-                                lstm_bi, gru_bi, bn_cnn, layer_norms]))
+                                lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied]))
 
 
 def build(name):
@@ -935,7 +955,7 @@ def check_train(args, name, m, work, check):
             if not ours <= max(WEIGHT_REL_TOL, REFEREE_FACTOR * theirs):
                 bad.append((k + f" (vs float64; referee runs at most {theirs:.3g} off)", ours, scale, g, e.float()))
             continue
-        if k in m.zero_grad and check == "train-adamw":
+        if k in m.zero_grad and check.endswith("-adamw"):
             sl = m.zero_grad[k]
             noise = (g[sl].double() - w[sl].double()).abs().max().item()
             g, w = g.clone(), w.clone()
