@@ -25,6 +25,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 checkpoint hold one tensor, which this test loads under both names.
   encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
                 on [4,8,32], mean over the sequence, Linear(32,10).
+  encoder_seq_first
+                the same with batch_first=False (the input transposed to [8,4,32] in forward).
   mobilenet_v3_small, mobilenet_v3_large
                 torchvision's, num_classes=10, width_mult=0.25, dropout=0.0, on [4,3,64,64]
                 (HardSwish, HardSigmoid, squeeze-excite).
@@ -40,6 +42,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 convolutions, Linear on NHWC, layer scale).
   decoder       nn.TransformerDecoder (2 layers, width 32, 4 heads, batch_first=False) over a
                 learned memory, with a causal tgt_mask built in forward (torch.triu: Trilu).
+  decoder_batch_first
+                the same with batch_first=True.
   mha           nn.MultiheadAttention(32, 4, batch_first=True) alone, then Linear(32,10).
   gelu_tanh     Linear(16,32) -> GELU(approximate="tanh") -> Linear(32,10).
   lstm, gru     nn.LSTM / nn.GRU(16, 24, num_layers=2, batch_first=True) on [4,6,16], the last
@@ -151,7 +155,8 @@ DP = 2  # devices of the dp2-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
-               "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied"]
+               "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
+               "decoder_batch_first"]
 
 
 def parse_args():
@@ -336,14 +341,17 @@ def gpt_tied():
 
 
 class Encoder(nn.Module):
-    def __init__(self):
+    def __init__(self, batch_first=True):
         super().__init__()
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=batch_first)
         self.encoder = nn.TransformerEncoder(layer, 2)
         self.fc = nn.Linear(32, 10)
+        self.batch_first = batch_first
 
-    def forward(self, x):
-        return self.fc(self.encoder(x).mean(dim=1))
+    def forward(self, x):  # x [batch, seq, 32] either way
+        if self.batch_first:
+            return self.fc(self.encoder(x).mean(dim=1))
+        return self.fc(self.encoder(x.transpose(0, 1)).mean(dim=0))
 
 
 def key_bias(names, width=32):
@@ -356,8 +364,13 @@ def key_bias(names, width=32):
 GPT_KEY_BIAS = key_bias((f"blocks.{i}.attn.c_attn.bias" for i in range(GPT_LAYERS)), GPT_WIDTH)
 
 
-def encoder():
-    return Model(Encoder(), (8, 32), 10, zero_grad=key_bias(f"encoder.layers.{i}.self_attn.in_proj_bias" for i in range(2)))
+def encoder(batch_first=True):
+    return Model(Encoder(batch_first), (8, 32), 10,
+                 zero_grad=key_bias(f"encoder.layers.{i}.self_attn.in_proj_bias" for i in range(2)))
+
+
+def encoder_seq_first():
+    return encoder(batch_first=False)
 
 
 def mobilenet_v3_small():
@@ -398,23 +411,32 @@ def convnext():
 
 
 class Decoder(nn.Module):
-    def __init__(self):
+    def __init__(self, batch_first=False):
         super().__init__()
-        layer = nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0)
+        layer = nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0, batch_first=batch_first)
         self.decoder = nn.TransformerDecoder(layer, 2)
         self.memory = nn.Parameter(torch.randn(6, 1, 32))
         self.fc = nn.Linear(32, 10)
+        self.batch_first = batch_first
 
-    def forward(self, x):  # x [seq, batch, 32] (batch_first=False)
+    def forward(self, x):  # x [batch, seq, 32] either way
+        t = x.size(1)
+        mask = torch.triu(torch.full((t, t), float("-inf")), 1)
+        if self.batch_first:
+            mem = self.memory.transpose(0, 1).expand(x.size(0), -1, -1)
+            return self.fc(self.decoder(x, mem, tgt_mask=mask).mean(dim=1))
         x = x.transpose(0, 1)
         mem = self.memory.expand(-1, x.size(1), -1)
-        mask = torch.triu(torch.full((x.size(0), x.size(0)), float("-inf")), 1)
         return self.fc(self.decoder(x, mem, tgt_mask=mask).mean(dim=0))
 
 
-def decoder():
-    return Model(Decoder(), (8, 32), 10, zero_grad=key_bias(
+def decoder(batch_first=False):
+    return Model(Decoder(batch_first), (8, 32), 10, zero_grad=key_bias(
         f"decoder.layers.{i}.{a}.in_proj_bias" for i in range(2) for a in ("self_attn", "multihead_attn")))
+
+
+def decoder_batch_first():
+    return decoder(batch_first=True)
 
 
 class Attention(nn.Module):
@@ -513,7 +535,8 @@ def layer_norms():
 
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
-                                lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied]))
+                                lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
+                                decoder_batch_first]))
 
 
 def build(name):
