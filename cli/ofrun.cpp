@@ -94,8 +94,9 @@ int main(int argc, char** argv) {
                                     "checkpoint folder (one run writes it at a time): saved at the end, on SIGINT/SIGTERM/SIGHUP and every --checkpoint-every steps")
                          ->needs(data);
   app.add_option("--checkpoint-every", t.checkpoint_every, "also save every N steps")->check(of::cli::at_least(1))->needs(checkpoint);
-  app.add_option("--keep-checkpoints", t.keep_checkpoints, "how many of the newest checkpoints stay (default 2)")
-      ->check(of::cli::at_least(1))
+  app.add_option("--keep-checkpoints", t.keep_checkpoints,
+                 "how many of the newest checkpoints stay (default and least 2: a reader of the one before stays safe)")
+      ->check(of::cli::at_least(2))
       ->needs(checkpoint);
   auto* resume = app.add_flag("--resume", t.resume, "continue from the latest checkpoint in --checkpoint (if there is one)")->needs(checkpoint);
   app.add_flag("--overwrite", t.overwrite, "start over in a --checkpoint folder that holds checkpoints (replaced at the first save)")

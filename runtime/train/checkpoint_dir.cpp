@@ -40,7 +40,8 @@ uint64_t checkpoint_bytes(const PlanInstance& inst) {
 }
 
 CheckpointWriter::CheckpointWriter(std::string dir, bool resume, bool overwrite, int64_t keep) : dir_(std::move(dir)), keep_(keep) {
-  if (keep_ < 1) fail({.field = "--keep-checkpoints"}, "must be at least 1, is {}", keep_);
+  // The checkpoint `latest` named before a save must survive it (see the header): at least 2.
+  if (keep_ < 2) fail({.field = "--keep-checkpoints"}, "must be at least 2, is {}", keep_);
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) fail({.file = dir_}, "cannot create the checkpoint folder: {}", ec.message());

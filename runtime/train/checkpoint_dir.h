@@ -25,8 +25,8 @@ class CheckpointWriter {
  public:
   // Creates DIR if needed and takes its lock. `resume`: this run continues DIR's latest
   // checkpoint; `overwrite`: it starts over, replacing DIR's checkpoints at its first save.
-  // Neither, into a folder that holds checkpoints: refused. `keep` >= 1: how many checkpoints of
-  // the line stay after a save. Throws of::Error naming DIR.
+  // Neither, into a folder that holds checkpoints: refused. `keep` >= 2: how many checkpoints of
+  // the line stay after a save (2 at least, so that the one `latest` named before it stays). Throws of::Error naming DIR.
   CheckpointWriter(std::string dir, bool resume, bool overwrite, int64_t keep = 2);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;

@@ -106,9 +106,10 @@ TEST_CASE("checkpoint folder: --keep-checkpoints N keeps the newest N of the lin
   // The default keeps two.
   REQUIRE(ofrun(d, plan, "--steps 8 --checkpoint " + ck + " --resume").exit_code == 0);
   CHECK(entries(ck) == std::vector<std::string>{".lock", "latest", "step-00000007", "step-00000008"});
-  CmdResult zero = ofrun(d, plan, "--steps 9 --checkpoint " + ck + " --resume --keep-checkpoints 0");
-  CHECK(zero.exit_code == 2);
-  CHECK(zero.err.find("--keep-checkpoints") != std::string::npos);
+  // Keeping 1 would remove the checkpoint a reader may have just found through `latest`.
+  CmdResult one = ofrun(d, plan, "--steps 9 --checkpoint " + ck + " --resume --keep-checkpoints 1");
+  CHECK(one.exit_code == 2);
+  CHECK(one.err.find("--keep-checkpoints") != std::string::npos);
   CHECK(slurp(ck + "/latest") == "step-00000008\n");
 }
 
