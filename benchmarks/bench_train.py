@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Training benchmark: `of` vs PyTorch eager, side by side in one run.
 #   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads 2] \
-#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18,gpt] [--torch-only]
+#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18,gpt] [--torch-only] \
+#       [--checkpoint-every N]
 # Workloads: mlp (test/fixtures/mlp.onnx, batch 64, Fashion-MNIST's train set in file order) and
 # cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy) and
 # resnet18 (torchvision's, 10 classes, random init with seed 0, exported with the README's
@@ -15,6 +16,10 @@
 # "ofrun: trained S steps (N samples) in X s, R samples/s, last loss L" gives R.
 # PyTorch: this script run again as a worker (--torch-worker), in its own process so that the
 # environment below applies, timing its loop over the same data held in memory as tensors.
+# --checkpoint-every N: both also save a checkpoint every N steps into a temp folder: `of` with
+# ofrun's --checkpoint/--checkpoint-every; PyTorch with torch.save of the model's and the
+# optimizer's state_dict into a temp file, fsynced and renamed over the last one (the durability
+# of's saves have), inside the timed loop.
 import argparse
 import os
 import re
@@ -135,7 +140,8 @@ class OfBackend:
     PATTERN = (rf"^ofrun: trained (\d+) steps \((\d+) samples\) in ({FLOAT}) s, "
                rf"({FLOAT}) samples/s, last loss ({FLOAT})\s*$")
 
-    def __init__(self, build, threads, kernel_threads, tmp, timeout):
+    def __init__(self, build, threads, kernel_threads, tmp, timeout, checkpoint_every=0):
+        self.checkpoint_every = checkpoint_every
         self.ofc = os.path.join(build, "cli", "ofc")
         self.ofrun = os.path.join(build, "cli", "ofrun")
         self.threads, self.kernel_threads = threads, kernel_threads
@@ -160,6 +166,9 @@ class OfBackend:
         for _ in range(repeats):  # one ofrun process per repeat
             cmd = [self.ofrun, plan, "--data", wl.data, "--steps", str(steps),
                    "--threads", str(self.threads), "--kernel-threads", str(self.kernel_threads)]
+            if self.checkpoint_every:
+                cmd += ["--checkpoint", os.path.join(self.tmp, wl.name, "ckpt"), "--overwrite",
+                        "--checkpoint-every", str(self.checkpoint_every)]
             out = run(cmd, self.timeout, error=OfError)
             found = list(re.finditer(self.PATTERN, out, re.M))
             if not found:
@@ -175,8 +184,9 @@ class OfBackend:
 class TorchBackend:
     PATTERN = rf"^torch: (\d+) steps, ({FLOAT}) s, last loss ({FLOAT}) after (\d+) steps\s*$"
 
-    def __init__(self, threads, timeout, extra_env):
+    def __init__(self, threads, timeout, extra_env, checkpoint_every=0, tmp=None):
         self.threads, self.timeout = threads, timeout
+        self.checkpoint_every, self.tmp = checkpoint_every, tmp
         # As bench_infer.py: GOMP_SPINCOUNT keeps OpenMP threads from spinning against each
         # other on 2 cores, and the malloc thresholds keep glibc from handing PyTorch's large
         # buffers back to the OS after every step (fresh mmaps page-fault): its best figure.
@@ -189,7 +199,8 @@ class TorchBackend:
 
     def __call__(self, wl, steps, repeats):
         out = run([sys.executable, os.path.abspath(__file__), "--torch-worker", wl.name,
-                   wl.data, str(wl.batch), str(steps), str(self.threads), str(repeats)],
+                   wl.data, str(wl.batch), str(steps), str(self.threads), str(repeats),
+                   str(self.checkpoint_every), os.path.join(self.tmp or tempfile.gettempdir(), wl.name + ".pt")],
                   self.timeout, env=self.env)
         found = [(int(m.group(1)), float(m.group(2)), f"{m.group(3)} after {m.group(4)}")
                  for m in re.finditer(self.PATTERN, out, re.M)]
@@ -232,17 +243,18 @@ def torch_model(name):
 
 
 def torch_worker(argv):
-    """--torch-worker MODEL DATA BATCH STEPS THREADS REPEATS: builds MODEL from its ONNX file's
+    """--torch-worker MODEL DATA BATCH STEPS THREADS REPEATS EVERY PATH: builds MODEL from its ONNX file's
     initializers, loads DATA (ofrun's --data syntax) into tensors, warms up, then prints
     "torch: STEPS steps, SECONDS s, last loss L after T steps" per repeat (T counts the
-    warm-up and the earlier repeats: one model trains throughout)."""
+    warm-up and the earlier repeats: one model trains throughout). EVERY > 0: a checkpoint
+    (model and optimizer state_dicts) is saved to PATH every EVERY steps, fsynced, by rename."""
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, FIXTURES)
     from make_training_fixtures import read_idx
 
-    name, data, batch, steps, threads, repeats = argv
-    batch, steps, threads, repeats = int(batch), int(steps), int(threads), int(repeats)
+    name, data, batch, steps, threads, repeats, every, path = argv
+    batch, steps, threads, repeats, every = int(batch), int(steps), int(threads), int(repeats), int(every)
     torch.set_num_threads(threads)
     kind, _, where = data.partition(":")
     if kind == "idx":
@@ -276,6 +288,12 @@ def torch_worker(argv):
                                    y[b * batch:(b + 1) * batch].reshape(-1))
             loss.backward()
             opt.step()
+            if every and done[0] % every == 0:
+                with open(path + ".tmp", "wb") as f:
+                    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(path + ".tmp", path)
         return loss
 
     train(max(3, steps // 10))  # warm-up
@@ -301,8 +319,8 @@ def ratio(of, other):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
-        if len(sys.argv) != 8:
-            sys.exit("usage: bench_train.py --torch-worker MODEL DATA BATCH STEPS THREADS REPEATS")
+        if len(sys.argv) != 10:
+            sys.exit("usage: bench_train.py --torch-worker MODEL DATA BATCH STEPS THREADS REPEATS EVERY PATH")
         return torch_worker(sys.argv[2:])
     p = argparse.ArgumentParser(description="of vs PyTorch training throughput")
     p.add_argument("--build", default="build", help="of build folder (has cli/ofc, cli/ofrun)")
@@ -313,6 +331,8 @@ def main():
     p.add_argument("--seconds", type=float, default=3.0, help="target length of one timed run")
     p.add_argument("--models", default="mlp,cnn")
     p.add_argument("--torch-only", action="store_true", help="skip the of column")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                   help="both save a checkpoint every N steps (of: ofrun --checkpoint-every N)")
     p.add_argument("--torch-env", action="append", default=[], metavar="KEY=VALUE",
                    help="extra environment for the PyTorch runs (repeatable)")
     a = p.parse_args()
@@ -325,11 +345,12 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="of-bench-train-") as tmp:
         backends = {} if a.torch_only else {  # of first: a failing ofc/ofrun ends it early
-            "of": OfBackend(build, a.threads, a.kernel_threads, tmp, timeout)}
+            "of": OfBackend(build, a.threads, a.kernel_threads, tmp, timeout, a.checkpoint_every)}
         backends["torch"] = TorchBackend(a.threads, timeout,
-                                         dict(kv.split("=", 1) for kv in a.torch_env))
+                                         dict(kv.split("=", 1) for kv in a.torch_env), a.checkpoint_every, tmp)
         print(f"threads {a.threads}, {a.repeats} repeats of ~{a.seconds:g} s; median (min–max); "
-              f"training samples/s, SGD lr 0.01 momentum 0.9 (gpt: Adam lr 1e-3), mean cross-entropy")
+              f"training samples/s, SGD lr 0.01 momentum 0.9 (gpt: Adam lr 1e-3), mean cross-entropy"
+              + (f"; a checkpoint every {a.checkpoint_every} steps" if a.checkpoint_every else ""))
         print(f"of: ofrun --threads {a.threads} --kernel-threads {a.kernel_threads}"
               + (" (skipped: --torch-only)" if a.torch_only else ""))
         try:

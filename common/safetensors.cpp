@@ -127,7 +127,7 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& s
   items_.push_back(Item{name, dtype, shape, data});
 }
 
-std::vector<uint8_t> SafetensorsWriter::serialize() const {
+std::vector<uint8_t> SafetensorsWriter::layout(std::vector<uint64_t>* offsets) const {
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
   for (const Item& it : items_) {
@@ -154,11 +154,21 @@ std::vector<uint8_t> SafetensorsWriter::serialize() const {
   uint64_t len = h.size();
   for (int i = 0; i < 8; ++i) out[i] = uint8_t(len >> (8 * i));
   std::memcpy(out.data() + 8, h.data(), h.size());
-  uint8_t* p = out.data() + 8 + h.size();
+  offsets->clear();
+  uint64_t at = 8 + h.size();
   for (const Item& it : items_) {
-    size_t bytes = size_t(numel(it.shape) * dtype_size(it.dtype));
-    if (bytes) std::memcpy(p, it.data, bytes);
-    p += bytes;
+    offsets->push_back(at);
+    at += uint64_t(numel(it.shape) * dtype_size(it.dtype));
+  }
+  return out;
+}
+
+std::vector<uint8_t> SafetensorsWriter::serialize() const {
+  std::vector<uint64_t> offsets;
+  std::vector<uint8_t> out = layout(&offsets);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const size_t bytes = size_t(numel(items_[i].shape) * dtype_size(items_[i].dtype));
+    if (bytes) std::memcpy(out.data() + offsets[i], items_[i].data, bytes);
   }
   return out;
 }

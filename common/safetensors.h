@@ -35,6 +35,10 @@ class SafetensorsWriter {
   void add(const std::string& name, DType dtype, const Shape& shape, const void* data);
   // Serializes in memory; write() stores it atomically.
   std::vector<uint8_t> serialize() const;
+  // The file with its header and its data section zeroed, and (in `offsets`, one per add() in
+  // order) where each tensor's bytes go in it: for callers that copy tensors into place later
+  // (checkpoint images). The data pointers are not read.
+  std::vector<uint8_t> layout(std::vector<uint64_t>* offsets) const;
   void write(const std::string& path) const;
 
  private:

@@ -20,21 +20,6 @@ namespace {
 
 constexpr const char* kFormat = "of-checkpoint-1";
 
-std::vector<uint8_t> serialize(const PlanInstance& inst, bool weights) {
-  SafetensorsWriter w;
-  std::vector<std::vector<uint8_t>> wholes;  // the writer keeps pointers until serialize()
-  wholes.reserve(inst.stored().size());
-  for (const StoredTensor& t : inst.stored()) {
-    // model.safetensors: every state_dict tensor (trained, frozen, running statistics, buffers);
-    // optimizer.safetensors: the rest of the persistent state.
-    if (weights ? !t.weight : (!t.persistent || t.weight)) continue;
-    std::vector<uint8_t>& whole = wholes.emplace_back(t.bytes);
-    t.gather(whole.data());
-    w.add(t.key, t.desc.dtype, t.desc.shape, whole.data());
-  }
-  return w.serialize();
-}
-
 void fsync_dir(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) fail({.file = dir.string()}, "cannot open the folder to sync it");
@@ -43,6 +28,26 @@ void fsync_dir(const fs::path& dir) {
 }
 
 }  // namespace
+
+CheckpointImage::CheckpointImage(const PlanInstance& inst) {
+  for (bool weights : {true, false}) {
+    SafetensorsWriter w;
+    std::vector<const StoredTensor*> order;
+    for (const StoredTensor& t : inst.stored()) {
+      if (weights ? !t.weight : (!t.persistent || t.weight)) continue;
+      w.add(t.key, t.desc.dtype, t.desc.shape, nullptr);
+      order.push_back(&t);
+    }
+    std::vector<uint64_t> offsets;
+    std::vector<uint8_t>& file = weights ? model_ : optimizer_;
+    file = w.layout(&offsets);
+    for (size_t i = 0; i < order.size(); ++i) places_.push_back({order[i], file.data() + offsets[i]});
+  }
+}
+
+void CheckpointImage::stage() {
+  for (const Place& p : places_) p.tensor->gather(p.at);
+}
 
 std::vector<std::string> step_folders(const std::string& dir) {
   std::vector<std::string> out;
@@ -66,7 +71,7 @@ std::string latest_name(const std::string& dir) {
   return name;
 }
 
-std::string save_checkpoint(const std::string& dir, const PlanInstance& inst, const CheckpointState& state) {
+std::string save_checkpoint(const std::string& dir, const CheckpointImage& image, const CheckpointState& state) {
   const fs::path root(dir);
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -77,7 +82,8 @@ std::string save_checkpoint(const std::string& dir, const PlanInstance& inst, co
   fs::create_directory(partial, ec);
   if (ec) fail({.file = partial.string()}, "cannot create: {}", ec.message());
 
-  const std::vector<uint8_t> model = serialize(inst, true), optimizer = serialize(inst, false);
+  const std::vector<uint8_t>& model = image.model();
+  const std::vector<uint8_t>& optimizer = image.optimizer();
   nlohmann::json j{{"format", kFormat},
                    {"step", state.step},
                    {"pieces", state.pieces},
@@ -92,9 +98,14 @@ std::string save_checkpoint(const std::string& dir, const PlanInstance& inst, co
                      {"optimizer.safetensors",
                       {{"bytes", optimizer.size()}, {"crc32", crc32_of(optimizer.data(), optimizer.size())}}}}}};
   const std::string json = j.dump(2) + "\n";
-  write_file_atomic((partial / "model.safetensors").string(), model);
-  write_file_atomic((partial / "optimizer.safetensors").string(), optimizer);
-  write_file_atomic((partial / "state.json").string(), json.data(), json.size());
+  try {
+    write_file_atomic((partial / "model.safetensors").string(), model);
+    write_file_atomic((partial / "optimizer.safetensors").string(), optimizer);
+    write_file_atomic((partial / "state.json").string(), json.data(), json.size());
+  } catch (...) {
+    fs::remove_all(partial, ec);  // a save that failed (a full disk) leaves nothing behind
+    throw;
+  }
 
   const fs::path final_path = root / name;
   fs::remove_all(final_path, ec);  // the same step saved again (a rerun from an older checkpoint)

@@ -32,9 +32,30 @@ struct CheckpointState {
   std::string data;    // the --data spec trained on
 };
 
-// Saves the persistent tensors of `inst` (read now: the caller guarantees nobody writes them).
-// Returns the new checkpoint folder.
-std::string save_checkpoint(const std::string& dir, const PlanInstance& inst, const CheckpointState& state);
+// One checkpoint's two files as bytes, laid out once for a plan instance (the safetensors headers
+// depend only on the tensors' names, dtypes and shapes), so that a save copies each tensor into
+// place and allocates nothing. model(): every state_dict tensor (trained, frozen, running
+// statistics, buffers); optimizer(): the rest of the persistent state.
+class CheckpointImage {
+ public:
+  explicit CheckpointImage(const PlanInstance& inst);
+  // Copies every tensor's current value into place (the caller guarantees nobody writes them).
+  void stage();
+  const std::vector<uint8_t>& model() const { return model_; }
+  const std::vector<uint8_t>& optimizer() const { return optimizer_; }
+
+ private:
+  struct Place {
+    const StoredTensor* tensor;
+    uint8_t* at;
+  };
+  std::vector<uint8_t> model_, optimizer_;
+  std::vector<Place> places_;
+};
+
+// Writes a staged image as DIR's checkpoint of `state`, then points `latest` at it. Returns the
+// new checkpoint folder.
+std::string save_checkpoint(const std::string& dir, const CheckpointImage& image, const CheckpointState& state);
 
 struct LoadedCheckpoint {
   std::string folder;

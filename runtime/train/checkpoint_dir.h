@@ -35,8 +35,9 @@ class CheckpointWriter {
   // Refuses (of::Error) when DIR's file system has less free space than one checkpoint of
   // `bytes` needs.
   void check_space(uint64_t bytes) const;
-  // Saves a checkpoint (checkpoint.h) and prunes this run's older ones. Returns its folder.
-  std::string save(const PlanInstance& inst, const CheckpointState& state);
+  // Saves a staged checkpoint image (checkpoint.h) and prunes this run's older ones. Returns its
+  // folder.
+  std::string save(const CheckpointImage& image, const CheckpointState& state);
   const std::string& dir() const { return dir_; }
 
  private:

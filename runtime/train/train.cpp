@@ -22,6 +22,7 @@
 #include "runtime/data/sampler.h"
 #include "runtime/plan_instance.h"
 #include "runtime/run.h"
+#include "runtime/train/background_save.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_dir.h"
 #include "runtime/train/data_source.h"
@@ -372,9 +373,12 @@ Report run_training(const TrainOptions& o) {
                                                                  .log_every = log_every, .live = o.live, .metrics = metrics,
                                                                  .schedule = schedule, .stop = &g_interrupt});
     TrainSinkAction* progress = sink.get();
+    // Declared before the actions: a write in flight finishes before anything it reads is gone.
+    std::optional<BackgroundSaver> saver;
+    if (writer) saver.emplace(*writer, inst);
     std::unique_ptr<SnapshotAction> snapshot;
     if (inst.snapshot())
-      snapshot = std::make_unique<SnapshotAction>(inst, writer ? &*writer : nullptr, o.checkpoint_every, base, pieces_per_epoch);
+      snapshot = std::make_unique<SnapshotAction>(saver ? &*saver : nullptr, o.checkpoint_every, base, pieces_per_epoch);
     SnapshotAction* snapshots = snapshot.get();
     auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads,
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
@@ -407,7 +411,11 @@ Report run_training(const TrainOptions& o) {
       s.step = tr.first_step + tr.steps;
       s.pieces = s.step * k;
       s.epoch = s.pieces / pieces_per_epoch;
-      tr.checkpoint = writer->save(inst, s);
+      saver->save(s);
+    }
+    if (saver) {
+      const std::string last = saver->finish();  // also reports a periodic save that failed
+      if (tr.steps > 0) tr.checkpoint = last;
     }
     if (logs && !progress->write_error().empty()) {
       metrics_guard.reset();

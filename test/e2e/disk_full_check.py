@@ -5,7 +5,10 @@ namespace (unshare -Urm), a 64 KiB tmpfs. Checks that ofrun
   - refuses a checkpoint folder without room for one checkpoint before its first step,
   - refuses a read-only checkpoint folder before its first step,
   - stops at a metrics write that fails, saves its checkpoint elsewhere, names the file in one
-    line, exits 1, and leaves no empty metrics file behind.
+    line, exits 1, and leaves no empty metrics file behind,
+  - stops at a checkpoint written in the background that does not fit (room for one, not two),
+    naming the file in one line, exit 1, keeping the checkpoint before it whole (it evaluates)
+    and leaving no partial folder.
 Where namespaces are not allowed (some containers) it exits 77, which ctest reports as skipped.
 """
 import argparse
@@ -47,10 +50,10 @@ def main():
         data = "npy:{},{}".format(os.path.join(FIXTURES, "mlp_input.npy"), os.path.join(FIXTURES, "mlp_labels.npy"))
         ofrun = [os.path.join(args.bin, "ofrun"), plan, "--data", data]
 
-        def in_namespace(setup, cmd):
+        def in_namespace(setup, cmd, size="64k"):
             """Runs `cmd` after `setup` (shell, in the namespace); returns (status, stdout, stderr)."""
-            script = "mount -t tmpfs -o size=64k tmpfs {d} && {setup} exec {cmd}".format(
-                d=shlex.quote(small), setup=setup, cmd=" ".join(shlex.quote(c) for c in cmd))
+            script = "mount -t tmpfs -o size={size} tmpfs {d} && {setup} exec {cmd}".format(
+                size=size, d=shlex.quote(small), setup=setup, cmd=" ".join(shlex.quote(c) for c in cmd))
             p = subprocess.run(["unshare", "-Urm", "sh", "-c", script], capture_output=True, text=True, timeout=240)
             return p.returncode, p.stdout, p.stderr
 
@@ -93,6 +96,28 @@ def main():
         status, listing, _ = in_namespace("(dd if=/dev/zero of={d}/fill bs=4k 2>/dev/null || true) && ({c} >/dev/null 2>&1; true) &&".format(
             d=shlex.quote(small), c=" ".join(shlex.quote(c) for c in ofrun + ["--steps", "5", "--metrics", metrics])), ["ls", small])
         check(listing.split() == ["fill"], "full from the start: the folder holds {!r}".format(listing.split()))
+
+        # 5. Room for one checkpoint, not two (the one `latest` names stays while the next is
+        # written): the second save, written in the background, fails. The run stops naming the
+        # file, the first checkpoint stays whole and the failed one leaves nothing.
+        one = os.path.join(work, "one")
+        r = subprocess.run(ofrun + ["--steps", "1", "--checkpoint", one], capture_output=True, text=True)
+        check(r.returncode == 0, "one checkpoint: exit {}".format(r.returncode))
+        size_k = sum(os.path.getsize(os.path.join(one, "step-00000001", f)) for f in os.listdir(os.path.join(one, "step-00000001"))) // 1024
+        q = lambda c: " ".join(shlex.quote(x) for x in c)
+        script = ("{run}; echo STATUS=$?; echo LATEST=$(cat {ck}/latest); echo LIST=$(ls -A {ck} | tr '\\n' ' '); "
+                  "{ev} >/dev/null 2>&1; echo EVAL=$?").format(
+            run=q(ofrun + ["--steps", "50", "--checkpoint", ck, "--checkpoint-every", "1"]), ck=shlex.quote(ck),
+            ev=q(ofrun + ["--eval", "--checkpoint", ck]))
+        status, out, err = in_namespace("", ["sh", "-c", script], size="{}k".format(size_k * 3 // 2))
+        check("STATUS=1" in out, "second save full: {!r}".format(out))
+        errors = [l for l in err.splitlines() if "error" in l]
+        check(len(errors) == 1 and re.search(r"snapshot.*: {}/\.partial-step-00000002-\d+/\w+\.safetensors: write failed: "
+                                             r"No space left on device$".format(re.escape(ck)), errors[0]) is not None,
+              "second save full: stderr {!r}".format(err[-400:]))
+        check("LATEST=step-00000001" in out, "second save full: latest {!r}".format(out))
+        check("LIST=.lock latest step-00000001\n" in out, "second save full: the folder holds {!r}".format(out))
+        check("EVAL=0" in out, "second save full: the first checkpoint does not evaluate: {!r}".format(out))
 
     if failures:
         print("disk_full_check: {} failure(s)".format(len(failures)))

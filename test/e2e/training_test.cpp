@@ -184,6 +184,29 @@ TEST_CASE("training: resuming from a checkpoint gives exactly the uninterrupted 
   CHECK(r.err.find("differs from --seed 8") != std::string::npos);
 }
 
+TEST_CASE("training: checkpoints written while training goes on hold the state of their own step", "[e2e][train]") {
+  // A periodic save stages the tensors and writes them on a thread of its own while the next steps
+  // update them: each checkpoint must still be the one a run that stops at its step writes.
+  TempDir d;
+  std::string plan = compile(d, "mlp.onnx", "--optimizer sgd:lr=0.01,momentum=0.9");
+  CmdResult r = train(d, plan, "--data " + kFashion + " --steps 6 --checkpoint " + (d / "ck") + " --checkpoint-every 2 --keep-checkpoints 3");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("checkpoint " + (d / "ck") + "/step-00000006") != std::string::npos);
+  for (int step : {2, 4}) {
+    const std::string alone = d / ("ck" + std::to_string(step));
+    r = train(d, plan, "--data " + kFashion + " --steps " + std::to_string(step) + " --checkpoint " + alone);
+    REQUIRE(r.exit_code == 0);
+    const std::string folder = fmt::format("/step-{:08d}/", step);
+    for (const char* file : {"model.safetensors", "optimizer.safetensors", "state.json"}) {
+      INFO("step " << step << ", " << file);
+      const std::string got = slurp((d / "ck") + folder + file);
+      CHECK(got.size() > 100);
+      CHECK(got == slurp(alone + folder + file));
+    }
+  }
+}
+
 TEST_CASE("training: a checkpoint of another model is refused naming the first tensor that differs", "[e2e][train]") {
   TempDir d;
   std::string tiny = compile(d, "tiny_b64.onnx", "--optimizer sgd:lr=0.01,momentum=0.9", "tiny.ofp");
