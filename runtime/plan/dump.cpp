@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/plan/dump.h"
 
+#include "runtime/plan/memory_kinds.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -124,8 +126,13 @@ std::string dump_json(const plan::Plan& p) {
   j["carried"] = p.carried;
   j["arenas"] = json::array();
   const std::vector<uint64_t> peak = arena_peaks(p);
-  for (const auto& a : p.arenas)
-    j["arenas"].push_back({{"id", a.id}, {"device", device(p.devices[size_t(a.device)])}, {"bytes", a.bytes}, {"peak", peak[size_t(a.id)]}});
+  const std::vector<ArenaKinds> kinds = memory_by_kind(p);
+  for (const auto& a : p.arenas) {
+    json by_kind = json::object();
+    for (size_t k = 0; k < kMemoryKindNames.size(); ++k) by_kind[kMemoryKindNames[k]] = kinds[size_t(a.id)].bytes[k];
+    j["arenas"].push_back({{"id", a.id}, {"device", device(p.devices[size_t(a.device)])}, {"bytes", a.bytes}, {"peak", peak[size_t(a.id)]},
+                           {"kinds", std::move(by_kind)}});
+  }
   j["tensors"] = json::array();
   for (const auto& t : p.tensors) {
     json tj{{"name", t.name}, {"shape", t.desc.shape}, {"dtype", dtype_name(t.desc.dtype)}};
@@ -213,6 +220,22 @@ std::string dump_memory(const plan::Plan& p) {
                        human_bytes(peak[size_t(a.id)]), regsts, vars, shared, human_bytes(apart));
   }
   out += "shared: registers whose slots share bytes with others' (share groups); apart: the arena if every slot had its own\n";
+  // What the bytes hold, and the largest items.
+  const std::vector<ArenaKinds> kinds = memory_by_kind(p);
+  out += fmt::format("\n{:<16} {:>12} {:>16} {:>12} {:>12} {:>12}\n", "device", kMemoryKindNames[0], kMemoryKindNames[1], kMemoryKindNames[2],
+                     kMemoryKindNames[3], kMemoryKindNames[4]);
+  for (const auto& a : p.arenas) {
+    const ArenaKinds& k = kinds[size_t(a.id)];
+    out += fmt::format("{:<16} {:>12} {:>16} {:>12} {:>12} {:>12}\n", device_name(p.devices[size_t(a.device)]), human_bytes(k.bytes[0]),
+                       human_bytes(k.bytes[1]), human_bytes(k.bytes[2]), human_bytes(k.bytes[3]), human_bytes(k.bytes[4]));
+  }
+  for (const auto& a : p.arenas) {
+    std::vector<std::string> items;
+    for (const ArenaItem& i : kinds[size_t(a.id)].largest)
+      items.push_back(fmt::format("{} {} ({})", i.what, human_bytes(i.bytes), kMemoryKindNames[size_t(i.kind)]));
+    out += fmt::format("largest on {}: {}\n", device_name(p.devices[size_t(a.device)]), items.empty() ? "-" : fmt::format("{}", fmt::join(items, ", ")));
+  }
+  out += "a kind's bytes are the arena ranges its buffers occupy; kinds that share bytes in turn each count them\n";
   return out;
 }
 
