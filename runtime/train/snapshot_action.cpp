@@ -16,6 +16,7 @@ void SnapshotAction::act(int64_t piece, const void* const*, void* const*) {
   s.epoch = global / pieces_per_epoch_;
   saver_->save(s);
   ++saved_;
+  last_saved_step_ = s.step;
 }
 
 }  // namespace of::runtime::train

@@ -24,6 +24,8 @@ class SnapshotAction final : public Action {
       : saver_(saver), every_(every), base_(std::move(base)), pieces_per_epoch_(pieces_per_epoch) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;
   int64_t saved() const { return saved_; }
+  // The step of the last checkpoint this action saved (-1: none).
+  int64_t last_saved_step() const { return last_saved_step_; }
   // The last version acted on: the state after that many pieces of this run (-1: none yet).
   int64_t last_version() const { return last_version_; }
 
@@ -34,6 +36,7 @@ class SnapshotAction final : public Action {
   int64_t pieces_per_epoch_;
   int64_t saved_ = 0;
   int64_t last_version_ = -1;
+  int64_t last_saved_step_ = -1;
 };
 
 }  // namespace of::runtime::train

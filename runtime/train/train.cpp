@@ -406,7 +406,8 @@ Report run_training(const TrainOptions& o) {
       return report;
     }
     tr.samples = tr.steps * k * batch;
-    if (writer && tr.steps > 0) {
+    // The final state, unless the last periodic save was of it already.
+    if (writer && tr.steps > 0 && !(snapshots && snapshots->last_saved_step() == tr.first_step + tr.steps)) {
       CheckpointState s = base;
       s.step = tr.first_step + tr.steps;
       s.pieces = s.step * k;
