@@ -131,7 +131,58 @@ void matmul_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
   if (rb == 2) out.push_back(Sig{{Sbp::S(ra - 1), Sbp::S(0)}, {Sbp::P()}, Sig::Tweak::none, true});
 }
 
+// of.MatMulTransB (fuse-transposed-weights makes it from MatMul(A, Transpose(W)), what torch
+// exports nn.Linear on 3-D input as): A [..., M, K] times W^T for a 2-D W [N, K].
+void infer_matmul_tb(OpCtx& c) {
+  c.expect_arity(2, 2);
+  c.expect_float(0);
+  c.expect_float(1);
+  const Shape& a = c.in(0).shape;
+  const Shape& w = c.in(1).shape;
+  if (a.size() < 2 || w.size() != 2 || a.back() != w[1])
+    c.fail("inputs must be [..., M, K] and [N, K], have shapes {} and {}", shape_str(a), shape_str(w));
+  Shape y(a.begin(), a.end() - 1);
+  y.push_back(w[0]);
+  c.out(0) = TensorDesc{y, DType::f32};
+}
+
+void lower_matmul_tb(OpCtx& c) { c.set_kernel("matmul_tb"); }
+
+// Y = A W^T with the rows of A folded: dA = dY W and dW = dY^T A, one GEMM each; neither the
+// weight nor its gradient is transposed as a task of its own.
+void grad_matmul_tb(GradCtx& g) {
+  const ValueId a = g.in(0), w = g.in(1);
+  const Shape sa = g.desc(a).shape, sw = g.desc(w).shape;  // copies: emitting adds values
+  const int64_t rows = numel(sa) / std::max<int64_t>(sa.back(), 1), n = sw[0], k = sw[1];
+  const ValueId dy = g.reshape(g.out_grad(0), {rows, n});
+  auto gemm = [&](ValueId x, ValueId y, bool tx, const Shape& out) {
+    Attrs at;
+    at.set_int("trans_a", tx);
+    at.set_int("trans_b", 0);
+    return g.emit("MatMulGrad", "gemm", {x, y}, std::move(at), TensorDesc{out, DType::f32});
+  };
+  if (g.wants(0)) g.add_in_grad(0, g.reshape(gemm(dy, w, false, {rows, k}), sa));
+  if (g.wants(1)) g.add_in_grad(1, gemm(dy, g.reshape(a, {rows, k}), true, sw));
+}
+
+// matmul_tb: [..., M, K] x [N, K]^T: batch axes and rows of A (W broadcast), W's rows (columns of
+// Y), or the reduction (partial sums).
+void matmul_tb_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  using Sig = Signature;
+  const Shape& a = sbp::shape_of(g, n.inputs[0]);
+  const Shape& w = sbp::shape_of(g, n.inputs[1]);
+  if (a.size() < 2 || w.size() != 2) return;
+  const auto ra = int64_t(a.size());
+  for (int64_t d = 0; d < ra - 1; ++d) out.push_back(Sig{{Sbp::S(d), Sbp::B()}, {Sbp::S(d)}, Sig::Tweak::none, true});
+  out.push_back(Sig{{Sbp::B(), Sbp::S(0)}, {Sbp::S(ra - 1)}, Sig::Tweak::none, true});
+  out.push_back(Sig{{Sbp::S(ra - 1), Sbp::S(1)}, {Sbp::P()}, Sig::Tweak::none, true});
+}
+
 }  // namespace
+
+OpDef matmul_trans_b_def() {
+  return {"of.MatMulTransB", infer_matmul_tb, lower_matmul_tb, grad_matmul_tb, {}, {sbp_rule("matmul_tb", matmul_tb_sbp)}};
+}
 
 OpDef matmul_def() { return {"MatMul", infer_matmul, lower_matmul, grad_matmul, {}, {sbp_rule("matmul", matmul_sbp)}}; }
 

@@ -65,7 +65,8 @@ const std::vector<OpDef>& all_ops() {
       trilu_def(),
       unsqueeze_def(),
       where_def(),
-      delay_def(),  // custom ops (domain-qualified) last
+      matmul_trans_b_def(),  // custom ops (domain-qualified) last, sorted too
+      delay_def(),
   };
   return ops;
 }

@@ -9,7 +9,7 @@ double flops_of(const Graph& g, const Node& n) {
   auto shape = [&](ValueId v) -> const Shape& { return g.values[size_t(v)].desc.shape; };
   const double out = double(numel(shape(n.outputs[0])));
   if (n.kernel == "gemm") return 2.0 * out * double(shape(n.inputs[0])[n.kernel_attrs.get_int("trans_a", 0) ? 0 : 1]);
-  if (n.kernel == "matmul") return 2.0 * out * double(shape(n.inputs[0]).back());
+  if (n.kernel == "matmul" || n.kernel == "matmul_tb") return 2.0 * out * double(shape(n.inputs[0]).back());
   // Convolutions: per output element of the forward pass, in_channels x kernel area multiply-adds
   // (numel(w) / out_channels); both gradients cost the same as the forward pass.
   auto conv = [&](const Shape& y, const Shape& w) {

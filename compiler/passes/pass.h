@@ -132,6 +132,12 @@ class FuseLayerNorm final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class FuseTransposedWeights final : public Pass {
+ public:
+  std::string name() const override { return "fuse-transposed-weights"; }
+  bool run(Compilation& c) override;
+};
+
 class FuseActivations final : public Pass {
  public:
   std::string name() const override { return "fuse-activations"; }

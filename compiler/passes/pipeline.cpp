@@ -10,6 +10,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<FuseGelu>();         // on the imported ops, before lowering and autodiff see them
   p.add<FuseLayerNorm>();    // likewise: before infer-shapes lowers the eight ops it replaces
   p.add<InferShapes>();      // every later pass reads shapes, dtypes and the lowered kernels
+  p.add<FuseTransposedWeights>();  // needs shapes; before autodiff, so the gradient is the fused op's
   p.add<Autodiff>();         // needs lowered kernels (grad rules read their attributes)
   p.add<AddOptimizer>();     // needs every weight's gradient
   p.add<Parallelize>();      // after the optimizer: SBP covers forward, backward and updates alike

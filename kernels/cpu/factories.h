@@ -69,6 +69,7 @@ std::unique_ptr<Kernel> make_lstm_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_matmul_tb(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_max_pool(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_max_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_mse_loss(const KernelConfig& cfg);

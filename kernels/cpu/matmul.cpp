@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // matmul (ONNX MatMul, numpy semantics): 1-D operands are promoted and then squeezed, batch
 // dimensions broadcast. One dnnl_sgemm per batch, with offsets precomputed at prepare time.
+// matmul_tb: A [..., M, K] times the transpose of a 2-D B [N, K] (a linear layer's weight as
+// torch stores it), one sgemm over all rows: the weight is read transposed, never copied.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -18,7 +20,10 @@ class MatMul final : public Kernel {
   void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
+  friend class MatMulTransB;
+  MatMul() = default;
   int64_t m_ = 0, n_ = 0, k_ = 0;
+  char trans_b_ = 'N';
   std::vector<int64_t> a_offsets_, b_offsets_;  // per batch, in elements; Y's is i*M*N
 };
 
@@ -99,15 +104,45 @@ void MatMul::run(const RunCtx&, const void* const* in, void* const* out) {
     std::fill(y, y + batches * m_ * n_, 0.0f);
     return;
   }
+  const int64_t ldb = trans_b_ == 'T' ? k_ : n_;
   for (int64_t t = 0; t < batches; ++t)
-    dnnl_sgemm('N', 'N', m_, n_, k_, 1.0f, a + a_offsets_[t], k_, b + b_offsets_[t], n_, 0.0f,
+    dnnl_sgemm('N', trans_b_, m_, n_, k_, 1.0f, a + a_offsets_[t], k_, b + b_offsets_[t], ldb, 0.0f,
                y + t * m_ * n_, n_);
 }
+
+// The rows of A (all but its last dim) are one M; B is [N, K], read as its transpose.
+class MatMulTransB final : public Kernel {
+ public:
+  explicit MatMulTransB(const KernelConfig& cfg) {
+    check_arity(cfg, "matmul_tb", 2, 2, 1);
+    check_dtypes(cfg, "matmul_tb", DType::f32);
+    const Shape& a = cfg.inputs[0].shape;
+    const Shape& b = cfg.inputs[1].shape;
+    if (a.size() < 2 || b.size() != 2 || a.back() != b[1])
+      fail(where_of(cfg), "matmul_tb: operands {} and {} must be [..., M, K] and [N, K]", shape_str(a), shape_str(b));
+    Shape y(a.begin(), a.end() - 1);
+    y.push_back(b[0]);
+    check_output_shape(cfg, "matmul_tb", 0, y);
+    impl_.m_ = numel(a) / std::max<int64_t>(a.back(), 1);
+    if (a.back() == 0) impl_.m_ = numel(y) / std::max<int64_t>(b[0], 1);
+    impl_.k_ = a.back();
+    impl_.n_ = b[0];
+    impl_.trans_b_ = 'T';
+    impl_.a_offsets_ = {0};
+    impl_.b_offsets_ = {0};
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override { impl_.run(ctx, in, out); }
+
+ private:
+  MatMul impl_;
+};
 
 }  // namespace
 
 std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg) {
   return std::make_unique<MatMul>(cfg);
 }
+
+std::unique_ptr<Kernel> make_matmul_tb(const KernelConfig& cfg) { return std::make_unique<MatMulTransB>(cfg); }
 
 }  // namespace of::kernels::cpu

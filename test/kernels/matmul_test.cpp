@@ -76,5 +76,28 @@ TEST_CASE("matmul: bad configs throw of::Error", "[kernels]") {
   testing::check_rejects("matmul", none, {{}, {4}}, {{}});                      // rank 0
 }
 
+TEST_CASE("matmul_tb: A times the transpose of a 2-D B matches matmul with B transposed", "[kernels]") {
+  const std::vector<std::pair<Shape, Shape>> cases = {{{3, 4}, {5, 4}}, {{2, 3, 4}, {5, 4}}, {{2, 3, 17, 33}, {9, 33}},
+                                                      {{1, 1}, {1, 1}}, {{2, 3, 0}, {4, 0}}, {{0, 3, 4}, {5, 4}}};
+  std::mt19937 rng(11);
+  for (const auto& [a, b] : cases) {
+    INFO(shape_str(a) << " x " << shape_str(b) << "^T");
+    const auto av = random_floats(numel(a), rng), bv = random_floats(numel(b), rng);
+    const int64_t n = b[0], k = b[1];
+    std::vector<float> bt(bv.size());  // [K, N]
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < k; ++j) bt[size_t(j * n + i)] = bv[size_t(i * k + j)];
+    Shape y_shape;
+    const auto ref = reference(a, {k, n}, av, bt, y_shape);
+    const auto y = testing::run_f32("matmul_tb", Attrs{}, {a, b}, {av, bv}, y_shape);
+    testing::check_close(y, ref);
+  }
+  Attrs none;
+  testing::check_rejects("matmul_tb", none, {{3, 4}, {5, 3}}, {{3, 5}});        // K differs
+  testing::check_rejects("matmul_tb", none, {{2, 3, 4}, {2, 5, 4}}, {{2, 3, 5}});  // B must be 2-D
+  testing::check_rejects("matmul_tb", none, {{4}, {5, 4}}, {{5}});              // A must be 2-D or more
+  testing::check_rejects("matmul_tb", none, {{3, 4}, {5, 4}}, {{3, 4}});        // output shape
+}
+
 }  // namespace
 }  // namespace of::kernels
