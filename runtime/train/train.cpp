@@ -373,7 +373,7 @@ Report run_training(const TrainOptions& o) {
                                                                  .log_every = log_every, .live = o.live, .metrics = metrics,
                                                                  .schedule = schedule, .stop = &g_interrupt});
     TrainSinkAction* progress = sink.get();
-    // Declared before the actions: a write in flight finishes before anything it reads is gone.
+    // Declared before the actions: the snapshot action points at it (and it outlives them).
     std::optional<BackgroundSaver> saver;
     if (writer) saver.emplace(*writer, inst);
     std::unique_ptr<SnapshotAction> snapshot;
