@@ -178,7 +178,9 @@ const plan::Task* PlanInstance::snapshot() const {
 TensorDesc PlanInstance::input_desc(const plan::Task& t, size_t k) const {
   const plan::TaskInput& in = t.inputs[k];
   if (in.kind == plan::InputKind::variable) return plan_.tensors[size_t(plan_.variables[size_t(in.id)].tensor)].desc;
-  return plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
+  TensorDesc d = plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
+  if (!in.view.empty()) d.shape = in.view;  // a reshaped tensor read in place (verified at load)
+  return d;
 }
 
 bool PlanInstance::unused_zero_momentum(const SafetensorsFile& file, const std::string& key) const {

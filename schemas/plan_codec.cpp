@@ -94,7 +94,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   for (const Task& t : p.tasks) {
     std::vector<Offset<fb::TaskInput>> inputs;
     for (const TaskInput& in : t.inputs)
-      inputs.push_back(fb::CreateTaskInput(b, fb::InputKind(in.kind), in.id, in.blob));
+      inputs.push_back(fb::CreateTaskInput(b, fb::InputKind(in.kind), in.id, in.blob, in.view.empty() ? 0 : b.CreateVector(in.view)));
     std::vector<Offset<fb::Attr>> attrs;
     for (const Attr& a : t.attrs.all())
       attrs.push_back(fb::CreateAttr(b, b.CreateString(a.name), b.CreateVector(a.ints), b.CreateVector(a.floats),
@@ -228,7 +228,8 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     for (const fb::TaskInput* in : *r.need(t->inputs(), f + ".inputs"))
     {
       if (int(in->kind()) < 0 || int(in->kind()) > 2) fail({.file = path, .field = f + ".inputs"}, "unknown input kind {}", int(in->kind()));
-      out.inputs.push_back(TaskInput{InputKind(in->kind()), in->id(), in->blob()});
+      out.inputs.push_back(TaskInput{InputKind(in->kind()), in->id(), in->blob(), {}});
+      if (in->view()) out.inputs.back().view.assign(in->view()->begin(), in->view()->end());
     }
     for (const fb::Attr* a : *r.need(t->attrs(), f + ".attrs")) {
       std::string af = f + ".attrs";

@@ -33,6 +33,7 @@ struct TaskInput {
   InputKind kind = InputKind::regst;
   int32_t id = 0;
   int32_t blob = 0;
+  Shape view = {};  // empty, or the shape the blob is read as (plan.fbs)
 };
 
 struct Task {

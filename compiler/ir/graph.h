@@ -53,6 +53,9 @@ struct Node {
   std::string kernel;
   Attrs kernel_attrs;
   std::vector<ValueId> runtime_inputs;
+  // Per runtime input: empty, or the shape the kernel reads it as (reshape-views replaced a
+  // Reshape's copy by reading its input in place); shorter than runtime_inputs means empty.
+  std::vector<Shape> runtime_views;
   // Inputs (indices) that are the op's state rather than parameters, e.g. BatchNorm's running
   // statistics: never trained, whatever their names.
   std::vector<size_t> state_inputs;

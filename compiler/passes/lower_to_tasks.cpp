@@ -112,7 +112,10 @@ bool LowerToTasks::run(Compilation& c) {
         tg.variables.push_back(var);
         it = home.emplace(v, Home{InputKind::variable, var.id, 0}).first;
       }
-      add_input(tg, t, TaskInput{.kind = it->second.kind, .id = it->second.id, .blob = it->second.blob});
+      TaskInput in{.kind = it->second.kind, .id = it->second.id, .blob = it->second.blob};
+      if (k < node.runtime_views.size()) in.view = node.runtime_views[k];
+      OF_ASSERT(in.view.empty() || in.kind == InputKind::regst, "a view of a constant: " + g.values[v].name);
+      add_input(tg, t, std::move(in));
     }
     // A task acts once per piece of its inputs. One that reads only weights (the Transpose of an
     // nn.Linear weight, the Slices of an LSTM's) or constants has no pieces of its own: the

@@ -138,6 +138,12 @@ class FuseTransposedWeights final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class ReshapeViews final : public Pass {
+ public:
+  std::string name() const override { return "reshape-views"; }
+  bool run(Compilation& c) override;
+};
+
 class FuseActivations final : public Pass {
  public:
   std::string name() const override { return "fuse-activations"; }

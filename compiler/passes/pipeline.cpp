@@ -15,6 +15,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<AddOptimizer>();     // needs every weight's gradient
   p.add<Parallelize>();      // after the optimizer: SBP covers forward, backward and updates alike
   p.add<FuseActivations>();  // per device, so a partial-sum Gemm keeps its ReLU apart; before lowering
+  p.add<ReshapeViews>();     // per device, after every pass that reads nodes' input shapes; before lowering
   p.add<LowerToTasks>();     // needs kernels and shapes; builds tasks and registers
   p.add<InsertTransfers>();  // after lowering: a task that reads another device's register reads a mirror
   p.add<PlanMemory>();       // needs every register's size and slot count

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +41,8 @@ std::string input_name(const plan::TaskInput& in) {
     case plan::InputKind::own: return fmt::format("=r{}.{}", in.id, in.blob);  // updated in place
     case plan::InputKind::regst: break;
   }
-  return fmt::format("r{}.{}", in.id, in.blob);
+  // A view reads the blob as another shape: "r3.0[8,40]".
+  return in.view.empty() ? fmt::format("r{}.{}", in.id, in.blob) : fmt::format("r{}.{}[{}]", in.id, in.blob, fmt::join(in.view, ","));
 }
 
 const char* job_name(plan::JobKind k) {
@@ -167,7 +169,11 @@ std::string dump_json(const plan::Plan& p) {
   j["tasks"] = json::array();
   for (const auto& t : p.tasks) {
     json inputs = json::array();
-    for (const auto& in : t.inputs) inputs.push_back({{"kind", input_kind_name(in.kind)}, {"id", in.id}, {"blob", in.blob}});
+    for (const auto& in : t.inputs) {
+      json ij{{"kind", input_kind_name(in.kind)}, {"id", in.id}, {"blob", in.blob}};
+      if (!in.view.empty()) ij["view"] = in.view;
+      inputs.push_back(std::move(ij));
+    }
     json attrs = json::object();
     for (const Attr& a : t.attrs.all())
       attrs[a.name] = !a.floats.empty() ? json(a.floats) : !a.str.empty() ? json(a.str) : json(a.ints);

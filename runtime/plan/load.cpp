@@ -12,6 +12,9 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "common/error.h"
 #include "common/file_util.h"
 #include "kernels/registry.h"
@@ -196,6 +199,18 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
       } else {
         if (std::find(t.in_regsts.begin(), t.in_regsts.end(), in.id) == t.in_regsts.end()) fail(at(inf), "register {} is not among the task's in_regsts", in.id);
         if (in.blob < 0 || size_t(in.blob) >= p.regsts[size_t(in.id)].blobs.size()) fail(at(inf), "blob {} out of range", in.blob);
+      }
+      if (!in.view.empty()) {
+        if (in.kind != plan::InputKind::regst || t.kind != plan::TaskKind::compute)
+          fail(at(inf + ".view"), "only a compute task's register input may be read as a view");
+        const Shape& shape = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc.shape;
+        int64_t elements = 1;
+        for (int64_t d : in.view) {
+          if (d < 0 || (d > 0 && elements > std::numeric_limits<int64_t>::max() / d)) fail(at(inf + ".view"), "dimension {} is negative or too large", d);
+          elements *= d;
+        }
+        if (elements != numel(shape))
+          fail(at(inf + ".view"), "[{}] has {} elements, its blob {} has {}", fmt::join(in.view, ","), elements, shape_str(shape), numel(shape));
       }
     }
     refuse_foreign_memory(p, t, at);

@@ -62,6 +62,7 @@ plan::Plan every_field_plan() {
   p.tasks[1].kind = plan::TaskKind::snapshot;
   p.tasks[1].inputs.push_back(plan::TaskInput{plan::InputKind::variable, 0, 0});
   p.tasks[1].inputs.push_back(plan::TaskInput{plan::InputKind::own, 1, 2});
+  p.tasks[1].inputs[0].view = {8, 1};
   p.tasks[1].attrs.set_ints("axes", {-1, 0, int64_t(1) << 40});
   p.tasks[1].attrs.set_str("mode", "constant");
   p.tasks[1].attrs.set_floats("nan", {std::numeric_limits<float>::quiet_NaN(), -0.0f, INFINITY});
@@ -139,6 +140,23 @@ TEST_CASE("plan_codec: every truncation and every flipped byte is refused", "[ru
     bad[i] ^= 0x10;
     REQUIRE_THROWS_AS(plan::decode(bad.data(), bad.size(), "p.ofp"), Error);
   }
+}
+
+TEST_CASE("verify_plan: a view reads a register blob of a compute task as another shape of as many elements", "[runtime]") {
+  plan::Plan p = tiny_plan();
+  p.tasks[1].inputs[0].view = {8};
+  CHECK(verify_error(p).empty());
+  p.tasks[1].inputs[0].view = {1, 2, 1, 4};
+  CHECK(verify_error(p).empty());
+  p.tasks[1].inputs[0].view = {3, 3};
+  CHECK(verify_error(p) == "p.ofp: tasks[1].inputs[0].view: [3,3] has 9 elements, its blob [2,4] has 8");
+  p.tasks[1].inputs[0].view = {-2, -4};
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].inputs[0].view: dimension -2 is negative"));
+  p.tasks[1].inputs[0].view = {int64_t(1) << 40, int64_t(1) << 40};
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].inputs[0].view") && Catch::Contains("too large"));
+  p = tiny_plan();
+  p.tasks[2].inputs[0].view = {8};  // the sink
+  CHECK(verify_error(p) == "p.ofp: tasks[2].inputs[0].view: only a compute task's register input may be read as a view");
 }
 
 TEST_CASE("verify_plan: out-of-range ids and offsets name the field", "[runtime]") {

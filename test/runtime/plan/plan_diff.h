@@ -64,7 +64,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   // Each struct's size as this comparison knows it (64-bit libstdc++): a new field changes it.
   static_assert(sizeof(Plan) == 528 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
                     sizeof(Variable) == 64 && sizeof(LogicalTensor) == 120 && sizeof(Blob) == 56 && sizeof(TensorLayout) == 136 &&
-                    sizeof(Boxing) == 176 && sizeof(TaskInput) == 12 && sizeof(DeviceRef) == 12 && sizeof(Arena) == 16 &&
+                    sizeof(Boxing) == 176 && sizeof(TaskInput) == 40 && sizeof(DeviceRef) == 12 && sizeof(Arena) == 16 &&
                     sizeof(Attr) == 112 && sizeof(ShareGroup) == 56,
                 "plan_model.h changed: compare the new field in test/runtime/plan/plan_diff.h, then update these sizes");
 #endif
@@ -115,6 +115,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
       d.eq(at2 + ".kind", p.kind, q.kind);
       d.eq(at2 + ".id", p.id, q.id);
       d.eq(at2 + ".blob", p.blob, q.blob);
+      d.eq(at2 + ".view", p.view, q.view);
     });
     d.eq(at + ".in_regsts", x.in_regsts, y.in_regsts);
     d.eq(at + ".out_regsts", x.out_regsts, y.out_regsts);
