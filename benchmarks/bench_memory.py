@@ -6,7 +6,8 @@
 # of: `ofc --train` as bench_train compiles it; the figure is the sum of the plan's arenas
 # (ofdump --json: every buffer of every device, known before launch; a run touches exactly that,
 # ofrun --memory-report), with memory sharing (the default) and with every register slot in bytes
-# of its own (ofc --no-memory-sharing). What ofrun allocates outside its arenas (kernel scratch,
+# of its own (ofc --no-memory-sharing), and with ofc --recompute (activations cheap ops make again
+# from kept tensors are recomputed in the backward pass; PyTorch's column keeps everything). What ofrun allocates outside its arenas (kernel scratch,
 # the actors) is not counted.
 # PyTorch: this script again as a worker (--torch-worker), in its own process: after two warm-up
 # steps, one step under a dispatch mode that reads glibc's bytes in use (mallinfo2: heap plus
@@ -110,11 +111,13 @@ def main():
         for wl in bench_train.workloads(tmp, a.models.split(",")):
             shared = of_arenas(build, wl, tmp, [])
             apart = of_arenas(build, wl, tmp, ["--no-memory-sharing"])
+            recompute = of_arenas(build, wl, tmp, ["--recompute"])
             out = bench_train.run([sys.executable, os.path.abspath(__file__), "--torch-worker", wl.name, str(wl.batch)], 600)
             torch_peak = int(out.strip().splitlines()[-1].split(": ")[1])
-            rows.append([f"{wl.name} (b{wl.batch}, {wl.optimizer.split(':')[0]})", mib(shared), mib(apart), mib(torch_peak),
-                         f"{shared / torch_peak:.2f}", f"{apart / torch_peak:.2f}"])
-    print_table(["training step", "of arenas", "of, bytes apart", "PyTorch peak", "of/PyTorch", "apart/PyTorch"], rows)
+            rows.append([f"{wl.name} (b{wl.batch}, {wl.optimizer.split(':')[0]})", mib(shared), mib(recompute), mib(apart), mib(torch_peak),
+                         f"{shared / torch_peak:.2f}", f"{recompute / torch_peak:.2f}", f"{apart / torch_peak:.2f}"])
+    print_table(["training step", "of arenas", "of --recompute", "of, bytes apart", "PyTorch peak", "of/PyTorch", "recompute/PyTorch",
+                 "apart/PyTorch"], rows)
     print("\nof/PyTorch < 1: of plans less memory than PyTorch's peak (target: at most 1)")
 
 

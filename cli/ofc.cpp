@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
   app.add_option("--micro-batches", options.micro_batches, "pieces (micro-batches) whose gradients one optimizer step sums")
       ->check(of::cli::between(1, 1 << 20))
       ->needs(train);
+  app.add_flag("--recompute", options.recompute,
+               "recompute in the backward pass the activations cheap ops (element-wise, normalisation) make from kept tensors, instead of keeping them")
+      ->needs(loss);
   std::string devices = "1:cpu";
   app.add_option("--folded", options.folded,
                  "train | freeze: what --train does with parameters the exporter folded into new names (default: refuse)")
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
       of::compiler::CompileOptions eval_options = options;
       eval_options.train = false;
       eval_options.gradients = false;
+      eval_options.recompute = false;
       eval_options.micro_batches = 1;
       eval_options.eval_metrics = true;
       eval_options.devices = 1;  // evaluation runs on one device, from the same weights file

@@ -23,6 +23,8 @@ void remove_nodes(Graph& g, const std::vector<bool>& dead) {
   g.nodes = std::move(kept);
   for (Node& node : g.nodes)
     if (node.forward >= 0) node.forward = new_id[size_t(node.forward)];
+  for (Node& node : g.nodes)
+    if (node.recompute_of >= 0) node.recompute_of = new_id[size_t(node.recompute_of)];
   for (Value& v : g.values) {
     if (v.producer >= 0) v.producer = new_id[size_t(v.producer)];
     std::vector<NodeId> consumers;
@@ -46,6 +48,11 @@ void verify(const Graph& g, const std::string& after) {
       if (v == kNoValue) continue;
       check(v >= 0 && v < n_values, fmt::format("node '{}' input id {} out of range", node.name, v));
       check(available[v], fmt::format("node '{}' reads '{}' before it is produced", node.name, g.values[v].name));
+    }
+    for (ValueId v : node.control_inputs) {
+      check(v >= 0 && v < n_values, fmt::format("node '{}' control input id {} out of range", node.name, v));
+      check(available[v] && g.values[v].producer >= 0,
+            fmt::format("node '{}' waits for '{}', which no earlier node produces", node.name, g.values[v].name));
     }
     for (ValueId v : node.outputs) {
       check(v >= 0 && v < n_values, fmt::format("node '{}' output id {} out of range", node.name, v));

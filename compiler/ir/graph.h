@@ -67,6 +67,15 @@ struct Node {
   bool state_per_piece = false;
   // The forward node a backward node was made for (autodiff), or -1.
   NodeId forward = -1;
+  // A clone the recompute pass made of forward node `recompute_of` (whose `forward` it also is):
+  // it computes that node's outputs again in the backward pass, from the same inputs, so the
+  // activations the backward pass reads need not be kept from the forward pass. Parallelize gives
+  // it the original's signature, so that it computes the same bits.
+  NodeId recompute_of = -1;
+  // Values the node waits for without reading them (control edges; lowering makes each a register
+  // the task consumes without an input): a recompute clone waits for a gradient its first reader
+  // needs, so that it runs when the backward pass gets there, not as soon as its inputs exist.
+  std::vector<ValueId> control_inputs;
   // In a parallel graph: the device (index into the plan's device list) the node runs on.
   int32_t device = 0;
   // Slots of the node's output register; 0: CompileOptions::slots. Pipeline stages raise it so

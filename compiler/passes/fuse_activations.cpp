@@ -30,6 +30,7 @@ void relink(Graph& g) {
 bool FuseActivations::run(Compilation& c) {
   Graph& g = c.graph;
   std::vector<bool> removed(g.nodes.size(), false);
+  std::vector<ValueId> fused_into(g.values.size(), kNoValue);  // a dead intermediate: the Relu's output
   bool changed = false;
   for (NodeId r = 0; r < NodeId(g.nodes.size()); ++r) {
     Node& relu = g.nodes[r];
@@ -41,6 +42,7 @@ bool FuseActivations::run(Compilation& c) {
     if (!fusable_producer(producer) || producer.outputs.size() != 1) continue;
     // The producer now writes the Relu's output value directly; the intermediate is dead.
     producer.kernel_attrs.set_str("activation", "relu");
+    fused_into[size_t(producer.outputs[0])] = relu.outputs[0];
     producer.outputs[0] = relu.outputs[0];
     // The output is the Relu's: so are its slots (a pipeline holds it when the backward pass reads it).
     producer.slots = std::max(producer.slots, relu.slots);
@@ -52,6 +54,9 @@ bool FuseActivations::run(Compilation& c) {
   for (size_t n = 0; n < g.nodes.size(); ++n)
     if (!removed[n]) kept.push_back(std::move(g.nodes[n]));
   g.nodes = std::move(kept);
+  for (Node& n : g.nodes)  // a node that waited for the intermediate waits for the fused output
+    for (ValueId& v : n.control_inputs)
+      if (fused_into[size_t(v)] != kNoValue) v = fused_into[size_t(v)];
   relink(g);
   return true;
 }

@@ -8,6 +8,8 @@
 // (node i is task i + 1), so persistent registers are made first and readers that come before
 // their update find them. A task runs on its node's device (parallelize sets it; else device 0),
 // and each register and variable lives in the arena of the device that produces or reads it.
+// A node's control inputs (a recompute clone's) become registers its task consumes without
+// reading.
 #include <algorithm>
 #include <unordered_map>
 
@@ -116,6 +118,17 @@ bool LowerToTasks::run(Compilation& c) {
       if (k < node.runtime_views.size()) in.view = node.runtime_views[k];
       OF_ASSERT(in.view.empty() || in.kind == InputKind::regst, "a view of a constant: " + g.values[v].name);
       add_input(tg, t, std::move(in));
+    }
+    // A control input: the task consumes the register holding the value, reading no blob of it,
+    // so it acts on a piece only after that value's producer has.
+    for (ValueId v : node.control_inputs) {
+      const auto it = home.find(v);
+      OF_ASSERT(it != home.end() && it->second.kind == InputKind::regst && !tg.regsts[size_t(it->second.id)].persistent,
+                "a control input that is not a streamed value: " + g.values[size_t(v)].name);
+      const RegstId r = it->second.id;
+      if (std::find(t.in_regsts.begin(), t.in_regsts.end(), r) != t.in_regsts.end()) continue;
+      t.in_regsts.push_back(r);
+      tg.regsts[size_t(r)].consumers.push_back(t.id);
     }
     // A task acts once per piece of its inputs. One that reads only weights (the Transpose of an
     // nn.Linear weight, the Slices of an LSTM's) or constants has no pieces of its own: the

@@ -198,6 +198,13 @@ Layout Parallelizer::input_hint(ValueId v, const Placement& p) const {
 
 void Parallelizer::choose(NodeId id) {
   const Node& n = g_.nodes[size_t(id)];
+  if (n.recompute_of >= 0) {  // a recompute clone computes what its original did, laid out alike
+    chosen_[size_t(id)] = chosen_[size_t(n.recompute_of)];
+    OF_ASSERT(!chosen_[size_t(id)].empty(), "a recompute clone before its original: " + n.name);
+    const Node& original = g_.nodes[size_t(n.recompute_of)];
+    for (size_t o = 0; o < n.outputs.size(); ++o) home_[size_t(n.outputs[o])] = home_[size_t(original.outputs[o])];
+    return;
+  }
   const Placement& p = stages_[size_t(stage_of_[size_t(id)])];
   const std::vector<Signature> sigs = signatures_of(g_, n);
   // Candidates are products of one signature per level.
@@ -468,6 +475,11 @@ void Parallelizer::run() {
       const std::vector<int64_t> coords = p.coords(j);
       for (size_t l = 0; l < levels_.size(); ++l) apply_tweak(chosen_[size_t(id)][l], coords[l], levels_[l].size, x.kernel_attrs);
       for (size_t i = 0; i < n.inputs.size(); ++i) x.inputs[i] = n.inputs[i] == kNoValue ? kNoValue : in_phys[i][j];
+      // A control input is a value of the same stage, each device waiting for its own box of it.
+      x.control_inputs.clear();
+      for (ValueId v : n.control_inputs)
+        if (phys_of_[size_t(v)].size() == p.size() && home_[size_t(v)] && home_[size_t(v)]->placement == p)
+          x.control_inputs.push_back(phys_of_[size_t(v)][j]);
       x.runtime_inputs.clear();
       for (ValueId v : n.runtime_inputs) {
         const auto pos = size_t(std::find(n.inputs.begin(), n.inputs.end(), v) - n.inputs.begin());

@@ -47,6 +47,9 @@ struct CompileOptions {
   // Float initializers never trained (names or globs, e.g. "encoder.*"), like ONNX Runtime
   // training's frozen_params; they stay in the weights file and checkpoints.
   std::vector<std::string> freeze;
+  // Activations the backward pass reads that cheap ops make again from kept tensors are recomputed
+  // there instead of kept (compiler/passes/recompute.cpp; ofc --recompute).
+  bool recompute = false;
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
@@ -111,6 +114,12 @@ class Autodiff final : public Pass {
 class AddOptimizer final : public Pass {
  public:
   std::string name() const override { return "add-optimizer"; }
+  bool run(Compilation& c) override;
+};
+
+class Recompute final : public Pass {
+ public:
+  std::string name() const override { return "recompute"; }
   bool run(Compilation& c) override;
 };
 

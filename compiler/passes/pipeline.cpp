@@ -13,6 +13,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<FuseTransposedWeights>();  // needs shapes; before autodiff, so the gradient is the fused op's
   p.add<Autodiff>();         // needs lowered kernels (grad rules read their attributes)
   p.add<AddOptimizer>();     // needs every weight's gradient
+  p.add<Recompute>();        // needs the whole backward pass (and BatchNorm's update); before parallelize, which gives clones their original's signature
   p.add<Parallelize>();      // after the optimizer: SBP covers forward, backward and updates alike
   p.add<FuseActivations>();  // per device, so a partial-sum Gemm keeps its ReLU apart; before lowering
   p.add<ReshapeViews>();     // per device, after every pass that reads nodes' input shapes; before lowering

@@ -25,6 +25,7 @@ bool is_view_op(const Node& n) {
 bool ReshapeViews::run(Compilation& c) {
   Graph& g = c.graph;
   std::vector<bool> dead(g.nodes.size(), false);
+  std::vector<ValueId> now_in(g.values.size(), kNoValue);  // a removed reshape's output: the value it viewed
   bool changed = false;
   for (NodeId id = 0; id < NodeId(g.nodes.size()); ++id) {
     Node& n = g.nodes[size_t(id)];
@@ -63,10 +64,15 @@ bool ReshapeViews::run(Compilation& c) {
     g.values[size_t(out)].consumers.clear();
     std::vector<NodeId>& readers = g.values[size_t(in)].consumers;
     readers.erase(std::remove(readers.begin(), readers.end(), id), readers.end());
+    now_in[size_t(out)] = in;
     dead[size_t(id)] = true;
     changed = true;
   }
   if (!changed) return false;
+  // A node that waited for a reshape's output waits for its producer's.
+  for (Node& n : g.nodes)
+    for (ValueId& v : n.control_inputs)
+      while (now_in[size_t(v)] != kNoValue) v = now_in[size_t(v)];
   remove_nodes(g, dead);
   return true;
 }

@@ -14,7 +14,9 @@ nn.Linear head; sequences of 128) is defined here with seeded weights rather tha
             gradients per step); the tensor-parallel plan must be Megatron's: the fused qkv and
             the MLP's first Linear split by column, the Linears after them by row, one reduction
             per pair.
-Usage: gpt_parallel.py --bin BUILD/cli --work DIR {torch,parallel,all}
+  recompute on one device, dp=2 and dp=2 x tp=2: `ofc --recompute` gives the losses of the plan
+            without it bit for bit, and a smaller arena (ofdump's planned peak).
+Usage: gpt_parallel.py --bin BUILD/cli --work DIR {torch,parallel,recompute,all}
 """
 import argparse
 import copy
@@ -205,11 +207,34 @@ def check_parallel(bins, work, model, onnx_path, corpus, tokens):
         sys.exit("gpt_parallel: failed: " + ", ".join(failed))
 
 
+def arena(bins, work, plan):
+    return sum(a["peak"] for a in json.loads(run([os.path.join(bins, "ofdump"), "--json", plan], work))["arenas"])
+
+
+def check_recompute(bins, work, onnx_path, corpus):
+    configs = [("one device", []), ("dp=2", ["--devices", "2:cpu", "--dp", "2"]),
+               ("dp=2 x tp=2", ["--devices", "4:cpu", "--dp", "2", "--tp", "2"])]
+    failed = []
+    for name, flags in configs:
+        tag = name.replace(" ", "").replace("=", "")
+        kept_plan, kept = of_losses(bins, work, onnx_path, corpus, "kept_" + tag, flags)
+        again_plan, again = of_losses(bins, work, onnx_path, corpus, "again_" + tag, flags + ["--recompute"])
+        before, after = arena(bins, work, kept_plan), arena(bins, work, again_plan)
+        print(f"recompute: {name}: losses {'equal' if kept == again else 'DIFFER'} over {len(kept)} steps, "
+              f"arena {before / 2**20:.1f} -> {after / 2**20:.1f} MiB")
+        if len(kept) != STEPS or kept != again:
+            failed.append(f"{name}: losses {again} with --recompute, {kept} without")
+        if after >= before:
+            failed.append(f"{name}: arena {after} bytes with --recompute, {before} without")
+    if failed:
+        sys.exit("gpt_parallel: failed: " + "; ".join(failed))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
-    p.add_argument("check", choices=["torch", "parallel", "all"])
+    p.add_argument("check", choices=["torch", "parallel", "recompute", "all"])
     a = p.parse_args()
     torch.set_num_threads(2)
     model, onnx_path, corpus, tokens = setup(a.work)
@@ -217,6 +242,8 @@ def main():
         check_torch(a.bin, a.work, model, onnx_path, corpus, tokens)
     if a.check in ("parallel", "all"):
         check_parallel(a.bin, a.work, model, onnx_path, corpus, tokens)
+    if a.check in ("recompute", "all"):
+        check_recompute(a.bin, a.work, onnx_path, corpus)
 
 
 if __name__ == "__main__":

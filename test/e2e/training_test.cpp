@@ -155,6 +155,38 @@ TEST_CASE("training: 4 micro-batches of 16 give the weights of one batch of 64",
   }
 }
 
+// bn_mlp_train: Linear -> BatchNorm1d -> ReLU -> Linear. With --recompute the backward pass makes
+// BatchNorm's and ReLU's outputs again instead of keeping them: the same losses and the same
+// checkpoint byte for byte (weights, momentum, and running statistics updated once per step).
+TEST_CASE("training: --recompute gives the losses and checkpoint of the plan without it, bit for bit", "[e2e][train]") {
+  for (const std::string parallel : {"", " --devices 2:cpu --dp 2"}) {
+    INFO("flags" << parallel);
+    TempDir d;
+    const std::string opt = "--optimizer sgd:lr=0.05,momentum=0.9" + parallel;
+    const std::string kept = compile(d, "export/bn_mlp_train.onnx", opt, "kept.ofp");
+    const std::string again = compile(d, "export/bn_mlp_train.onnx", opt + " --recompute", "again.ofp");
+    CHECK(slurp(kept).size() < slurp(again).size());  // the clones and their waits are in the plan
+    for (const std::string name : {"kept", "again"}) {
+      CmdResult r = train(d, d / (name + ".ofp"), "--data " + kFashion + " --steps 6 --no-shuffle --log-every 1 --metrics " + (d / (name + ".jsonl")) +
+                                                      " --checkpoint " + (d / ("ck_" + name)));
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+    }
+    const std::vector<double> a = read_losses(d / "kept.jsonl"), b = read_losses(d / "again.jsonl");
+    REQUIRE(a.size() == 6);
+    CHECK(a == b);
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+      INFO(file);
+      const std::string name = [&] {
+        std::string n = slurp(d / "ck_kept/latest");
+        while (!n.empty() && n.back() == '\n') n.pop_back();
+        return n;
+      }();
+      CHECK(slurp(d / ("ck_kept/" + name + "/" + file)) == slurp(d / ("ck_again/" + name + "/" + file)));
+    }
+  }
+}
+
 TEST_CASE("training: resuming from a checkpoint gives exactly the uninterrupted losses", "[e2e][train]") {
   TempDir d;
   // (a warm-up schedule: a cosine one depends on --steps, which differs between the two runs here)

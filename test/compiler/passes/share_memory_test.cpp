@@ -144,13 +144,24 @@ TEST_CASE("share memory: training plans share, in one device and parallel plans 
     for (const Arena& a : apart.tasks.arenas) without += a.bytes;
     CHECK(with < without);
     CHECK(refusal(shared.tasks).empty());
-    // Sharing orders nothing inside a piece: every register it adds leaves a group's first task
-    // (to the group's other sources, and its frames), so independent branches still run at once.
+    // Every register sharing adds is a control register inside one group: from its first task
+    // (to the group's other sources, and its frames), or an order edge to a later task.
+    bool order_edge = false;
     for (const Regst& r : shared.tasks.regsts) {
-      if (!r.blobs.empty() || r.id < RegstId(apart.tasks.regsts.size())) continue;
-      CHECK(std::any_of(shared.tasks.share_groups.begin(), shared.tasks.share_groups.end(),
-                        [&](const ShareGroup& g) { return g.tasks.front() == r.producer; }));
+      if (r.id < RegstId(apart.tasks.regsts.size())) continue;
+      CHECK(r.blobs.empty());
+      REQUIRE(r.consumers.size() == 1);
+      CHECK(r.consumers[0] > r.producer);
+      CHECK(std::any_of(shared.tasks.share_groups.begin(), shared.tasks.share_groups.end(), [&](const ShareGroup& g) {
+        auto in = [&](TaskId t) { return std::binary_search(g.tasks.begin(), g.tasks.end(), t); };
+        return in(r.producer) && in(r.consumers[0]);
+      }));
+      order_edge = order_edge || std::none_of(shared.tasks.share_groups.begin(), shared.tasks.share_groups.end(),
+                                              [&](const ShareGroup& g) { return g.tasks.front() == r.producer; });
     }
+    // A weight gradient's GEMM feeds only its update: an order edge makes it precede a later task
+    // of the backward pass, so that the activation it reads can give its bytes to later ones.
+    if (k.devices == 1 && k.micro == 1) CHECK(order_edge);
   }
 }
 
