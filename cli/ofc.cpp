@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
   app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
   app.add_option("--parallel-config", options.parallel_config, "JSON: pipeline stage boundaries and SBP hints per tensor (they win)");
+  bool no_collectives = false;
+  app.add_flag("--no-collectives", no_collectives,
+               "lower layout conversions (gradient all-reduce, all-gather, ...) point to point: slices, copies, concatenations and additions "
+               "(default: between devices of one rank, one collective task per device)");
   bool no_sharing = false;
   app.add_flag("--no-memory-sharing", no_sharing, "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
   std::string device_memory;
@@ -63,6 +67,7 @@ int main(int argc, char** argv) {
     options.devices = spec.devices;
     options.ranks = spec.ranks;
     options.share_memory = !no_sharing;
+    options.collectives = !no_collectives;
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
     if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;

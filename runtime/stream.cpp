@@ -30,7 +30,8 @@ std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::
         if (!snapshot) fail({.file = inst.path()}, "a snapshot task belongs in a training plan");
         out.push_back(std::move(snapshot));
         break;
-      case plan::TaskKind::compute: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;
+      case plan::TaskKind::compute:
+      case plan::TaskKind::collective: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;
       case plan::TaskKind::transfer: out.push_back(inst.make_transfer_action(t)); break;
     }
   }
@@ -46,7 +47,7 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   if (o.late_threads > 0) {
     auto pool = std::make_shared<LatePool>(o.late_threads);
     for (const plan::Task& t : p.tasks)
-      if (actions[size_t(t.id)] && (t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::transfer))
+      if (actions[size_t(t.id)] && (t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::collective || t.kind == plan::TaskKind::transfer))
         actions[size_t(t.id)] = std::make_unique<LateAction>(std::move(actions[size_t(t.id)]), pool, p, t.id, slots);
   }
   std::vector<std::unique_ptr<TaskState>> tasks;

@@ -219,7 +219,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   for (flatbuffers::uoffset_t i = 0; i < tasks->size(); ++i) {
     std::string f = fmt::format("tasks[{}]", i);
     const fb::Task* t = tasks->Get(i);
-    if (int(t->kind()) < 0 || int(t->kind()) > 4) fail({.file = path, .field = f + ".kind"}, "unknown task kind {}", int(t->kind()));
+    if (int(t->kind()) < 0 || int(t->kind()) > 5) fail({.file = path, .field = f + ".kind"}, "unknown task kind {}", int(t->kind()));
     Task out{.id = t->id(), .kind = TaskKind(t->kind()), .name = r.str(t->name(), f + ".name"),
              .op = r.str(t->op(), f + ".op"), .kernel = r.str(t->kernel(), f + ".kernel"),
              .device = device_index(t->device(), f + ".device"),

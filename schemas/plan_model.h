@@ -21,7 +21,7 @@ using VariableId = int32_t;
 // (checkpoints during a run).
 // A transfer task reads one register of another device and writes a mirror of it (same blobs,
 // same layout) in its own device's arena: the only task that touches two devices.
-enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2, snapshot = 3, transfer = 4 };
+enum class TaskKind : int8_t { source = 0, compute = 1, sink = 2, snapshot = 3, transfer = 4, collective = 5 };
 
 enum class InputKind : int8_t {
   regst = 0,     // blob `blob` of regsts[id]

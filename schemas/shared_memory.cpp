@@ -75,7 +75,8 @@ void check_group(const Plan& p, size_t gi, const std::string& path) {
     const TaskId t = g.tasks[i];
     if (t < 0 || size_t(t) >= p.tasks.size()) fail(at(fmt::format(".tasks[{}]", i)), "task {} does not exist", t);
     if (i > 0 && t <= g.tasks[i - 1]) fail(at(fmt::format(".tasks[{}]", i)), "tasks are listed in ascending order, without repeats");
-    if (p.tasks[size_t(t)].kind != TaskKind::compute) fail(at(fmt::format(".tasks[{}]", i)), "task {} is not a compute task", t);
+    if (p.tasks[size_t(t)].kind != TaskKind::compute && p.tasks[size_t(t)].kind != TaskKind::collective)
+      fail(at(fmt::format(".tasks[{}]", i)), "task {} is not a compute or collective task", t);
     if (p.tasks[size_t(t)].device != p.tasks[size_t(g.tasks[0])].device)
       fail(at(fmt::format(".tasks[{}]", i)), "task {} is on another device than task {}", t, g.tasks[0]);
   }

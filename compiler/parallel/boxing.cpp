@@ -2,11 +2,13 @@
 #include "compiler/parallel/boxing.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "kernels/catalog.h"
 
 namespace of::compiler {
 namespace {
@@ -27,7 +29,81 @@ bool has_partial(const NdSbp& s) {
   return std::any_of(s.begin(), s.end(), [](const Sbp& x) { return x.is_partial(); });
 }
 
+using Namer = std::function<std::string(const char* what, int32_t device)>;
+
+// `piece` of the value `v` (which holds `have` of the logical tensor, on `src_device`), on
+// `device`: sliced where it holds more, on its own device, then copied (a transfer task).
+ValueId move_piece(Graph& g, ValueId v, Region have, const Region& piece, int32_t src_device, int32_t device, DType dtype,
+                   const Namer& fresh) {
+  for (size_t a = 0; a < have.begin.size(); ++a) {
+    if (have.begin[a] == piece.begin[a] && have.size[a] == piece.size[a]) continue;
+    Attrs attrs;
+    attrs.set_int("axis", int64_t(a));
+    attrs.set_int("start", piece.begin[a] - have.begin[a]);
+    have.begin[a] = piece.begin[a];
+    have.size[a] = piece.size[a];
+    v = add_device_node(g, fresh("slice", src_device), "Slice", "slice", std::move(attrs), {v}, TensorDesc{have.size, dtype}, src_device);
+  }
+  if (src_device != device) v = add_device_node(g, fresh("copy", device), "Copy", "copy", {}, {v}, TensorDesc{piece.size, dtype}, device);
+  return v;
+}
+
+// Device `device`'s part of the conversion as one collective_part node that reads the pieces on
+// its rank where they are and sums the summands in order; pieces only another rank holds come
+// first by slice and copy (point to point: the transfer tasks ranks need). kNoValue where a part
+// would do nothing the point-to-point nodes do not: a single piece (a slice or a copy), or pieces
+// all on this device.
+ValueId lower_part(Graph& g, const std::vector<std::vector<BoxingPiece>>& summands, const TensorDesc& logical,
+                   const Layout& from, const Region& want, int32_t device, const std::vector<ValueId>& src,
+                   const std::vector<int32_t>& rank_of_device, const std::string& op, const std::string& name, const Namer& fresh) {
+  if (!kernels::kernel_exists("collective_part", kernels::DeviceKind::cpu, logical.dtype)) return kNoValue;
+  if (summands.size() > 1 && logical.dtype != DType::f32) return kNoValue;
+  if (summands.size() == 1 && summands[0].size() == 1) return kNoValue;
+  const int32_t rank = rank_of_device[size_t(device)];
+  auto on_rank = [&](size_t j) { return rank_of_device[size_t(from.placement.devices[j])] == rank; };
+  bool elsewhere = false;
+  for (const std::vector<BoxingPiece>& pieces : summands)
+    for (const BoxingPiece& p : pieces) elsewhere = elsewhere || from.placement.devices[p.src] != device;
+  if (!elsewhere) return kNoValue;
+  std::vector<ValueId> inputs;
+  std::vector<int64_t> attr;
+  for (size_t s = 0; s < summands.size(); ++s)
+    for (BoxingPiece p : summands[s]) {
+      Region have = local_region(logical.shape, from.placement, from.sbp, p.src);
+      // A piece planned from another rank may come from a replica on this one: the same summand
+      // and region, so the same bits (a (B, P) tensor's summands repeat on every rank).
+      const int64_t summand = partial_index(from.placement, from.sbp, p.src);
+      for (size_t j = 0; j < from.placement.size() && !on_rank(p.src); ++j)
+        if (on_rank(j) && partial_index(from.placement, from.sbp, j) == summand && local_region(logical.shape, from.placement, from.sbp, j) == have)
+          p.src = j;
+      ValueId v = src[p.src];
+      if (!on_rank(p.src)) {
+        v = move_piece(g, v, have, p.region, from.placement.devices[p.src], device, logical.dtype, fresh);
+        have = p.region;
+      }
+      auto at = std::find(inputs.begin(), inputs.end(), v);
+      if (at == inputs.end()) at = inputs.insert(inputs.end(), v);
+      attr.push_back(int64_t(s));
+      attr.push_back(int64_t(at - inputs.begin()));
+      for (size_t a = 0; a < have.begin.size(); ++a) attr.push_back(p.region.begin[a] - have.begin[a]);
+      for (size_t a = 0; a < want.begin.size(); ++a) attr.push_back(p.region.begin[a] - want.begin[a]);
+      for (int64_t extent : p.region.size) attr.push_back(extent);
+    }
+  Attrs attrs;
+  attrs.set_ints("pieces", std::move(attr));
+  return add_device_node(g, fmt::format("{}/{}@{}", name, op, device), op, "collective_part", std::move(attrs), std::move(inputs),
+                         TensorDesc{want.size, logical.dtype}, device);
+}
+
 }  // namespace
+
+std::string collective_op(const std::string& kind) {
+  if (kind == "all-reduce") return "AllReduce";
+  if (kind == "reduce-scatter") return "ReduceScatter";
+  if (kind == "all-gather") return "AllGather";
+  if (kind == "all-to-all") return "AllToAll";
+  return "Boxing";
+}
 
 BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to) {
   BoxingPlan plan;
@@ -147,36 +223,30 @@ ValueId add_device_node(Graph& g, std::string name, std::string op, std::string 
 }
 
 std::vector<ValueId> lower_boxing(Graph& g, const BoxingPlan& plan, const TensorDesc& logical, const Layout& from,
-                                  const Layout& to, const std::vector<ValueId>& src, const std::string& name) {
+                                  const Layout& to, const std::vector<ValueId>& src, const std::string& name,
+                                  const std::vector<int32_t>* rank_of_device) {
   OF_ASSERT(plan.possible, "lowering an impossible boxing of " + name);
   std::vector<ValueId> out;
   int counter = 0;
-  auto fresh = [&](const char* what, int32_t device) { return fmt::format("{}/{}{}@{}", name, what, counter++, device); };
+  const Namer fresh = [&](const char* what, int32_t device) { return fmt::format("{}/{}{}@{}", name, what, counter++, device); };
+  const std::string op = collective_op(boxing_kind(from, to));
   for (size_t j = 0; j < to.placement.size(); ++j) {
     const int32_t device = to.placement.devices[j];
     const Region want = local_region(logical.shape, to.placement, to.sbp, j);
+    if (rank_of_device) {
+      const ValueId part = lower_part(g, plan.pieces[j], logical, from, want, device, src, *rank_of_device, op, name, fresh);
+      if (part != kNoValue) {
+        out.push_back(part);
+        continue;
+      }
+    }
     std::vector<ValueId> summands;
     for (const std::vector<BoxingPiece>& pieces : plan.pieces[j]) {
       // Each piece: cut from its source (on the source device), then moved here.
       std::vector<std::pair<Region, ValueId>> parts;
-      for (const BoxingPiece& p : pieces) {
-        const int32_t src_device = from.placement.devices[p.src];
-        Region have = local_region(logical.shape, from.placement, from.sbp, p.src);
-        ValueId v = src[p.src];
-        for (size_t a = 0; a < have.begin.size(); ++a) {
-          if (have.begin[a] == p.region.begin[a] && have.size[a] == p.region.size[a]) continue;
-          Attrs attrs;
-          attrs.set_int("axis", int64_t(a));
-          attrs.set_int("start", p.region.begin[a] - have.begin[a]);
-          have.begin[a] = p.region.begin[a];
-          have.size[a] = p.region.size[a];
-          v = add_device_node(g, fresh("slice", src_device), "Slice", "slice", std::move(attrs), {v},
-                              TensorDesc{have.size, logical.dtype}, src_device);
-        }
-        if (src_device != device)
-          v = add_device_node(g, fresh("copy", device), "Copy", "copy", {}, {v}, TensorDesc{p.region.size, logical.dtype}, device);
-        parts.emplace_back(p.region, v);
-      }
+      for (const BoxingPiece& p : pieces)
+        parts.emplace_back(p.region, move_piece(g, src[p.src], local_region(logical.shape, from.placement, from.sbp, p.src), p.region,
+                                                from.placement.devices[p.src], device, logical.dtype, fresh));
       // The pieces tile `want` as a grid: concatenate along the first axis where they differ,
       // each slab first (recursively) along the later axes.
       auto assemble = [&](auto&& self, std::vector<std::pair<Region, ValueId>> ps) -> std::pair<Region, ValueId> {

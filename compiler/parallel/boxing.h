@@ -55,8 +55,21 @@ std::string boxing_kind(const Layout& from, const Layout& to);
 
 // Appends the nodes that carry out `plan` to `g`; `src[j]` is the value on source device j.
 // Returns the value on each destination device. Node names start with `name`.
+//
+// With `rank_of_device` (the rank of each plan device), each destination that gathers several
+// pieces or sums partial sums gets its part of the collective as one node, `collective_part`,
+// that reads the pieces on its rank where they are and sums in summand order: one task per
+// device and hop instead of the ~4P point-to-point slices, copies, concatenations and additions,
+// with the same bits. Pieces only another rank holds reach it point to point first (slice there,
+// copy here: the transfer tasks ranks need). A single piece (a slice, a copy) and work on local
+// pieces only stay point to point, as does everything without `rank_of_device`.
 std::vector<ValueId> lower_boxing(Graph& g, const BoxingPlan& plan, const TensorDesc& logical, const Layout& from,
-                                  const Layout& to, const std::vector<ValueId>& src, const std::string& name);
+                                  const Layout& to, const std::vector<ValueId>& src, const std::string& name,
+                                  const std::vector<int32_t>* rank_of_device = nullptr);
+
+// The op type of a collective part for a conversion of `boxing_kind`: "AllReduce", "ReduceScatter",
+// "AllGather", "AllToAll" (else "Boxing").
+std::string collective_op(const std::string& boxing_kind);
 
 // Adds a node running `kernel` on `device` with one output of `desc`; returns the output.
 ValueId add_device_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs,

@@ -84,6 +84,8 @@ std::vector<KernelSbp> all_kernel_sbp() {
   std::vector<KernelSbp> all;
   for (const OpDef& op : all_ops()) all.insert(all.end(), op.kernels.begin(), op.kernels.end());
   for (const KernelSbp& k : training_kernel_sbp()) all.push_back(k);
+  // Boxing's own kernel (boxing.cpp): made after every layout is chosen, never given one.
+  all.push_back(broadcast_only("collective_part", "one device's part of a collective that boxing lowers to, after SBP is chosen"));
   return all;
 }
 

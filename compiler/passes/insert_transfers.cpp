@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // insert-transfers: afterwards every task touches only its own device's arenas, except transfer
-// tasks, the snapshot task (which reads every device's weights until checkpoints are written
+// tasks, collective tasks (which read other devices of their own rank in place), the snapshot task (which reads every device's weights until checkpoints are written
 // per rank) and reads of another device's weights (persistent registers: a transfer would have
 // to carry their versions; fuzzed models make boxing copy one). A transfer task reads tensors of one register of another device and writes them, in
 // order, into a register of its own device. A boxing copy from another device is such a transfer
@@ -49,7 +49,7 @@ bool InsertTransfers::run(Compilation& c) {
   // (register, reading device) -> the blobs readers there read: what a mirror must carry.
   std::map<std::pair<RegstId, int32_t>, std::vector<uint8_t>> wanted;
   for (const Task& t : tg.tasks) {
-    if (t.kind == TaskKind::snapshot || is_remote_copy(tg, t, device_of)) continue;
+    if (t.kind == TaskKind::snapshot || t.kind == TaskKind::collective || is_remote_copy(tg, t, device_of)) continue;
     for (RegstId r : t.in_regsts)
       if (device_of(r) != t.device && !tg.regsts[size_t(r)].persistent) wanted[{r, t.device}].resize(tg.regsts[size_t(r)].blobs.size(), 0);
     for (const TaskInput& in : t.inputs)
@@ -68,6 +68,11 @@ bool InsertTransfers::run(Compilation& c) {
       t.kernel.clear();
       t.attrs = {};
       changed = true;
+    } else if (t.kind == TaskKind::collective) {
+      // Its reads stay where they are: boxing made it only where every source is on its rank.
+      for (RegstId r : t.in_regsts)
+        OF_ASSERT(tg.devices[size_t(device_of(r))].rank == tg.devices[size_t(t.device)].rank,
+                  "collective task '" + t.name + "' reads a register of another rank");
     } else if (t.kind != TaskKind::snapshot) {
       for (RegstId& r : t.in_regsts) {
         if (device_of(r) == t.device) continue;

@@ -9,7 +9,8 @@
 // their update find them. A task runs on its node's device (parallelize sets it; else device 0),
 // and each register and variable lives in the arena of the device that produces or reads it.
 // A node's control inputs (a recompute clone's) become registers its task consumes without
-// reading.
+// reading. A collective part (boxing's collective_part kernel) is a collective task: it reads
+// the registers of other devices of its rank where they are.
 #include <algorithm>
 #include <unordered_map>
 
@@ -94,7 +95,9 @@ bool LowerToTasks::run(Compilation& c) {
 
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
-    Task t{.id = TaskId(tg.tasks.size()), .kind = TaskKind::compute, .name = node.name, .op = node.op_type,
+    // Boxing's collective parts read other devices' values of their rank in place (boxing.h).
+    const TaskKind kind = node.kernel == "collective_part" ? TaskKind::collective : TaskKind::compute;
+    Task t{.id = TaskId(tg.tasks.size()), .kind = kind, .name = node.name, .op = node.op_type,
            .kernel = node.kernel, .attrs = node.kernel_attrs, .device = node.device};
     t.stage = c.parallel.stage_of_device[size_t(node.device)];
     OF_ASSERT(t.id == TaskId(n + 1), "task ids follow node order");

@@ -50,6 +50,10 @@ struct CompileOptions {
   // Activations the backward pass reads that cheap ops make again from kept tensors are recomputed
   // there instead of kept (compiler/passes/recompute.cpp; ofc --recompute).
   bool recompute = false;
+  // Layout conversions between devices of one rank run as collective tasks, one per device, each
+  // reading the others' registers directly (compiler/parallel/boxing.h); false: point to point
+  // only (ofc --no-collectives), the same numbers with more tasks.
+  bool collectives = true;
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.

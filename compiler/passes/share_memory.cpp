@@ -41,9 +41,10 @@ bool may_share(const TaskGraph& tg, const Regst& r) {
   if (!streamed_per_piece(r) || r.slot_bytes == 0 || r.blobs.empty() || r.consumers.empty()) return false;
   const Task& producer = tg.tasks[size_t(r.producer)];
   const int32_t device = tg.arenas[size_t(r.arena)].device;
-  if (producer.kind != TaskKind::compute || producer.device != device) return false;
+  auto computes = [](const Task& t) { return t.kind == TaskKind::compute || t.kind == TaskKind::collective; };
+  if (!computes(producer) || producer.device != device) return false;
   return std::all_of(r.consumers.begin(), r.consumers.end(), [&](TaskId c) {
-    return tg.tasks[size_t(c)].kind == TaskKind::compute && tg.tasks[size_t(c)].device == device;
+    return computes(tg.tasks[size_t(c)]) && tg.tasks[size_t(c)].device == device;
   });
 }
 

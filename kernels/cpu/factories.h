@@ -21,6 +21,8 @@ std::unique_ptr<Kernel> make_batch_norm_train_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_clip(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_clip_grad(const KernelConfig& cfg);
+// One device's part of a collective between devices of one process (see collective_part.cpp).
+std::unique_ptr<Kernel> make_collective_part(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
 // nullptr unless group 1 and >= 16 input channels (then oneDNN's primitive).

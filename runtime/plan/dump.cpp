@@ -20,6 +20,7 @@ const char* kind_name(plan::TaskKind k) {
     case plan::TaskKind::sink: return "sink";
     case plan::TaskKind::snapshot: return "snapshot";
     case plan::TaskKind::transfer: return "transfer";
+    case plan::TaskKind::collective: return "collective";
   }
   return "?";
 }
@@ -271,7 +272,8 @@ std::string dump_stages(const plan::Plan& p) {
       ++tasks;
       seen_device[size_t(t.device)] = true;
       const std::string op = op_of(t);
-      if (op.empty()) boxing += t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::transfer;
+      if (op.empty())
+        boxing += t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::transfer || t.kind == plan::TaskKind::collective;
       else if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
     }
     for (const auto& a : p.arenas)

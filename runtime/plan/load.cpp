@@ -46,14 +46,22 @@ bool distinct(std::vector<int32_t> ids) {
 }
 
 // Locality: a task touches only its own device's arenas (compiler/passes/insert_transfers.cpp).
-// A transfer task reads one register of another device; the snapshot task reads every device's
-// weights (until checkpoints are written per rank).
+// A transfer task reads one register of another device; a collective task reads registers of
+// other devices of its rank; the snapshot task reads every device's weights (until checkpoints
+// are written per rank).
 template <typename At>
 void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& at) {
   auto device_of_arena = [&](int32_t arena) { return p.arenas[size_t(arena)].device; };
   const bool reads_anywhere = t.kind == plan::TaskKind::transfer || t.kind == plan::TaskKind::snapshot;
   for (size_t k = 0; k < t.in_regsts.size(); ++k) {
     const int32_t device = device_of_arena(p.regsts[size_t(t.in_regsts[k])].arena);
+    // A collective task reads other devices' registers where they are, on its own rank only.
+    if (t.kind == plan::TaskKind::collective) {
+      if (p.devices[size_t(device)].rank != p.devices[size_t(t.device)].rank)
+        fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "register {} lives on rank {}, the collective task on rank {}: a collective task reads its own rank's devices only",
+             t.in_regsts[k], p.devices[size_t(device)].rank, p.devices[size_t(t.device)].rank);
+      continue;
+    }
     // Weights read on another device stay direct reads in one process (insert_transfers.cpp).
     if (!reads_anywhere && device != t.device && !p.regsts[size_t(t.in_regsts[k])].persistent)
       fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "register {} lives on device {}, the task on device {}: only a transfer task reads another device", t.in_regsts[k], device, t.device);
@@ -201,8 +209,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         if (in.blob < 0 || size_t(in.blob) >= p.regsts[size_t(in.id)].blobs.size()) fail(at(inf), "blob {} out of range", in.blob);
       }
       if (!in.view.empty()) {
-        if (in.kind != plan::InputKind::regst || t.kind != plan::TaskKind::compute)
-          fail(at(inf + ".view"), "only a compute task's register input may be read as a view");
+        if (in.kind != plan::InputKind::regst || (t.kind != plan::TaskKind::compute && t.kind != plan::TaskKind::collective))
+          fail(at(inf + ".view"), "only a compute or collective task's register input may be read as a view");
         const Shape& shape = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc.shape;
         int64_t elements = 1;
         for (int64_t d : in.view) {
@@ -254,7 +262,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
           if (t.inputs[k].kind != plan::InputKind::regst || !p.regsts[size_t(t.inputs[k].id)].persistent)
             fail(at(fmt::format("{}.inputs[{}]", f, k)), "a snapshot reads persistent registers only");
         break;
-      case plan::TaskKind::compute: {
+      case plan::TaskKind::compute:
+      case plan::TaskKind::collective: {
         // One register of data, first; any others are control registers (share groups' order).
         if (t.out_regsts.empty()) fail(at(f + ".out_regsts"), "a compute task writes one register of data");
         for (size_t k = 1; k < t.out_regsts.size(); ++k)

@@ -28,7 +28,7 @@ uint64_t union_bytes(std::vector<Range>& ranges) {
 }
 
 bool is_boxing(const plan::Task& t) {
-  return t.kind == plan::TaskKind::transfer || t.name.find("/boxing/") != std::string::npos;
+  return t.kind == plan::TaskKind::transfer || t.kind == plan::TaskKind::collective || t.name.find("/boxing/") != std::string::npos;
 }
 
 }  // namespace

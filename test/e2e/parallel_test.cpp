@@ -87,6 +87,54 @@ TEST_CASE("parallel: 20 MLP steps on several devices give the one-device losses"
   }
 }
 
+// Collective tasks (compiler/parallel/boxing.h): each device's part of a reduction or gather is
+// one task reading the other devices' registers in place. The plan has far fewer tasks than the
+// point-to-point one, every gradient reduction is carried by them, and the losses are those of
+// the point-to-point plan bit for bit (the same sums in the same order).
+TEST_CASE("parallel: collective tasks carry every reduction with the losses of point-to-point boxing, bit for bit", "[e2e][parallel]") {
+  TempDir d;
+  for (const std::string flags : {"--devices 2:cpu --dp 2", "--devices 4:cpu --dp 4", "--devices 2:cpu --tp 2",
+                                  "--devices 8:cpu --dp 4 --tp 2", "--devices 4:cpu --dp 2 --pp 2 --micro-batches 4",
+                                  "--devices 2x2:cpu --dp 2 --tp 2"}) {
+    INFO(flags);
+    const std::string parts = compile_mlp(d, flags, "parts.ofp"), p2p = compile_mlp(d, flags + " --no-collectives", "p2p.ofp");
+    const json with = dump_json(d, parts), without = dump_json(d, p2p);
+    int collective = 0, boxing_adds = 0, point_to_point = 0;
+    for (const json& t : with.at("tasks")) {
+      collective += t.at("kind") == "collective";
+      boxing_adds += t.at("kind") == "compute" && t.at("op") == "Add" && t.at("name").get<std::string>().find("/boxing") != std::string::npos;
+    }
+    for (const json& t : without.at("tasks")) point_to_point += t.at("kind") == "collective";
+    CHECK(collective > 0);
+    CHECK(point_to_point == 0);
+    CHECK(boxing_adds == 0);  // every reduction is a collective task's, across ranks too
+    CHECK(with.at("tasks").size() < without.at("tasks").size());
+    CHECK(train_losses(d, parts, 6) == train_losses(d, p2p, 6));
+  }
+}
+
+// Point to point, a P-device all-reduce is about 4P^2 tasks; as collective tasks 2P, so a
+// data-parallel plan has O(P x ops) tasks. 64 devices of a batch of 64: one sample each.
+TEST_CASE("parallel: a data-parallel plan on 64 devices has O(devices x ops) tasks and the one-device losses", "[e2e][parallel]") {
+  TempDir d;
+  auto compile = [&](const std::string& flags, const std::string& name) {
+    CmdResult c = run_cmd(bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / name) + kSgd + " " + flags, d);
+    INFO(c.err);
+    REQUIRE(c.exit_code == 0);
+    return d / name;
+  };
+  const std::string one = compile("", "one.ofp"), wide = compile("--devices 64:cpu", "wide.ofp");
+  const size_t tasks_one = dump_json(d, one).at("tasks").size(), tasks_wide = dump_json(d, wide).at("tasks").size();
+  INFO(tasks_one << " tasks on one device, " << tasks_wide << " on 64");
+  CHECK(tasks_wide <= 2 * 64 * tasks_one);
+  const std::vector<double> want = train_losses(d, one, 3), got = train_losses(d, wide, 3);
+  REQUIRE(got.size() == 3);
+  for (size_t s = 0; s < 3; ++s) {
+    INFO("step " << s + 1 << ": " << got[s] << " vs one device " << want[s]);
+    CHECK(std::abs(got[s] - want[s]) / std::abs(want[s]) <= 1e-4);
+  }
+}
+
 TEST_CASE("parallel: --devices RxD:cpu places devices on ranks and gives the losses of the same plan on one rank", "[e2e][parallel]") {
   TempDir d;
   const std::string ranked = compile_mlp(d, "--devices 2x2:cpu --dp 2 --pp 2 --micro-batches 2", "ranked.ofp");
@@ -180,7 +228,7 @@ TEST_CASE("parallel: a parallel plan's checkpoint holds whole tensors that evalu
 TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, naming the device", "[e2e][parallel]") {
   TempDir d;
   CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd +
-                            " --devices 2:cpu --dp 2 --device-memory 30MiB",
+                            " --devices 2:cpu --dp 2 --device-memory 20MiB",
                         d);
   CHECK(c.exit_code != 0);
   CHECK(c.err.find("--device-memory: device cpu:0 needs") != std::string::npos);

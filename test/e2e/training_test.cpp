@@ -127,8 +127,14 @@ TEST_CASE("training: Adam steps of the CNN and the MLP match PyTorch", "[e2e][tr
   check_losses(read_losses(d / "mlp.jsonl"), "train_mlp_adam_losses.npy", 8, 1e-4);
 }
 
+// The gradient of one batch of 64 is one GEMM over 64 rows; of four micro-batches, four GEMMs
+// over 16 rows summed: the same sum in another order, whose rounding depends on the CPU's vector
+// width (oneDNN blocks AVX2 and AVX-512 differently). SGD's weights move with the gradient and
+// stay within 1e-5. Adam's step is about lr times the gradient's sign, so where a gradient is near
+// zero the rounding moves its weight by up to lr per step: 1e-3 of the largest weight. SGD checks
+// the accumulation's scale; Adam (nearly scale-free) that the micro-batches are the batch's rows.
 TEST_CASE("training: 4 micro-batches of 16 give the weights of one batch of 64", "[e2e][train]") {
-  for (const char* opt : {"sgd:lr=0.05,momentum=0.9", "adam:lr=0.001"}) {
+  for (const auto& [opt, tolerance] : {std::pair{"sgd:lr=0.05,momentum=0.9", 1e-5}, std::pair{"adam:lr=0.001", 1e-3}}) {
     INFO("optimizer " << opt);
     TempDir d;
     std::string big = compile(d, "tiny_b64.onnx", std::string("--optimizer ") + opt, "big.ofp");
@@ -150,7 +156,7 @@ TEST_CASE("training: 4 micro-batches of 16 give the weights of one batch of 64",
         diff = std::max(diff, double(std::abs(x[i] - y[i])));
         ref = std::max(ref, double(std::abs(x[i])));
       }
-      CHECK(diff / ref < 1e-5);
+      CHECK(diff / ref < tolerance);
     }
   }
 }

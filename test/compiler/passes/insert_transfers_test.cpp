@@ -68,6 +68,7 @@ void check_local(const TaskGraph& tg) {
       if (!reg.persistent) CHECK(reg.producer < t.id);  // topological
       CHECK(std::count(reg.consumers.begin(), reg.consumers.end(), t.id) == 1);
       if (t.kind == TaskKind::transfer) CHECK(device_of(tg, r) != t.device);
+      else if (t.kind == TaskKind::collective) CHECK(tg.devices[size_t(device_of(tg, r))].rank == tg.devices[size_t(t.device)].rank);
       else if (t.kind != TaskKind::snapshot && !reg.persistent) CHECK(device_of(tg, r) == t.device);
     }
   }

@@ -156,7 +156,7 @@ TEST_CASE("verify_plan: a view reads a register blob of a compute task as anothe
   CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].inputs[0].view") && Catch::Contains("too large"));
   p = tiny_plan();
   p.tasks[2].inputs[0].view = {8};  // the sink
-  CHECK(verify_error(p) == "p.ofp: tasks[2].inputs[0].view: only a compute task's register input may be read as a view");
+  CHECK(verify_error(p) == "p.ofp: tasks[2].inputs[0].view: only a compute or collective task's register input may be read as a view");
 }
 
 TEST_CASE("verify_plan: out-of-range ids and offsets name the field", "[runtime]") {
@@ -286,6 +286,26 @@ TEST_CASE("verify_plan: a task that touches another device's arena is refused un
   p = two_device_plan();
   p.arenas[1].device = 2;
   CHECK_THAT(verify_error(p), Catch::Contains("arenas[1].device") && Catch::Contains("out of range"));
+}
+
+TEST_CASE("verify_plan: a collective task reads other devices of its own rank only", "[runtime]") {
+  plan::Plan p = two_device_plan();
+  plan::Task& part = p.tasks[1];  // the transfer onto device 1, as one device's part of a gather
+  part.kind = plan::TaskKind::collective;
+  part.op = "AllGather";
+  part.kernel = "collective_part";
+  part.attrs.set_ints("pieces", {0, 0, 0, 0, 0, 0, 2, 4});
+  CHECK(verify_error(p).empty());
+  p.devices[1].rank = 1;  // device 1 on another rank than the register it reads
+  CHECK(verify_error(p) ==
+        "p.ofp: tasks[1].in_regsts[0]: register 0 lives on rank 0, the collective task on rank 1: a collective task reads its own rank's devices only");
+  p.devices[1].rank = 0;
+  p.regsts[2].arena = 0;  // it writes the other device's arena
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].out_regsts[0]") && Catch::Contains("lives on device 0, the task on device 1"));
+  p = two_device_plan();
+  p.tasks[1].kind = plan::TaskKind::collective;
+  p.tasks[1].kernel = "collective_nope";
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].kernel"));
 }
 
 TEST_CASE("verify_plan: parallel-plan fields out of range name the field", "[runtime]") {
