@@ -95,7 +95,7 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
   for (const auto& a : p.arenas)
     line(fmt::format("arena {}  {}: {} bytes ({})", a.id, device_name(p.devices[size_t(a.device)]), a.bytes, human_bytes(a.bytes)));
   line("");
-  line(fmt::format("{:>4}  {:<8} {:<20} {:<18} {:<14} {:<28} {}", "id", "kind", "op", "name", "device", "inputs", "outputs"));
+  line(fmt::format("{:>4}  {:<10} {:<20} {:<18} {:<14} {:<28} {}", "id", "kind", "op", "name", "device", "inputs", "outputs"));
   for (const auto& t : p.tasks) {
     std::vector<std::string> ins;
     for (const auto& in : t.inputs) ins.push_back(input_name(in));
@@ -106,7 +106,7 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
     }
     std::string name = t.name.size() > 18 ? t.name.substr(0, 17) + "~" : t.name;
     std::string io = t.io_names.empty() ? "" : fmt::format(" [{}]", fmt::join(t.io_names, ", "));
-    line(fmt::format("{:>4}  {:<8} {:<20} {:<18} {:<14} {:<28} {}{}", t.id, kind_name(t.kind), t.op, name,
+    line(fmt::format("{:>4}  {:<10} {:<20} {:<18} {:<14} {:<28} {}{}", t.id, kind_name(t.kind), t.op, name,
                      device_name(p.devices[size_t(t.device)]), ins.empty() ? "-" : fmt::format("{}", fmt::join(ins, ",")),
                      outs.empty() ? "-" : fmt::format("{}", fmt::join(outs, ", ")), io));
   }
