@@ -61,7 +61,7 @@ CollectivePart::CollectivePart(const KernelConfig& cfg) {
   for (size_t p = 0; p < pieces.size(); p += per) {
     const int64_t s = pieces[p];
     const int64_t input = pieces[p + 1];
-    const int64_t* src = &pieces[p + 2];
+    const int64_t* src = pieces.data() + p + 2;  // one past the end for a scalar: never read
     const int64_t* dst = src + rank;
     const int64_t* size = dst + rank;
     if (s < 0 || (s != summand && s != summand + 1))
