@@ -50,6 +50,11 @@ int main(int argc, char** argv) {
   app.add_flag("--no-collectives", no_collectives,
                "lower layout conversions (gradient all-reduce, all-gather, ...) point to point: slices, copies, concatenations and additions "
                "(default: between devices of one rank, one collective task per device)");
+  app.add_option("--zero", options.zero,
+                 "ZeRO stage over the data-parallel devices: 3 shards every trained weight, its gradient and its optimizer state "
+                 "(the weight gathered before each use); 0 replicates them (stages 1 and 2 are not built)")
+      ->check(of::cli::between(0, 3))
+      ->needs(train);
   bool no_sharing = false;
   app.add_flag("--no-memory-sharing", no_sharing, "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
   std::string device_memory;
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
       eval_options.train = false;
       eval_options.gradients = false;
       eval_options.recompute = false;
+      eval_options.zero = 0;
       eval_options.micro_batches = 1;
       eval_options.eval_metrics = true;
       eval_options.devices = 1;  // evaluation runs on one device, from the same weights file
@@ -94,6 +100,9 @@ int main(int argc, char** argv) {
                c.tasks.regsts.size(), double(arena) / (1 << 20), weights);
     if (options.train)
       fmt::print("ofc: {} tensors train, {} frozen, {} state\n", c.training.weights.size(), c.training.frozen, c.training.state);
+    if (options.zero > 0)
+      fmt::print("ofc: --zero {}: {} weights sharded over {} data-parallel devices, {} left whole (no axis divides by {})\n", options.zero,
+                 c.parallel.zero_sharded, options.dp, c.parallel.zero_replicated, options.dp);
     return 0;
   });
 }

@@ -48,8 +48,15 @@ bool InsertTransfers::run(Compilation& c) {
   std::map<std::pair<RegstId, int32_t>, RegstId> mirror;  // (register, reading device) -> its mirror
   // (register, reading device) -> the blobs readers there read: what a mirror must carry.
   std::map<std::pair<RegstId, int32_t>, std::vector<uint8_t>> wanted;
+  auto rank_of = [&](RegstId r) { return tg.devices[size_t(device_of(r))].rank; };
   for (const Task& t : tg.tasks) {
-    if (t.kind == TaskKind::snapshot || t.kind == TaskKind::collective || is_remote_copy(tg, t, device_of)) continue;
+    if (t.kind == TaskKind::snapshot || is_remote_copy(tg, t, device_of)) continue;
+    // A collective task reads its rank's registers in place; one of another rank only paces it.
+    if (t.kind == TaskKind::collective) {
+      for (RegstId r : t.in_regsts)
+        if (rank_of(r) != tg.devices[size_t(t.device)].rank) wanted[{r, t.device}].resize(tg.regsts[size_t(r)].blobs.size(), 0);
+      continue;
+    }
     for (RegstId r : t.in_regsts)
       if (device_of(r) != t.device && !tg.regsts[size_t(r)].persistent) wanted[{r, t.device}].resize(tg.regsts[size_t(r)].blobs.size(), 0);
     for (const TaskInput& in : t.inputs)
@@ -68,15 +75,18 @@ bool InsertTransfers::run(Compilation& c) {
       t.kernel.clear();
       t.attrs = {};
       changed = true;
-    } else if (t.kind == TaskKind::collective) {
-      // Its reads stay where they are: boxing made it only where every source is on its rank.
-      for (RegstId r : t.in_regsts)
-        OF_ASSERT(tg.devices[size_t(device_of(r))].rank == tg.devices[size_t(t.device)].rank,
-                  "collective task '" + t.name + "' reads a register of another rank");
     } else if (t.kind != TaskKind::snapshot) {
       for (RegstId& r : t.in_regsts) {
         if (device_of(r) == t.device) continue;
         const Regst& from = tg.regsts[size_t(r)];
+        // A collective's reads stay where they are: boxing made it only where every source is on
+        // its rank. A register of another rank only paces it (the source's, for a gather of
+        // weights): that gets a mirror that carries nothing, as any reader's pacing register does.
+        if (t.kind == TaskKind::collective) {
+          if (rank_of(r) == tg.devices[size_t(t.device)].rank) continue;
+          OF_ASSERT(std::none_of(t.inputs.begin(), t.inputs.end(), [&](const TaskInput& in) { return in.kind == InputKind::regst && in.id == r; }),
+                    "collective task '" + t.name + "' reads a register of another rank");
+        }
         // A weight (persistent register) read on another device stays a direct read: a transfer
         // would have to carry its versions. One process only, until ranks need it (issue 12).
         if (from.persistent) continue;

@@ -13,7 +13,10 @@
 //    on a level where the work is split will need its gradient all-reduced, which is charged
 //    now. The dp level is data parallel by the user's word: there weights stay B and the data
 //    arrives split by rows; the tp level is left to the costs, and the Megatron pattern (column
-//    then row split, one reduction) is what they pick.
+//    then row split, one reduction) is what they pick. With --zero 3 a trained weight's home is
+//    split over the dp level instead (zero_home): its readers still take it B there, gathered
+//    from the shards (an all-gather per piece), and its update then takes the shard, so the
+//    gradient is reduce-scattered rather than all-reduced and the optimizer state is a shard too.
 // 3. Physical graph: per device a copy of each op with its local shapes; where a producer's
 //    layout differs from what a consumer needs, the boxing nodes in between.
 #include <algorithm>
@@ -73,6 +76,10 @@ class Parallelizer {
   // choose(n), then at once the deferred producers of what n reads (and theirs): so that a
   // weight's layout is fixed by its first reader, before the backward pass and the update weigh it.
   void choose_then_deferred(NodeId n);
+  // --zero 3: the home of trained weight v whose first reader takes it as `read`: split over the
+  // data-parallel level along an axis no other level splits (so that gathering it stays inside
+  // each group of the other levels), else any axis that divides; else `read` itself.
+  Layout zero_home(ValueId v, const Layout& read);
 
   Compilation& c_;
   Graph& g_;
@@ -184,6 +191,27 @@ void Parallelizer::place() {
   for (int32_t s = 0; s < o_.pp; ++s)
     if (ops_in[size_t(s)] == 0)
       fail({.file = file, .field = file.empty() ? "--pp" : "stages"}, "pipeline stage {} of {} would hold no forward op", s, o_.pp);
+}
+
+Layout Parallelizer::zero_home(ValueId v, const Layout& read) {
+  const Shape& shape = g_.values[size_t(v)].desc.shape;
+  size_t dp = levels_.size();
+  for (size_t l = 0; l < levels_.size(); ++l)
+    if (levels_[l].data_parallel) dp = l;
+  OF_ASSERT(dp < levels_.size() && read.sbp[dp].kind == Sbp::Kind::broadcast, "--zero 3 without a broadcast dp level: " + g_.values[size_t(v)].name);
+  for (const bool other_levels_may_split : {false, true})
+    for (size_t a = 0; a < shape.size(); ++a) {
+      if (shape[a] <= 1) continue;
+      const bool split_elsewhere = std::any_of(read.sbp.begin(), read.sbp.end(), [&](const Sbp& s) { return s.kind == Sbp::Kind::split && s.axis == int64_t(a); });
+      if (split_elsewhere && !other_levels_may_split) continue;
+      Layout home = read;
+      home.sbp[dp] = Sbp::S(int64_t(a));
+      if (!splits_evenly(shape, home.placement, home.sbp)) continue;
+      ++c_.parallel.zero_sharded;
+      return home;
+    }
+  ++c_.parallel.zero_replicated;
+  return read;
 }
 
 // A graph input arrives whole on device 0 (the data source); for costing, it is as if it came
@@ -316,7 +344,7 @@ void Parallelizer::choose(NodeId id) {
     if (producer >= 0 && deferred_[size_t(producer)]) continue;  // its producer makes it, later
     NdSbp sbp;
     for (const Signature& s : best_sigs) sbp.push_back(s.in[i]);
-    home_[size_t(v)] = Layout{p, sbp};
+    home_[size_t(v)] = o_.zero == 3 && trainable(v) ? zero_home(v, Layout{p, sbp}) : Layout{p, sbp};
   }
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] == kNoValue) continue;
@@ -532,6 +560,11 @@ void Parallelizer::run() {
 
 bool Parallelize::run(Compilation& c) {
   const CompileOptions& o = c.options;
+  if (o.zero == 1 || o.zero == 2)
+    fail({.field = "--zero"}, "stage {} is not built; --zero 3 shards weights, gradients and optimizer state over the data-parallel devices "
+         "(less memory than stage {}, the traffic of plain data parallelism with one micro-batch)", o.zero, o.zero);
+  if (o.zero != 0 && (o.zero != 3 || !o.train || o.dp < 2))
+    fail({.field = "--zero"}, "--zero {} needs --train and --dp 2 or more (it shards over the data-parallel devices)", o.zero);
   if (o.devices == 1 && o.dp == 1 && o.tp == 1 && o.pp == 1) return false;
   if (o.dp < 1 || o.tp < 1 || o.pp < 1) fail({.field = "--dp/--tp/--pp"}, "must each be at least 1");
   if (int64_t(o.dp) * o.tp * o.pp != o.devices)

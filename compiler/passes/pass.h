@@ -54,6 +54,10 @@ struct CompileOptions {
   // reading the others' registers directly (compiler/parallel/boxing.h); false: point to point
   // only (ofc --no-collectives), the same numbers with more tasks.
   bool collectives = true;
+  // ZeRO stage over the data-parallel devices (ofc --zero): 0 replicates every weight; 3 shards
+  // each trained weight, its gradient and its optimizer state by rows (or the first axis that
+  // divides), gathering the weight before its readers. Stages 1 and 2 are not built.
+  int32_t zero = 0;
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
@@ -71,6 +75,7 @@ struct ParallelInfo {
   std::vector<int32_t> stage_of_device = {0};
   std::vector<plan::TensorLayout> tensors;
   std::vector<plan::Boxing> boxings;
+  int64_t zero_sharded = 0, zero_replicated = 0;  // with --zero 3: weights sharded, and those left whole (no axis divides)
 };
 
 struct Compilation {

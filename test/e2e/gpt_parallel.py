@@ -16,13 +16,18 @@ nn.Linear head; sequences of 128) is defined here with seeded weights rather tha
             per pair.
   recompute on one device, dp=2 and dp=2 x tp=2: `ofc --recompute` gives the losses of the plan
             without it bit for bit, and a smaller arena (ofdump's planned peak).
-Usage: gpt_parallel.py --bin BUILD/cli --work DIR {torch,parallel,recompute,all}
+  zero      dp=2 and dp=2 x tp=2 with `ofc --zero 3` (weights, gradients and momentum split over
+            the dp devices): the losses and the checkpoint of the plan without it bit for bit,
+            within 1e-4 of PyTorch, the checkpoint loaded into the PyTorch model with
+            load_state_dict(strict=True), and a smaller largest device (ofdump's planned peak).
+Usage: gpt_parallel.py --bin BUILD/cli --work DIR {torch,parallel,recompute,zero,all}
 """
 import argparse
 import copy
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -109,7 +114,7 @@ def setup(work):
     return model, path, corpus, tokens
 
 
-def of_losses(bins, work, onnx_path, corpus, name, flags, micro_batches=1):
+def of_losses(bins, work, onnx_path, corpus, name, flags, micro_batches=1, run_flags=()):
     plan = os.path.join(work, name + ".ofp")
     run([os.path.join(bins, "ofc"), onnx_path, "-o", plan, "--train", "--loss", "cross_entropy",
          "--optimizer", f"sgd:lr={LR},momentum={MOMENTUM}", "--micro-batches", str(micro_batches)] + flags, work)
@@ -117,7 +122,7 @@ def of_losses(bins, work, onnx_path, corpus, name, flags, micro_batches=1):
     if os.path.exists(metrics):
         os.remove(metrics)
     run([os.path.join(bins, "ofrun"), plan, "--data", f"tokens:{corpus},dtype=uint16", "--steps", str(STEPS),
-         "--no-shuffle", "--metrics", metrics], work)
+         "--no-shuffle", "--metrics", metrics, *run_flags], work)
     return plan, [json.loads(line)["loss"] for line in open(metrics)]
 
 
@@ -230,11 +235,70 @@ def check_recompute(bins, work, onnx_path, corpus):
         sys.exit("gpt_parallel: failed: " + "; ".join(failed))
 
 
+def largest_device(bins, work, plan):
+    return max(a["peak"] for a in json.loads(run([os.path.join(bins, "ofdump"), "--json", plan], work))["arenas"])
+
+
+def read_checkpoint(directory):
+    """The newest step's model.safetensors of an `ofrun --checkpoint` directory, as raw bytes and as
+    a state dict (read here: Debian has no safetensors package)."""
+    with open(os.path.join(directory, "latest")) as f:
+        path = os.path.join(directory, f.read().strip(), "model.safetensors")
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    state = {}
+    for key, e in header.items():
+        if key == "__metadata__":
+            continue
+        dtype = {"F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "BOOL": np.dtype("?")}.get(e["dtype"])
+        if dtype is None:
+            sys.exit(f"gpt_parallel: {path}: {key} is {e['dtype']}, not F32, I64 or BOOL")
+        begin, end = e["data_offsets"]
+        data = np.frombuffer(raw, dtype=dtype, count=(end - begin) // dtype.itemsize, offset=8 + n + begin)
+        state[key] = torch.from_numpy(data.copy()).reshape(e["shape"])
+    return raw, state
+
+
+def check_zero(bins, work, model, onnx_path, corpus, tokens):
+    want = torch_losses(model, tokens)
+    configs = [("dp=2", ["--devices", "2:cpu", "--dp", "2"]), ("dp=2 x tp=2", ["--devices", "4:cpu", "--dp", "2", "--tp", "2"])]
+    failed = []
+    for name, flags in configs:
+        tag = name.replace(" ", "").replace("=", "")
+        runs = {}
+        for zero in ("0", "3"):
+            ckpt = os.path.join(work, f"ckpt_{tag}_zero{zero}")
+            shutil.rmtree(ckpt, ignore_errors=True)
+            plan, losses = of_losses(bins, work, onnx_path, corpus, f"zero{zero}_{tag}", flags + ["--zero", zero],
+                                     run_flags=["--checkpoint", ckpt])
+            runs[zero] = (plan, losses) + read_checkpoint(ckpt)
+        (plain, kept, kept_raw, _), (sharded, got, got_raw, state) = runs["0"], runs["3"]
+        before, after = largest_device(bins, work, plain), largest_device(bins, work, sharded)
+        w = worst(got, want)
+        print(f"zero: {name}: losses {'equal' if kept == got else 'DIFFER'} to the plan without --zero over {len(got)} steps, "
+              f"checkpoint {'equal' if kept_raw == got_raw else 'DIFFERS'}, worst relative difference to PyTorch {w:.2e}, "
+              f"largest device {before / 2**20:.1f} -> {after / 2**20:.1f} MiB")
+        if len(got) != STEPS or got != kept:
+            failed.append(f"{name}: losses {got} with --zero 3, {kept} without")
+        if got_raw != kept_raw:
+            failed.append(f"{name}: the checkpoint differs from the one without --zero")
+        if w > 1e-4:
+            failed.append(f"{name}: {w:.2e} from PyTorch")
+        if after >= before:
+            failed.append(f"{name}: largest device {after} bytes with --zero 3, {before} without")
+        trained = copy.deepcopy(model)
+        trained.load_state_dict(state, strict=True)  # raises on a missing, extra or misshapen tensor
+    if failed:
+        sys.exit("gpt_parallel: failed: " + "; ".join(failed))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
-    p.add_argument("check", choices=["torch", "parallel", "recompute", "all"])
+    p.add_argument("check", choices=["torch", "parallel", "recompute", "zero", "all"])
     a = p.parse_args()
     torch.set_num_threads(2)
     model, onnx_path, corpus, tokens = setup(a.work)
@@ -244,6 +308,8 @@ def main():
         check_parallel(a.bin, a.work, model, onnx_path, corpus, tokens)
     if a.check in ("recompute", "all"):
         check_recompute(a.bin, a.work, onnx_path, corpus)
+    if a.check in ("zero", "all"):
+        check_zero(a.bin, a.work, model, onnx_path, corpus, tokens)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,76 @@ TEST_CASE("parallel: a data-parallel plan on 64 devices has O(devices x ops) tas
   }
 }
 
+// ZeRO stage 3 (ofc --zero 3): each trained weight, its gradient and its optimizer state live
+// split over the data-parallel devices; readers get the weight gathered, the update its shard of
+// the reduce-scattered gradient. The same sums in the same order as plain data parallelism, so
+// the same losses and the same checkpoint bit for bit, with a smaller share of each device.
+TEST_CASE("parallel: --zero 3 shards weights and gradients and Adam state over dp with the losses and checkpoint of plain dp bit for bit", "[e2e][parallel]") {
+  TempDir d;
+  const std::string adam = " --train --loss cross_entropy --optimizer adamw:lr=0.001 ";
+  auto compile = [&](const std::string& flags, const std::string& name) {
+    CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / name) + adam + flags, d);
+    INFO(c.err);
+    REQUIRE(c.exit_code == 0);
+    return std::make_pair(d / name, c.out);
+  };
+  auto kind_bytes = [&](const json& plan, const char* kind) {
+    uint64_t most = 0;
+    for (const json& a : plan.at("arenas")) most = std::max(most, a.at("kinds").value(kind, uint64_t(0)));
+    return most;
+  };
+  for (const std::string flags : {"--devices 2:cpu --dp 2", "--devices 4:cpu --dp 4", "--devices 4:cpu --dp 2 --tp 2",
+                                  "--devices 4:cpu --dp 2 --pp 2 --micro-batches 4", "--devices 2:cpu --dp 2 --micro-batches 3",
+                                  "--devices 2x2:cpu --dp 2 --tp 2"}) {
+    INFO(flags);
+    const auto [plain, plain_out] = compile(flags, "plain.ofp");
+    const auto [zero, zero_out] = compile(flags + " --zero 3", "zero.ofp");
+    CHECK(zero_out.find("weights sharded over") != std::string::npos);
+    const json p = dump_json(d, plain), z = dump_json(d, zero);
+    // fc2.weight [1024, 1024]: split over dp (the first level), as its Adam state is; B without.
+    auto dp_level = [](const std::string& sbp) { return sbp.substr(sbp[0] == '(' ? 1 : 0, 1); };
+    CHECK(dp_level(sbp_of(z, "fc2.weight")) == "S");
+    CHECK(sbp_of(z, "fc2.weight.exp_avg") == sbp_of(z, "fc2.weight"));
+    CHECK(dp_level(sbp_of(p, "fc2.weight")) == "B");
+    // Every device holds at most 1/dp of the weights and Adam state (+ the few left whole).
+    const int dp = flags.find("--dp 4") != std::string::npos ? 4 : 2;
+    INFO("weights " << kind_bytes(z, "weights") << " of " << kind_bytes(p, "weights") << ", state " << kind_bytes(z, "optimizer state")
+                    << " of " << kind_bytes(p, "optimizer state"));
+    CHECK(kind_bytes(z, "weights") <= kind_bytes(p, "weights") / dp + 64 * 1024);
+    CHECK(kind_bytes(z, "optimizer state") <= kind_bytes(p, "optimizer state") / dp + 64 * 1024);
+    std::filesystem::remove_all(d / "ck_plain");
+    std::filesystem::remove_all(d / "ck_zero");
+    const std::vector<double> want = train_losses(d, plain, 6, "--checkpoint " + (d / "ck_plain"));
+    const std::vector<double> got = train_losses(d, zero, 6, "--checkpoint " + (d / "ck_zero"));
+    REQUIRE(got.size() == 6);
+    CHECK(got == want);
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+      INFO(file);
+      CHECK(slurp((d / "ck_zero") + "/step-00000006/" + file) == slurp((d / "ck_plain") + "/step-00000006/" + file));
+    }
+  }
+  // A checkpoint of a ZeRO plan resumes on a plain one and the reverse, as if never stopped.
+  const auto [plain, plain_out] = compile("--devices 2:cpu --dp 2", "plain.ofp");
+  const auto [zero, zero_out] = compile("--devices 2:cpu --dp 2 --zero 3", "zero.ofp");
+  const std::vector<double> straight = train_losses(d, plain, 8);
+  for (const auto& [first, then] : {std::make_pair(zero, plain), std::make_pair(plain, zero)}) {
+    std::filesystem::remove_all(d / "ck");
+    train_losses(d, first, 4, "--checkpoint " + (d / "ck"));
+    const std::vector<double> resumed = train_losses(d, then, 8, "--checkpoint " + (d / "ck") + " --resume");
+    REQUIRE(resumed.size() >= 4);
+    CHECK(std::vector<double>(resumed.end() - 4, resumed.end()) == std::vector<double>(straight.begin() + 4, straight.end()));
+  }
+  // What is not built, or cannot shard, is refused in one line.
+  for (const char* bad : {"--devices 2:cpu --dp 2 --zero 1", "--devices 2:cpu --dp 2 --zero 2", "--devices 2:cpu --tp 2 --zero 3", "--zero 3"}) {
+    CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "bad.ofp") + adam + bad, d);
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("--zero") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(!std::filesystem::exists(d / "bad.ofp"));
+  }
+}
+
 TEST_CASE("parallel: --devices RxD:cpu places devices on ranks and gives the losses of the same plan on one rank", "[e2e][parallel]") {
   TempDir d;
   const std::string ranked = compile_mlp(d, "--devices 2x2:cpu --dp 2 --pp 2 --micro-batches 2", "ranked.ofp");

@@ -32,6 +32,8 @@ CONFIGS = {  # name: (ofc flags, micro-batches)
     "dp4": ("--devices 4x1:cpu --dp 4", 1),
     "dp2xpp2-4ranks": ("--devices 4x1:cpu --dp 2 --pp 2", 4),
     "dp2xtp2-4ranks": ("--devices 4x1:cpu --dp 2 --tp 2", 1),
+    # ZeRO 3: each rank holds half of every weight; the gathers cross ranks point to point.
+    "dp2xtp2-zero3": ("--devices 2x2:cpu --dp 2 --tp 2 --zero 3", 1),
 }
 STEPS = 6
 
@@ -415,7 +417,7 @@ def check_infer(args):
         print(f"ranks infer {config}: {outputs['one'].shape[0]} rows over sm and tcp identical to one process")
 
 
-CHECKS = {f"mlp:{c}": (lambda c: lambda a: check_config(a, "mlp", c))(c) for c in ["dp2", "tp2", "pp2", "dp2xtp2", "dp2xpp2"]}
+CHECKS = {f"mlp:{c}": (lambda c: lambda a: check_config(a, "mlp", c))(c) for c in ["dp2", "tp2", "pp2", "dp2xtp2", "dp2xtp2-zero3", "dp2xpp2"]}
 CHECKS.update({
     "cnn:dp2xpp2-4ranks": lambda a: check_config(a, "cnn", "dp2xpp2-4ranks"),
     "lm:dp2xtp2-4ranks": lambda a: check_config(a, "lm", "dp2xtp2-4ranks"),

@@ -91,6 +91,9 @@ CHECK is one of:
                 the model alone (BatchNorm normalizes it with its own statistics), the gradient is
                 the mean of the halves', and the running statistics are rank 0's (DDP broadcasts
                 them from rank 0), which is what `of`'s checkpoint must hold.
+  zero3-sgd     As dp2-sgd / dp2-adamw, with ofc --zero 3 (every weight, its gradient and its
+  zero3-adamw   optimizer state split over the two devices, the weight gathered before use): the
+                same reference, the same tolerances, the same strict checkpoint load.
 
 Exit status: 0 pass (summary lines), 1 mismatch (both sides' numbers printed), 2 bad
 arguments or a tool failure (the tool's error line printed; a failing torch.onnx.export counts
@@ -150,8 +153,8 @@ def optimizers(lr_scale):
         "train-adamw": (f"adamw:lr={adamw!r},weight_decay=0.01",
                         lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=0.01)),
     }
-CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw"]
-DP = 2  # devices of the dp2-* checks
+CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw"]
+DP = 2  # devices of the dp2-* and zero3-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
@@ -909,8 +912,9 @@ def referee_runs(name, check, ref, make_opt, features, labels, parts):
 
 
 def check_train(args, name, m, work, check):
-    parts = DP if check.startswith("dp2-") else 1
-    optimizer, make_opt = optimizers(m.lr_scale)[check.replace("dp2-", "train-")]
+    parts = DP if check.startswith(("dp2-", "zero3-")) else 1
+    zero = ["--zero", "3"] if check.startswith("zero3-") else []
+    optimizer, make_opt = optimizers(m.lr_scale)["train-" + check.split("-", 1)[1]]
     model = m.train.train()
     # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
     ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
@@ -920,7 +924,7 @@ def check_train(args, name, m, work, check):
     restore_initializers(proto, ref.state_dict(), path)
     plan = os.path.join(work, "t.ofp")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
-         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []))
+         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero)
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
          "--checkpoint", ck)

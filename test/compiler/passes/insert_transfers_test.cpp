@@ -134,6 +134,37 @@ TEST_CASE("insert_transfers: a register that only paces a task on another device
   CHECK(g.tasks[3].in_regsts == std::vector<RegstId>{m.id});
 }
 
+// A collective task reads its own rank's registers in place; the source's register of another
+// rank only paces it (as it paces a gather of weights, which reads only persistent registers).
+TEST_CASE("insert_transfers: a collective paced by another rank's register gets a mirror without blobs and keeps its own rank's reads", "[compiler]") {
+  Compilation c = two_device_graph();
+  TaskGraph& g = c.tasks;
+  g.devices = {DeviceRef{.rank = 0, .index = 0}, DeviceRef{.rank = 1, .index = 0}};
+  Task& part = g.tasks[2];  // relu on device 1 becomes a collective reading x's copy there
+  part.kind = TaskKind::collective;
+  part.kernel = part.op = "collective_part";
+  part.inputs = {{InputKind::regst, 1, 0}};
+  part.in_regsts = {1, 0};
+  g.regsts[0].consumers = {1, 2};
+  g.regsts[1].consumers = {2, 3};
+  REQUIRE(InsertTransfers().run(c));
+  check_local(g);
+  auto it = std::find_if(g.tasks.begin(), g.tasks.end(), [](const Task& t) { return t.kind == TaskKind::collective; });
+  REQUIRE(it != g.tasks.end());
+  REQUIRE(it->in_regsts.size() == 2);
+  CHECK(it->in_regsts[0] == 1);  // read in place
+  const Regst& m = g.regsts[size_t(it->in_regsts[1])];
+  CHECK(g.tasks[size_t(m.producer)].name == "source/transfer/d1");
+  CHECK(m.blobs.empty());
+  CHECK(it->inputs[0].id == 1);
+
+  // Reading a blob of another rank's register is boxing's bug, not something to mirror.
+  Compilation bad = two_device_graph();
+  bad.tasks.devices = {DeviceRef{.rank = 0, .index = 0}, DeviceRef{.rank = 1, .index = 0}};
+  bad.tasks.tasks[2].kind = TaskKind::collective;
+  CHECK_THROWS_WITH(InsertTransfers().run(bad), Catch::Contains("collective task 'relu' reads a register of another rank"));
+}
+
 TEST_CASE("insert_transfers: a one-device plan is left as it is", "[compiler]") {
   Compilation c = two_device_graph();
   for (Task& t : c.tasks.tasks) t.device = 0;
@@ -150,11 +181,11 @@ TEST_CASE("insert_transfers: a one-device plan is left as it is", "[compiler]") 
 TEST_CASE("insert_transfers: compiled dp tp and pp plans touch only their own devices", "[compiler]") {
   struct Case {
     const char* model;
-    int32_t dp, tp, pp, micro_batches;
+    int32_t dp, tp, pp, micro_batches, ranks = 1, zero = 0;
   };
   for (const Case& k : {Case{"mlp.onnx", 2, 1, 1, 1}, Case{"mlp.onnx", 1, 2, 1, 1}, Case{"mlp.onnx", 1, 1, 2, 2},
-                        Case{"mlp.onnx", 2, 2, 1, 1}, Case{"cnn.onnx", 2, 1, 1, 1}}) {
-    INFO(k.model << " dp " << k.dp << " tp " << k.tp << " pp " << k.pp);
+                        Case{"mlp.onnx", 2, 2, 1, 1}, Case{"cnn.onnx", 2, 1, 1, 1}, Case{"mlp.onnx", 2, 2, 1, 1, 2, 3}}) {
+    INFO(k.model << " dp " << k.dp << " tp " << k.tp << " pp " << k.pp << " ranks " << k.ranks << " zero " << k.zero);
     CompileOptions o;
     o.loss = "cross_entropy";
     o.train = true;
@@ -163,6 +194,8 @@ TEST_CASE("insert_transfers: compiled dp tp and pp plans touch only their own de
     o.tp = k.tp;
     o.pp = k.pp;
     o.micro_batches = k.micro_batches;
+    o.ranks = k.ranks;
+    o.zero = k.zero;
     Compilation c = compile_model(fixture(k.model), o);
     check_local(c.tasks);
     CHECK(std::any_of(c.tasks.tasks.begin(), c.tasks.tasks.end(), [](const Task& t) { return t.kind == TaskKind::transfer; }));

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// parallelize with --zero 3 on compiled MLP plans: which weights are split over the data-parallel
+// level and along which axis, how their gradients and readers are boxed, and what is refused.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "compiler/compile.h"
+#include "compiler/passes/pass.h"
+
+using namespace of::compiler;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(OF_FIXTURES_DIR) + "/" + name; }
+
+Compilation compile_mlp(int32_t dp, int32_t tp, int32_t zero) {
+  CompileOptions o;
+  o.loss = "cross_entropy";
+  o.train = true;
+  o.optimizer = "adam";
+  o.devices = dp * tp;
+  o.dp = dp;
+  o.tp = tp;
+  o.zero = zero;
+  return compile_model(fixture("mlp.onnx"), o);
+}
+
+std::string sbp_of(const Compilation& c, const std::string& tensor) {
+  for (const auto& t : c.parallel.tensors)
+    if (t.name == tensor) return t.sbp;
+  return "(not in the plan)";
+}
+
+int count_boxings(const Compilation& c, const std::string& tensor, const std::string& kind) {
+  return int(std::count_if(c.parallel.boxings.begin(), c.parallel.boxings.end(),
+                           [&](const auto& b) { return b.tensor == tensor && b.kind == kind; }));
+}
+
+}  // namespace
+
+TEST_CASE("zero: weights and their optimizer state split over dp by rows and a tensor dp does not divide stays whole", "[compiler]") {
+  // mlp.onnx: fc1 784->1024, fc2 1024->1024, fc3 1024->10 (nn.Linear weights are [out, in]).
+  const Compilation c = compile_mlp(4, 1, 3);
+  CHECK(c.parallel.zero_sharded == 5);
+  CHECK(c.parallel.zero_replicated == 1);
+  for (const char* w : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    INFO(w);
+    CHECK(sbp_of(c, w) == "S(0)");
+    CHECK(sbp_of(c, std::string(w) + ".exp_avg") == "S(0)");
+    CHECK(sbp_of(c, std::string(w) + ".exp_avg_sq") == "S(0)");
+  }
+  CHECK(sbp_of(c, "fc3.weight") == "S(1)");  // 10 rows do not split 4 ways; 1024 columns do
+  CHECK(sbp_of(c, "fc3.bias") == "B");       // [10]: no axis divides by 4
+  // The gradient of a split weight is reduce-scattered to its update, never all-reduced; the
+  // weight is gathered for its readers. A whole one is all-reduced as in plain dp.
+  const Compilation plain = compile_mlp(4, 1, 0);
+  for (const std::string grad : {"/fc2/Gemm/GemmGrad_12", "/fc1/Gemm/GemmGrad_15"}) {
+    INFO(grad);
+    CHECK(count_boxings(c, grad, "reduce-scatter") == 1);
+    CHECK(count_boxings(c, grad, "all-reduce") == 0);
+    CHECK(count_boxings(plain, grad, "all-reduce") == 1);
+  }
+  CHECK(count_boxings(c, "fc2.weight", "all-gather") == 1);
+  CHECK(count_boxings(plain, "fc2.weight", "all-gather") == 0);
+  CHECK(count_boxings(c, "fc3.bias", "all-gather") == 0);
+}
+
+TEST_CASE("zero: with tp the dp split takes an axis tp leaves alone so that gathers stay inside each tp group", "[compiler]") {
+  const Compilation c = compile_mlp(2, 2, 3);
+  // Megatron: fc1 by rows over tp, fc2 by columns; dp then splits the other axis.
+  CHECK(sbp_of(c, "fc1.weight") == "(S(1), S(0))");
+  CHECK(sbp_of(c, "fc2.weight") == "(S(0), S(1))");
+  // A bias tp splits has no other axis: dp splits it further along the same one.
+  CHECK(sbp_of(c, "fc1.bias") == "(S(0), S(0))");
+}
+
+TEST_CASE("zero: stages 1 and 2 and ZeRO without data parallelism are refused naming --zero", "[compiler]") {
+  for (const auto& [dp, tp, zero] : {std::tuple{2, 1, 1}, std::tuple{2, 1, 2}, std::tuple{1, 2, 3}, std::tuple{1, 1, 3}}) {
+    INFO("dp " << dp << " tp " << tp << " zero " << zero);
+    CHECK_THROWS_WITH(compile_mlp(dp, tp, zero), Catch::Contains("--zero"));
+  }
+}
