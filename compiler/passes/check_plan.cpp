@@ -150,9 +150,19 @@ bool CheckPlan::run(Compilation& c) {
   }
   if (c.options.device_memory > 0)
     for (const Arena& a : tg.arenas)
-      if (a.bytes > c.options.device_memory)
-        fail({.field = "--device-memory"}, "device {} needs {} ({} bytes, its arena's peak), more than the {} given; largest: {}",
-             plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(c.options.device_memory), largest_items(c, a.id));
+      if (a.bytes > c.options.device_memory) {
+        // What the user can do about it, where the plan says how much it would give.
+        std::string options;
+        if (c.options.train && c.options.dp > 1 && c.options.zero == 0) {
+          uint64_t kept = 0;  // weights and optimizer state: the persistent registers here
+          for (const Regst& r : tg.regsts) kept += r.arena == a.id && r.persistent ? r.slot_bytes : 0;
+          options += fmt::format("; --zero 3 would split its {} of weights and optimizer state over the {} data-parallel devices", human(kept),
+                                 c.options.dp);
+        }
+        if (c.options.train && !c.options.recompute) options += "; --recompute would make cheap activations again instead of keeping them";
+        fail({.field = "--device-memory"}, "device {} needs {} ({} bytes, its arena's peak), more than the {} given; largest: {}{}",
+             plan::device_label(tg, a.device), human(a.bytes), a.bytes, human(c.options.device_memory), largest_items(c, a.id), options);
+      }
   check_no_deadlock(tg, deadlock_check_pieces(tg, c.options));
   // The rule ofrun holds a plan to before it shares bytes: a plan ofc writes always passes it.
   try {

@@ -52,9 +52,10 @@ void add_input(TaskGraph& tg, Task& t, TaskInput in) {
 bool LowerToTasks::run(Compilation& c) {
   const Graph& g = c.graph;
   TaskGraph tg;
-  const int32_t per_rank = c.options.ranks > 0 && c.parallel.devices % c.options.ranks == 0 ? c.parallel.devices / c.options.ranks : c.parallel.devices;
+  const std::vector<int32_t> rank = rank_of_devices(c.options, c.parallel.devices);
   for (int32_t d = 0; d < c.parallel.devices; ++d) {
-    tg.devices.push_back(DeviceRef{.rank = d / per_rank, .kind = 0, .index = d % per_rank});
+    const auto first_of_rank = int32_t(std::find(rank.begin(), rank.end(), rank[size_t(d)]) - rank.begin());
+    tg.devices.push_back(DeviceRef{.rank = rank[size_t(d)], .kind = 0, .index = d - first_of_rank});
     tg.arenas.push_back(Arena{.id = d, .device = d, .bytes = 0});
   }
   const int32_t slots = c.options.slots;

@@ -100,6 +100,7 @@ class Parallelizer {
   // Transpose would fix its matmul's layout before the matmul could weigh it).
   std::vector<bool> deferred_;
   std::vector<ValueId> weights_;
+  std::vector<int32_t> rank_of_device_;  // per device (lower_to_tasks places ranks alike)
 };
 
 void Parallelizer::choose_then_deferred(NodeId n) {
@@ -414,11 +415,6 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
   std::vector<ValueId> out = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
   const std::vector<Layout> route = boxing_route(val.desc, from, want);
   const size_t first_node = phys_.nodes.size();
-  std::vector<int32_t> rank_of_device;
-  if (o_.collectives) {
-    const int32_t per_rank = o_.ranks > 0 && c_.parallel.devices % o_.ranks == 0 ? c_.parallel.devices / o_.ranks : c_.parallel.devices;
-    for (int32_t d = 0; d < c_.parallel.devices; ++d) rank_of_device.push_back(d / per_rank);
-  }
   uint64_t bytes = 0;
   for (size_t k = 0; k + 1 < route.size(); ++k) {
     const BoxingPlan plan = plan_boxing(val.desc, route[k], route[k + 1]);
@@ -426,7 +422,7 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
       fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
            want.placement.str(), sbp_str(from.sbp), from.placement.str());
     out = lower_boxing(phys_, plan, val.desc, route[k], route[k + 1], out, fmt::format("{}/boxing{}", val.name, k ? std::to_string(k) : ""),
-                       o_.collectives ? &rank_of_device : nullptr);
+                       o_.collectives ? &rank_of_device_ : nullptr);
     for (size_t j = 0; j < out.size(); ++j) {
       phys_.values[size_t(out[j])].logical = v;
       phys_.values[size_t(out[j])].shard_begin = local_region(val.desc.shape, route[k + 1].placement, route[k + 1].sbp, j).begin;
@@ -455,6 +451,7 @@ bool Parallelizer::read_by_backward(NodeId id) const {
 }
 
 void Parallelizer::run() {
+  rank_of_device_ = rank_of_devices(o_, c_.parallel.devices);
   place();
   for (const auto& [w, grad] : c_.training.weights) weights_.push_back(w);
   home_.assign(g_.values.size(), std::nullopt);

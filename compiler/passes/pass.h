@@ -78,6 +78,15 @@ struct ParallelInfo {
   int64_t zero_sharded = 0, zero_replicated = 0;  // with --zero 3: weights sharded, and those left whole (no axis divides)
 };
 
+// The rank of each of `devices` devices: --devices RxD:cpu puts device d on rank d / D; a plan
+// whose device count the ranks do not divide (or no ranks given) is one rank.
+inline std::vector<int32_t> rank_of_devices(const CompileOptions& o, int32_t devices) {
+  const int32_t per_rank = o.ranks > 0 && devices % o.ranks == 0 ? devices / o.ranks : devices;
+  std::vector<int32_t> rank(static_cast<size_t>(devices), 0);
+  for (int32_t d = 0; d < devices; ++d) rank[size_t(d)] = d / per_rank;
+  return rank;
+}
+
 struct Compilation {
   Graph graph;
   Graph logical;  // a parallel plan's logical graph (graph is then per device); else empty
