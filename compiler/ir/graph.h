@@ -23,7 +23,12 @@ struct Value {
   bool known = false;                       // desc filled in (by import or infer-shapes)
   NodeId producer = -1;                     // -1: graph input or constant
   std::vector<NodeId> consumers;
-  std::optional<std::vector<uint8_t>> data; // constant contents (initializer or Constant node)
+  // Contents known at compile time (an initializer, a Constant node's, optimizer state): present
+  // means the value is a constant or a stored tensor. Empty where the bytes are held elsewhere,
+  // so that ofc keeps one copy of the model however many devices it plans for: optimizer state
+  // (zeros, which the runtime writes) and, in a parallel graph, every box of a logical value (the
+  // weights file stores the logical tensor; see `logical`). contents() says which.
+  std::optional<std::vector<uint8_t>> data;
   bool graph_input = false;
   bool graph_output = false;
   // Read from the model file's initializers (a parameter or buffer, or a tensor the exporter
@@ -39,6 +44,12 @@ struct Value {
   // checkpoints hold the logical tensors; each device loads and saves its box.
   ValueId logical = -1;
   std::vector<int64_t> shard_begin;
+
+  // The bytes a constant holds here: its data when that is whole, else null (no contents, or
+  // contents held elsewhere). A pass that reads a constant's values must use this.
+  const std::vector<uint8_t>* contents() const {
+    return data && data->size() == size_t(desc.bytes()) ? &*data : nullptr;
+  }
 };
 
 struct Node {

@@ -459,7 +459,7 @@ bool try_fold(Graph& g, Node& node) {
     const Value& v = g.values[size_t(node.inputs[i])];
     if (!v.known) return false;
     if (!shape_only) {
-      if (!v.data || is_parameter(g, v) || !readable(v.desc.dtype) || numel(v.desc.shape) > kMaxFoldElements) return false;
+      if (!v.contents() || is_parameter(g, v) || !readable(v.desc.dtype) || numel(v.desc.shape) > kMaxFoldElements) return false;
       if (int64_t(v.desc.shape.size()) > kMaxFoldRank) return false;
       for (int64_t d : v.desc.shape)
         if (d > kMaxFoldElements) return false;

@@ -62,9 +62,10 @@ ValueId GradCtx::constant(Shape shape, const std::vector<float>& values) {
 
 std::optional<std::vector<float>> GradCtx::const_floats(ValueId v) const {
   const Value& val = g_.values[size_t(v)];
-  if (!val.data || val.desc.dtype != DType::f32) return std::nullopt;
-  std::vector<float> out(val.data->size() / 4);
-  std::memcpy(out.data(), val.data->data(), out.size() * 4);
+  const std::vector<uint8_t>* bytes = val.contents();
+  if (!bytes || val.desc.dtype != DType::f32) return std::nullopt;
+  std::vector<float> out(bytes->size() / 4);
+  std::memcpy(out.data(), bytes->data(), out.size() * 4);
   return out;
 }
 

@@ -19,7 +19,7 @@ const TensorDesc& OpCtx::in(size_t i) const {
 const std::vector<uint8_t>* OpCtx::const_data(size_t i) const {
   if (!has_in(i)) return nullptr;
   const Value& v = g_.values[node_.inputs[i]];
-  return v.data ? &*v.data : nullptr;
+  return v.contents();
 }
 
 std::vector<int64_t> OpCtx::const_ints(size_t i) const {

@@ -81,6 +81,18 @@ ValueId add_zeros(Graph& g, const std::string& name, const TensorDesc& desc) {
   return v;
 }
 
+// Optimizer state: zeros the runtime writes at the start of a run, never stored in the weights
+// file, so the compiler holds no bytes for it (Adam's two moments would double ofc's memory).
+ValueId add_optimizer_state(Graph& g, const std::string& name, const TensorDesc& desc) {
+  const ValueId v = g.add_value(name);
+  Value& val = g.values[size_t(v)];
+  val.desc = desc;
+  val.known = true;
+  val.data = std::vector<uint8_t>();
+  val.optimizer_state = true;
+  return v;
+}
+
 // The running-statistics update after a batch_norm_train node (see the file comment).
 void add_batch_norm_update(Compilation& c, NodeId bn) {
   Graph& g = c.graph;
@@ -183,8 +195,7 @@ bool AddOptimizer::run(Compilation& c) {
     if (o.micro_batches == 1 && g.values[size_t(dw)].producer >= 0) g.nodes[size_t(g.values[size_t(dw)].producer)].slots = 1;
     std::vector<ValueId> inputs{w, grad};
     for (const std::string& s : opt.state_names) {
-      inputs.push_back(add_zeros(g, wname + "." + s, desc));
-      g.values[size_t(inputs.back())].optimizer_state = true;
+      inputs.push_back(add_optimizer_state(g, wname + "." + s, desc));
     }
     const size_t tensors = inputs.size();
     inputs.push_back(step_lr);

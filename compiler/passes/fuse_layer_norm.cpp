@@ -35,9 +35,10 @@ std::optional<std::vector<int64_t>> mean_axes(const Graph& g, const Node& n) {
   if (n.inputs.size() == 2) {
     if (n.attrs.has("axes") || n.inputs[1] == kNoValue) return std::nullopt;
     const Value& a = g.values[size_t(n.inputs[1])];
-    if (!a.data || a.graph_input || a.desc.dtype != DType::i64 || a.data->size() % 8 != 0) return std::nullopt;
-    std::vector<int64_t> axes(a.data->size() / 8);
-    if (!axes.empty()) std::memcpy(axes.data(), a.data->data(), a.data->size());
+    const std::vector<uint8_t>* bytes = a.contents();
+    if (!bytes || a.graph_input || a.desc.dtype != DType::i64 || bytes->size() % 8 != 0) return std::nullopt;
+    std::vector<int64_t> axes(bytes->size() / 8);
+    if (!axes.empty()) std::memcpy(axes.data(), bytes->data(), bytes->size());
     if (axes.empty()) return std::nullopt;
     return axes;
   }

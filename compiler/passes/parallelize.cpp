@@ -392,10 +392,9 @@ std::vector<ValueId> Parallelizer::shards_at(ValueId v, const Layout& h) {
     x.graph_input = val.graph_input;
     x.logical = v;
     x.shard_begin = r.begin;
-    if (val.data) {
-      x.data = std::vector<uint8_t>(size_t(x.desc.bytes()));
-      copy_box_out(val.data->data(), val.desc.shape, r.begin, r.size, size_t(dtype_size(val.desc.dtype)), x.data->data());
-    }
+    // A box of a constant or stored tensor holds no bytes: the weights file stores the logical
+    // tensor once and each device loads its box (one copy of the model in ofc, not one per device).
+    if (val.data) x.data = std::vector<uint8_t>();
     if (val.graph_input) phys_.inputs.push_back(pv);
     out.push_back(pv);
   }

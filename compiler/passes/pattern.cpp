@@ -9,9 +9,10 @@ namespace of::compiler::pattern {
 std::optional<float> scalar(const Graph& g, ValueId v) {
   if (v == kNoValue) return std::nullopt;
   const Value& val = g.values[size_t(v)];
-  if (!val.data || val.graph_input || val.desc.dtype != DType::f32 || val.data->size() != 4) return std::nullopt;
+  const std::vector<uint8_t>* bytes = val.contents();
+  if (!bytes || val.graph_input || val.desc.dtype != DType::f32 || bytes->size() != 4) return std::nullopt;
   float x;
-  std::memcpy(&x, val.data->data(), 4);
+  std::memcpy(&x, bytes->data(), 4);
   return x;
 }
 

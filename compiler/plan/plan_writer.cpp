@@ -56,7 +56,7 @@ WeightsFile serialize_weights(const Compilation& c, const std::string& name) {
     if (starts_as_zeros(c, *val)) return;
     const ValueId whole = val->logical >= 0 ? val->logical : ValueId(-2 - tensor);
     if (val->logical >= 0) val = &c.logical.values[size_t(val->logical)];
-    OF_ASSERT(val->data.has_value(), "stored tensor without contents: " + key);
+    OF_ASSERT(val->contents(), "stored tensor without contents: " + key);
     auto [it, fresh] = stored_as.emplace(key, whole);
     OF_ASSERT(fresh || it->second == whole, "two stored tensors named " + key);
     if (!fresh) return;
