@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // ofc: compile an ONNX model into a plan (and its weights file beside it).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fmt/core.h>
 
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
 #include "common/output_paths.h"
 #include "compiler/compile.h"
+#include "compiler/memory_options.h"
 #include "compiler/plan/plan_writer.h"
 
 int main(int argc, char** argv) {
@@ -58,7 +60,13 @@ int main(int argc, char** argv) {
   bool no_sharing = false;
   app.add_flag("--no-memory-sharing", no_sharing, "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
   std::string device_memory;
-  app.add_option("--device-memory", device_memory, "memory each device may use, e.g. 512MiB or 16GB (default: unlimited)");
+  app.add_option("--device-memory", device_memory,
+                 "memory each device may use, e.g. 512MiB or 16GB (default: unlimited); a plan that does not fit is refused, "
+                 "naming what --recompute and --zero 3 would need");
+  bool record_options = false;
+  app.add_flag("--memory-options", record_options,
+               "compile again with --recompute, --zero 3 and both, and record each device's peak under each in the plan (ofdump --memory)")
+      ->needs(train);
   of::cli::add_version(app, "ofc");
   if (auto status = of::cli::parse(app, "ofc", argc, argv)) return *status;
   return of::cli::guarded_main("ofc", [&] {
@@ -76,7 +84,19 @@ int main(int argc, char** argv) {
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
     if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;
-    of::compiler::Compilation c = of::compiler::compile_model(model, options);
+    of::compiler::Compilation c = [&] {
+      try {
+        return of::compiler::compile_model(model, options);
+      } catch (const of::Error& e) {
+        // A training plan beyond --device-memory: say what each option would need, compiled.
+        if (e.where().field != "--device-memory" || !options.train) throw;
+        const auto alternatives = of::compiler::memory_options(model, options);
+        if (alternatives.empty()) throw;
+        throw of::Error(fmt::format("{}; compiled with them, the largest device needs {}", e.what(),
+                                    of::compiler::describe_largest(alternatives, options.device_memory)));
+      }
+    }();
+    if (record_options) c.tasks.memory_options = of::compiler::memory_options(model, options);
     std::string weights;
     if (options.train) {
       of::compiler::CompileOptions eval_options = options;
@@ -100,6 +120,11 @@ int main(int argc, char** argv) {
                c.tasks.regsts.size(), double(arena) / (1 << 20), weights);
     if (options.train)
       fmt::print("ofc: {} tensors train, {} frozen, {} state\n", c.training.weights.size(), c.training.frozen, c.training.state);
+    if (record_options)
+      fmt::print("ofc: memory options: the largest device needs {}{}\n", of::compiler::human(std::max_element(
+                     c.tasks.arenas.begin(), c.tasks.arenas.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; })->bytes),
+                 c.tasks.memory_options.empty() ? " (every option is in use)"
+                                                : " as compiled, " + of::compiler::describe_largest(c.tasks.memory_options, options.device_memory));
     if (options.zero > 0)
       fmt::print("ofc: --zero {}: {} weights sharded over {} data-parallel devices, {} left whole (no axis divides by {})\n", options.zero,
                  c.parallel.zero_sharded, options.dp, c.parallel.zero_replicated, options.dp);

@@ -87,6 +87,9 @@ std::vector<uint8_t> encode(const Plan& p) {
   std::vector<Offset<fb::ShareGroup>> share_groups;
   for (const ShareGroup& g : p.share_groups)
     share_groups.push_back(fb::CreateShareGroup(b, g.slots, b.CreateVector(g.tasks), b.CreateVector(g.frames)));
+  std::vector<Offset<fb::MemoryOption>> memory_options;
+  for (const MemoryOption& m : p.memory_options)
+    memory_options.push_back(fb::CreateMemoryOption(b, b.CreateString(m.flags), b.CreateVector(m.peaks)));
   std::vector<Offset<fb::Variable>> variables;
   for (const Variable& v : p.variables)
     variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes));
@@ -112,7 +115,7 @@ std::vector<uint8_t> encode(const Plan& p) {
                              b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
                              b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32,
                              b.CreateVector(layouts), b.CreateVector(boxings), b.CreateVectorOfStrings(p.buffers), b.CreateVectorOfStrings(p.carried),
-                             b.CreateVector(share_groups));
+                             b.CreateVector(share_groups), b.CreateVector(memory_options));
   fb::FinishPlanBuffer(b, root);
   if (b.GetSize() >= (1ull << 31) - 1) fail({}, "plan exceeds the FlatBuffers limit of 2 GiB");
 
@@ -270,6 +273,15 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       const std::string f = fmt::format("share_groups[{}]", i);
       const fb::ShareGroup* g = r.need(root->share_groups()->Get(i), f);
       p.share_groups.push_back(ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), r.vec(g->frames(), f + ".frames")});
+    }
+  if (root->memory_options())
+    for (flatbuffers::uoffset_t i = 0; i < root->memory_options()->size(); ++i) {
+      const std::string f = fmt::format("memory_options[{}]", i);
+      const fb::MemoryOption* m = r.need(root->memory_options()->Get(i), f);
+      MemoryOption out{r.str(m->flags(), f + ".flags"), r.vec(m->peaks(), f + ".peaks")};
+      if (out.peaks.size() != p.arenas.size())
+        fail({.field = f + ".peaks"}, "has {} peaks for {} arenas", out.peaks.size(), p.arenas.size());
+      p.memory_options.push_back(std::move(out));
     }
   return p;
 }

@@ -153,6 +153,12 @@ struct Job {
   std::string eval_plan;     // companion evaluation plan, relative to this plan's folder
 };
 
+// The plan compiled again with `flags` added: each arena's peak then (plan.fbs).
+struct MemoryOption {
+  std::string flags;
+  std::vector<uint64_t> peaks;  // per arena, in Plan::arenas' order
+};
+
 struct Plan {
   uint32_t version = 0;
   std::string model;
@@ -168,6 +174,7 @@ struct Plan {
   std::vector<std::string> buffers;  // folded into constants; checkpoints carry them (plan.fbs)
   std::vector<std::string> carried;  // unread model tensors checkpoints pass on
   std::vector<ShareGroup> share_groups;
+  std::vector<MemoryOption> memory_options;  // empty unless ofc --memory-options
   std::string weights;  // companion safetensors file, relative to the plan's folder
   uint64_t weights_bytes = 0;
   uint32_t weights_crc32 = 0;

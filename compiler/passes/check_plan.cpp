@@ -51,13 +51,6 @@ class Queue final : public protocol::Outbox {
   std::deque<Message> q;
 };
 
-std::string human(uint64_t b) {
-  if (b >= (1ull << 50)) return fmt::format("{:.1f} PiB", double(b) / double(1ull << 50));
-  if (b >= (1ull << 40)) return fmt::format("{:.1f} TiB", double(b) / double(1ull << 40));
-  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", double(b) / double(1ull << 30));
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(b) / double(1ull << 20));
-  return fmt::format("{} bytes", b);
-}
 
 // The three largest things in an arena, for a refusal: a weight (or optimizer state), a register
 // with its own bytes (slots x slot), or a share group (the bytes its frames span).
@@ -93,6 +86,14 @@ std::string largest_items(const Compilation& c, int32_t arena) {
 }
 
 }  // namespace
+
+std::string human(uint64_t b) {
+  if (b >= (1ull << 50)) return fmt::format("{:.1f} PiB", double(b) / double(1ull << 50));
+  if (b >= (1ull << 40)) return fmt::format("{:.1f} TiB", double(b) / double(1ull << 40));
+  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", double(b) / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(b) / double(1ull << 20));
+  return fmt::format("{} bytes", b);
+}
 
 int64_t deadlock_check_pieces(const TaskGraph& tg, const CompileOptions& options) {
   int32_t most_slots = 1;

@@ -53,9 +53,10 @@ bool LowerToTasks::run(Compilation& c) {
   const Graph& g = c.graph;
   TaskGraph tg;
   const std::vector<int32_t> rank = rank_of_devices(c.options, c.parallel.devices);
+  std::vector<int32_t> devices_of_rank(rank.empty() ? 0 : size_t(*std::max_element(rank.begin(), rank.end()) + 1), 0);
   for (int32_t d = 0; d < c.parallel.devices; ++d) {
-    const auto first_of_rank = int32_t(std::find(rank.begin(), rank.end(), rank[size_t(d)]) - rank.begin());
-    tg.devices.push_back(DeviceRef{.rank = rank[size_t(d)], .kind = 0, .index = d - first_of_rank});
+    // A device's index counts the devices of its rank before it.
+    tg.devices.push_back(DeviceRef{.rank = rank[size_t(d)], .kind = 0, .index = devices_of_rank[size_t(rank[size_t(d)])]++});
     tg.arenas.push_back(Arena{.id = d, .device = d, .bytes = 0});
   }
   const int32_t slots = c.options.slots;

@@ -78,6 +78,9 @@ struct ParallelInfo {
   int64_t zero_sharded = 0, zero_replicated = 0;  // with --zero 3: weights sharded, and those left whole (no axis divides)
 };
 
+// Bytes for people in ofc's messages: "4.0 MiB", "512 bytes" (check_plan.cpp).
+std::string human(uint64_t bytes);
+
 // The rank of each of `devices` devices: --devices RxD:cpu puts device d on rank d / D; a plan
 // whose device count the ranks do not divide (or no ranks given) is one rank.
 inline std::vector<int32_t> rank_of_devices(const CompileOptions& o, int32_t devices) {

@@ -165,6 +165,8 @@ std::string dump_json(const plan::Plan& p) {
                            {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}, {"persistent", r.persistent},
                            {"acts_per_piece", r.acts_per_piece}, {"pieces_per_version", r.pieces_per_version}, {"share_group", r.share_group}});
   }
+  j["memory_options"] = json::array();
+  for (const auto& m : p.memory_options) j["memory_options"].push_back({{"flags", m.flags}, {"peaks", m.peaks}});
   j["share_groups"] = json::array();
   for (const auto& g : p.share_groups) j["share_groups"].push_back({{"slots", g.slots}, {"tasks", g.tasks}, {"frames", g.frames}});
   j["tasks"] = json::array();
@@ -243,6 +245,26 @@ std::string dump_memory(const plan::Plan& p) {
     out += fmt::format("largest on {}: {}\n", device_name(p.devices[size_t(a.device)]), items.empty() ? "-" : fmt::format("{}", fmt::join(items, ", ")));
   }
   out += "a kind's bytes are the arena ranges its buffers occupy; kinds that share bytes in turn each count them\n";
+  // The gain of each memory option, where ofc compiled the plan again with it.
+  if (p.memory_options.empty()) {
+    if (p.job.kind == plan::JobKind::train)
+      out += "\nofc --memory-options records here each device's peak with --recompute and --zero 3\n";
+    return out;
+  }
+  out += fmt::format("\n{:<16} {:>14}", "device", "as compiled");
+  for (const plan::MemoryOption& m : p.memory_options) out += fmt::format(" {:>24}", m.flags);
+  out += "\n";
+  for (size_t i = 0; i < p.arenas.size(); ++i) {
+    const plan::Arena& a = p.arenas[i];
+    out += fmt::format("{:<16} {:>14}", device_name(p.devices[size_t(a.device)]), human_bytes(a.bytes));
+    for (const plan::MemoryOption& m : p.memory_options) {
+      const uint64_t then = m.peaks[i];
+      const double change = a.bytes ? 100.0 * (double(then) - double(a.bytes)) / double(a.bytes) : 0.0;
+      out += fmt::format(" {:>24}", fmt::format("{} ({:+.0f}%)", human_bytes(then), change));
+    }
+    out += "\n";
+  }
+  out += "each option's column: the peak per device of this plan compiled again with those flags added (ofc --memory-options)\n";
   return out;
 }
 

@@ -302,6 +302,11 @@ TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, namin
                         d);
   CHECK(c.exit_code != 0);
   CHECK(c.err.find("--device-memory: device cpu:0 needs") != std::string::npos);
+  // What each option would need, compiled: on 20 MiB, none of them fits the MLP.
+  CHECK(c.err.find("; compiled with them, the largest device needs ") != std::string::npos);
+  CHECK(c.err.find(" with --recompute, ") != std::string::npos);
+  CHECK(c.err.find(" with --recompute --zero 3") != std::string::npos);
+  CHECK(c.err.find("(fits)") == std::string::npos);
   CHECK(std::count(c.err.begin(), c.err.end(), '\n') == 1);
   CHECK(!std::filesystem::exists(d / "p.ofp"));
   CmdResult ok = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd +
@@ -314,6 +319,37 @@ TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, namin
     CHECK(r.exit_code != 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("parallel: ofc --memory-options records what --recompute and --zero 3 need per device and ofdump --memory shows it", "[e2e][parallel]") {
+  TempDir d;
+  CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd + " --devices 2:cpu --dp 2 --memory-options", d);
+  INFO(c.out << c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out.find("ofc: memory options: the largest device needs ") != std::string::npos);
+  const json j = dump_json(d, d / "p.ofp");
+  REQUIRE(j.at("memory_options").size() == 3);
+  uint64_t now = 0, zero = 0;
+  for (const json& a : j.at("arenas")) now = std::max(now, a.at("peak").get<uint64_t>());
+  for (const json& m : j.at("memory_options"))
+    if (m.at("flags") == "--zero 3")
+      for (const json& b : m.at("peaks")) zero = std::max(zero, b.get<uint64_t>());
+  REQUIRE(zero > 0);
+  CHECK(zero < now);
+  CmdResult dump = run_cmd(bin("ofdump") + " --memory " + (d / "p.ofp"), d);
+  CHECK(dump.out.find("--recompute --zero 3") != std::string::npos);
+  CHECK(dump.out.find("each option's column") != std::string::npos);
+  // Without the flag ofdump says how to get them; the plan is otherwise the same.
+  const std::string plain = compile_mlp(d, "--devices 2:cpu --dp 2", "q.ofp");
+  CHECK(run_cmd(bin("ofdump") + " --memory " + plain, d).out.find("ofc --memory-options records here") != std::string::npos);
+  CHECK(dump_json(d, plain).at("tasks") == j.at("tasks"));
+  // A --device-memory between ZeRO's need and the plan's: refused, naming the option that fits.
+  CmdResult refused = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "r.ofp") + kSgd +
+                                  fmt::format(" --devices 2:cpu --dp 2 --device-memory {}", (now + zero) / 2), d);
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err.find(" with --zero 3 (fits)") != std::string::npos);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  CHECK(!std::filesystem::exists(d / "r.ofp"));
 }
 
 TEST_CASE("parallel: ofdump --memory's peak per device is what a run touches", "[e2e][parallel]") {

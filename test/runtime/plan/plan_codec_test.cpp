@@ -77,6 +77,7 @@ plan::Plan every_field_plan() {
   p.boxings = {plan::Boxing{"w", "all_gather", "(S(0))", "(B)", "r", 16, true}};
   p.buffers = {"bn.running_mean", "bn.running_var"};
   p.carried = {"unused.weight"};
+  p.memory_options = {plan::MemoryOption{"--recompute", {512, 2048}}, plan::MemoryOption{"--recompute --zero 3", {256, uint64_t(1) << 40}}};
   p.weights_bytes = 1234567;
   p.weights_crc32 = 0xdeadbeef;
   return p;
@@ -102,6 +103,11 @@ TEST_CASE("plan_codec: encode then decode gives the same plan", "[runtime]") {
   }
   std::vector<uint8_t> bytes = plan::encode(tiny_plan());
   CHECK(verify_error(plan::decode(bytes.data(), bytes.size(), "p.ofp")).empty());
+  // A memory option's peaks are one per arena: another count is refused naming the field.
+  plan::Plan odd = every_field_plan();
+  odd.memory_options[0].peaks.push_back(1);
+  bytes = plan::encode(odd);
+  CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"), Catch::Contains("memory_options[0].peaks") && Catch::Contains("3 peaks for 2 arenas"));
 }
 
 TEST_CASE("plan_diff: a change to a field is found and named", "[runtime]") {
@@ -125,6 +131,7 @@ TEST_CASE("plan_diff: a change to a field is found and named", "[runtime]") {
   CHECK(changed([](plan::Plan& q) { q.boxings[0].backward = false; }) == "boxings[0].backward: 1 != 0");
   CHECK(changed([](plan::Plan& q) { q.layouts.clear(); }) == "layouts.size(): 1 != 0");
   CHECK(changed([](plan::Plan& q) { q.carried.clear(); }) == "carried: [unused.weight] != []");
+  CHECK(changed([](plan::Plan& q) { q.memory_options[1].peaks[0] = 1; }).rfind("memory_options[1].peaks", 0) == 0);
   CHECK(changed([](plan::Plan& q) { q.weights_crc32 = 0; }).rfind("weights_crc32: ", 0) == 0);
 }
 

@@ -62,7 +62,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   using namespace plan;
 #if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
   // Each struct's size as this comparison knows it (64-bit libstdc++): a new field changes it.
-  static_assert(sizeof(Plan) == 528 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
+  static_assert(sizeof(Plan) == 552 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
                     sizeof(Variable) == 64 && sizeof(LogicalTensor) == 120 && sizeof(Blob) == 56 && sizeof(TensorLayout) == 136 &&
                     sizeof(Boxing) == 176 && sizeof(TaskInput) == 40 && sizeof(DeviceRef) == 12 && sizeof(Arena) == 16 &&
                     sizeof(Attr) == 112 && sizeof(ShareGroup) == 56,
@@ -174,6 +174,10 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
     d.eq(at + ".consumer", x.consumer, y.consumer);
     d.eq(at + ".bytes", x.bytes, y.bytes);
     d.eq(at + ".backward", x.backward, y.backward);
+  });
+  d.each("memory_options", a.memory_options, b.memory_options, [&](const std::string& at, const MemoryOption& x, const MemoryOption& y) {
+    d.eq(at + ".flags", x.flags, y.flags);
+    d.eq(at + ".peaks", x.peaks, y.peaks);
   });
   d.eq("buffers", a.buffers, b.buffers);
   d.eq("carried", a.carried, b.carried);

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/memory_options.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "compiler/compile.h"
+
+namespace of::compiler {
+
+std::vector<plan::MemoryOption> memory_options(const std::string& model_path, const CompileOptions& o) {
+  std::vector<plan::MemoryOption> out;
+  if (!o.train) return out;
+  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1;
+  struct Variant {
+    bool recompute, zero;
+  };
+  std::vector<Variant> variants;
+  if (can_recompute) variants.push_back({true, false});
+  if (can_zero) variants.push_back({false, true});
+  if (can_recompute && can_zero) variants.push_back({true, true});
+  for (const Variant& v : variants) {
+    CompileOptions x = o;
+    x.device_memory = 0;  // the point is to see how much it needs
+    x.recompute = o.recompute || v.recompute;
+    x.zero = v.zero ? 3 : o.zero;
+    std::string flags = v.recompute ? "--recompute" : "";
+    if (v.zero) flags += flags.empty() ? "--zero 3" : " --zero 3";
+    try {
+      const Compilation c = compile_model(model_path, x);
+      plan::MemoryOption m{.flags = flags, .peaks = {}};
+      for (const plan::Arena& a : c.tasks.arenas) m.peaks.push_back(a.bytes);
+      out.push_back(std::move(m));
+    } catch (const Error&) {
+      // This model cannot take the option (the caller's plan compiled, so the option is why).
+    }
+  }
+  return out;
+}
+
+std::string describe_largest(const std::vector<plan::MemoryOption>& options, uint64_t limit) {
+  std::string out;
+  for (const plan::MemoryOption& m : options) {
+    const uint64_t largest = m.peaks.empty() ? 0 : *std::max_element(m.peaks.begin(), m.peaks.end());
+    out += fmt::format("{}{} with {}{}", out.empty() ? "" : ", ", human(largest), m.flags, limit > 0 && largest <= limit ? " (fits)" : "");
+  }
+  return out;
+}
+
+}  // namespace of::compiler
