@@ -29,6 +29,11 @@
 namespace of::compiler {
 namespace {
 
+// A group too big for one order check is cut into windows of about this many tasks: small
+// enough that a 77k-task chain's windows fit the plan's order bits (plan::kMaxShareOrderBits)
+// together, large enough that each spans many layers.
+constexpr size_t kWindowTasks = 4096;
+
 bool streamed_per_piece(const Regst& r) { return !r.persistent && r.acts_per_piece == 1; }
 
 int32_t arena_of_device(const TaskGraph& tg, int32_t device) {
@@ -140,8 +145,8 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       for (TaskId c : tg.regsts[size_t(r)].consumers) sets.join(tg.regsts[size_t(r)].producer, c);
     std::map<int32_t, std::vector<RegstId>> groups;
     for (RegstId r : regsts) groups[sets.find(tg.regsts[size_t(r)].producer)].push_back(r);
-    for (auto& [root, members] : groups) {
-      const size_t candidate = out.candidates++;
+    // The tasks a group of these registers spans: their producers and readers, ascending.
+    auto tasks_of = [&](const std::vector<RegstId>& members) {
       std::vector<TaskId> tasks;
       for (RegstId r : members) {
         tasks.push_back(tg.regsts[size_t(r)].producer);
@@ -149,8 +154,13 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       }
       std::sort(tasks.begin(), tasks.end());
       tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
+      return tasks;
+    };
+    auto form = [&](const std::vector<RegstId>& members) {
+      const size_t candidate = out.candidates++;
+      const std::vector<TaskId> tasks = tasks_of(members);
       const uint64_t bits = uint64_t(tasks.size()) * tasks.size();
-      if (tasks.size() > plan::kMaxShareGroupTasks || order_bits + bits > plan::kMaxShareOrderBits || !keep(candidate)) continue;
+      if (tasks.size() > plan::kMaxShareGroupTasks || order_bits + bits > plan::kMaxShareOrderBits || !keep(candidate)) return;
       const int32_t slots = most_frames > 0 ? std::min(kind.second, most_frames) : kind.second;
       const int32_t arena = arena_of_device(tg, kind.first);
       const size_t regsts_before = tg.regsts.size();
@@ -161,7 +171,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       for (RegstId r : members) side_by_side = add_aligned(side_by_side, tg.regsts[size_t(r)].slot_bytes);
       if (layout.total >= side_by_side) {  // nothing to gain from bounding these tasks' pieces
         remove_regsts_from(tg, regsts_before);
-        continue;
+        return;
       }
 
       // The first task reaches every other once it precedes the other sources; the frames end
@@ -177,6 +187,31 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       tg.share_groups.push_back(std::move(group));
       order_bits += bits;
       out.frames.push_back(FrameLayout{members, layout.offsets, layout.total});
+    };
+    for (auto& [root, members] : groups) {
+      if (tasks_of(members).size() <= plan::kMaxShareGroupTasks) {
+        form(members);
+        continue;
+      }
+      // Too many tasks for one group's order check (a deep model's whole chain): consecutive
+      // windows of registers, by producer, each a group of at most kWindowTasks tasks. A register
+      // shares bytes only inside its window, and the windows together stay within the plan's
+      // order bits for many more tasks than one big group could have.
+      std::sort(members.begin(), members.end(),
+                [&](RegstId a, RegstId b) { return tg.regsts[size_t(a)].producer < tg.regsts[size_t(b)].producer; });
+      std::vector<RegstId> window;
+      size_t window_tasks = 0;
+      for (RegstId r : members) {
+        const size_t adds = 1 + tg.regsts[size_t(r)].consumers.size();  // at most; tasks_of counts exactly
+        if (!window.empty() && window_tasks + adds > kWindowTasks) {
+          form(window);
+          window.clear();
+          window_tasks = 0;
+        }
+        window.push_back(r);
+        window_tasks += adds;
+      }
+      if (!window.empty()) form(window);
     }
   }
   return out;
