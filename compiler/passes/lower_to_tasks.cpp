@@ -61,6 +61,14 @@ bool LowerToTasks::run(Compilation& c) {
   }
   const int32_t slots = c.options.slots;
   if (slots < 1) fail({}, "--slots must be at least 1, got {}", slots);
+  // A training step of one piece on unstaged devices runs one piece at a time: every task of piece
+  // n + 1 that reads a weight waits for piece n's update, and everything downstream for it. A
+  // second slot in the registers after the source would only hold bytes (on ResNet-18 80 MiB of
+  // activations, a second copy of each kept for the backward pass). They get one; the source
+  // keeps --slots, so the next batch still loads while this step trains. Micro-batches and
+  // pipeline stages stream several pieces per step and keep --slots.
+  const bool one_piece_at_a_time = c.options.train && c.options.micro_batches == 1 && c.options.pp == 1;
+  const int32_t computed_slots = one_piece_at_a_time ? 1 : slots;
 
   // Where each runtime value lives: (regst, blob) for produced values, variable id for constants.
   struct Home {
@@ -148,7 +156,7 @@ bool LowerToTasks::run(Compilation& c) {
     if (persistent_of[n] >= 0) {
       t.out_regsts.push_back(persistent_of[n]);
     } else {
-      Regst out = make_regst(tg, t.id, g, node.outputs, node.slots > 0 ? node.slots : slots, node.device);
+      Regst out = make_regst(tg, t.id, g, node.outputs, node.slots > 0 ? node.slots : computed_slots, node.device);
       if (node.kernel == "accumulate") out.acts_per_piece = int32_t(node.kernel_attrs.get_int("micro_batches", 1));
       for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {InputKind::regst, out.id, int32_t(i)};
       t.out_regsts.push_back(out.id);

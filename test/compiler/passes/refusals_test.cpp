@@ -55,7 +55,7 @@ TEST_CASE("refusals: a plan beyond --device-memory names the device and its thre
   o.train = true;
   o.device_memory = 1 << 20;
   REQUIRE_THROWS_WITH(compile_model(fixture("mlp.onnx"), o),
-                      Catch::StartsWith("--device-memory: device cpu:0 needs ") && Catch::Contains("more than the 1.0 MiB given; largest: 'update/fc2.weight' 4.0 MiB, ") &&
+                      Catch::StartsWith("--device-memory: device cpu:0 needs ") && Catch::Contains("more than the 1.0 MiB given; largest: ") && Catch::Contains("'update/fc2.weight' 4.0 MiB, ") &&
                           Catch::Contains("'update/fc1.weight' 3.1 MiB"));
 }
 
