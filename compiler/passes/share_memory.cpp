@@ -139,7 +139,11 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
   std::map<std::pair<int32_t, int32_t>, std::vector<RegstId>> by_kind;
   for (const Regst& r : tg.regsts)
     if (may_share(tg, r)) by_kind[{tg.arenas[size_t(r.arena)].device, r.slots}].push_back(r.id);
-  for (const auto& [kind, regsts] : by_kind) {
+  for (const auto& by : by_kind) {
+    // Named copies, not structured bindings: the lambdas below capture them (clang before 16
+    // cannot capture a structured binding).
+    const std::pair<int32_t, int32_t> kind = by.first;
+    const std::vector<RegstId>& regsts = by.second;
     Sets sets(tg.tasks.size());
     for (RegstId r : regsts)
       for (TaskId c : tg.regsts[size_t(r)].consumers) sets.join(tg.regsts[size_t(r)].producer, c);
