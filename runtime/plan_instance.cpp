@@ -159,8 +159,31 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
 
 const plan::Task& PlanInstance::source() const {
   for (const plan::Task& t : plan_.tasks)
-    if (t.kind == plan::TaskKind::source) return t;
+    if (t.kind == plan::TaskKind::source && t.in_regsts.empty()) return t;
   internal_error(__FILE__, __LINE__, "verified plan without a source");
+}
+
+std::vector<const plan::Task*> PlanInstance::sources() const {
+  std::vector<const plan::Task*> out;
+  for (const plan::Task& t : plan_.tasks)
+    if (t.kind == plan::TaskKind::source) out.push_back(&t);
+  return out;
+}
+
+PlanInstance::SourceBox PlanInstance::source_box(const plan::Task& src, size_t k) const {
+  const plan::Blob& b = plan_.regsts[size_t(src.out_regsts[0])].blobs[k];
+  const plan::LogicalTensor& t = plan_.tensors[size_t(b.tensor)];
+  if (t.full_shape.empty()) return SourceBox{b.desc, 0, b.bytes};
+  const Shape& box = b.desc.shape;
+  bool rows = !box.empty() && box.size() == t.full_shape.size();
+  for (size_t d = 1; rows && d < box.size(); ++d) rows = box[d] == t.full_shape[d] && t.shard_begin[d] == 0;
+  if (!rows && t.full_shape != box)
+    fail({.file = path_, .field = "tensors[" + std::to_string(b.tensor) + "]"}, "source '{}' holds box {} at {} of input '{}' {}: not whole rows",
+         src.name, shape_str(box), shape_str(t.shard_begin), t.name, shape_str(t.full_shape));
+  const TensorDesc whole{t.full_shape, b.desc.dtype};
+  if (!rows) return SourceBox{whole, 0, b.bytes};
+  const uint64_t row = b.bytes / uint64_t(box[0]);
+  return SourceBox{whole, uint64_t(t.shard_begin[0]) * row, b.bytes};
 }
 
 const plan::Task& PlanInstance::sink() const {

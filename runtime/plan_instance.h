@@ -69,7 +69,18 @@ class PlanInstance {
   // The plan file's checksum: ranks of one job must run the same plan.
   uint32_t plan_crc32() const { return plan_crc32_; }
   const std::vector<StoredTensor>& stored() const { return stored_; }
+  // The lead source (the one that reads nothing), and every source: a plan of several ranks has
+  // one on each rank that reads graph inputs, holding its rows of them (source_box).
   const plan::Task& source() const;
+  std::vector<const plan::Task*> sources() const;
+  // Which bytes of one piece of a graph input blob k of source task `src` holds: the whole
+  // tensor's descriptor and a byte window of it (rows, since a source's box splits the first
+  // axis at most). Fails naming the plan when a box is not such a window.
+  struct SourceBox {
+    TensorDesc whole;
+    uint64_t begin = 0, bytes = 0;
+  };
+  SourceBox source_box(const plan::Task& src, size_t k) const;
   const plan::Task& sink() const;
   const plan::Task* snapshot() const;  // nullptr when the plan has none
   // The descriptor of input k of task t.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -51,45 +52,70 @@ RunResult run(const RunOptions& o) {
     fail({.file = o.plan_path}, "--slots {} exceeds the {} slots the plan was compiled with (recompile with ofc --slots {})", o.slots, max_slots, o.slots);
   const int32_t slot_limit = o.slots > 0 ? o.slots : max_slots;
 
-  const plan::Task* source = &inst.source();
   const plan::Task* sink = &inst.sink();
+  const bool collects_here = inst.runs(*sink);
 
-  // Feeds: every graph input needs exactly one --input.
-  for (const auto& [name, file] : o.inputs)
-    if (std::find(source->io_names.begin(), source->io_names.end(), name) == source->io_names.end())
-      fail({.file = o.plan_path}, "--input '{}': the model has no input of that name (inputs: {})", name, fmt::join(source->io_names, ", "));
-  const plan::Regst& source_regst = p.regsts[size_t(source->out_regsts[0])];
-  std::vector<NpyArray> fed;
-  std::vector<std::string> fed_files;
-  std::vector<SourceAction::Feed> feeds;
-  int64_t available = 0;
-  const bool feeds_here = inst.runs(*source), collects_here = inst.runs(*sink);
-  for (size_t i = 0; i < source->io_names.size() && feeds_here; ++i) {
-    const std::string& name = source->io_names[i];
-    auto it = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const auto& kv) { return kv.first == name; });
-    if (it == o.inputs.end()) fail({.file = o.plan_path}, "input '{}' is not fed; pass --input {}=FILE.npy", name, name);
-    const plan::Blob& blob = source_regst.blobs[i];
-    fed.push_back(read_npy(it->second, blob.desc.dtype == DType::f32));  // numpy's default float64 read as f32
-    if (fed.back().from_f64)
-      fmt::print(stderr, "ofrun: note: {}: float64 array converted to float32 for input '{}'\n", it->second, name);
-    fed_files.push_back(it->second);
-    int64_t k = pieces_in(fed.back(), blob.desc, it->second, name);
-    available = i == 0 ? k : std::min(available, k);
-    feeds.push_back(SourceAction::Feed{nullptr, k, blob.bytes});
+  // Feeds: every graph input needs exactly one --input. In a plan of several ranks each rank's
+  // source reads its rows of the arrays (PlanInstance::source_box), so each rank opens them.
+  std::vector<std::string> input_names;
+  std::vector<const plan::Task*> sources;
+  for (const plan::Task* src : inst.sources()) {
+    for (const std::string& n : src->io_names)
+      if (std::find(input_names.begin(), input_names.end(), n) == input_names.end()) input_names.push_back(n);
+    if (inst.runs(*src)) sources.push_back(src);
   }
-  for (size_t i = 0; i < feeds.size(); ++i) feeds[i].data = fed[i].data.data();
+  for (const auto& [name, file] : o.inputs)
+    if (std::find(input_names.begin(), input_names.end(), name) == input_names.end())
+      fail({.file = o.plan_path}, "--input '{}': the model has no input of that name (inputs: {})", name, fmt::join(input_names, ", "));
+  struct Fed {
+    NpyArray array;
+    std::string file;
+    int64_t pieces = 0;
+    uint64_t piece_bytes = 0;  // of the whole input
+  };
+  std::map<std::string, Fed> fed;
+  int64_t available = 0;
+  for (const plan::Task* src : sources)
+    for (size_t i = 0; i < src->io_names.size(); ++i) {
+      const std::string& name = src->io_names[i];
+      if (fed.count(name)) continue;
+      auto it = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const auto& kv) { return kv.first == name; });
+      if (it == o.inputs.end()) fail({.file = o.plan_path}, "input '{}' is not fed; pass --input {}=FILE.npy", name, name);
+      const TensorDesc whole = inst.source_box(*src, i).whole;
+      Fed f{.array = read_npy(it->second, whole.dtype == DType::f32), .file = it->second};  // numpy's default float64 read as f32
+      if (f.array.from_f64)
+        fmt::print(stderr, "ofrun: note: {}: float64 array converted to float32 for input '{}'\n", it->second, name);
+      f.pieces = pieces_in(f.array, whole, it->second, name);
+      f.piece_bytes = uint64_t(whole.bytes());
+      available = fed.empty() ? f.pieces : std::min(available, f.pieces);
+      fed.emplace(name, std::move(f));
+    }
   // Class labels fed to a cross-entropy loss must name a class: the kernel cannot report them.
   for (const plan::Task& t : p.tasks) {
-    if (!feeds_here || t.kernel != "softmax_cross_entropy" || t.inputs.size() != 2) continue;
+    if (t.kernel != "softmax_cross_entropy" || t.inputs.size() != 2) continue;
     const plan::TaskInput& in = t.inputs[1];
-    if (in.kind != plan::InputKind::regst || in.id != source->out_regsts[0]) continue;
+    if (in.kind != plan::InputKind::regst) continue;
+    const plan::Task& producer = p.tasks[size_t(p.regsts[size_t(in.id)].producer)];
+    if (producer.kind != plan::TaskKind::source) continue;
+    const auto it = fed.find(producer.io_names[size_t(in.blob)]);
+    if (it == fed.end()) continue;  // another rank's source
     const int64_t classes = inst.input_desc(t, 0).shape.back();
-    const NpyArray& labels = fed[size_t(in.blob)];
+    const NpyArray& labels = it->second.array;
     const auto* v = reinterpret_cast<const int64_t*>(labels.data.data());
     for (size_t k = 0; k < labels.data.size() / 8; ++k)
       if (v[k] < 0 || v[k] >= classes)
-        fail({.file = fed_files[size_t(in.blob)]}, "label {} at index {} is outside [0,{}) (the loss '{}' has {} classes)", v[k], k, classes, t.name, classes);
+        fail({.file = it->second.file}, "label {} at index {} is outside [0,{}) (the loss '{}' has {} classes)", v[k], k, classes, t.name, classes);
   }
+  auto make_source = [&](const plan::Task& src) {
+    std::vector<SourceAction::Feed> feeds;
+    for (size_t i = 0; i < src.io_names.size(); ++i) {
+      const Fed& f = fed.at(src.io_names[i]);
+      const PlanInstance::SourceBox box = inst.source_box(src, i);
+      feeds.push_back(SourceAction::Feed{.data = f.array.data.data(), .pieces = f.pieces, .piece_bytes = f.piece_bytes,
+                                         .begin = box.begin, .bytes = box.bytes});
+    }
+    return std::make_unique<SourceAction>(std::move(feeds));
+  };
   const int64_t pieces = o.pieces > 0 ? o.pieces : p.job.pieces > 0 ? p.job.pieces : available;
   // Collected outputs and trace records are sized by the piece count: refuse what cannot fit.
   const uint64_t memory = physical_memory();
@@ -112,7 +138,7 @@ RunResult run(const RunOptions& o) {
   }
 
   // Kernels are prepared (shapes checked, workspaces allocated) before anything runs.
-  auto actions = actions_for(inst, std::make_unique<SourceAction>(feeds), std::make_unique<SinkAction>(collect), nullptr,
+  auto actions = actions_for(inst, make_source, std::make_unique<SinkAction>(collect), nullptr,
                              o.kernel_threads, gemm_backend(o.gemm));
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))
     fail({.file = o.plan_path}, "--trace: {} pieces x {} tasks of records exceed this machine's memory", pieces, p.tasks.size());

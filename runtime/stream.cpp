@@ -14,7 +14,7 @@
 
 namespace of::runtime {
 
-std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
+std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, const SourceMaker& source,
                                                  std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
                                                  int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base) {
   std::vector<std::unique_ptr<Action>> out;
@@ -24,7 +24,7 @@ std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::
       continue;
     }
     switch (t.kind) {
-      case plan::TaskKind::source: out.push_back(std::move(source)); break;
+      case plan::TaskKind::source: out.push_back(source(t)); break;
       case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
       case plan::TaskKind::snapshot:
         if (!snapshot) fail({.file = inst.path()}, "a snapshot task belongs in a training plan");

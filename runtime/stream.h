@@ -4,6 +4,7 @@
 // one TaskState per task, runs them as actors and writes the trace and memory report.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,11 +16,12 @@
 
 namespace of::runtime {
 
-// Every task's action: the given source, sink and snapshot (null: the plan has no snapshot task,
-// else it is refused); compute tasks get their kernels (prepared now, after the weights are in
-// place, since inference kernels may repack them) and transfer tasks their copies. Tasks of
-// other ranks (a multi-process run) get none.
-std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, std::unique_ptr<Action> source,
+// Every task's action: `source` makes each source task's (of this process), and the given sink
+// and snapshot (null: the plan has no snapshot task, else it is refused); compute tasks get their
+// kernels (prepared now, after the weights are in place, since inference kernels may repack them)
+// and transfer tasks their copies. Tasks of other ranks (a multi-process run) get none.
+using SourceMaker = std::function<std::unique_ptr<Action>(const plan::Task& source)>;
+std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, const SourceMaker& source,
                                                  std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
                                                  int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base = {});
 

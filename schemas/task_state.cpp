@@ -39,7 +39,7 @@ int32_t max_in_flight(const plan::Plan& p, plan::TaskId id, int32_t slot_limit) 
 
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
                      int32_t slot_limit, int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing)
-    : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source), action_(action), pieces_(pieces),
+    : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source && p.tasks[size_t(id)].in_regsts.empty()), action_(action), pieces_(pieces),
       tracing_(trace_capacity > 0), memory_(arenas != nullptr), late_(action && action->completes_late()) {
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };

@@ -173,6 +173,8 @@ class TaskState {
 
   plan::TaskId id_;
   std::string label_;
+  // Emits the stream's pieces itself: a source that reads nothing. A rank's source paced by the
+  // lead source acts once per piece of it and ends with it, like any other task.
   bool source_;
   Action* action_;
   int64_t pieces_;  // source only

@@ -31,6 +31,8 @@ struct Value {
   std::optional<std::vector<uint8_t>> data;
   bool graph_input = false;
   bool graph_output = false;
+  // A graph input in a parallel graph: the device whose source task reads this box of it.
+  int32_t input_device = 0;
   // Read from the model file's initializers (a parameter or buffer, or a tensor the exporter
   // folded), not computed from a Constant node or by the compiler.
   bool initializer = false;

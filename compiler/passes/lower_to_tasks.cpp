@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// lower-to-tasks: afterwards the task graph has one source task (all graph inputs, one register),
-// one compute task per node (its outputs, one register), one sink task (all graph outputs), a
-// variable per constant that a kernel reads at run time, and every register knows its consumers.
+// lower-to-tasks: afterwards the task graph has a source task per device that holds graph inputs
+// (its boxes of them, one register; one device in a plan of one rank, the first reader on each
+// rank otherwise: see parallelize's input_home), one compute task per node (its outputs, one
+// register), one sink task (all graph outputs), a variable per constant that a kernel reads at run
+// time, and every register knows its consumers. The first source, on device 0, leads: every
+// other source is paced by its register (reading no blob), so all of them stop at the same piece
+// when the lead stops early (SIGINT ends a training run at a step boundary).
 // A node that updates inputs in place (an optimizer update) instead owns a persistent register
 // holding those inputs (a weight and its state): every other reader of the weight reads that
 // register, and the update reads and writes it through own inputs. Task ids follow node order
-// (node i is task i + 1), so persistent registers are made first and readers that come before
-// their update find them. A task runs on its node's device (parallelize sets it; else device 0),
+// after the sources (node i is task i + sources), so persistent registers are made first and
+// readers that come before their update find them. A task runs on its node's device (parallelize sets it; else device 0),
 // and each register and variable lives in the arena of the device that produces or reads it.
 // A node's control inputs (a recompute clone's) become registers its task consumes without
 // reading. A collective part (boxing's collective_part kernel) is a collective task: it reads
 // the registers of other devices of its rank where they are.
 #include <algorithm>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "common/error.h"
 #include "compiler/passes/pass.h"
@@ -79,12 +85,36 @@ bool LowerToTasks::run(Compilation& c) {
   std::unordered_map<ValueId, Home> home;
   std::vector<RegstId> persistent_of(g.nodes.size(), -1);
 
-  Task source{.id = 0, .kind = TaskKind::source, .name = "source", .op = "Source"};
-  for (ValueId v : g.inputs) source.io_names.push_back(g.values[v].name);
-  tg.regsts.push_back(make_regst(tg, source.id, g, g.inputs, slots, 0));
-  source.out_regsts.push_back(0);
-  for (size_t i = 0; i < g.inputs.size(); ++i) home[g.inputs[i]] = {InputKind::regst, 0, int32_t(i)};
-  tg.tasks.push_back(std::move(source));
+  // The graph inputs by the device that holds them, in input order on each; device 0 first.
+  std::vector<int32_t> source_devices{0};
+  std::vector<std::vector<ValueId>> source_values(1);
+  for (ValueId v : g.inputs) {
+    const int32_t d = g.values[v].input_device;
+    auto at = std::find(source_devices.begin(), source_devices.end(), d);
+    if (at == source_devices.end()) {
+      source_devices.push_back(d);
+      source_values.emplace_back();
+      at = source_devices.end() - 1;
+    }
+    source_values[size_t(at - source_devices.begin())].push_back(v);
+  }
+  const auto sources = TaskId(source_devices.size());
+  std::vector<RegstId> source_of_rank(devices_of_rank.size(), 0);  // paces tasks with no pieces of their own
+  for (TaskId s = 0; s < sources; ++s) {
+    const int32_t d = source_devices[size_t(s)];
+    Task source{.id = s, .kind = TaskKind::source, .name = s == 0 ? "source" : fmt::format("source@{}", d), .op = "Source", .device = d};
+    for (ValueId v : source_values[size_t(s)]) source.io_names.push_back(g.values[v].name);
+    const Regst r = make_regst(tg, s, g, source_values[size_t(s)], slots, d);
+    source.out_regsts.push_back(r.id);
+    for (size_t i = 0; i < source_values[size_t(s)].size(); ++i) home[source_values[size_t(s)][i]] = {InputKind::regst, r.id, int32_t(i)};
+    if (s > 0) {
+      source.in_regsts.push_back(0);
+      tg.regsts[0].consumers.push_back(s);
+    }
+    if (s == 0 || source_of_rank[size_t(rank[size_t(d)])] == 0) source_of_rank[size_t(rank[size_t(d)])] = r.id;
+    tg.regsts.push_back(r);
+    tg.tasks.push_back(std::move(source));
+  }
 
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -94,7 +124,7 @@ bool LowerToTasks::run(Compilation& c) {
     for (ValueId v : state)
       if (!g.values[v].data || home.count(v))
         fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "updates '{}' in place, which is not a constant of its own", g.values[v].name);
-    Regst r = make_regst(tg, TaskId(n + 1), g, state, 1, node.device);
+    Regst r = make_regst(tg, TaskId(n) + sources, g, state, 1, node.device);
     r.persistent = true;
     // An optimizer update runs once per step; a running-statistics update once per piece.
     r.pieces_per_version = node.state_per_piece ? 1 : c.options.micro_batches;
@@ -110,7 +140,7 @@ bool LowerToTasks::run(Compilation& c) {
     Task t{.id = TaskId(tg.tasks.size()), .kind = kind, .name = node.name, .op = node.op_type,
            .kernel = node.kernel, .attrs = node.kernel_attrs, .device = node.device};
     t.stage = c.parallel.stage_of_device[size_t(node.device)];
-    OF_ASSERT(t.id == TaskId(n + 1), "task ids follow node order");
+    OF_ASSERT(t.id == TaskId(n) + sources, "task ids follow node order");
     for (size_t k = 0; k < node.runtime_inputs.size(); ++k) {
       const ValueId v = node.runtime_inputs[k];
       const auto own = std::find(node.inplace.begin(), node.inplace.end(), int32_t(k));
@@ -145,13 +175,14 @@ bool LowerToTasks::run(Compilation& c) {
     }
     // A task acts once per piece of its inputs. One that reads only weights (the Transpose of an
     // nn.Linear weight, the Slices of an LSTM's) or constants has no pieces of its own: the
-    // source's register paces it, like the snapshot task, so it runs once per piece and reads the
+    // source of its rank paces it, like the snapshot task, so it runs once per piece and reads the
     // weight version of that piece.
     bool streamed = false;
     for (RegstId r : t.in_regsts) streamed = streamed || !tg.regsts[r].persistent;
     if (!streamed) {
-      t.in_regsts.push_back(0);
-      tg.regsts[0].consumers.push_back(t.id);
+      const RegstId pace = source_of_rank[size_t(rank[size_t(std::max(node.device, 0))])];
+      t.in_regsts.push_back(pace);
+      tg.regsts[size_t(pace)].consumers.push_back(t.id);
     }
     if (persistent_of[n] >= 0) {
       t.out_regsts.push_back(persistent_of[n]);

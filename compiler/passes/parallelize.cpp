@@ -62,6 +62,8 @@ class Parallelizer {
   // A constant no node changes: any device may hold its own copy, made at compile time.
   bool immutable(ValueId v) const;
   Layout input_hint(ValueId v, const Placement& p) const;
+  // Where graph input v is read from the data: one source per rank that reads it (rank_sources).
+  Layout input_home(ValueId v) const;
   bool trainable(ValueId v) const { return std::count(weights_.begin(), weights_.end(), v) > 0; }
   // A weight, or computed from weights alone by a deferred node (an nn.Linear weight's Transpose):
   // its consumers choose its layout as they choose a weight's.
@@ -215,14 +217,52 @@ Layout Parallelizer::zero_home(ValueId v, const Layout& read) {
   return read;
 }
 
-// A graph input arrives whole on device 0 (the data source); for costing, it is as if it came
-// split by rows over the data-parallel level, which is what every choice there starts from.
+// A graph input arrives from its sources (input_home, settled after every choice); for costing, it
+// is as if it came split by rows over the data-parallel level, which is what every choice there
+// starts from.
 Layout Parallelizer::input_hint(ValueId v, const Placement& p) const {
   const Shape& s = g_.values[size_t(v)].desc.shape;
   NdSbp sbp;
   for (size_t l = 0; l < levels_.size(); ++l)
     sbp.push_back(levels_[l].data_parallel && !s.empty() && s[0] % levels_[l].size == 0 ? Sbp::S(0) : Sbp::B());
   return Layout{p, sbp};
+}
+
+// A plan of several ranks reads its data on every rank that consumes it: each rank's source reads
+// the rows its own devices need, so rank 0 ships no batches. The home is the first device of every
+// rank whose devices want v, in rank order. When each of those ranks' devices read only rows of
+// that rank's even share (data-parallel devices numbered rank by rank), v is split by rows over
+// them; otherwise (a step's scalars, a batch tensor-parallel ranks all read whole) every one of
+// them reads it whole, which costs a read and no transfer. Boxing brings each device its box from
+// there, as from any other layout.
+Layout Parallelizer::input_home(ValueId v) const {
+  std::vector<int32_t> first_of_rank;  // per rank: its lowest device that reads v, or -1
+  const auto it = wants_.find(v);
+  const std::vector<Layout> none;
+  const std::vector<Layout>& wanted = it == wants_.end() ? none : it->second;
+  for (const Layout& l : wanted)
+    for (int32_t d : l.placement.devices) {
+      const auto r = size_t(rank_of_device_[size_t(d)]);
+      if (first_of_rank.size() <= r) first_of_rank.resize(r + 1, -1);
+      if (first_of_rank[r] < 0 || d < first_of_rank[r]) first_of_rank[r] = d;
+    }
+  std::vector<int32_t> devices, share_of_rank(first_of_rank.size(), -1);
+  for (size_t r = 0; r < first_of_rank.size(); ++r)
+    if (first_of_rank[r] >= 0) {
+      share_of_rank[r] = int32_t(devices.size());
+      devices.push_back(first_of_rank[r]);
+    }
+  if (devices.empty()) devices.push_back(0);  // read by no runtime task: the lead source keeps it
+  const Shape& s = g_.values[size_t(v)].desc.shape;
+  const auto n = int64_t(devices.size());
+  bool split = n > 1 && !s.empty() && s[0] % n == 0;
+  for (const Layout& l : wanted)
+    for (size_t j = 0; split && j < l.placement.size(); ++j) {
+      const Region box = local_region(s, l.placement, l.sbp, j);
+      const int64_t share = s[0] / n, first = share * share_of_rank[size_t(rank_of_device_[size_t(l.placement.devices[j])])];
+      split = box.begin[0] >= first && box.begin[0] + box.size[0] <= first + share;
+    }
+  return Layout{Placement{devices, {n}}, NdSbp{split ? Sbp::S(0) : Sbp::B()}};
 }
 
 void Parallelizer::choose(NodeId id) {
@@ -395,7 +435,10 @@ std::vector<ValueId> Parallelizer::shards_at(ValueId v, const Layout& h) {
     // A box of a constant or stored tensor holds no bytes: the weights file stores the logical
     // tensor once and each device loads its box (one copy of the model in ofc, not one per device).
     if (val.data) x.data = std::vector<uint8_t>();
-    if (val.graph_input) phys_.inputs.push_back(pv);
+    if (val.graph_input) {
+      x.input_device = h.placement.devices[j];
+      phys_.inputs.push_back(pv);
+    }
     out.push_back(pv);
   }
   return out;
@@ -463,6 +506,12 @@ void Parallelizer::run() {
     if (!deferred_[size_t(n)]) choose_then_deferred(n);
   for (NodeId n = NodeId(g_.nodes.size()); n-- > 0;)  // deferred ones nothing reads
     if (deferred_[size_t(n)] && chosen_[size_t(n)].empty()) choose(n);
+
+  // Every choice costed inputs as arriving split over the data-parallel level (input_hint), so
+  // where they really come from can be settled now that every reader has chosen.
+  const bool ranks = std::any_of(rank_of_device_.begin(), rank_of_device_.end(), [](int32_t r) { return r > 0; });
+  if (ranks)
+    for (ValueId v : g_.inputs) home_[size_t(v)] = input_home(v);
 
   phys_.name = g_.name;
   phys_.source_file = g_.source_file;

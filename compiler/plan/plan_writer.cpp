@@ -89,7 +89,9 @@ plan::Plan finish_plan(const Compilation& c, const WeightsFile& weights, plan::J
   p.weights_bytes = weights.bytes.size();
   p.weights_crc32 = crc32_of(weights.bytes.data(), weights.bytes.size());
   p.model = g.name;
-  const Shape& first = g.values[size_t(g.inputs[0])].desc.shape;
+  // The batch is the first input's rows, whole (in a plan of several ranks each source holds a box).
+  const Value& input = g.values[size_t(g.inputs[0])];
+  const Shape& first = input.logical >= 0 ? c.logical.values[size_t(input.logical)].desc.shape : input.desc.shape;
   p.job = plan::Job{.kind = kind, .batch = first.empty() ? 1 : first[0], .pieces = c.options.pieces};
   if (kind != plan::JobKind::infer) p.job.label = c.training.label;
   if (kind == plan::JobKind::train) {
@@ -104,7 +106,7 @@ plan::Plan finish_plan(const Compilation& c, const WeightsFile& weights, plan::J
     plan::LogicalTensor t{v.name, v.desc, {}, {}};
     t.model = is_model_tensor(c, v);
     t.zeros = v.data && starts_as_zeros(c, v);
-    if (v.logical >= 0 && v.data) {  // a box of a stored tensor
+    if (v.logical >= 0 && (v.data || v.graph_input)) {  // a box of a stored tensor, or a source's of a graph input
       t.full_shape = c.logical.values[size_t(v.logical)].desc.shape;
       t.shard_begin = v.shard_begin;
     }

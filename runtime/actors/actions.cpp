@@ -20,7 +20,7 @@ void KernelAction::act(int64_t piece, const void* const* in, void* const* out) {
 void SourceAction::act(int64_t piece, const void* const*, void* const* out) {
   for (size_t i = 0; i < feeds_.size(); ++i) {
     const Feed& f = feeds_[i];
-    std::memcpy(out[i], f.data + uint64_t(piece % f.pieces) * f.piece_bytes, f.piece_bytes);
+    std::memcpy(out[i], f.data + uint64_t(piece % f.pieces) * f.piece_bytes + f.begin, f.bytes);
   }
 }
 

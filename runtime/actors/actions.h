@@ -26,14 +26,17 @@ class KernelAction final : public Action {
   kernels::RunCtx base_;
 };
 
-// Piece p of blob i is bytes [(p % pieces_i) * piece_bytes_i, +piece_bytes_i) of feeds[i]:
-// a feed holding k pieces is streamed round and round when more pieces are asked for.
+// Piece p of blob i is bytes [(p % pieces_i) * piece_bytes_i + begin_i, + bytes_i) of feeds[i]
+// (the whole piece, or a rank's rows of it): a feed holding k pieces is streamed round and round
+// when more pieces are asked for.
 class SourceAction final : public Action {
  public:
   struct Feed {
     const uint8_t* data;
     int64_t pieces;       // how many pieces the feed holds
-    uint64_t piece_bytes;
+    uint64_t piece_bytes;  // of the whole input
+    // The window of each piece this source holds (a rank's rows): [begin, begin + bytes).
+    uint64_t begin = 0, bytes = 0;
   };
   explicit SourceAction(std::vector<Feed> feeds) : feeds_(std::move(feeds)) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;

@@ -170,7 +170,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (v.offset % plan::kAlignment != 0) fail(at(f + ".offset"), "not {}-byte aligned", plan::kAlignment);
   }
 
-  int sources = 0, sinks = 0, snapshots = 0;
+  int leads = 0, sinks = 0, snapshots = 0;
   for (int32_t i = 0; i < n_tasks; ++i) {
     const plan::Task& t = p.tasks[size_t(i)];
     std::string f = fmt::format("tasks[{}]", i);
@@ -241,9 +241,11 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         break;
       }
       case plan::TaskKind::source:
-        ++sources;
-        if (!t.inputs.empty() || !t.in_regsts.empty() || t.out_regsts.size() != 1)
-          fail(at(f), "a source task reads nothing and writes one register");
+        // The lead source reads nothing; a rank's source is paced by one register (the lead's,
+        // or its mirror) and reads no tensor of it.
+        if (!t.inputs.empty() || t.out_regsts.size() != 1 || t.in_regsts.size() > 1)
+          fail(at(f), "a source task reads no tensor, is paced by at most one register and writes one register");
+        if (t.in_regsts.empty()) ++leads;
         if (t.io_names.size() != p.regsts[size_t(t.out_regsts[0])].blobs.size()) fail(at(f + ".io_names"), "one name per source blob");
         break;
       case plan::TaskKind::sink:
@@ -279,7 +281,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
       }
     }
   }
-  if (sources != 1 || sinks != 1) fail(at("tasks"), "needs exactly one source and one sink task (has {} and {})", sources, sinks);
+  if (leads != 1 || sinks != 1)
+    fail(at("tasks"), "needs exactly one source that reads nothing and one sink task (has {} and {})", leads, sinks);
   if (snapshots > 1) fail(at("tasks"), "has {} snapshot tasks; at most one", snapshots);
   // Last: it reads the ids checked above.
   plan::check_shared_memory(p, path);

@@ -94,26 +94,55 @@ std::vector<std::string> data_files(const std::string& spec) {
   return files;
 }
 
-// Which source blob is what: the step scalars by name, the label as the plan's job names it,
-// and the features as the one input left.
-SourceLayout layout_of(const PlanInstance& inst) {
-  const plan::Task& src = inst.source();
+// The plan's batch: the label as the plan's job names it and the features as the one input left
+// (besides the step scalars), each as the whole tensor of one piece, whichever sources hold them.
+struct BatchInputs {
+  std::string features, labels;
+  TensorDesc features_desc, labels_desc;
+};
+
+BatchInputs batch_inputs(const PlanInstance& inst) {
   const std::string& label = inst.plan().job.label;
-  SourceLayout l;
+  BatchInputs b;
   std::vector<std::string> others;
-  for (size_t i = 0; i < src.io_names.size(); ++i) {
-    const std::string& n = src.io_names[i];
-    if (n == "train/lr") l.lr = int(i);
-    else if (n == "train/step") l.step = int(i);
-    else if (n == label) l.labels = int(i);
-    else {
-      l.features = int(i);
-      others.push_back(n);
+  for (const plan::Task* src : inst.sources())
+    for (size_t i = 0; i < src->io_names.size(); ++i) {
+      const std::string& n = src->io_names[i];
+      if (n == "train/lr" || n == "train/step") continue;
+      const TensorDesc whole = inst.source_box(*src, i).whole;
+      if (n == label) {
+        b.labels = n;
+        b.labels_desc = whole;
+      } else if (std::find(others.begin(), others.end(), n) == others.end()) {
+        others.push_back(n);
+        b.features = n;
+        b.features_desc = whole;
+      }
     }
-  }
-  if (l.labels < 0) fail({.file = inst.path(), .field = "job.label"}, "'{}' is not an input of the plan", label);
+  if (b.labels.empty()) fail({.file = inst.path(), .field = "job.label"}, "'{}' is not an input of the plan", label);
   if (others.size() != 1)
     fail({.file = inst.path()}, "--data feeds a model with one input besides the label; this one has {} ({})", others.size(), fmt::join(others, ", "));
+  return b;
+}
+
+// Which blob of source `src` is what, and which bytes of the batch's features and labels it holds.
+SourceLayout layout_of(const PlanInstance& inst, const plan::Task& src, const BatchInputs& batch) {
+  SourceLayout l;
+  for (size_t i = 0; i < src.io_names.size(); ++i) {
+    const std::string& n = src.io_names[i];
+    const PlanInstance::SourceBox box = inst.source_box(src, i);
+    if (n == "train/lr") l.lr = int(i);
+    else if (n == "train/step") l.step = int(i);
+    else if (n == batch.labels) {
+      l.labels = int(i);
+      l.labels_begin = box.begin;
+      l.labels_bytes = box.bytes;
+    } else {
+      l.features = int(i);
+      l.features_begin = box.begin;
+      l.features_bytes = box.bytes;
+    }
+  }
   return l;
 }
 
@@ -130,27 +159,32 @@ int64_t classes_of(const PlanInstance& inst) {
 
 // What make_dataset needs to know of the plan: classes bound the labels; a token file's sample is
 // as long as the model's input row, and its tokens (inputs and labels) are bounded by the classes.
-data::DataOptions data_options(const PlanInstance& inst, const SourceLayout& l) {
+data::DataOptions data_options(const PlanInstance& inst, const BatchInputs& b) {
   const plan::Plan& p = inst.plan();
-  const TensorDesc& input = p.regsts[size_t(inst.source().out_regsts[0])].blobs[size_t(l.features)].desc;
   const int64_t classes = classes_of(inst);
-  return data::DataOptions{.seq = p.job.batch > 0 ? numel(input.shape) / p.job.batch : 0, .vocab = classes, .num_classes = classes};
+  return data::DataOptions{.seq = p.job.batch > 0 ? numel(b.features_desc.shape) / p.job.batch : 0, .vocab = classes, .num_classes = classes};
 }
 
-void check_data_fits(const PlanInstance& inst, const SourceLayout& l, const data::Dataset& d, const std::string& spec) {
-  const plan::Plan& p = inst.plan();
-  const plan::Task& src = inst.source();
-  const plan::Regst& r = p.regsts[size_t(src.out_regsts[0])];
-  const int64_t batch = p.job.batch;
-  auto check = [&](int blob, const TensorDesc& sample, const char* what) {
-    const TensorDesc& want = r.blobs[size_t(blob)].desc;
+void check_data_fits(const PlanInstance& inst, const BatchInputs& b, const data::Dataset& d, const std::string& spec) {
+  const int64_t batch = inst.plan().job.batch;
+  auto check = [&](const TensorDesc& want, const std::string& name, const TensorDesc& sample, const char* what) {
     if (want.dtype != sample.dtype || numel(want.shape) != batch * numel(sample.shape))
       fail({.file = spec}, "a sample's {} are {} {}, but the model's input '{}' is {} {}, which is not {} such samples", what,
-           dtype_name(sample.dtype), shape_str(sample.shape), src.io_names[size_t(blob)], dtype_name(want.dtype),
-           shape_str(want.shape), batch);
+           dtype_name(sample.dtype), shape_str(sample.shape), name, dtype_name(want.dtype), shape_str(want.shape), batch);
   };
-  check(l.features, d.features(), "features");
-  check(l.labels, d.labels(), "labels");
+  check(b.features_desc, b.features, d.features(), "features");
+  check(b.labels_desc, b.labels, d.labels(), "labels");
+}
+
+// One data source action per source task, each with its layout (the config's is replaced).
+SourceMaker data_sources(const PlanInstance& inst, const BatchInputs& batch, const DataSourceConfig& config) {
+  return [&inst, batch, config](const plan::Task& src) {
+    DataSourceConfig c = config;
+    c.layout = layout_of(inst, src, batch);
+    // Only the lead source stops a run early; the others follow its pieces.
+    if (src.id != inst.source().id) c.interrupt = nullptr;
+    return std::make_unique<DataSourceAction>(c);
+  };
 }
 
 // Training and evaluation stream through ofrun's one entry (runtime/stream.h).
@@ -234,9 +268,9 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
   }
 
   const std::string spec = eval_spec(o);
-  const SourceLayout layout = layout_of(ev);
-  if (!dataset) dataset = data::make_dataset(spec, data_options(ev, layout));
-  check_data_fits(ev, layout, *dataset, spec);
+  const BatchInputs inputs = batch_inputs(ev);
+  if (!dataset) dataset = data::make_dataset(spec, data_options(ev, inputs));
+  check_data_fits(ev, inputs, *dataset, spec);
   const int64_t batch = ev.plan().job.batch;
   const plan::Task& sink = ev.sink();
   const bool per_sample = sink.io_names.size() == 2 && sink.io_names[0] == "eval/nll" && sink.io_names[1] == "eval/correct";
@@ -244,12 +278,12 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
   data::EpochSampler sampler(dataset->size(), batch, 0, /*drop_last=*/!per_sample, /*shuffle=*/false);
   const int64_t pieces = sampler.batches_per_epoch();
   const int64_t samples = per_sample ? dataset->size() : pieces * batch;
-  DataSourceConfig sc{.dataset = dataset.get(), .sampler = &sampler, .layout = layout, .batch = batch, .first_piece = 0,
+  DataSourceConfig sc{.dataset = dataset.get(), .sampler = &sampler, .layout = {}, .batch = batch, .first_piece = 0,
                       .pieces_per_epoch = pieces, .micro_batches = 1, .schedule = LrSchedule::parse("constant", 0),
                       .total_steps = 1, .interrupt = nullptr};
   auto sink_action = std::make_unique<EvalSinkAction>(per_sample, batch, samples);
   EvalSinkAction* result = sink_action.get();
-  auto actions = actions_for(ev, std::make_unique<DataSourceAction>(sc), std::move(sink_action), std::make_unique<NoSnapshot>(), o.kernel_threads, gemm_backend(o.gemm));
+  auto actions = actions_for(ev, data_sources(ev, inputs, sc), std::move(sink_action), std::make_unique<NoSnapshot>(), o.kernel_threads, gemm_backend(o.gemm));
   EvalReport r;
   r.seconds = stream(ev, actions, pieces, o);
   r.samples = result->counted();
@@ -328,13 +362,13 @@ Report run_training(const TrainOptions& o) {
 
   Report report;
   if (o.train) {
-    const SourceLayout layout = layout_of(inst);
-    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, layout));
-    check_data_fits(inst, layout, *dataset, o.data);
+    const BatchInputs inputs = batch_inputs(inst);
+    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, inputs));
+    check_data_fits(inst, inputs, *dataset, o.data);
     std::unique_ptr<data::Dataset> eval_dataset;
     if (o.eval) {
-      eval_dataset = data::make_dataset(eval_spec(o), data_options(inst, layout));
-      check_data_fits(inst, layout, *eval_dataset, eval_spec(o));
+      eval_dataset = data::make_dataset(eval_spec(o), data_options(inst, inputs));
+      check_data_fits(inst, inputs, *eval_dataset, eval_spec(o));
     }
     const int64_t batch = p.job.batch;
     const int32_t k = p.job.micro_batches;
@@ -365,7 +399,7 @@ Report run_training(const TrainOptions& o) {
 
     CheckpointState base{.step = tr.first_step, .pieces = tr.first_step * k, .epoch = 0, .seed = seed, .micro_batches = k,
                          .batch = batch, .model = p.model, .data = o.data};
-    DataSourceConfig sc{.dataset = dataset.get(), .sampler = &sampler, .layout = layout, .batch = batch,
+    DataSourceConfig sc{.dataset = dataset.get(), .sampler = &sampler, .layout = {}, .batch = batch,
                         .first_piece = tr.first_step * k, .pieces_per_epoch = pieces_per_epoch, .micro_batches = k,
                         .schedule = schedule, .total_steps = tr.total_steps, .interrupt = &g_interrupt};
     auto sink = std::make_unique<TrainSinkAction>(ProgressConfig{.first_piece = tr.first_step * k, .micro_batches = k, .batch = batch,
@@ -380,7 +414,7 @@ Report run_training(const TrainOptions& o) {
     if (inst.snapshot())
       snapshot = std::make_unique<SnapshotAction>(saver ? &*saver : nullptr, o.checkpoint_every, base, pieces_per_epoch);
     SnapshotAction* snapshots = snapshot.get();
-    auto actions = actions_for(inst, std::make_unique<DataSourceAction>(sc), std::move(sink), std::move(snapshot), o.kernel_threads,
+    auto actions = actions_for(inst, data_sources(inst, inputs, sc), std::move(sink), std::move(snapshot), o.kernel_threads,
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
       InterruptGuard guard;

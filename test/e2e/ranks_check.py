@@ -105,12 +105,20 @@ class Case:
         return out + err
 
 
-def same_losses(case, plan, data, launch_envs):
+def same_losses(case, plan, data, launch_envs, one_rank_plan=None):
     one = case.path("one.jsonl")
     case.train(plan, data, one)
     want = losses(one)
     if len(want) != STEPS:
         raise Failure(f"one process logged {len(want)} steps, not {STEPS}")
+    if one_rank_plan:
+        # Ranks change where each batch is read (every rank's source reads its own rows), not what
+        # any device computes: the plan compiled for one rank trains to the same bits.
+        flat = case.path("one-rank.jsonl")
+        case.train(one_rank_plan, data, flat)
+        if losses(flat) != want:
+            raise Failure(f"the plan of one rank trains otherwise:\n  ranks:    {want}\n  one rank: {losses(flat)}")
+        print(f"ranks: {len(want)} steps, losses identical to the same plan compiled for one rank")
     for label, extra, env in launch_envs:
         got_path = case.path(f"{label}.jsonl")
         if os.path.exists(got_path):
@@ -127,7 +135,9 @@ def check_config(args, model, config, transports=("sm", "tcp")):
     onnx, data = case.data(model)
     flags, k = CONFIGS[config]
     plan = case.compile(onnx, flags, k)
-    same_losses(case, plan, data, [(f"{config}-{t}", ["--launch-local"], {"UCX_TLS": t}) for t in transports])
+    ranks, per_rank = flags.split("--devices ")[1].split(":")[0].split("x")
+    one_rank = case.compile(onnx, flags.replace(f"{ranks}x{per_rank}:cpu", f"{int(ranks) * int(per_rank)}:cpu"), k, name="one-rank.ofp")
+    same_losses(case, plan, data, [(f"{config}-{t}", ["--launch-local"], {"UCX_TLS": t}) for t in transports], one_rank)
 
 
 def free_port():

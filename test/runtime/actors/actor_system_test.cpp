@@ -25,7 +25,7 @@ struct Run {
 
   Run(int stages, int64_t pieces, int fail_stage, int64_t fail_piece) : p(testing::chain(stages, 2)), arena(p.arenas[0].bytes), inputs(size_t(pieces)), outputs(size_t(pieces), -1) {
     for (int64_t i = 0; i < pieces; ++i) inputs[size_t(i)] = float(i);
-    source = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4}});
+    source = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4, 0, 4}});
     sink = std::make_unique<SinkAction>(std::vector<SinkAction::Collect>{{reinterpret_cast<uint8_t*>(outputs.data()), pieces, 4}});
     uint8_t* arenas[] = {arena.data()};
     for (int t = 0; t <= stages + 1; ++t) {

@@ -62,7 +62,7 @@ struct LateChain {
     uint8_t* arenas[] = {arena.data()};
     for (int t = 0; t <= stages + 1; ++t) {
       std::unique_ptr<Action> a;
-      if (t == 0) a = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4}});
+      if (t == 0) a = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4, 0, 4}});
       else if (t == stages + 1) a = std::make_unique<SinkAction>(std::vector<SinkAction::Collect>{{reinterpret_cast<uint8_t*>(outputs.data()), pieces, 4}});
       else if (t == fail_stage) a = std::make_unique<testing::FailsAt>(fail_piece);
       else a = std::make_unique<SlowAddOne>();

@@ -130,7 +130,7 @@ TEST_CASE("task_state: a chain streams every piece in order on 1, 2 and 4 thread
       uint8_t* arenas[] = {arena.data()};
       std::vector<float> inputs(pieces), outputs(pieces, -1.0f);
       for (int64_t i = 0; i < pieces; ++i) inputs[size_t(i)] = float(i);
-      SourceAction source({SourceAction::Feed{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4}});
+      SourceAction source({SourceAction::Feed{reinterpret_cast<const uint8_t*>(inputs.data()), pieces, 4, 0, 4}});
       SinkAction sink({SinkAction::Collect{reinterpret_cast<uint8_t*>(outputs.data()), pieces, 4}});
       std::vector<AddOne> adds(stages);
       std::vector<std::unique_ptr<TaskState>> states;
