@@ -34,6 +34,19 @@ void remove_nodes(Graph& g, const std::vector<bool>& dead) {
   }
 }
 
+void relink(Graph& g) {
+  for (Value& v : g.values) {
+    v.producer = -1;
+    v.consumers.clear();
+  }
+  for (NodeId n = 0; n < NodeId(g.nodes.size()); ++n) {
+    for (ValueId v : g.nodes[size_t(n)].inputs)
+      if (v != kNoValue) g.values[size_t(v)].consumers.push_back(n);
+    for (ValueId v : g.nodes[size_t(n)].outputs)
+      if (v != kNoValue) g.values[size_t(v)].producer = n;
+  }
+}
+
 void verify(const Graph& g, const std::string& after) {
   auto check = [&](bool ok, const std::string& what) {
     if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what));

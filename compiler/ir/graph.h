@@ -115,6 +115,10 @@ struct Graph {
 // Drops the nodes marked dead (folded to constants), renumbering the rest and every link to them.
 void remove_nodes(Graph& g, const std::vector<bool>& dead);
 
+// Recomputes every value's producer and consumers from the nodes' inputs and outputs (after a
+// pass rewrote the node list).
+void relink(Graph& g);
+
 // Structural invariants (ids in range, producer/consumer links agree, topological order,
 // every value produced at most once). Throws an internal error naming `after` (a pass name).
 void verify(const Graph& g, const std::string& after);

@@ -133,6 +133,23 @@ void train_sbp(const Graph& g, const Node& n, std::vector<Signature>& out, bool 
   out.push_back(channels);
 }
 
+// split-batch-norm's halves of the forward, laid out as the whole: stats X -> (saved mean, saved
+// inverse std, batch variance), apply (X, scale, B, saved mean, saved inverse std) -> Y. The pass
+// runs per device after parallelize; these say what a placed pair would need.
+void split_sbp(const Node& n, std::vector<Signature>& out, bool apply) {
+  Signature batch{{}, {}, Signature::Tweak::none, true, true};
+  Signature channels{{}, {}, Signature::Tweak::none, true};
+  channels.never_data_parallel = true;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    batch.in.push_back(i == 0 ? Sbp::S(0) : Sbp::B());
+    channels.in.push_back(i == 0 ? Sbp::S(1) : Sbp::S(0));
+  }
+  batch.out = apply ? std::vector<Sbp>{Sbp::S(0)} : std::vector<Sbp>(n.outputs.size(), Sbp::B());
+  channels.out = apply ? std::vector<Sbp>{Sbp::S(1)} : std::vector<Sbp>(n.outputs.size(), Sbp::S(0));
+  out.push_back(batch);
+  out.push_back(channels);
+}
+
 // The update (batch mean, batch variance, running mean, running variance, num_batches_tracked):
 // each device its own copy (B), or per channel on a tensor-parallel level.
 void stats_update_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
@@ -151,6 +168,8 @@ OpDef batch_norm_def() { return {"BatchNormalization", infer_batch_norm, lower_b
            per_device_batch("batch_norm_train_grad", [](const Graph& g, const Node& n, std::vector<Signature>& out) {
              train_sbp(g, n, out, true);
            }),
+           per_device_batch("batch_norm_stats", [](const Graph&, const Node& n, std::vector<Signature>& out) { split_sbp(n, out, false); }),
+           per_device_batch("batch_norm_apply", [](const Graph&, const Node& n, std::vector<Signature>& out) { split_sbp(n, out, true); }),
            sbp_rule("batch_norm_stats_update", stats_update_sbp)}}; }
 
 }  // namespace of::compiler

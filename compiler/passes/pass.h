@@ -150,6 +150,12 @@ class Parallelize final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class SplitBatchNorm final : public Pass {
+ public:
+  std::string name() const override { return "split-batch-norm"; }
+  bool run(Compilation& c) override;
+};
+
 class FuseGelu final : public Pass {
  public:
   std::string name() const override { return "fuse-gelu"; }

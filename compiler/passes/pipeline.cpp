@@ -15,6 +15,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<AddOptimizer>();     // needs every weight's gradient
   p.add<Recompute>();        // needs the whole backward pass (and BatchNorm's update); before parallelize, which gives clones their original's signature
   p.add<Parallelize>();      // after the optimizer: SBP covers forward, backward and updates alike
+  p.add<SplitBatchNorm>();   // per device, after parallelize (the pair shares its device's batch part); before fusing its apply with a ReLU
   p.add<FuseActivations>();  // per device, so a partial-sum Gemm keeps its ReLU apart; before lowering
   p.add<ReshapeViews>();     // per device, after every pass that reads nodes' input shapes; before lowering
   p.add<LowerToTasks>();     // needs kernels and shapes; builds tasks and registers

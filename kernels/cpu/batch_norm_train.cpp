@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// batch_norm_train, batch_norm_train_grad, batch_norm_stats_update: torch.nn.BatchNorm{1,2,3}d
-// in train mode over X [N,C,*spatial]. The forward normalizes with the batch statistics (biased
-// variance) and outputs the unbiased variance too; the update (a task of its own, so that the
-// forward pass never waits on the running statistics' readers) blends both into the running
-// statistics with PyTorch's momentum and counts num_batches_tracked. Sums are kept in double.
+// batch_norm_stats, batch_norm_apply, batch_norm_train_grad, batch_norm_stats_update:
+// torch.nn.BatchNorm{1,2,3}d in train mode over X [N,C,*spatial]. The forward is two kernels, so
+// that the backward pass keeps the statistics without Y: stats computes the batch mean, inverse
+// standard deviation (biased variance) and unbiased variance; apply normalizes with them (and may
+// apply a ReLU, fuse-activations' doing). The update (a task of its own, so that the forward pass
+// never waits on the running statistics' readers) blends the mean and unbiased variance into the
+// running statistics with PyTorch's momentum and counts num_batches_tracked. Sums are kept in
+// double. batch_norm_train is the forward in one kernel, as plans of earlier versions name it.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -34,6 +38,111 @@ ChannelView channel_view(const KernelConfig& cfg, const char* kernel, int x_inde
   return v;
 }
 
+// Channel c's batch statistics. Two passes (mean, then squared deviations): no cancellation when
+// |mean| >> std.
+struct Stats {
+  double mean, invstd, unbiased_var;
+};
+Stats channel_stats(const float* x, const ChannelView& v, int64_t c, double epsilon) {
+  const int64_t plane = v.c * v.inner;  // stride between batch items
+  const double m = double(v.m());
+  double sum = 0;
+  for (int64_t b = 0; b < v.n; ++b) {
+    const float* xc = x + b * plane + c * v.inner;
+    for (int64_t i = 0; i < v.inner; ++i) sum += xc[i];
+  }
+  const double mean = sum / m;
+  double sq = 0;
+  for (int64_t b = 0; b < v.n; ++b) {
+    const float* xc = x + b * plane + c * v.inner;
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const double d = xc[i] - mean;
+      sq += d * d;
+    }
+  }
+  const double var = sq / m;
+  return Stats{mean, 1.0 / std::sqrt(var + epsilon), var * m / (m - 1)};
+}
+
+// PyTorch refuses this too: the unbiased variance would divide by m - 1 = 0.
+void check_values_per_channel(const KernelConfig& cfg, const char* kernel, const ChannelView& v) {
+  if (v.m() < 2)
+    fail(where_of(cfg), "{}: X {} has {} values per channel, needs more than 1", kernel, shape_str(cfg.inputs[0].shape), v.m());
+}
+
+double epsilon_of(const KernelConfig& cfg, const char* kernel) {
+  const double e = cfg.attrs.get_float("epsilon", 1e-5f);
+  if (!(e >= 0) || !std::isfinite(e)) fail(where_of(cfg), "{}: epsilon {} must be finite and >= 0", kernel, e);
+  return e;
+}
+
+// X -> (saved mean, saved inverse std, unbiased batch variance), each [C].
+class BatchNormStats final : public Kernel {
+ public:
+  explicit BatchNormStats(const KernelConfig& cfg) {
+    check_arity(cfg, "batch_norm_stats", 1, 1, 3);
+    check_dtypes(cfg, "batch_norm_stats", DType::f32);
+    v_ = channel_view(cfg, "batch_norm_stats", 0, 1, 0, nullptr);
+    check_values_per_channel(cfg, "batch_norm_stats", v_);
+    for (int i = 0; i < 3; ++i) check_output_shape(cfg, "batch_norm_stats", i, Shape{v_.c});
+    epsilon_ = epsilon_of(cfg, "batch_norm_stats");
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[0]);
+    for (int64_t c = 0; c < v_.c; ++c) {
+      const Stats s = channel_stats(x, v_, c, epsilon_);
+      static_cast<float*>(out[0])[c] = float(s.mean);
+      static_cast<float*>(out[1])[c] = float(s.invstd);
+      static_cast<float*>(out[2])[c] = float(s.unbiased_var);
+    }
+  }
+
+ private:
+  ChannelView v_;
+  double epsilon_ = 1e-5;
+};
+
+// (X, scale, bias, saved mean, saved inverse std) -> Y = (X - mean) * (invstd * scale) + bias,
+// as PyTorch's batch_norm_cpu_transform_input computes it from the saved statistics; with
+// activation = "relu", max(Y, 0).
+class BatchNormApply final : public Kernel {
+ public:
+  explicit BatchNormApply(const KernelConfig& cfg) {
+    check_arity(cfg, "batch_norm_apply", 5, 5, 1);
+    check_dtypes(cfg, "batch_norm_apply", DType::f32);
+    static const char* const names[] = {"x", "scale", "bias", "saved_mean", "saved_invstd"};
+    v_ = channel_view(cfg, "batch_norm_apply", 0, 1, 4, names);
+    check_output_shape(cfg, "batch_norm_apply", 0, cfg.inputs[0].shape);
+    const std::string act = cfg.attrs.get_str("activation", "");
+    if (!act.empty() && act != "relu") fail(where_of(cfg), "batch_norm_apply: activation '{}' is not relu", act);
+    relu_ = act == "relu";
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[0]);
+    const float* scale = static_cast<const float*>(in[1]);
+    const float* bias = static_cast<const float*>(in[2]);
+    const float* mean = static_cast<const float*>(in[3]);
+    const float* invstd = static_cast<const float*>(in[4]);
+    float* y = static_cast<float*>(out[0]);
+    const int64_t plane = v_.c * v_.inner;
+    for (int64_t c = 0; c < v_.c; ++c) {
+      const float mf = mean[c], a = invstd[c] * scale[c], s = bias[c];
+      for (int64_t b = 0; b < v_.n; ++b) {
+        const float* xc = x + b * plane + c * v_.inner;
+        float* yc = y + b * plane + c * v_.inner;
+        if (relu_)
+          for (int64_t i = 0; i < v_.inner; ++i) yc[i] = std::max((xc[i] - mf) * a + s, 0.0f);
+        else
+          for (int64_t i = 0; i < v_.inner; ++i) yc[i] = (xc[i] - mf) * a + s;
+      }
+    }
+  }
+
+ private:
+  ChannelView v_;
+  bool relu_ = false;
+};
+
 class BatchNormTrain final : public Kernel {
  public:
   BatchNormTrain(const KernelConfig& cfg);
@@ -49,15 +158,10 @@ BatchNormTrain::BatchNormTrain(const KernelConfig& cfg) {
   check_dtypes(cfg, "batch_norm_train", DType::f32);
   static const char* const names[] = {"x", "scale", "bias"};
   v_ = channel_view(cfg, "batch_norm_train", 0, 1, 2, names);
-  // PyTorch refuses this too: the unbiased variance would divide by m - 1 = 0.
-  if (v_.m() < 2)
-    fail(where_of(cfg), "batch_norm_train: X {} has {} values per channel, needs more than 1",
-         shape_str(cfg.inputs[0].shape), v_.m());
+  check_values_per_channel(cfg, "batch_norm_train", v_);
   check_output_shape(cfg, "batch_norm_train", 0, cfg.inputs[0].shape);
   for (int i = 1; i < 4; ++i) check_output_shape(cfg, "batch_norm_train", i, Shape{v_.c});
-  epsilon_ = cfg.attrs.get_float("epsilon", 1e-5f);
-  if (!(epsilon_ >= 0) || !std::isfinite(epsilon_))
-    fail(where_of(cfg), "batch_norm_train: epsilon {} must be finite and >= 0", epsilon_);
+  epsilon_ = epsilon_of(cfg, "batch_norm_train");
 }
 
 void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out) {
@@ -65,38 +169,18 @@ void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out)
   const float* scale = static_cast<const float*>(in[1]);
   const float* bias = static_cast<const float*>(in[2]);
   float* y = static_cast<float*>(out[0]);
-  float* saved_mean = static_cast<float*>(out[1]);
-  float* saved_invstd = static_cast<float*>(out[2]);
-  float* batch_var = static_cast<float*>(out[3]);
   const int64_t plane = v_.c * v_.inner;  // stride between batch items
-  const double m = double(v_.m());
   for (int64_t c = 0; c < v_.c; ++c) {
-    // Two passes (mean, then squared deviations): no cancellation when |mean| >> std.
-    double sum = 0;
-    for (int64_t b = 0; b < v_.n; ++b) {
-      const float* xc = x + b * plane + c * v_.inner;
-      for (int64_t i = 0; i < v_.inner; ++i) sum += xc[i];
-    }
-    const double mean = sum / m;
-    double sq = 0;
-    for (int64_t b = 0; b < v_.n; ++b) {
-      const float* xc = x + b * plane + c * v_.inner;
-      for (int64_t i = 0; i < v_.inner; ++i) {
-        const double d = xc[i] - mean;
-        sq += d * d;
-      }
-    }
-    const double var = sq / m;
-    const double invstd = 1.0 / std::sqrt(var + epsilon_);
-    const float mf = float(mean), a = float(invstd * scale[c]), s = bias[c];
+    const Stats st = channel_stats(x, v_, c, epsilon_);
+    const float mf = float(st.mean), a = float(st.invstd * scale[c]), s = bias[c];
     for (int64_t b = 0; b < v_.n; ++b) {
       const float* xc = x + b * plane + c * v_.inner;
       float* yc = y + b * plane + c * v_.inner;
       for (int64_t i = 0; i < v_.inner; ++i) yc[i] = (xc[i] - mf) * a + s;
     }
-    saved_mean[c] = mf;
-    saved_invstd[c] = float(invstd);
-    batch_var[c] = float(var * m / (m - 1));  // unbiased, for the running variance
+    static_cast<float*>(out[1])[c] = mf;
+    static_cast<float*>(out[2])[c] = float(st.invstd);
+    static_cast<float*>(out[3])[c] = float(st.unbiased_var);
   }
 }
 
@@ -204,6 +288,12 @@ void BatchNormTrainGrad::run(const RunCtx&, const void* const* in, void* const* 
 
 }  // namespace
 
+std::unique_ptr<Kernel> make_batch_norm_stats(const KernelConfig& cfg) {
+  return std::make_unique<BatchNormStats>(cfg);
+}
+std::unique_ptr<Kernel> make_batch_norm_apply(const KernelConfig& cfg) {
+  return std::make_unique<BatchNormApply>(cfg);
+}
 std::unique_ptr<Kernel> make_batch_norm_train(const KernelConfig& cfg) {
   return std::make_unique<BatchNormTrain>(cfg);
 }

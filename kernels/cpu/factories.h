@@ -16,6 +16,8 @@ std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_train(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_stats(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_apply(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_stats_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_train_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg);

@@ -3,6 +3,7 @@
 // unbiased batch variance), batch_norm_stats_update (running statistics, in place, and
 // num_batches_tracked), and batch_norm_train_grad against double central differences of
 // sum(y * w) through the batch statistics.
+#include <algorithm>
 #include <cmath>
 
 #include "grad_check.h"
@@ -68,6 +69,45 @@ TEST_CASE("batch_norm_train: y and saved statistics match a double reference", "
     std::vector<double> invstd;
     for (double v : r.var) invstd.push_back(1 / std::sqrt(v + double(1e-3f)));
     testing::check_close(o.invstd, invstd);
+  }
+}
+
+// The forward as split-batch-norm plans it: batch_norm_stats, then batch_norm_apply (with and
+// without its fused ReLU).
+Outputs run_split_forward(const Attrs& attrs, const Shape& s, const std::vector<float>& x, const std::vector<float>& scale,
+                          const std::vector<float>& bias, bool relu) {
+  const size_t c = size_t(s[1]);
+  Outputs o{std::vector<float>(x.size()), std::vector<float>(c), std::vector<float>(c), std::vector<float>(c)};
+  const Shape v{s[1]};
+  testing::run_kernel("batch_norm_stats", attrs, testing::f32_descs({s}), testing::f32_descs({v, v, v}), {x.data()},
+                      {o.mean.data(), o.invstd.data(), o.batch_var.data()});
+  Attrs apply;
+  if (relu) apply.set_str("activation", "relu");
+  testing::run_kernel("batch_norm_apply", apply, testing::f32_descs({s, v, v, v, v}), testing::f32_descs({s}),
+                      {x.data(), scale.data(), bias.data(), o.mean.data(), o.invstd.data()}, {o.y.data()});
+  return o;
+}
+
+TEST_CASE("batch_norm_stats then batch_norm_apply: the statistics of batch_norm_train and y of the double reference", "[kernels]") {
+  std::mt19937 rng(47);
+  for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{4, 3}, Shape{2, 5, 7}}) {
+    INFO(shape_str(s));
+    const int64_t c = s[1];
+    const auto x = testing::random_floats(numel(s), rng, -3, 5);
+    const auto scale = testing::random_floats(c, rng, 0.5f, 2);
+    const auto bias = testing::random_floats(c, rng);
+    Attrs attrs;
+    attrs.set_float("epsilon", 1e-3f);
+    const Outputs whole = run_forward(attrs, s, x, scale, bias);
+    const Outputs split = run_split_forward(attrs, s, x, scale, bias, false);
+    CHECK(split.mean == whole.mean);  // the same sums, in the same order
+    CHECK(split.invstd == whole.invstd);
+    CHECK(split.batch_var == whole.batch_var);
+    const Stats r = reference(testing::to_double(x), s, testing::to_double(scale), testing::to_double(bias), double(1e-3f));
+    testing::check_close(split.y, r.y);
+    std::vector<double> relu_y;
+    for (double y : r.y) relu_y.push_back(std::max(y, 0.0));
+    testing::check_close(run_split_forward(attrs, s, x, scale, bias, true).y, relu_y);
   }
 }
 

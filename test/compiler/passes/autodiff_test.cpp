@@ -112,7 +112,9 @@ TEST_CASE("add_optimizer: a train-mode BatchNorm gets a per-piece update of its 
   Compilation dp = compile_model(fixture("export/bn_mlp_train.onnx"), o);
   std::map<std::string, std::set<int32_t>> devices_of;
   for (const auto& t : dp.tasks.tasks) devices_of[t.kernel].insert(t.device);
-  CHECK(devices_of["batch_norm_train"] == std::set<int32_t>{0, 1});
+  // (split-batch-norm makes each device's forward its statistics, then their application.)
+  CHECK(devices_of["batch_norm_stats"] == std::set<int32_t>{0, 1});
+  CHECK(devices_of["batch_norm_apply"] == std::set<int32_t>{0, 1});
   CHECK(devices_of["batch_norm_train_grad"] == std::set<int32_t>{0, 1});
   CHECK(devices_of["batch_norm_stats_update"] == std::set<int32_t>{0, 1});
   for (const auto& b : dp.parallel.boxings) {
