@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -12,12 +13,14 @@
 
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
+#include "common/file_util.h"
 #include "common/output_paths.h"
 #include "runtime/launch/launch_local.h"
 #include "runtime/launch/rank_env.h"
 #include "runtime/plan/load.h"
 #include "runtime/run.h"
 #include "runtime/train/train.h"
+#include "runtime/transport/bootstrap.h"
 #include "runtime/transport/routes.h"
 
 namespace {
@@ -150,6 +153,7 @@ int main(int argc, char** argv) {
       o.rank = t.rank = env->rank;
       o.boot = t.boot = boot;
     }
+    try {
     if (data->count() > 0) {
       if (!inputs.empty() || !outputs.empty()) throw of::cli::UsageError("--data trains or evaluates; --input/--output feed inference plans");
       t.plan_path = o.plan_path;
@@ -193,5 +197,20 @@ int main(int argc, char** argv) {
     if (!r.reported) return 0;  // another rank runs the sink and reports
     fmt::print("ofrun: {} pieces, {:.3f} s, {:.1f} pieces/s\n", r.pieces, r.seconds, double(r.pieces) / r.seconds);
     return 0;
+    } catch (const std::exception& e) {
+      // Failed before joining the other ranks (a data file this rank cannot open): rank 0 hears
+      // it now rather than at its bootstrap timeout. The job token defaults as the stream's does.
+      if (env) {
+        if (boot.token.empty()) {
+          std::error_code ec;
+          if (std::filesystem::is_regular_file(o.plan_path, ec)) {
+            const std::vector<uint8_t> bytes = of::read_file(o.plan_path);
+            boot.token = fmt::format("plan-{:08x}", of::crc32_of(bytes.data(), bytes.size()));
+          }
+        }
+        of::runtime::transport::report_failure_before_joining(boot, e.what());
+      }
+      throw;
+    }
   });
 }

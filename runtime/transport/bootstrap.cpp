@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -27,6 +28,17 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxFrame = 1 << 20;  // a hello holds a UCX address: a few KiB
 constexpr char kMagic[4] = {'o', 'f', 'b', '1'};
 constexpr double kHelloSeconds = 5;  // what a connection gets to say hello before it is dropped
+constexpr double kReportSeconds = 3;  // how long a rank that failed early tries to tell rank 0
+constexpr size_t kMaxReasonBytes = 1024;
+std::atomic<bool> g_begun{false};  // this process has started a bootstrap
+
+// A reason that came over the network, fit for one log line: printable ASCII, bounded.
+std::string printable(const std::vector<uint8_t>& bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && out.size() < kMaxReasonBytes; ++i)
+    out += bytes[i] >= 0x20 && bytes[i] < 0x7f ? char(bytes[i]) : '?';
+  return out;
+}
 
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -244,7 +256,22 @@ int listen_socket(const std::string& host, int* port) {
   return fd;
 }
 
+void report_failure_before_joining(const BootstrapOptions& o, const std::string& why) {
+  if (g_begun.load() || o.world < 2 || o.rank <= 0 || o.rank >= o.world) return;
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kReportSeconds));
+  int fd = -1;
+  try {
+    fd = connect_to(o.host, o.port, deadline, kReportSeconds);
+  } catch (const Error&) {
+    return;  // rank 0 is not there: it will name this rank when its wait ends
+  }
+  const std::string reason = why.substr(0, kMaxReasonBytes);
+  send_frame(fd, 'F', hello_bytes(Hello{o.rank, o.world, o.token, o.identity, std::vector<uint8_t>(reason.begin(), reason.end())}));
+  ::close(fd);
+}
+
 Bootstrap::Bootstrap(const BootstrapOptions& o, const std::vector<uint8_t>& mine) : o_(o) {
+  g_begun.store(true);
   if (o.world < 1 || o.rank < 0 || o.rank >= o.world) fail({}, "rank {} is not one of a world of {}", o.rank, o.world);
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
   blobs_.assign(size_t(o.world), {});
@@ -298,7 +325,7 @@ Bootstrap::Bootstrap(const BootstrapOptions& o, const std::vector<uint8_t>& mine
     std::string why;
     const Clock::time_point hello_by = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kHelloSeconds)));
     std::optional<Frame> f = read_frame(fd, hello_by, &why);
-    std::optional<Hello> h = f && f->type == 'H' ? parse_hello(f->payload) : std::nullopt;
+    std::optional<Hello> h = f && (f->type == 'H' || f->type == 'F') ? parse_hello(f->payload) : std::nullopt;
     if (!h) {
       drop(f ? "not an of rank's hello" : why);
       continue;
@@ -306,6 +333,11 @@ Bootstrap::Bootstrap(const BootstrapOptions& o, const std::vector<uint8_t>& mine
     if (h->token != o.token) {
       drop("wrong job token");
       continue;
+    }
+    // A rank of this job that failed before it could join: nobody waits for it.
+    if (f->type == 'F' && h->rank > 0 && h->rank < o.world && !arrived[size_t(h->rank)]) {
+      ::close(fd);
+      refuse_all(fmt::format("rank {} failed before it joined: {}", h->rank, printable(h->blob)));
     }
     // A rank of this job that disagrees is the user's mistake: the whole job stops, saying why.
     if (h->world != o.world) {

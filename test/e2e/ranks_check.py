@@ -362,6 +362,31 @@ def check_missing_rank(args):
     print(f"ranks missing: ranks 0, 1 and 3 gave up after {took:.1f} s: {outs[0][1].strip()}")
 
 
+def check_bad_data(args):
+    """Every rank reads its own data: a rank that cannot open its data file fails before it joins,
+    and rank 0 stops at once naming it and the file (not after the bootstrap timeout)."""
+    case = Case(args, "bad-data")
+    onnx, data = case.data("mlp")
+    plan = case.compile(onnx, CONFIGS["dp2"][0], 1)
+    port = free_port()
+    missing = case.path("missing.npy")
+    start = time.monotonic()
+    procs = [subprocess.Popen([case.tool("ofrun"), plan, "--data", data if r == 0 else f"npy:{missing},{missing}", "--steps", "2",
+                               "--rank", str(r), "--world", "2", "--coordinator", f"127.0.0.1:{port}", "--bootstrap-timeout", "60"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OF_JOB_TOKEN": "b"})
+             for r in (0, 1)]
+    outs = [p.communicate(timeout=90) for p in procs]
+    took = time.monotonic() - start
+    err0 = outs[0][1]
+    if procs[0].returncode == 0 or "rank 1 failed before it joined" not in err0 or "missing.npy" not in err0:
+        raise Failure(f"rank 0 exited {procs[0].returncode} saying:\n{err0}")
+    if procs[1].returncode == 0 or "missing.npy" not in outs[1][1]:
+        raise Failure(f"rank 1 exited {procs[1].returncode} saying:\n{outs[1][1]}")
+    if took > 10:
+        raise Failure(f"the ranks took {took:.1f} s to stop (the bootstrap timeout is 60 s)")
+    print(f"ranks bad-data: both stopped in {took:.1f} s; rank 0: {err0.strip().splitlines()[-1]}")
+
+
 def check_stray(args):
     """A stray connection to the coordinator is refused in one line; the job goes on."""
     case = Case(args, "stray")
@@ -442,6 +467,7 @@ CHECKS.update({
     "kill": check_kill,
     "other-plan": check_other_plan,
     "missing-rank": check_missing_rank,
+    "bad-data": check_bad_data,
     "stray": check_stray,
     "infer": check_infer,
     "all-configs": lambda a: [check_config(a, m, c) for m in ("mlp", "cnn", "lm") for c in CONFIGS],
