@@ -340,3 +340,29 @@ TEST_CASE("verify_plan: parallel-plan fields out of range name the field", "[run
   p.tasks[1].stage = 3;
   CHECK_THAT(verify_error(p), Catch::Contains("tasks[1].stage"));
 }
+
+TEST_CASE("verify_plan: one lead source reads nothing and a rank's source reads no tensor but is paced by one register", "[runtime]") {
+  // tiny_plan() plus a second source (task 3, its own register 2).
+  auto with_second_source = [] {
+    plan::Plan p = tiny_plan();
+    plan::Task second = p.tasks[0];
+    second.id = 3;
+    second.name = "source@0";
+    second.out_regsts = {2};
+    p.regsts.push_back(plan::Regst{2, 3, {}, 2, 64, 0, {384, 448}, {plan::Blob{0, {{2, 4}, DType::f32}, 0, 32}}});
+    p.tasks.push_back(second);
+    return p;
+  };
+  // Paced by the lead's register, reading none of it: a rank's source.
+  plan::Plan p = with_second_source();
+  p.tasks[3].in_regsts = {0};
+  p.regsts[0].consumers.push_back(3);
+  INFO(verify_error(p));
+  CHECK(verify_error(p).empty());
+  // Reading a tensor of it.
+  p.tasks[3].inputs = {plan::TaskInput{plan::InputKind::regst, 0, 0}};
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[3]") && Catch::Contains("a source task reads no tensor"));
+  // Two that read nothing: each would end the stream on its own.
+  p = with_second_source();
+  CHECK_THAT(verify_error(p), Catch::Contains("exactly one source that reads nothing") && Catch::Contains("has 2"));
+}
