@@ -256,9 +256,48 @@ int listen_socket(const std::string& host, int* port) {
   return fd;
 }
 
+namespace {
+
+// Rank 0 failed before it began its bootstrap: it answers the ranks that come within a few
+// seconds with the reason, so that they stop now instead of at their timeout.
+void tell_joining_ranks(const BootstrapOptions& o, const std::string& why, Clock::time_point deadline) {
+  int listener = o.listen_fd;
+  if (listener < 0) {
+    try {
+      listener = listen_on(o.host, o.port);
+    } catch (const Error&) {
+      return;
+    }
+  }
+  std::vector<uint8_t> told(size_t(o.world), 0);
+  int32_t left = o.world - 1;
+  const std::string text = fmt::format("rank 0 failed before it joined: {}", why.substr(0, kMaxReasonBytes));
+  while (left > 0) {
+    pollfd pf{listener, POLLIN, 0};
+    const int r = ::poll(&pf, 1, remaining_ms(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    std::string ignored;
+    const std::optional<Frame> f = read_frame(fd, std::min(deadline, Clock::now() + std::chrono::seconds(1)), &ignored);
+    const std::optional<Hello> h = f && f->type == 'H' ? parse_hello(f->payload) : std::nullopt;
+    if (h && h->token == o.token && h->rank > 0 && h->rank < o.world && !told[size_t(h->rank)]) {
+      send_frame(fd, 'E', text);
+      told[size_t(h->rank)] = 1;
+      --left;
+    }
+    ::close(fd);
+  }
+  ::close(listener);
+}
+
+}  // namespace
+
 void report_failure_before_joining(const BootstrapOptions& o, const std::string& why) {
-  if (g_begun.load() || o.world < 2 || o.rank <= 0 || o.rank >= o.world) return;
+  if (g_begun.load() || o.world < 2 || o.rank < 0 || o.rank >= o.world) return;
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kReportSeconds));
+  if (o.rank == 0) return tell_joining_ranks(o, why, deadline);
   int fd = -1;
   try {
     fd = connect_to(o.host, o.port, deadline, kReportSeconds);

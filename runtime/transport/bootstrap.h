@@ -40,11 +40,12 @@ std::optional<Hello> decode_hello(const std::vector<uint8_t>& bytes);
 // Rank 0's answer (frame 'A'): every rank's blob; nullopt unless exactly `world` of them.
 std::optional<std::vector<std::vector<uint8_t>>> decode_address_table(const std::vector<uint8_t>& bytes, int32_t world);
 
-// A rank that fails before it joins (a data file it cannot open, a plan it cannot load) tells the
-// coordinator why (frame 'F': a hello whose blob is the reason), so that rank 0 stops the job at
-// once, naming it, instead of waiting out the bootstrap timeout. Best effort, within a few
-// seconds; nothing for rank 0 itself, or once this process has begun its bootstrap (the run
-// controller reports later failures).
+// A rank that fails before it joins (a data file it cannot open, a plan it cannot load) says why,
+// so that the job stops at once, naming it, instead of at the bootstrap timeout: another rank
+// tells the coordinator (frame 'F': a hello whose blob is the reason); rank 0 answers the ranks
+// that connect within a few seconds with the reason ('E'). Best effort, for at most a few
+// seconds; nothing once this process has begun its bootstrap (the run controller reports later
+// failures).
 void report_failure_before_joining(const BootstrapOptions& o, const std::string& why);
 
 // A socket listening on host:port (port 0: a free one, written back): --launch-local makes the
