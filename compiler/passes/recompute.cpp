@@ -8,7 +8,8 @@
 // pooling). An activation the backward pass reads is recomputed when its producer is cheap and
 // each tensor the producer reads is a weight or constant, an activation the backward pass keeps,
 // or an activation nothing in the backward pass reads that is recomputable in the same way (a
-// chain, at most kMaxChain ops). A kept activation stays kept: a clone never reads another
+// chain, at most kMaxChain ops), unless it is far smaller than what its producer reads (saved
+// statistics: worth_recomputing). A kept activation stays kept: a clone never reads another
 // recomputed one, so recomputing a layer never starts by recomputing every layer before it (a
 // residual stream). What that buys, measured in the note: LayerNorm's and GELU's outputs (their
 // inputs are kept for their own gradients), BatchNorm-then-ReLU pairs (the convolution's output
@@ -49,6 +50,16 @@ bool cheap(const Graph& g, const Node& n) {
   return std::any_of(n.runtime_inputs.begin(), n.runtime_inputs.end(), [&](ValueId v) {
     return g.values[size_t(v)].producer >= 0 || g.values[size_t(v)].graph_input;
   });
+}
+
+// A saved output far smaller than what its producer reads (BatchNorm's and LayerNorm's saved
+// statistics: a value per channel or row) is kept: it saves almost nothing, and recomputing it
+// would make its producer's clone run (and hold its large output) only for it.
+constexpr double kKeepRatio = 16;
+bool worth_recomputing(const Graph& g, const Node& n, ValueId v) {
+  double largest_input = 0;
+  for (ValueId u : n.runtime_inputs) largest_input = std::max(largest_input, double(g.values[size_t(u)].desc.bytes()));
+  return double(g.values[size_t(v)].desc.bytes()) * kKeepRatio >= largest_input;
 }
 
 class Recomputer {
@@ -92,7 +103,7 @@ void Recomputer::choose() {
     }
     if (!ok || depth > kMaxChain) continue;
     for (ValueId v : n.outputs) {
-      if (saved_[size_t(v)]) recomputed_[size_t(v)] = true;
+      if (saved_[size_t(v)]) recomputed_[size_t(v)] = worth_recomputing(g_, n, v);
       else chain_[size_t(v)] = depth;
     }
   }

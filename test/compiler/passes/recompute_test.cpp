@@ -127,7 +127,22 @@ TEST_CASE("recompute: a clone's wait becomes a register its task consumes withou
           return in.kind == of::plan::InputKind::regst && in.id == r;
         });
     }
-    CHECK(clones == 2 * devices);
+    // Per device, BatchNorm-then-ReLU made again is one task: an apply that reads the kept
+    // statistics (recompute keeps such small outputs; split-batch-norm reads the original's) with
+    // the ReLU fused into it.
+    CHECK(clones == devices);
     CHECK(waiting >= devices);  // each device's BatchNorm clone waits for that device's gradient
+    for (const auto& t : c.tasks.tasks) {
+      if (t.name.rfind("recompute/", 0) != 0) continue;
+      CHECK(t.kernel == "batch_norm_apply");
+      // Its statistics are its own device's original BatchNorm's.
+      REQUIRE(t.inputs.size() == 5);
+      for (size_t k : {size_t(3), size_t(4)}) {
+        const auto& stats = c.tasks.tasks[size_t(c.tasks.regsts[size_t(t.inputs[k].id)].producer)];
+        CHECK(stats.kernel == "batch_norm_stats");
+        CHECK(stats.device == t.device);
+        CHECK(stats.name.rfind("recompute/", 0) != 0);
+      }
+    }
   }
 }
