@@ -20,6 +20,27 @@
 #include "compiler/passes/pass.h"
 
 namespace of::compiler {
+namespace {
+
+// Node n (batch_norm_train, X read as views[0] when given) made the apply of statistics
+// (mean, invstd). Y is read by the next forward op only (the backward pass reads the
+// statistics): the streaming slots, not the ones a pipeline stage keeps for its backward pass.
+void make_apply(Node& n, ValueId mean, ValueId invstd, const std::vector<Shape>& views) {
+  const ValueId x = n.inputs[0], scale = n.inputs[1], bias = n.inputs[2];
+  auto view = [&](size_t k) { return k < views.size() ? views[k] : Shape{}; };
+  n.op_type = "BatchNormApply";
+  n.kernel = "batch_norm_apply";
+  n.kernel_attrs = Attrs{};
+  n.inputs = {x, scale, bias, mean, invstd};
+  n.runtime_inputs = n.inputs;
+  n.runtime_views.clear();
+  if (!views.empty()) n.runtime_views = {view(0), view(1), view(2)};
+  n.state_inputs.clear();
+  n.outputs.resize(1);
+  n.slots = 0;
+}
+
+}  // namespace
 
 bool SplitBatchNorm::run(Compilation& c) {
   Graph& g = c.graph;
@@ -50,17 +71,7 @@ bool SplitBatchNorm::run(Compilation& c) {
     const auto key = std::make_tuple(x, view(0), scale, bias, epsilon);
     const auto same = stats_of.find(key);
     if (same != stats_of.end() && !read(n.outputs[1]) && !read(n.outputs[2]) && !read(n.outputs[3])) {
-      const auto [mean, invstd] = same->second;
-      n.op_type = "BatchNormApply";
-      n.kernel = "batch_norm_apply";
-      n.kernel_attrs = Attrs{};
-      n.inputs = {x, scale, bias, mean, invstd};
-      n.runtime_inputs = n.inputs;
-      n.runtime_views.clear();
-      if (!views.empty()) n.runtime_views = {view(0), view(1), view(2)};
-      n.state_inputs.clear();
-      n.outputs.resize(1);
-      n.slots = 0;
+      make_apply(n, same->second.first, same->second.second, views);
       new_id[i] = NodeId(nodes.size());
       nodes.push_back(std::move(n));
       continue;
@@ -80,20 +91,8 @@ bool SplitBatchNorm::run(Compilation& c) {
     new_id[i] = NodeId(nodes.size());  // links to the node (a clone's original) go to its first half
     nodes.push_back(std::move(stats));
 
-    Node& apply = n;
-    apply.op_type = "BatchNormApply";
-    apply.kernel = "batch_norm_apply";
-    apply.kernel_attrs = Attrs{};
-    apply.inputs = {x, scale, bias, nodes.back().outputs[0], nodes.back().outputs[1]};
-    apply.runtime_inputs = apply.inputs;
-    apply.runtime_views.clear();
-    if (!views.empty()) apply.runtime_views = {view(0), view(1), view(2)};
-    apply.state_inputs.clear();
-    apply.outputs.resize(1);
-    // Y is read by the next forward op only (the backward pass reads the statistics): the
-    // streaming slots, not the ones a pipeline stage keeps for its backward pass.
-    apply.slots = 0;
-    nodes.push_back(std::move(apply));
+    make_apply(n, nodes.back().outputs[0], nodes.back().outputs[1], views);
+    nodes.push_back(std::move(n));
   }
   g.nodes = std::move(nodes);
   for (Node& n : g.nodes) {
