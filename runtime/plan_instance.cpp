@@ -175,7 +175,7 @@ PlanInstance::SourceBox PlanInstance::source_box(const plan::Task& src, size_t k
   const plan::LogicalTensor& t = plan_.tensors[size_t(b.tensor)];
   if (t.full_shape.empty()) return SourceBox{b.desc, 0, b.bytes};
   const Shape& box = b.desc.shape;
-  bool rows = !box.empty() && box.size() == t.full_shape.size();
+  bool rows = !box.empty() && box[0] > 0 && box.size() == t.full_shape.size();
   for (size_t d = 1; rows && d < box.size(); ++d) rows = box[d] == t.full_shape[d] && t.shard_begin[d] == 0;
   if (!rows && t.full_shape != box)
     fail({.file = path_, .field = "tensors[" + std::to_string(b.tensor) + "]"}, "source '{}' holds box {} at {} of input '{}' {}: not whole rows",

@@ -146,6 +146,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     for (size_t b = 0; b < r.blobs.size(); ++b) {
       const plan::Blob& blob = r.blobs[b];
       std::string bf = fmt::format("{}.blobs[{}]", f, b);
+      if (blob.tensor < 0 || size_t(blob.tensor) >= p.tensors.size()) fail(at(bf + ".tensor"), "{} out of range", blob.tensor);
       if (checked_bytes(blob.desc, at(bf + ".shape")) != blob.bytes) fail(at(bf + ".bytes"), "{} does not match shape {}", blob.bytes, shape_str(blob.desc.shape));
       if (!inside(blob.offset, blob.bytes, r.slot_bytes)) fail(at(bf + ".offset"), "blob lies outside its slot ({} bytes)", r.slot_bytes);
       if (blob.offset % plan::kAlignment != 0) fail(at(bf + ".offset"), "{} is not {}-byte aligned", blob.offset, plan::kAlignment);
