@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -81,10 +82,17 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
       for (int32_t k = 0; k < regst.slots; ++k) landing_[size_t(r)].push_back(p + stride * uint64_t(k));
     }
   }
-  // Where the snapshot task runs, checkpoints need every rank's weights: other ranks' trained
-  // ones land with the snapshot's readies; their fixed variables are copied here once.
-  const plan::Task* snap = snapshot();
-  const bool keeps_all = !routes_ || (snap && routes_->local(snap->id));
+  // Each snapshot task checkpoints the persistent tensors it reads (verify_plan: one writer per
+  // tensor), with the boxes other ranks hold landing here; the first one also writes the
+  // constants, and copies other ranks' ones here once.
+  std::map<std::string, int32_t> shard_of;
+  for (const plan::Task& t : plan_.tasks) {
+    if (t.kind != plan::TaskKind::snapshot) continue;
+    for (const plan::TaskInput& in : t.inputs)
+      shard_of.emplace(plan_.tensors[size_t(plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].tensor)].name, int32_t(snapshots_.size()));
+    snapshots_.push_back(&t);
+  }
+  const bool keeps_constants = !routes_ || (!snapshots_.empty() && routes_->local(snapshots_[0]->id));
   // Boxes of one tensor on several devices share its key and become one StoredTensor.
   auto add = [&](int32_t tensor, uint8_t* data, bool persistent, bool weight) {
     const plan::LogicalTensor& t = plan_.tensors[size_t(tensor)];
@@ -93,8 +101,10 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
     StoredTensor::Box box{data, t.desc.shape, boxed ? t.shard_begin : std::vector<int64_t>(t.desc.shape.size(), 0)};
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& s) { return s.key == t.name; });
     if (it == stored_.end()) {
+      const auto shard = shard_of.find(t.name);
       stored_.push_back(StoredTensor{.key = t.name, .desc = whole, .bytes = uint64_t(whole.bytes()), .boxes = {box},
-                                     .persistent = persistent, .weight = weight, .zeros = t.zeros});
+                                     .persistent = persistent, .weight = weight, .zeros = t.zeros,
+                                     .shard = persistent && shard != shard_of.end() ? shard->second : 0});
       return;
     }
     if (it->desc.shape != whole.shape || it->desc.dtype != whole.dtype || it->persistent != persistent || it->weight != weight)
@@ -103,7 +113,7 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
   };
   for (const plan::Variable& v : plan_.variables) {
     uint8_t* at = arena_ptrs_[size_t(v.arena)] ? arena_ptrs_[size_t(v.arena)] + v.offset : nullptr;
-    if (!at && keeps_all) {
+    if (!at && keeps_constants) {
       at = allocate(v.bytes, fmt::format("variables[{}] (copy)", v.id));
       landing_buffers_.emplace_back(at);
     }
@@ -112,8 +122,8 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
   for (const plan::Regst& r : plan_.regsts) {
     if (!r.persistent) continue;
     uint8_t* slot = arena_ptrs_[size_t(r.arena)] ? arena_ptrs_[size_t(r.arena)] + r.offsets[0] : nullptr;
-    if (!slot && keeps_all && !landing_[size_t(r.id)].empty()) slot = landing_[size_t(r.id)][0];
-    if (!slot) continue;  // another rank's, which this one never reads (or holds itself)
+    if (!slot && routes_ && !landing_[size_t(r.id)].empty()) slot = landing_[size_t(r.id)][0];
+    if (!slot) continue;  // another rank's, whose bytes never come here (or a replica of one held here)
     for (size_t b = 0; b < r.blobs.size(); ++b)
       add(r.blobs[b].tensor, slot + r.blobs[b].offset, true, plan_.tensors[size_t(r.blobs[b].tensor)].model);
   }
@@ -192,12 +202,6 @@ const plan::Task& PlanInstance::sink() const {
   internal_error(__FILE__, __LINE__, "verified plan without a sink");
 }
 
-const plan::Task* PlanInstance::snapshot() const {
-  for (const plan::Task& t : plan_.tasks)
-    if (t.kind == plan::TaskKind::snapshot) return &t;
-  return nullptr;
-}
-
 TensorDesc PlanInstance::input_desc(const plan::Task& t, size_t k) const {
   const plan::TaskInput& in = t.inputs[k];
   if (in.kind == plan::InputKind::variable) return plan_.tensors[size_t(plan_.variables[size_t(in.id)].tensor)].desc;
@@ -240,7 +244,10 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
   for (const auto& entry : file.entries) {
     const std::string& key = entry.first;  // a plain reference: lambdas may not capture bindings (clang 14)
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& t) { return t.key == key && selected(t); });
-    if (it == stored_.end() && !unused_zero_momentum(file, key))
+    // A rank of a multi-process run holds only its tensors; the others' are theirs to check.
+    const bool elsewhere = routes_ && it == stored_.end() &&
+                           std::any_of(plan_.tensors.begin(), plan_.tensors.end(), [&](const plan::LogicalTensor& t) { return t.name == key; });
+    if (it == stored_.end() && !elsewhere && !unused_zero_momentum(file, key))
       fail({.file = path, .field = "tensor '" + key + "'"}, "is not a tensor of the plan {}", path_);
   }
   // A buffer was folded into the plan's constants: other contents cannot take effect.

@@ -39,6 +39,10 @@ struct StoredTensor {
   bool buffer = false;
   // Optimizer state that starts as zeros (not in the weights file): zeroed at load.
   bool zeros = false;
+  // Which checkpoint shard holds it: the index among the plan's snapshot tasks of the one that
+  // reads it (a persistent tensor), else 0 (a constant or buffer: the first snapshot's rank
+  // writes those, from the weights file's copy).
+  int32_t shard = 0;
 
   // Fills every box from the whole tensor (`bytes` bytes) / assembles the whole tensor.
   void scatter(const uint8_t* whole) const;
@@ -50,8 +54,9 @@ class PlanInstance {
  public:
   // Throws of::Error for a bad plan or weights file. `rank` >= 0: this process is that rank of a
   // multi-process run, and holds only what its tasks touch: its own arenas and variables, the
-  // landing slots of registers other ranks send it, and (where the snapshot task runs) a copy
-  // of every other rank's weights for checkpoints. -1: one process runs every rank.
+  // landing slots of registers other ranks send it (among them the other ranks' boxes of the
+  // tensors its snapshot task checkpoints), and where the first snapshot task runs a copy of
+  // every other rank's constants for checkpoints. -1: one process runs every rank.
   // `canary`: arenas start filled with runtime/memory/high_water.h's kCanary instead of zeros, so
   // that a memory report can see which bytes a run touched.
   explicit PlanInstance(const std::string& plan_path, int32_t rank = -1, bool canary = false);
@@ -82,7 +87,9 @@ class PlanInstance {
   };
   SourceBox source_box(const plan::Task& src, size_t k) const;
   const plan::Task& sink() const;
-  const plan::Task* snapshot() const;  // nullptr when the plan has none
+  // The snapshot tasks, in task order: snapshot k writes checkpoint shard k (StoredTensor::shard).
+  // A plan of one rank has at most one; a plan of several, one on each rank that checkpoints.
+  const std::vector<const plan::Task*>& snapshots() const { return snapshots_; }
   // The descriptor of input k of task t.
   TensorDesc input_desc(const plan::Task& t, size_t k) const;
 
@@ -111,6 +118,7 @@ class PlanInstance {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
   std::vector<uint8_t*> arena_ptrs_;
   std::vector<StoredTensor> stored_;
+  std::vector<const plan::Task*> snapshots_;
   std::vector<std::vector<uint8_t>> buffers_;  // the contents of the buffer tensors
   int32_t rank_ = -1;
   uint32_t plan_crc32_ = 0;

@@ -138,7 +138,7 @@ RunResult run(const RunOptions& o) {
   }
 
   // Kernels are prepared (shapes checked, workspaces allocated) before anything runs.
-  auto actions = actions_for(inst, make_source, std::make_unique<SinkAction>(collect), nullptr,
+  auto actions = actions_for(inst, make_source, std::make_unique<SinkAction>(collect), {},
                              o.kernel_threads, gemm_backend(o.gemm));
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))
     fail({.file = o.plan_path}, "--trace: {} pieces x {} tasks of records exceed this machine's memory", pieces, p.tasks.size());

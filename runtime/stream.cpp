@@ -15,7 +15,7 @@
 namespace of::runtime {
 
 std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, const SourceMaker& source,
-                                                 std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
+                                                 std::unique_ptr<Action> sink, const TaskActionMaker& snapshot,
                                                  int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base) {
   std::vector<std::unique_ptr<Action>> out;
   for (const plan::Task& t : inst.plan().tasks) {
@@ -28,7 +28,7 @@ std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, const
       case plan::TaskKind::sink: out.push_back(std::move(sink)); break;
       case plan::TaskKind::snapshot:
         if (!snapshot) fail({.file = inst.path()}, "a snapshot task belongs in a training plan");
-        out.push_back(std::move(snapshot));
+        out.push_back(snapshot(t));
         break;
       case plan::TaskKind::compute:
       case plan::TaskKind::collective: out.push_back(inst.make_kernel_action(t, kernel_threads, gemm, base)); break;

@@ -16,13 +16,15 @@
 
 namespace of::runtime {
 
-// Every task's action: `source` makes each source task's (of this process), and the given sink
-// and snapshot (null: the plan has no snapshot task, else it is refused); compute tasks get their
-// kernels (prepared now, after the weights are in place, since inference kernels may repack them)
-// and transfer tasks their copies. Tasks of other ranks (a multi-process run) get none.
-using SourceMaker = std::function<std::unique_ptr<Action>(const plan::Task& source)>;
+// Every task's action: `source` makes each source task's (of this process), `snapshot` each
+// snapshot task's (empty: the plan has none, else it is refused), and the sink gets the given
+// one; compute tasks get their kernels (prepared now, after the weights are in place, since
+// inference kernels may repack them) and transfer tasks their copies. Tasks of other ranks (a
+// multi-process run) get none.
+using TaskActionMaker = std::function<std::unique_ptr<Action>(const plan::Task& task)>;
+using SourceMaker = TaskActionMaker;
 std::vector<std::unique_ptr<Action>> actions_for(const PlanInstance& inst, const SourceMaker& source,
-                                                 std::unique_ptr<Action> sink, std::unique_ptr<Action> snapshot,
+                                                 std::unique_ptr<Action> sink, const TaskActionMaker& snapshot,
                                                  int kernel_threads, kernels::GemmBackend gemm, kernels::RunCtx base = {});
 
 struct StreamOptions {

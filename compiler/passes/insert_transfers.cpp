@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // insert-transfers: afterwards every task touches only its own device's arenas, except transfer
-// tasks, collective tasks (which read other devices of their own rank in place), the snapshot task (which reads every device's weights until checkpoints are written
-// per rank) and reads of another device's weights (persistent registers: a transfer would have
+// tasks, collective tasks (which read other devices of their own rank in place), snapshot tasks (each reads the weights its rank checkpoints where
+// they are, and another rank's boxes of a tensor split over ranks) and reads of another device's weights (persistent registers: a transfer would have
 // to carry their versions; fuzzed models make boxing copy one). A transfer task reads tensors of one register of another device and writes them, in
 // order, into a register of its own device. A boxing copy from another device is such a transfer
 // already and becomes one. Any other streamed register read on another device gets, per reading

@@ -16,6 +16,8 @@
 // reading. A collective part (boxing's collective_part kernel) is a collective task: it reads
 // the registers of other devices of its rank where they are.
 #include <algorithm>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -210,19 +212,56 @@ bool LowerToTasks::run(Compilation& c) {
   const RegstId last_output = sink.inputs.empty() ? -1 : sink.inputs[0].id;
   tg.tasks.push_back(std::move(sink));
 
-  // Training: a snapshot task reads every persistent register, one piece at a time, paced by the
-  // first output (the loss), so that it sees each version of all weights and state together.
-  std::vector<RegstId> persistent;
+  // Training: each rank checkpoints the tensors it writes itself, with one snapshot task on its
+  // first device that holds them ("snapshot" on rank 0, "snapshot@R" elsewhere). A persistent
+  // tensor (a weight, its optimizer state, a running statistic) is written by the lowest rank
+  // holding a box of it; that rank's snapshot reads every box of it: its own rank's in place, and
+  // those of a tensor split over ranks (tensor parallelism) from the other ranks, whose bytes cross
+  // to it every piece. A replica on another rank (data parallelism) is read by nobody there. The
+  // snapshot reads one piece at a time, paced by the loss on the loss's rank and by its rank's
+  // source elsewhere, so that it sees each version of all its tensors together.
+  auto rank_of_regst = [&](RegstId r) { return rank[size_t(tg.arenas[size_t(tg.regsts[size_t(r)].arena)].device)]; };
+  std::unordered_map<std::string, int32_t> writer;  // tensor name -> the rank that checkpoints it
   for (const Regst& r : tg.regsts)
-    if (r.persistent) persistent.push_back(r.id);
-  if (!persistent.empty() && last_output >= 0) {
-    Task snap{.id = TaskId(tg.tasks.size()), .kind = TaskKind::snapshot, .name = "snapshot", .op = "Snapshot"};
-    snap.in_regsts.push_back(last_output);
-    tg.regsts[last_output].consumers.push_back(snap.id);
-    for (RegstId r : persistent)
-      for (size_t b = 0; b < tg.regsts[r].blobs.size(); ++b)
-        add_input(tg, snap, TaskInput{.kind = InputKind::regst, .id = r, .blob = int32_t(b)});
-    tg.tasks.push_back(std::move(snap));
+    if (r.persistent)
+      for (const Blob& b : r.blobs) {
+        auto [it, fresh] = writer.try_emplace(g.values[size_t(b.tensor)].name, rank_of_regst(r.id));
+        if (!fresh) it->second = std::min(it->second, rank_of_regst(r.id));
+      }
+  // The boxes (name, where it begins, its shape) each rank holds of persistent tensors.
+  using Box = std::tuple<std::string, std::vector<int64_t>, Shape>;
+  auto box_of = [&](const Blob& b) {
+    const Value& v = g.values[size_t(b.tensor)];
+    return Box{v.name, v.shard_begin, v.desc.shape};
+  };
+  std::vector<std::set<Box>> held(devices_of_rank.size());
+  for (const Regst& r : tg.regsts)
+    if (r.persistent)
+      for (const Blob& b : r.blobs) held[size_t(rank_of_regst(r.id))].insert(box_of(b));
+  if (!writer.empty() && last_output >= 0) {
+    const int32_t loss_rank = rank_of_regst(last_output);
+    for (int32_t at = 0; at < int32_t(devices_of_rank.size()); ++at) {
+      Task snap{.id = TaskId(tg.tasks.size()), .kind = TaskKind::snapshot, .name = at == 0 ? "snapshot" : fmt::format("snapshot@{}", at),
+                .op = "Snapshot", .device = -1};
+      std::set<Box> taken;  // boxes of other ranks read already (one copy of each)
+      for (const Regst& r : tg.regsts)
+        if (r.persistent)
+          for (size_t b = 0; b < r.blobs.size(); ++b) {
+            if (writer.at(g.values[size_t(r.blobs[b].tensor)].name) != at) continue;
+            const int32_t d = tg.arenas[size_t(r.arena)].device;
+            if (rank[size_t(d)] != at && (held[size_t(at)].count(box_of(r.blobs[b])) || !taken.insert(box_of(r.blobs[b])).second)) continue;
+            if (rank[size_t(d)] == at && (snap.device < 0 || d < snap.device)) snap.device = d;
+            snap.inputs.push_back(TaskInput{.kind = InputKind::regst, .id = r.id, .blob = int32_t(b)});
+          }
+      if (snap.inputs.empty()) continue;  // this rank writes nothing
+      const RegstId pace = at == loss_rank ? last_output : source_of_rank[size_t(at)];
+      snap.in_regsts.push_back(pace);
+      tg.regsts[size_t(pace)].consumers.push_back(snap.id);
+      std::vector<TaskInput> reads = std::move(snap.inputs);
+      snap.inputs.clear();
+      for (TaskInput& in : reads) add_input(tg, snap, in);
+      tg.tasks.push_back(std::move(snap));
+    }
   }
   c.tasks = std::move(tg);
   return true;

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,8 +49,8 @@ bool distinct(std::vector<int32_t> ids) {
 
 // Locality: a task touches only its own device's arenas (compiler/passes/insert_transfers.cpp).
 // A transfer task reads one register of another device; a collective task reads registers of
-// other devices of its rank; the snapshot task reads every device's weights (until checkpoints
-// are written per rank).
+// other devices of its rank; a snapshot task reads the weights its rank checkpoints, whichever
+// device holds them (another rank's box of a tensor split over ranks lands with its readies).
 template <typename At>
 void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& at) {
   auto device_of_arena = [&](int32_t arena) { return p.arenas[size_t(arena)].device; };
@@ -171,7 +173,9 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (v.offset % plan::kAlignment != 0) fail(at(f + ".offset"), "not {}-byte aligned", plan::kAlignment);
   }
 
-  int leads = 0, sinks = 0, snapshots = 0;
+  int leads = 0, sinks = 0;
+  std::vector<int32_t> snapshot_of_rank;  // the snapshot task of each rank (-1: none)
+  std::map<std::string, int32_t> checkpointed_by;  // persistent tensor name -> the snapshot that writes it
   for (int32_t i = 0; i < n_tasks; ++i) {
     const plan::Task& t = p.tasks[size_t(i)];
     std::string f = fmt::format("tasks[{}]", i);
@@ -257,14 +261,27 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         if (t.io_names.size() != t.inputs.size()) fail(at(f + ".io_names"), "one name per sink input");
         if (!streamed_input) fail(at(f + ".in_regsts"), "a sink reads at least one streamed register");
         break;
-      case plan::TaskKind::snapshot:
-        ++snapshots;
+      case plan::TaskKind::snapshot: {
+        // Each rank checkpoints its tensors with at most one snapshot task, and each tensor is
+        // written by one of them (lower_to_tasks.cpp): two writers would put it in two shards.
+        const auto rank = size_t(p.devices[size_t(t.device)].rank);
+        if (snapshot_of_rank.size() <= rank) snapshot_of_rank.resize(rank + 1, -1);
+        if (snapshot_of_rank[rank] >= 0) fail(at(f), "a second snapshot task on rank {} (task {} is one)", rank, snapshot_of_rank[rank]);
+        snapshot_of_rank[rank] = i;
         if (!t.out_regsts.empty()) fail(at(f), "a snapshot task writes nothing");
         if (!streamed_input) fail(at(f + ".in_regsts"), "a snapshot task reads at least one streamed register (its pieces)");
         for (size_t k = 0; k < t.inputs.size(); ++k)
           if (t.inputs[k].kind != plan::InputKind::regst || !p.regsts[size_t(t.inputs[k].id)].persistent)
             fail(at(fmt::format("{}.inputs[{}]", f, k)), "a snapshot reads persistent registers only");
+        for (size_t k = 0; k < t.inputs.size(); ++k) {
+          const plan::Regst& r = p.regsts[size_t(t.inputs[k].id)];
+          const std::string& name = p.tensors[size_t(r.blobs[size_t(t.inputs[k].blob)].tensor)].name;
+          auto [it, fresh] = checkpointed_by.try_emplace(name, i);
+          if (!fresh && it->second != i)
+            fail(at(fmt::format("{}.inputs[{}]", f, k)), "tensor '{}' is checkpointed by snapshot tasks {} and {}", name, it->second, i);
+        }
         break;
+      }
       case plan::TaskKind::compute:
       case plan::TaskKind::collective: {
         // One register of data, first; any others are control registers (share groups' order).
@@ -284,7 +301,6 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   }
   if (leads != 1 || sinks != 1)
     fail(at("tasks"), "needs exactly one source that reads nothing and one sink task (has {} and {})", leads, sinks);
-  if (snapshots > 1) fail(at("tasks"), "has {} snapshot tasks; at most one", snapshots);
   // Last: it reads the ids checked above.
   plan::check_shared_memory(p, path);
 }

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/train/background_save.h"
 
+#include "common/error.h"
+
 namespace of::runtime::train {
 
-BackgroundSaver::BackgroundSaver(CheckpointWriter& writer, const PlanInstance& inst)
-    : writer_(writer), image_(inst), thread_([this] { run(); }) {}
+BackgroundSaver::BackgroundSaver(std::string dir, CheckpointWriter* committer, const PlanInstance& inst, int32_t shard)
+    : dir_(std::move(dir)), committer_(committer), image_(inst, shard), thread_([this] { run(); }) {
+  OF_ASSERT((shard == 0) == (committer != nullptr), "the first shard's saver, and only it, commits");
+}
 
 BackgroundSaver::~BackgroundSaver() {
+  abandoned_.store(true);
   {
     std::unique_lock lock(mutex_);
     wait_idle(lock);
@@ -56,7 +61,11 @@ void BackgroundSaver::run() {
     std::string folder;
     std::exception_ptr error;
     try {
-      folder = writer_.save(image_, state);
+      if (committer_) {
+        folder = committer_->save(image_, state, [this] { return abandoned_.load(); });
+      } else {
+        write_checkpoint_shard(dir_, image_, state);
+      }
     } catch (...) {
       error = std::current_exception();
     }

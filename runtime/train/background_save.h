@@ -7,6 +7,10 @@
 // written waits for it (the disk sets the pace only when saves come faster than it writes them).
 // The image is allocated once, at construction: the snapshot's act allocates nothing.
 // A write that fails makes failed() true; the next save() or finish() throws its error.
+// In a plan of several ranks each snapshot task has its saver, writing its shard of every
+// checkpoint; the first shard's saver holds the folder's writer and commits the checkpoint once
+// every shard is written (checkpoint.h). A saver destroyed with a commit in flight (the run
+// failed) stops waiting for shards that may never come.
 #pragma once
 
 #include <atomic>
@@ -26,7 +30,9 @@ namespace of::runtime::train {
 
 class BackgroundSaver {
  public:
-  BackgroundSaver(CheckpointWriter& writer, const PlanInstance& inst);
+  // The saver of checkpoint shard `shard` of `inst` into `dir`; the first shard's needs the
+  // folder's writer (`committer`), the others none.
+  BackgroundSaver(std::string dir, CheckpointWriter* committer, const PlanInstance& inst, int32_t shard);
   // Waits for the write in flight (a checkpoint begun is finished, also when the run failed).
   ~BackgroundSaver();
   BackgroundSaver(const BackgroundSaver&) = delete;
@@ -45,7 +51,8 @@ class BackgroundSaver {
   void run();
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
-  CheckpointWriter& writer_;
+  std::string dir_;
+  CheckpointWriter* committer_;
   CheckpointImage image_;
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -53,6 +60,7 @@ class BackgroundSaver {
   bool writing_ = false, quit_ = false;
   std::exception_ptr error_;  // the first failed write's
   std::atomic<bool> failed_{false};
+  std::atomic<bool> abandoned_{false};  // set by the destructor: stop waiting for other shards
   std::string last_;
   std::thread thread_;  // last: starts once the rest is built
 };

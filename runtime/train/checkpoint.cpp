@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -29,20 +33,28 @@ void fsync_dir(const fs::path& dir) {
 
 }  // namespace
 
-CheckpointImage::CheckpointImage(const PlanInstance& inst) {
+CheckpointImage::CheckpointImage(const PlanInstance& inst, int32_t shard)
+    : shard_(shard), shards_(std::max<int32_t>(1, int32_t(inst.snapshots().size()))) {
   for (bool weights : {true, false}) {
     SafetensorsWriter w;
     std::vector<const StoredTensor*> order;
     for (const StoredTensor& t : inst.stored()) {
-      if (weights ? !t.weight : (!t.persistent || t.weight)) continue;
+      if (t.shard != shard || (weights ? !t.weight : (!t.persistent || t.weight))) continue;
       w.add(t.key, t.desc.dtype, t.desc.shape, nullptr);
       order.push_back(&t);
+      keys_[weights ? 0 : 1].push_back(t.key);
+      data_bytes_[weights ? 0 : 1] += t.bytes;
     }
     std::vector<uint64_t> offsets;
     std::vector<uint8_t>& file = weights ? model_ : optimizer_;
     file = w.layout(&offsets);
     for (size_t i = 0; i < order.size(); ++i) places_.push_back({order[i], file.data() + offsets[i]});
   }
+}
+
+std::string shard_file(const char* kind, int32_t k, int32_t n) {
+  if (n == 1) return fmt::format("{}.safetensors", kind);
+  return fmt::format("{}-{:05d}-of-{:05d}.safetensors", kind, k + 1, n);
 }
 
 void CheckpointImage::stage() {
@@ -71,39 +83,146 @@ std::string latest_name(const std::string& dir) {
   return name;
 }
 
-std::string save_checkpoint(const std::string& dir, const CheckpointImage& image, const CheckpointState& state) {
+namespace {
+
+std::string step_name(const CheckpointState& state) { return fmt::format("step-{:08d}", state.step); }
+
+// The folder every shard of one save writes into. The checkpoint folder's writer holds its lock
+// and removes what killed runs left at start, so the name need not be unique to this run.
+fs::path partial_folder(const std::string& dir, const CheckpointState& state) {
+  const fs::path partial = fs::path(dir) / (".partial-" + step_name(state));
+  std::error_code ec;
+  fs::create_directories(partial, ec);
+  if (ec) fail({.file = partial.string()}, "cannot create: {}", ec.message());
+  return partial;
+}
+
+std::string marker_name(int32_t shard) { return fmt::format("shard-{:05d}.json", shard + 1); }
+
+nlohmann::json file_entry(const std::vector<uint8_t>& bytes) {
+  return {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes.data(), bytes.size())}};
+}
+
+// Writes the shard's two files into `partial`; returns what the marker and state.json record.
+nlohmann::json write_shard_files(const fs::path& partial, const CheckpointImage& image) {
+  const std::string model = shard_file("model", image.shard(), image.shards());
+  const std::string optimizer = shard_file("optimizer", image.shard(), image.shards());
+  write_file_atomic((partial / model).string(), image.model());
+  write_file_atomic((partial / optimizer).string(), image.optimizer());
+  return {{"files", {{model, file_entry(image.model())}, {optimizer, file_entry(image.optimizer())}}},
+          {"model", image.model_keys()},
+          {"optimizer", image.optimizer_keys()},
+          {"model_bytes", image.model_data_bytes()},
+          {"optimizer_bytes", image.optimizer_data_bytes()}};
+}
+
+// Shard k's marker, read back and checked: it comes from another process.
+nlohmann::json read_marker(const fs::path& path, int32_t k, int32_t n) {
+  std::vector<uint8_t> bytes = read_file(path.string());
+  nlohmann::json j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  auto bad = [&](const std::string& field, const std::string& why) { fail({.file = path.string(), .field = field}, "{}", why); };
+  if (j.is_discarded() || !j.is_object()) bad("", "is not a JSON object");
+  if (!j.contains("files") || !j["files"].is_object() || j["files"].size() != 2) bad("files", "must name the shard's two files");
+  for (const char* kind : {"model", "optimizer"}) {
+    const std::string file = shard_file(kind, k, n);
+    if (!j["files"].contains(file) || !j["files"][file].is_object()) bad("files", "does not name " + file);
+    const nlohmann::json& f = j["files"][file];
+    if (!f.contains("bytes") || !f["bytes"].is_number_unsigned() || !f.contains("crc32") || !f["crc32"].is_number_unsigned())
+      bad("files." + file, "needs bytes and crc32");
+    if (!j.contains(kind) || !j[kind].is_array()) bad(kind, "must list the shard's tensors");
+    for (const nlohmann::json& key : j[kind])
+      if (!key.is_string()) bad(kind, "must list tensor names");
+    const std::string size = std::string(kind) + "_bytes";
+    if (!j.contains(size) || !j[size].is_number_unsigned()) bad(size, "must be a byte count");
+  }
+  return j;
+}
+
+// Waits until shard k's marker is in `partial`.
+fs::path wait_for_marker(const fs::path& partial, int32_t k, int32_t n, const std::function<bool()>& abandoned, double timeout_s) {
+  const fs::path marker = partial / marker_name(k);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::error_code ec;
+  while (!fs::exists(marker, ec)) {
+    if (abandoned && abandoned()) fail({.file = partial.string()}, "checkpoint shard {} of {} never came: the run stopped", k + 1, n);
+    if (std::chrono::steady_clock::now() > deadline)
+      fail({.file = partial.string()}, "checkpoint shard {} of {} did not come within {} s", k + 1, n, timeout_s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return marker;
+}
+
+}  // namespace
+
+void write_checkpoint_shard(const std::string& dir, const CheckpointImage& image, const CheckpointState& state) {
+  OF_ASSERT(image.shard() > 0, "the first shard is written by commit_checkpoint");
+  const fs::path partial = partial_folder(dir, state);
+  nlohmann::json marker = write_shard_files(partial, image);
+  const std::string text = marker.dump() + "\n";
+  write_file_atomic((partial / marker_name(image.shard())).string(), text.data(), text.size());  // last: the shard is whole
+}
+
+std::string commit_checkpoint(const std::string& dir, const CheckpointImage& first, const CheckpointState& state,
+                              const std::function<bool()>& abandoned, double timeout_s) {
+  OF_ASSERT(first.shard() == 0, "only the first shard commits");
   const fs::path root(dir);
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) fail({.file = dir}, "cannot create the checkpoint folder: {}", ec.message());
-  const std::string name = fmt::format("step-{:08d}", state.step);
-  const fs::path partial = root / fmt::format(".partial-{}-{}", name, ::getpid());
-  fs::remove_all(partial, ec);
-  fs::create_directory(partial, ec);
-  if (ec) fail({.file = partial.string()}, "cannot create: {}", ec.message());
-
-  const std::vector<uint8_t>& model = image.model();
-  const std::vector<uint8_t>& optimizer = image.optimizer();
-  nlohmann::json j{{"format", kFormat},
-                   {"step", state.step},
-                   {"pieces", state.pieces},
-                   {"epoch", state.epoch},
-                   {"seed", state.seed},
-                   {"micro_batches", state.micro_batches},
-                   {"batch", state.batch},
-                   {"model", state.model},
-                   {"data", state.data},
-                   {"files",
-                    {{"model.safetensors", {{"bytes", model.size()}, {"crc32", crc32_of(model.data(), model.size())}}},
-                     {"optimizer.safetensors",
-                      {{"bytes", optimizer.size()}, {"crc32", crc32_of(optimizer.data(), optimizer.size())}}}}}};
-  const std::string json = j.dump(2) + "\n";
+  const std::string name = step_name(state);
+  const fs::path partial = partial_folder(dir, state);
+  const int32_t n = first.shards();
   try {
-    write_file_atomic((partial / "model.safetensors").string(), model);
-    write_file_atomic((partial / "optimizer.safetensors").string(), optimizer);
+    nlohmann::json files = nlohmann::json::object();
+    // tensor -> shard file, and the tensors' bytes, per kind (the Hugging Face index).
+    nlohmann::json weight_map[2] = {nlohmann::json::object(), nlohmann::json::object()};
+    uint64_t total[2] = {0, 0};
+    auto add_shard = [&](const nlohmann::json& shard, int32_t k, const std::string& from) {
+      for (const auto& f : shard["files"].items()) files[f.key()] = f.value();
+      int kind_index = 0;
+      for (const char* kind : {"model", "optimizer"}) {
+        for (const nlohmann::json& key : shard[kind]) {
+          const std::string tensor = key.get<std::string>();
+          if (weight_map[kind_index].contains(tensor))
+            fail({.file = from, .field = kind}, "tensor '{}' is also in {}", tensor, weight_map[kind_index][tensor].get<std::string>());
+          weight_map[kind_index][tensor] = shard_file(kind, k, n);
+        }
+        total[kind_index] += shard[std::string(kind) + "_bytes"].get<uint64_t>();
+        ++kind_index;
+      }
+    };
+    add_shard(write_shard_files(partial, first), 0, (partial / shard_file("model", 0, n)).string());
+    for (int32_t k = 1; k < n; ++k) {
+      const fs::path marker = wait_for_marker(partial, k, n, abandoned, timeout_s);
+      add_shard(read_marker(marker, k, n), k, marker.string());
+    }
+    if (n > 1) {
+      int kind_index = 0;
+      for (const char* kind : {"model", "optimizer"}) {
+        const nlohmann::json index{{"metadata", {{"total_size", total[kind_index]}}}, {"weight_map", weight_map[kind_index]}};
+        const std::string text = index.dump(2) + "\n";
+        const std::string file = std::string(kind) + ".safetensors.index.json";
+        write_file_atomic((partial / file).string(), text.data(), text.size());
+        files[file] = {{"bytes", text.size()}, {"crc32", crc32_of(text.data(), text.size())}};
+        ++kind_index;
+      }
+      for (int32_t k = 1; k < n; ++k) fs::remove(partial / marker_name(k), ec);
+    }
+    nlohmann::json j{{"format", kFormat},
+                     {"step", state.step},
+                     {"pieces", state.pieces},
+                     {"epoch", state.epoch},
+                     {"seed", state.seed},
+                     {"micro_batches", state.micro_batches},
+                     {"batch", state.batch},
+                     {"model", state.model},
+                     {"data", state.data},
+                     {"shards", n},
+                     {"files", files}};
+    const std::string json = j.dump(2) + "\n";
     write_file_atomic((partial / "state.json").string(), json.data(), json.size());
   } catch (...) {
-    fs::remove_all(partial, ec);  // a save that failed (a full disk) leaves nothing behind
+    fs::remove_all(partial, ec);  // a save that failed (a full disk, a shard that never came) leaves nothing behind
     throw;
   }
 
@@ -158,21 +277,65 @@ LoadedCheckpoint load_latest_checkpoint(const std::string& dir) {
     fail({.file = state_path, .field = "pieces"}, "{} is not step {} x micro_batches {}", s.pieces, s.step, s.micro_batches);
 
   const nlohmann::json& files = field("files");
-  auto load = [&](const char* file) {
+  // The bytes of one file the state records, checked against its size and CRC.
+  auto verified = [&](const std::string& file) {
     const std::string path = (root / name / file).string();
     if (!files.is_object() || !files.contains(file) || !files[file].is_object())
-      fail({.file = state_path, .field = std::string("files.") + file}, "missing");
+      fail({.file = state_path, .field = "files." + file}, "missing");
     const nlohmann::json& f = files[file];
     if (!f.contains("bytes") || !f["bytes"].is_number_unsigned() || !f.contains("crc32") || !f["crc32"].is_number_unsigned())
-      fail({.file = state_path, .field = std::string("files.") + file}, "needs bytes and crc32");
+      fail({.file = state_path, .field = "files." + file}, "needs bytes and crc32");
     std::vector<uint8_t> bytes = read_file(path);
     if (bytes.size() != f["bytes"].get<uint64_t>())
       fail({.file = path}, "has {} bytes, state.json records {} (truncated or replaced?)", bytes.size(), f["bytes"].get<uint64_t>());
     if (crc32_of(bytes.data(), bytes.size()) != f["crc32"].get<uint64_t>()) fail({.file = path}, "checksum mismatch: the file is corrupt");
-    return parse_safetensors(bytes.data(), bytes.size(), path);
+    return bytes;
   };
-  out.model = load("model.safetensors");
-  out.optimizer = load("optimizer.safetensors");
+  auto load = [&](const std::string& kind, std::string& shown) {
+    const std::string single = kind + ".safetensors", index_file = kind + ".safetensors.index.json";
+    if (!files.is_object() || !files.contains(index_file)) {
+      shown = (root / name / single).string();
+      std::vector<uint8_t> bytes = verified(single);
+      return parse_safetensors(bytes.data(), bytes.size(), shown);
+    }
+    // A sharded checkpoint: every shard the index names, verified, their tensors in one.
+    shown = (root / name / index_file).string();
+    std::vector<uint8_t> raw = verified(index_file);
+    nlohmann::json index = nlohmann::json::parse(raw.begin(), raw.end(), nullptr, false);
+    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+      fail({.file = shown, .field = "weight_map"}, "missing");
+    std::map<std::string, std::string> where;  // tensor -> shard file
+    for (const auto& e : index["weight_map"].items()) {
+      if (!e.value().is_string()) fail({.file = shown, .field = "weight_map." + e.key()}, "must name a shard file");
+      const std::string file = e.value().get<std::string>();
+      if (file.find('/') != std::string::npos || file.rfind(kind + "-", 0) != 0)
+        fail({.file = shown, .field = "weight_map." + e.key()}, "names '{}', not a shard of this checkpoint", file.substr(0, 64));
+      where[e.key()] = file;
+    }
+    std::set<std::string> shards;
+    for (const auto& f : files.items())
+      if (f.key().rfind(kind + "-", 0) == 0) shards.insert(f.key());
+    SafetensorsFile all;
+    for (const std::string& file : shards) {
+      std::vector<uint8_t> bytes = verified(file);
+      const std::string path = (root / name / file).string();
+      SafetensorsFile part = parse_safetensors(bytes.data(), bytes.size(), path);
+      const uint64_t base = all.data.size();
+      for (auto& [key, entry] : part.entries) {
+        auto at = where.find(key);
+        if (at == where.end() || at->second != file)
+          fail({.file = path, .field = "tensor '" + key + "'"}, "is not where {} puts it", shown);
+        if (!all.entries.emplace(key, SafetensorsEntry{entry.dtype, entry.shape, entry.offset + base, entry.bytes}).second)
+          fail({.file = path, .field = "tensor '" + key + "'"}, "is in two shards");
+      }
+      all.data.insert(all.data.end(), part.data.begin(), part.data.end());
+    }
+    for (const auto& [key, file] : where)
+      if (!all.entries.count(key)) fail({.file = shown, .field = "weight_map." + key}, "names {}, which does not hold it", file);
+    return all;
+  };
+  out.model = load("model", out.model_path);
+  out.optimizer = load("optimizer", out.optimizer_path);
   return out;
 }
 

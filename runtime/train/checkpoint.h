@@ -6,13 +6,24 @@
 //   DIR/step-00000120/state.json             step, epoch, data position, seed; each file's size + CRC
 //   DIR/latest                               "step-00000120": the newest complete checkpoint
 //
-// A save writes a hidden ".partial-*" folder (every file fsynced), renames it into place, then
-// replaces `latest` atomically. Killed at any moment, DIR still names a complete checkpoint (the
-// previous one until the new one is whole). Which folders stay, and who may write DIR at all, is
-// checkpoint_dir.h's business.
+// A plan of several ranks checkpoints in shards, one per snapshot task (each rank writes the
+// tensors it holds: plan_instance.h's StoredTensor::shard), as Hugging Face shards a model:
+//
+//   DIR/step-00000120/model-00001-of-00002.safetensors     each tensor whole in one shard
+//   DIR/step-00000120/model.safetensors.index.json         {"metadata": {"total_size": N},
+//                                                          "weight_map": {tensor: shard file}}
+//   DIR/step-00000120/optimizer-00001-of-00002.safetensors (and its index), state.json
+//
+// A save writes a hidden ".partial-step-*" folder (every file fsynced); each shard but the first
+// ends with a marker naming its files, sizes, CRCs and tensors; the first shard's writer waits
+// for every marker, writes the indexes and state.json, renames the folder into place, then
+// replaces `latest` atomically. Killed at any moment, on any rank, DIR still names a complete
+// checkpoint (the previous one until the new one is whole). Which folders stay, and who may write
+// DIR at all, is checkpoint_dir.h's business.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,39 +43,65 @@ struct CheckpointState {
   std::string data;    // the --data spec trained on
 };
 
-// One checkpoint's two files as bytes, laid out once for a plan instance (the safetensors headers
-// depend only on the tensors' names, dtypes and shapes), so that a save copies each tensor into
-// place and allocates nothing. model(): every state_dict tensor (trained, frozen, running
-// statistics, buffers); optimizer(): the rest of the persistent state.
+// One checkpoint shard's two files as bytes, laid out once for a plan instance (the safetensors
+// headers depend only on the tensors' names, dtypes and shapes), so that a save copies each tensor
+// into place and allocates nothing. model(): the shard's state_dict tensors (trained, frozen,
+// running statistics, buffers); optimizer(): the rest of its persistent state.
 class CheckpointImage {
  public:
-  explicit CheckpointImage(const PlanInstance& inst);
+  CheckpointImage(const PlanInstance& inst, int32_t shard = 0);
   // Copies every tensor's current value into place (the caller guarantees nobody writes them).
   void stage();
+  int32_t shard() const { return shard_; }
+  int32_t shards() const { return shards_; }
   const std::vector<uint8_t>& model() const { return model_; }
   const std::vector<uint8_t>& optimizer() const { return optimizer_; }
+  const std::vector<std::string>& model_keys() const { return keys_[0]; }
+  const std::vector<std::string>& optimizer_keys() const { return keys_[1]; }
+  uint64_t model_data_bytes() const { return data_bytes_[0]; }
+  uint64_t optimizer_data_bytes() const { return data_bytes_[1]; }
 
  private:
   struct Place {
     const StoredTensor* tensor;
     uint8_t* at;
   };
+  int32_t shard_ = 0, shards_ = 1;
   std::vector<uint8_t> model_, optimizer_;
+  std::vector<std::string> keys_[2];
+  uint64_t data_bytes_[2] = {0, 0};
   std::vector<Place> places_;
 };
 
-// Writes a staged image as DIR's checkpoint of `state`, then points `latest` at it. Returns the
-// new checkpoint folder.
-std::string save_checkpoint(const std::string& dir, const CheckpointImage& image, const CheckpointState& state);
+// The file names of shard k of n ("model.safetensors" when n == 1).
+std::string shard_file(const char* kind, int32_t k, int32_t n);
+
+// Writes a shard other than the first into DIR's partial folder of `state`'s step: its two files,
+// then its marker. The first shard's writer commits the checkpoint (commit_checkpoint).
+void write_checkpoint_shard(const std::string& dir, const CheckpointImage& image, const CheckpointState& state);
+// Writes the first shard, waits until every other shard's marker is there (polling; `abandoned`
+// returning true, or `timeout_s` seconds, stops the wait with of::Error naming the missing shard),
+// writes the indexes and state.json, moves the folder into place and points `latest` at it.
+// Returns the new checkpoint folder. With one shard, nothing is waited for.
+std::string commit_checkpoint(const std::string& dir, const CheckpointImage& first, const CheckpointState& state,
+                              const std::function<bool()>& abandoned = {}, double timeout_s = 1800);
+// A checkpoint of one shard: commit_checkpoint.
+inline std::string save_checkpoint(const std::string& dir, const CheckpointImage& image, const CheckpointState& state) {
+  return commit_checkpoint(dir, image, state);
+}
 
 struct LoadedCheckpoint {
   std::string folder;
   CheckpointState state;
+  // Every shard's tensors in one (a checkpoint of one shard: its file); model_path and
+  // optimizer_path name the file or index they came from, for errors.
   SafetensorsFile model;
   SafetensorsFile optimizer;
+  std::string model_path, optimizer_path;
 };
 
-// The checkpoint `latest` names, verified (JSON fields, file sizes and CRCs, safetensors headers).
+// The checkpoint `latest` names, verified (JSON fields, file sizes and CRCs, safetensors headers,
+// the indexes of a sharded one against its shards).
 // Throws of::Error naming the file and field that is wrong.
 LoadedCheckpoint load_latest_checkpoint(const std::string& dir);
 // Whether DIR has a `latest` pointer at all.

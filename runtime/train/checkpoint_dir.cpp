@@ -98,8 +98,8 @@ void CheckpointWriter::check_space(uint64_t bytes) const {
   if (free_bytes < bytes) fail({.file = dir_}, "{} free, one checkpoint needs {}", mib(free_bytes), mib(bytes));
 }
 
-std::string CheckpointWriter::save(const CheckpointImage& image, const CheckpointState& state) {
-  const std::string folder = save_checkpoint(dir_, image, state);
+std::string CheckpointWriter::save(const CheckpointImage& image, const CheckpointState& state, const std::function<bool()>& abandoned) {
+  const std::string folder = commit_checkpoint(dir_, image, state, abandoned);
   const std::string name = fs::path(folder).filename().string();
   // The newest `keep_` of the line stay; a run that started over removes the rest at its first
   // save (until then they were DIR's latest).

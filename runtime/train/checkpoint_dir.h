@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 
 #include "runtime/plan_instance.h"
@@ -35,9 +36,9 @@ class CheckpointWriter {
   // Refuses (of::Error) when DIR's file system has less free space than one checkpoint of
   // `bytes` needs.
   void check_space(uint64_t bytes) const;
-  // Saves a staged checkpoint image (checkpoint.h) and prunes this run's older ones. Returns its
-  // folder.
-  std::string save(const CheckpointImage& image, const CheckpointState& state);
+  // Saves a staged checkpoint image (checkpoint.h: the first shard, and the others as they come,
+  // until `abandoned`) and prunes this run's older ones. Returns its folder.
+  std::string save(const CheckpointImage& image, const CheckpointState& state, const std::function<bool()>& abandoned = {});
   const std::string& dir() const { return dir_; }
 
  private:
@@ -47,7 +48,7 @@ class CheckpointWriter {
   int64_t keep_ = 2;
 };
 
-// The bytes one checkpoint of `inst` takes (its model and optimizer files, headers included).
+// The bytes one checkpoint of `inst` takes (the shards it writes, headers included).
 uint64_t checkpoint_bytes(const PlanInstance& inst);
 
 }  // namespace of::runtime::train

@@ -30,6 +30,7 @@
 #include "runtime/train/progress.h"
 #include "runtime/train/snapshot_action.h"
 #include "runtime/stream.h"
+#include "runtime/transport/routes.h"
 
 namespace of::runtime::train {
 namespace {
@@ -262,7 +263,7 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
       }
     }
   } else if (from.checkpoint) {
-    ev.load_tensors(from.checkpoint->model, from.checkpoint->folder + "/model.safetensors", PlanInstance::Which::all, false);
+    ev.load_tensors(from.checkpoint->model, from.checkpoint->model_path, PlanInstance::Which::all, false);
   } else if (from.init) {
     ev.load_tensors(*from.init, from.init_path, PlanInstance::Which::all, false);
   }
@@ -283,7 +284,7 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
                       .total_steps = 1, .interrupt = nullptr};
   auto sink_action = std::make_unique<EvalSinkAction>(per_sample, batch, samples);
   EvalSinkAction* result = sink_action.get();
-  auto actions = actions_for(ev, data_sources(ev, inputs, sc), std::move(sink_action), std::make_unique<NoSnapshot>(), o.kernel_threads, gemm_backend(o.gemm));
+  auto actions = actions_for(ev, data_sources(ev, inputs, sc), std::move(sink_action), [](const plan::Task&) { return std::make_unique<NoSnapshot>(); }, o.kernel_threads, gemm_backend(o.gemm));
   EvalReport r;
   r.seconds = stream(ev, actions, pieces, o);
   r.samples = result->counted();
@@ -309,9 +310,18 @@ Report run_training(const TrainOptions& o) {
   PlanInstance inst(o.plan_path, o.rank, o.memory_report);
   const plan::Plan& p = inst.plan();
   // In a multi-process run each rank does its tasks' part: the sink's rank logs and writes
-  // metrics, the snapshot's saves checkpoints (and evaluates: it holds every rank's weights).
+  // metrics, each rank with a snapshot task writes its shard of every checkpoint, and the first
+  // snapshot's rank holds the checkpoint folder, commits each checkpoint and evaluates.
   const bool logs = inst.runs(inst.sink());
-  const bool saves = inst.snapshot() ? inst.runs(*inst.snapshot()) : inst.rank() <= 0;
+  const std::vector<const plan::Task*>& snapshot_tasks = inst.snapshots();
+  const bool commits = snapshot_tasks.empty() ? inst.rank() <= 0 : inst.runs(*snapshot_tasks[0]);
+  const bool saves = commits || std::any_of(snapshot_tasks.begin(), snapshot_tasks.end(), [&](const plan::Task* t) { return inst.runs(*t); });
+  // Evaluating after training needs every weight: a rank of a sharded run reads them back from
+  // the checkpoint its run just committed.
+  const bool eval_from_checkpoint = inst.rank() >= 0 && snapshot_tasks.size() > 1;
+  if (o.train && o.eval && eval_from_checkpoint && o.checkpoint_dir.empty())
+    fail({.field = "--eval"}, "after training on {} ranks reads the trained weights from the checkpoint: give --checkpoint DIR",
+         transport::plan_ranks(p));
   if (inst.rank() >= 0 && !o.train) fail({}, "evaluation alone runs in one process: drop --rank/--world/--launch-local");
   if (p.job.kind != plan::JobKind::train)
     fail({.file = o.plan_path}, "is not a training plan (compile with ofc --train; feed inference plans with --input)");
@@ -336,7 +346,7 @@ Report run_training(const TrainOptions& o) {
   if (!o.metrics_path.empty() && o.train && logs) check_can_create(o.metrics_path, "--metrics");
   if (!o.trace_path.empty() && o.train) check_can_create(o.trace_path, "--trace");
   std::optional<CheckpointWriter> writer;
-  if (o.train && !o.checkpoint_dir.empty() && saves) {
+  if (o.train && !o.checkpoint_dir.empty() && commits) {
     writer.emplace(o.checkpoint_dir, o.resume, o.overwrite, o.keep_checkpoints);
     writer->check_space(checkpoint_bytes(inst));
   }
@@ -352,12 +362,12 @@ Report run_training(const TrainOptions& o) {
   if (ckpt) {
     check_resumable(*ckpt, p, o);
     // Names and shapes are checked for both files before anything is copied.
-    inst.load_tensors(ckpt->model, ckpt->folder + "/model.safetensors", PlanInstance::Which::weights, true);
-    SafetensorsFile state = ckpt->optimizer;
-    inst.load_tensors(state, ckpt->folder + "/optimizer.safetensors", PlanInstance::Which::persistent, false);
+    inst.load_tensors(ckpt->model, ckpt->model_path, PlanInstance::Which::weights, true);
+    const SafetensorsFile& state = ckpt->optimizer;
+    inst.load_tensors(state, ckpt->optimizer_path, PlanInstance::Which::persistent, false);
     for (const StoredTensor& t : inst.stored())
       if (t.persistent && !t.weight && !state.entries.count(t.key))
-        fail({.file = ckpt->folder + "/optimizer.safetensors", .field = "tensor '" + t.key + "'"}, "missing (the plan {} needs it)", o.plan_path);
+        fail({.file = ckpt->optimizer_path, .field = "tensor '" + t.key + "'"}, "missing (the plan {} needs it)", o.plan_path);
   }
 
   Report report;
@@ -407,14 +417,19 @@ Report run_training(const TrainOptions& o) {
                                                                  .log_every = log_every, .live = o.live, .metrics = metrics,
                                                                  .schedule = schedule, .stop = &g_interrupt});
     TrainSinkAction* progress = sink.get();
-    // Declared before the actions: the snapshot action points at it (and it outlives them).
-    std::optional<BackgroundSaver> saver;
-    if (writer) saver.emplace(*writer, inst);
-    std::unique_ptr<SnapshotAction> snapshot;
-    if (inst.snapshot())
-      snapshot = std::make_unique<SnapshotAction>(saver ? &*saver : nullptr, o.checkpoint_every, base, pieces_per_epoch);
-    SnapshotAction* snapshots = snapshot.get();
-    auto actions = actions_for(inst, data_sources(inst, inputs, sc), std::move(sink), std::move(snapshot), o.kernel_threads,
+    // Declared before the actions: the snapshot actions point at them (and they outlive them).
+    // One saver per snapshot task of this process: shard k is snapshot task k's.
+    std::vector<std::unique_ptr<BackgroundSaver>> savers(snapshot_tasks.size());
+    std::vector<SnapshotAction*> snapshots;
+    auto make_snapshot = [&](const plan::Task& t) -> std::unique_ptr<Action> {
+      const auto shard = int32_t(std::find(snapshot_tasks.begin(), snapshot_tasks.end(), &t) - snapshot_tasks.begin());
+      if (!o.checkpoint_dir.empty())
+        savers[size_t(shard)] = std::make_unique<BackgroundSaver>(o.checkpoint_dir, shard == 0 ? &*writer : nullptr, inst, shard);
+      auto action = std::make_unique<SnapshotAction>(savers[size_t(shard)].get(), o.checkpoint_every, base, pieces_per_epoch);
+      snapshots.push_back(action.get());
+      return action;
+    };
+    auto actions = actions_for(inst, data_sources(inst, inputs, sc), std::move(sink), make_snapshot, o.kernel_threads,
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
       InterruptGuard guard;
@@ -433,24 +448,28 @@ Report run_training(const TrainOptions& o) {
       progress->finish();
       tr.steps = progress->steps_done();
       tr.last_loss = progress->last_loss();
-    } else if (saves && snapshots) {
-      tr.steps = snapshots->last_version() / k;  // the state after that many pieces came last
+    } else if (saves && !snapshots.empty()) {
+      tr.steps = (snapshots[0]->last_version() + 1) / k;  // it acted on every piece of the run
     } else {  // this rank ran neither the sink nor the snapshot: nothing to report or save
       report.train = tr;
       return report;
     }
     tr.samples = tr.steps * k * batch;
     // The final state, unless the last periodic save was of it already.
-    if (writer && tr.steps > 0 && !(snapshots && snapshots->last_saved_step() == tr.first_step + tr.steps)) {
+    // Every rank decides alike: each snapshot task acted on the same pieces.
+    const bool saved_last = !snapshots.empty() && snapshots[0]->last_saved_step() == tr.first_step + tr.steps;
+    if (!o.checkpoint_dir.empty() && tr.steps > 0 && !saved_last) {
       CheckpointState s = base;
       s.step = tr.first_step + tr.steps;
       s.pieces = s.step * k;
       s.epoch = s.pieces / pieces_per_epoch;
-      saver->save(s);
+      for (auto& saver : savers)
+        if (saver) saver->save(s);
     }
-    if (saver) {
+    for (auto& saver : savers) {
+      if (!saver) continue;
       const std::string last = saver->finish();  // also reports a periodic save that failed
-      if (tr.steps > 0) tr.checkpoint = last;
+      if (tr.steps > 0 && saver.get() == savers[0].get()) tr.checkpoint = last;
     }
     if (logs && !progress->write_error().empty()) {
       metrics_guard.reset();
@@ -463,7 +482,14 @@ Report run_training(const TrainOptions& o) {
            tr.checkpoint.empty() ? std::string() : ", checkpoint " + tr.checkpoint);
     }
     report.train = tr;
-    if (o.eval && !tr.interrupted && saves) report.eval = evaluate(inst, WeightSource{.trained = &inst}, o, std::move(eval_dataset));
+    if (o.eval && !tr.interrupted && commits) {
+      if (eval_from_checkpoint) {
+        const LoadedCheckpoint trained = load_latest_checkpoint(o.checkpoint_dir);
+        report.eval = evaluate(inst, WeightSource{.checkpoint = &trained}, o, std::move(eval_dataset));
+      } else {
+        report.eval = evaluate(inst, WeightSource{.trained = &inst}, o, std::move(eval_dataset));
+      }
+    }
   } else {
     WeightSource from{.trained = nullptr, .checkpoint = ckpt ? &*ckpt : nullptr, .init = init ? &*init : nullptr, .init_path = o.init_path};
     report.eval = evaluate(inst, from, o);

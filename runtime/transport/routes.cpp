@@ -44,10 +44,8 @@ RankRoutes::RankRoutes(const plan::Plan& p, int32_t rank) : plan_(p), rank_(rank
   for (const plan::Regst& r : p.regsts)
     for (plan::TaskId c : r.consumers)
       if (rank_of(c) != rank_of(r.producer) && reads_blobs(p.tasks[size_t(c)], r.id)) needed.insert({r.id, rank_of(c)});
-  const plan::Task* snapshot = nullptr;
   for (const plan::Task& t : p.tasks)
-    if (t.kind == plan::TaskKind::snapshot) snapshot = &t;
-  if (snapshot) drop_held_replicas(p, rank_of(snapshot->id), snapshot->id, needed);
+    if (t.kind == plan::TaskKind::snapshot) drop_held_replicas(p, rank_of(t.id), t.id, needed);
   edge_carries_.assign(edge_index_.size(), 0);
   for (const plan::Regst& r : p.regsts)
     for (plan::TaskId c : r.consumers)

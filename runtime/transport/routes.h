@@ -39,7 +39,7 @@ class RankRoutes {
   // Whether readies on cross-rank edge `edge` carry the register's bytes to the consumer's rank
   // (the same for every edge of one register into one rank; decided alike on every rank). Not
   // when no reader there reads a blob of it (a task the register only paces, like a weight's
-  // Transpose paced by the source), nor when the snapshot task is its only reader there and
+  // Transpose paced by the source), nor when a snapshot task is its only reader there and
   // that rank holds every blob of it itself (a data-parallel replica of a weight or its
   // optimizer state: checkpoints keep the snapshot rank's copy, so a replica's bytes would
   // cross the network every step for nothing).

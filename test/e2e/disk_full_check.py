@@ -112,7 +112,7 @@ def main():
         status, out, err = in_namespace("", ["sh", "-c", script], size="{}k".format(size_k * 3 // 2))
         check("STATUS=1" in out, "second save full: {!r}".format(out))
         errors = [l for l in err.splitlines() if "error" in l]
-        check(len(errors) == 1 and re.search(r"snapshot.*: {}/\.partial-step-00000002-\d+/\w+\.safetensors: write failed: "
+        check(len(errors) == 1 and re.search(r"snapshot.*: {}/\.partial-step-00000002/\w+\.safetensors: write failed: "
                                              r"No space left on device$".format(re.escape(ck)), errors[0]) is not None,
               "second save full: stderr {!r}".format(err[-400:]))
         check("LATEST=step-00000001" in out, "second save full: latest {!r}".format(out))

@@ -211,6 +211,18 @@ def check_mpirun(args):
     print(f"ranks mpirun: 2 ranks under mpirun, losses identical to one process")
 
 
+def train_then_resume(case, plan, data, metrics, ck):
+    """As processes of every rank: half of STEPS with checkpoint folder ck, then resumed to the end."""
+    global STEPS
+    steps = STEPS
+    try:
+        STEPS = steps // 2
+        case.train(plan, data, metrics, ["--launch-local", "--checkpoint", ck])
+    finally:
+        STEPS = steps
+    case.train(plan, data, metrics, ["--launch-local", "--checkpoint", ck, "--resume"])
+
+
 def check_checkpoint(args):
     """Checkpoints of a multi-process run are one process's byte for byte; --resume continues
     with the losses of an uninterrupted run; and a dp=2 checkpoint resumes on a tp=2 plan."""
@@ -221,12 +233,7 @@ def check_checkpoint(args):
     case.train(plan, data, one, ["--checkpoint", ck_one])
     global STEPS
     steps = STEPS
-    try:
-        STEPS = steps // 2  # half, then resume to the end
-        case.train(plan, data, m, ["--launch-local", "--checkpoint", ck_ranks])
-    finally:
-        STEPS = steps
-    case.train(plan, data, m, ["--launch-local", "--checkpoint", ck_ranks, "--resume"])
+    train_then_resume(case, plan, data, m, ck_ranks)
     if losses(m) != losses(one):
         raise Failure(f"resumed multi-process losses differ from one uninterrupted process:\n  {losses(one)}\n  {losses(m)}")
     last = f"step-{steps:08d}"
@@ -250,6 +257,64 @@ def check_checkpoint(args):
         raise Failure(f"a dp=2 checkpoint resumed on tp=2 does not continue the run:\n  {a}\n  {b}")
     print(f"ranks checkpoint: multi-process checkpoints equal one process's; resume continues bit for bit; dp=2 -> tp=2 "
           f"within {max(abs(x - y) / abs(y) for x, y in zip(a, b)):.2g}")
+
+
+def check_sharded_checkpoint(args):
+    """A pipeline of 2 ranks checkpoints in 2 shards, each rank writing its stage's tensors (no
+    weight crosses ranks): the files are those of the same plan in one process byte for byte, the
+    tensors those of the plan compiled for one rank bit for bit, PyTorch loads them through the
+    index with load_state_dict(strict=True), and they resume on another plan (dp=2)."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from torch_load_checkpoint import model_for, read_checkpoint
+    case = Case(args, "sharded-checkpoint")
+    onnx, data = case.data("mlp")
+    flags, k = CONFIGS["pp2"]
+    plan = case.compile(onnx, flags, k, "pp.ofp")
+    flat = case.compile(onnx, flags.replace("2x1:cpu", "2:cpu"), k, "pp-one-rank.ofp")
+    ck_one, ck_ranks, ck_flat = case.path("ck-one"), case.path("ck-ranks"), case.path("ck-flat")
+    one, m = case.path("one.jsonl"), case.path("ranks.jsonl")
+    case.train(plan, data, one, ["--checkpoint", ck_one])
+    case.train(flat, data, case.path("flat.jsonl"), ["--checkpoint", ck_flat])
+    global STEPS
+    steps = STEPS
+    train_then_resume(case, plan, data, m, ck_ranks)
+    if losses(m) != losses(one):
+        raise Failure(f"resumed sharded losses differ from one uninterrupted process:\n  {losses(one)}\n  {losses(m)}")
+    last = f"step-{steps:08d}"
+    files = sorted(os.listdir(os.path.join(ck_ranks, last)))
+    want = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json",
+            "optimizer-00001-of-00002.safetensors", "optimizer-00002-of-00002.safetensors",
+            "optimizer.safetensors.index.json", "state.json"]
+    if files != want:
+        raise Failure(f"{last} holds {files}, expected {want}")
+    for f in files:
+        with open(os.path.join(ck_one, last, f), "rb") as a, open(os.path.join(ck_ranks, last, f), "rb") as b:
+            if a.read() != b.read():
+                raise Failure(f"{last}/{f} differs from one process's")
+    for kind in ("model", "optimizer"):
+        sharded, _ = read_checkpoint(os.path.join(ck_ranks, last, f"{kind}.safetensors.index.json"))
+        whole, _ = read_checkpoint(os.path.join(ck_flat, last, f"{kind}.safetensors"))
+        if sorted(sharded) != sorted(whole) or any(not torch.equal(sharded[n], whole[n]) for n in whole):
+            raise Failure(f"the sharded {kind} tensors differ from the one-rank plan's single file")
+    model = model_for(onnx)
+    model.load_state_dict(read_checkpoint(os.path.join(ck_ranks, last, "model.safetensors.index.json"))[0], strict=True)
+    # The sharded checkpoint continues on a data-parallel plan of 2 ranks.
+    dp = case.compile(onnx, CONFIGS["dp2"][0], k, "dp.ofp")
+    mixed = case.path("mixed.jsonl")
+    shutil.copytree(ck_ranks, case.path("ck-mixed"))
+    try:
+        STEPS = steps + 2
+        case.train(dp, data, mixed, ["--launch-local", "--checkpoint", case.path("ck-mixed"), "--resume"])
+        case.train(plan, data, case.path("longer.jsonl"))
+    finally:
+        STEPS = steps
+    a, b = losses(case.path("longer.jsonl"))[steps:], losses(mixed)
+    if len(a) != 2 or len(b) != 2 or any(abs(x - y) > 1e-5 * abs(y) for x, y in zip(a, b)):
+        raise Failure(f"a sharded pp=2 checkpoint resumed on dp=2 does not continue the run:\n  {a}\n  {b}")
+    print(f"ranks sharded-checkpoint: 2 shards, files equal one process's, tensors the one-rank plan's; torch loads them "
+          f"(strict); resume bit for bit; pp=2 -> dp=2 within {max(abs(x - y) / abs(y) for x, y in zip(a, b)):.2g}")
 
 
 VETH_SCRIPT = r"""
@@ -466,6 +531,7 @@ CHECKS.update({
     "mpirun": check_mpirun,
     "veth": check_veth,
     "checkpoint": check_checkpoint,
+    "sharded-checkpoint": check_sharded_checkpoint,
     "kill": check_kill,
     "other-plan": check_other_plan,
     "missing-rank": check_missing_rank,

@@ -4,7 +4,8 @@
 
   torch_load_checkpoint.py --onnx mlp.onnx --weights CKPT/model.safetensors \\
       --input X.npy --logits Y.npy
-    reads the safetensors file with the small reader below (not the safetensors package),
+    reads the safetensors file (or, given CKPT/model.safetensors.index.json, every shard of a
+    sharded checkpoint) with the small reader below (not the safetensors package),
     loads it with load_state_dict(strict=True) into the PyTorch model of test/fixtures/
     make_fixtures.py whose parameters match the ONNX file's initializers (MLP, CNN, or the
     tiny 784-32-10 MLP), runs it on X and exits 0 when max|logits - Y| / max|Y| < 1e-4;
@@ -109,6 +110,32 @@ def read_safetensors(path):
 _EXACT = {torch.int64: ("I64", "<i8"), torch.bool: ("BOOL", "|b1")}
 
 
+def read_checkpoint(path):
+    """A safetensors file, or a sharded set's index (Hugging Face's model.safetensors.index.json:
+    {"weight_map": {tensor: shard file}}): name -> torch.Tensor and the metadata. Each tensor must
+    be in the shard the index names, whole, and in no other."""
+    if not path.endswith(".index.json"):
+        return read_safetensors(path)
+    with open(path) as f:
+        index = json.load(f)
+    if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
+        raise FormatError(f"{path}: no weight_map object")
+    folder, tensors = os.path.dirname(path), {}
+    for shard in sorted(set(index["weight_map"].values())):
+        if not isinstance(shard, str) or "/" in shard:
+            raise FormatError(f"{path}: weight_map names {shard!r}, not a file beside it")
+        part, _ = read_safetensors(os.path.join(folder, shard))
+        for name, t in part.items():
+            if index["weight_map"].get(name) != shard or name in tensors:
+                raise FormatError(f"{path}: tensor {name!r} is in {shard}, the index says "
+                                  f"{index['weight_map'].get(name)!r}")
+            tensors[name] = t
+    missing = set(index["weight_map"]) - set(tensors)
+    if missing:
+        raise FormatError(f"{path}: the index names tensors no shard holds: {sorted(missing)}")
+    return tensors, {}
+
+
 def write_safetensors(path, tensors, metadata=None):
     """tensors: name -> tensor, written in this order: as F32 (a float of any width), or I64 and
     BOOL as they are (num_batches_tracked, masks)."""
@@ -164,7 +191,7 @@ def forward(model, input_path):
 
 def check(a):
     model = model_for(a.onnx)
-    tensors, metadata = read_safetensors(a.weights)
+    tensors, metadata = read_checkpoint(a.weights)
     want = model.state_dict()
     missing, extra = sorted(set(want) - set(tensors)), sorted(set(tensors) - set(want))
     if missing or extra:
@@ -211,7 +238,7 @@ def write(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--onnx", required=True, help="the model (its initializers name the weights)")
-    p.add_argument("--weights", help="a safetensors checkpoint to check")
+    p.add_argument("--weights", help="a safetensors checkpoint to check (or a sharded one's .index.json)")
     p.add_argument("--input", help="a float32 .npy input batch")
     p.add_argument("--logits", help="the expected logits (.npy) for --weights on --input")
     p.add_argument("--write-safetensors", metavar="OUT",

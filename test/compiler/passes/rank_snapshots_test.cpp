@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Each rank checkpoints the tensors it holds (lower_to_tasks): one snapshot task per rank that
+// writes any, a tensor written by the lowest rank holding a box of it, and no other rank's
+// register read unless it holds a box the writer lacks (a tensor split over ranks).
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "compiler/compile.h"
+
+using namespace of::compiler;
+
+namespace {
+
+Compilation compile_mlp(int32_t dp, int32_t tp, int32_t pp) {
+  CompileOptions o;
+  o.loss = "cross_entropy";
+  o.train = true;
+  o.optimizer = "sgd:momentum=0.9";
+  o.ranks = dp * tp * pp;
+  o.devices = dp * tp * pp;
+  o.dp = dp;
+  o.tp = tp;
+  o.pp = pp;
+  o.micro_batches = pp > 1 ? pp : 1;
+  return compile_model(std::string(OF_FIXTURES_DIR) + "/mlp.onnx", o);
+}
+
+struct Snapshot {
+  int32_t rank;
+  std::set<int32_t> read_ranks;  // ranks whose persistent registers it reads blobs of
+  std::set<std::string> tensors;
+};
+
+std::vector<Snapshot> snapshots(const Compilation& c) {
+  const TaskGraph& tg = c.tasks;
+  auto rank_of_regst = [&](RegstId r) { return tg.devices[size_t(tg.arenas[size_t(tg.regsts[size_t(r)].arena)].device)].rank; };
+  std::vector<Snapshot> out;
+  for (const Task& t : tg.tasks) {
+    if (t.kind != TaskKind::snapshot) continue;
+    Snapshot s{tg.devices[size_t(t.device)].rank, {}, {}};
+    for (const TaskInput& in : t.inputs) {
+      s.read_ranks.insert(rank_of_regst(in.id));
+      s.tensors.insert(c.graph.values[size_t(tg.regsts[size_t(in.id)].blobs[size_t(in.blob)].tensor)].name);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("rank snapshots: a pipeline's ranks each checkpoint their own stage and read no other rank", "[compiler]") {
+  const std::vector<Snapshot> s = snapshots(compile_mlp(1, 1, 2));
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].rank == 0);
+  CHECK(s[1].rank == 1);
+  CHECK(s[0].read_ranks == std::set<int32_t>{0});
+  CHECK(s[1].read_ranks == std::set<int32_t>{1});
+  CHECK(s[0].tensors.count("fc1.weight") == 1);
+  CHECK(s[1].tensors.count("fc3.weight") == 1);
+  for (const std::string& name : s[0].tensors) CHECK(s[1].tensors.count(name) == 0);
+}
+
+TEST_CASE("rank snapshots: data-parallel replicas are checkpointed once by rank 0 and never cross", "[compiler]") {
+  const std::vector<Snapshot> s = snapshots(compile_mlp(2, 1, 1));
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].rank == 0);
+  CHECK(s[0].read_ranks == std::set<int32_t>{0});
+  CHECK(s[0].tensors.count("fc1.weight.momentum_buffer") + s[0].tensors.count("fc1.weight") >= 1);
+}
+
+TEST_CASE("rank snapshots: a tensor split over ranks is written whole by its lowest rank", "[compiler]") {
+  const Compilation c = compile_mlp(1, 2, 1);
+  const std::vector<Snapshot> s = snapshots(c);
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].rank == 0);
+  CHECK(s[0].read_ranks == std::set<int32_t>{0, 1});  // rank 1's boxes of the split weights
+  // What it reads of rank 1 are boxes of split tensors, never a replica of what rank 0 holds.
+  const TaskGraph& tg = c.tasks;
+  int from_rank1 = 0;
+  for (const Task& t : tg.tasks)
+    if (t.kind == TaskKind::snapshot)
+      for (const TaskInput& in : t.inputs) {
+        const Regst& r = tg.regsts[size_t(in.id)];
+        if (tg.devices[size_t(tg.arenas[size_t(r.arena)].device)].rank != 1) continue;
+        ++from_rank1;
+        const Value& v = c.graph.values[size_t(r.blobs[size_t(in.blob)].tensor)];
+        INFO(v.name);
+        REQUIRE(v.logical >= 0);
+        CHECK(v.desc.shape != c.logical.values[size_t(v.logical)].desc.shape);
+      }
+  CHECK(from_rank1 > 0);
+}
