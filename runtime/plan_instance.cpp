@@ -82,16 +82,18 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
       for (int32_t k = 0; k < regst.slots; ++k) landing_[size_t(r)].push_back(p + stride * uint64_t(k));
     }
   }
-  // Each snapshot task checkpoints the persistent tensors it reads (verify_plan: one writer per
-  // tensor), with the boxes other ranks hold landing here; the first one also writes the
-  // constants, and copies other ranks' ones here once.
+  // The lowest-rank snapshot task that reads a box of a persistent tensor writes it whole (the
+  // others' savers hand it their boxes: checkpoint.h); the first one also writes the constants,
+  // and copies other ranks' ones here once.
+  for (const plan::Task& t : plan_.tasks)
+    if (t.kind == plan::TaskKind::snapshot) snapshots_.push_back(&t);
   std::map<std::string, int32_t> shard_of;
-  for (const plan::Task& t : plan_.tasks) {
-    if (t.kind != plan::TaskKind::snapshot) continue;
-    for (const plan::TaskInput& in : t.inputs)
-      shard_of.emplace(plan_.tensors[size_t(plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].tensor)].name, int32_t(snapshots_.size()));
-    snapshots_.push_back(&t);
-  }
+  auto rank_of_task = [&](const plan::Task* t) { return plan_.devices[size_t(t->device)].rank; };
+  for (size_t k = 0; k < snapshots_.size(); ++k)
+    for (const plan::TaskInput& in : snapshots_[k]->inputs) {
+      auto [it, fresh] = shard_of.emplace(plan_.tensors[size_t(plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].tensor)].name, int32_t(k));
+      if (!fresh && rank_of_task(snapshots_[k]) < rank_of_task(snapshots_[size_t(it->second)])) it->second = int32_t(k);
+    }
   const bool keeps_constants = !routes_ || (!snapshots_.empty() && routes_->local(snapshots_[0]->id));
   // Boxes of one tensor on several devices share its key and become one StoredTensor.
   auto add = [&](int32_t tensor, uint8_t* data, bool persistent, bool weight) {
@@ -194,6 +196,18 @@ PlanInstance::SourceBox PlanInstance::source_box(const plan::Task& src, size_t k
   if (!rows) return SourceBox{whole, 0, b.bytes};
   const uint64_t row = b.bytes / uint64_t(box[0]);
   return SourceBox{whole, uint64_t(t.shard_begin[0]) * row, b.bytes};
+}
+
+const uint8_t* PlanInstance::blob_data(plan::RegstId r, int32_t blob) const {
+  const plan::Regst& regst = plan_.regsts[size_t(r)];
+  const uint8_t* arena = arena_ptrs_[size_t(regst.arena)];
+  return arena ? arena + regst.offsets[0] + regst.blobs[size_t(blob)].offset : nullptr;
+}
+
+int32_t PlanInstance::shard_of(const std::string& key) const {
+  for (const StoredTensor& t : stored_)
+    if (t.key == key) return t.shard;
+  return -1;
 }
 
 const plan::Task& PlanInstance::sink() const {

@@ -90,6 +90,11 @@ class PlanInstance {
   // The snapshot tasks, in task order: snapshot k writes checkpoint shard k (StoredTensor::shard).
   // A plan of one rank has at most one; a plan of several, one on each rank that checkpoints.
   const std::vector<const plan::Task*>& snapshots() const { return snapshots_; }
+  // Where blob `blob` of register r (slot 0: a persistent register's one) is here; null when
+  // another rank holds it.
+  const uint8_t* blob_data(plan::RegstId r, int32_t blob) const;
+  // The shard of stored tensor `key` (-1: none here).
+  int32_t shard_of(const std::string& key) const;
   // The descriptor of input k of task t.
   TensorDesc input_desc(const plan::Task& t, size_t k) const;
 

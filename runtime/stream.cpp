@@ -66,7 +66,7 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
     if (remote->boot.token.empty()) remote->boot.token = fmt::format("plan-{:08x}", inst.plan_crc32());
     remote->boot.identity = fmt::format("plan {:08x}, of {}", inst.plan_crc32(), o.boot.identity);
   }
-  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds, remote ? &*remote : nullptr});
+  ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds, remote ? &*remote : nullptr, o.failed});
   if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
   StreamResult result{.seconds = ran.seconds};
   for (const auto& t : tasks)

@@ -41,6 +41,7 @@ struct StreamOptions {
   // A multi-process run (the instance is one rank's): how the ranks meet. `identity` is of's
   // version; the plan's checksum is added here.
   transport::BootstrapOptions boot;
+  std::atomic<bool>* failed = nullptr;  // set at the run's first failure (SchedulerOptions::failed)
 };
 
 struct StreamResult {

@@ -16,6 +16,7 @@
 // reading. A collective part (boxing's collective_part kernel) is a collective task: it reads
 // the registers of other devices of its rank where they are.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -212,48 +213,54 @@ bool LowerToTasks::run(Compilation& c) {
   const RegstId last_output = sink.inputs.empty() ? -1 : sink.inputs[0].id;
   tg.tasks.push_back(std::move(sink));
 
-  // Training: each rank checkpoints the tensors it writes itself, with one snapshot task on its
-  // first device that holds them ("snapshot" on rank 0, "snapshot@R" elsewhere). A persistent
-  // tensor (a weight, its optimizer state, a running statistic) is written by the lowest rank
-  // holding a box of it; that rank's snapshot reads every box of it: its own rank's in place, and
-  // those of a tensor split over ranks (tensor parallelism) from the other ranks, whose bytes cross
-  // to it every piece. A replica on another rank (data parallelism) is read by nobody there. The
-  // snapshot reads one piece at a time, paced by the loss on the loss's rank and by its rank's
-  // source elsewhere, so that it sees each version of all its tensors together.
+  // Training: each rank checkpoints what it holds, with one snapshot task on its first device that
+  // holds any ("snapshot" on rank 0, "snapshot@R" elsewhere), reading its own rank's registers
+  // only. A persistent tensor (a weight, its optimizer state, a running statistic) is written whole
+  // by the lowest rank holding a box of it, which reads its boxes of it. A box of it that the
+  // writer's rank lacks (a tensor split over ranks: tensor parallelism) is read by the lowest
+  // rank holding it, whose saver hands it to the writer's when a checkpoint is saved (off the
+  // actors' path: checkpoint.h), so no weight crosses ranks every step. A replica of what the
+  // writer holds (data parallelism) is read by nobody. The snapshot reads one piece at a time,
+  // paced by the loss on the loss's rank and by its rank's source elsewhere, so that it sees each
+  // version of all its tensors together.
   auto rank_of_regst = [&](RegstId r) { return rank[size_t(tg.arenas[size_t(tg.regsts[size_t(r)].arena)].device)]; };
-  std::unordered_map<std::string, int32_t> writer;  // tensor name -> the rank that checkpoints it
-  for (const Regst& r : tg.regsts)
-    if (r.persistent)
-      for (const Blob& b : r.blobs) {
-        auto [it, fresh] = writer.try_emplace(g.values[size_t(b.tensor)].name, rank_of_regst(r.id));
-        if (!fresh) it->second = std::min(it->second, rank_of_regst(r.id));
-      }
-  // The boxes (name, where it begins, its shape) each rank holds of persistent tensors.
+  // The boxes (name, where it begins, its shape) of persistent tensors.
   using Box = std::tuple<std::string, std::vector<int64_t>, Shape>;
   auto box_of = [&](const Blob& b) {
     const Value& v = g.values[size_t(b.tensor)];
     return Box{v.name, v.shard_begin, v.desc.shape};
   };
+  std::unordered_map<std::string, int32_t> writer;  // tensor name -> the rank that checkpoints it
+  std::map<Box, int32_t> first_holder;               // box -> the lowest rank holding it
   std::vector<std::set<Box>> held(devices_of_rank.size());
   for (const Regst& r : tg.regsts)
     if (r.persistent)
-      for (const Blob& b : r.blobs) held[size_t(rank_of_regst(r.id))].insert(box_of(b));
+      for (const Blob& b : r.blobs) {
+        const int32_t at = rank_of_regst(r.id);
+        auto [w, fresh] = writer.try_emplace(g.values[size_t(b.tensor)].name, at);
+        if (!fresh) w->second = std::min(w->second, at);
+        auto [h, first] = first_holder.try_emplace(box_of(b), at);
+        if (!first) h->second = std::min(h->second, at);
+        held[size_t(at)].insert(box_of(b));
+      }
   if (!writer.empty() && last_output >= 0) {
     const int32_t loss_rank = rank_of_regst(last_output);
     for (int32_t at = 0; at < int32_t(devices_of_rank.size()); ++at) {
       Task snap{.id = TaskId(tg.tasks.size()), .kind = TaskKind::snapshot, .name = at == 0 ? "snapshot" : fmt::format("snapshot@{}", at),
                 .op = "Snapshot", .device = -1};
-      std::set<Box> taken;  // boxes of other ranks read already (one copy of each)
-      for (const Regst& r : tg.regsts)
-        if (r.persistent)
-          for (size_t b = 0; b < r.blobs.size(); ++b) {
-            if (writer.at(g.values[size_t(r.blobs[b].tensor)].name) != at) continue;
-            const int32_t d = tg.arenas[size_t(r.arena)].device;
-            if (rank[size_t(d)] != at && (held[size_t(at)].count(box_of(r.blobs[b])) || !taken.insert(box_of(r.blobs[b])).second)) continue;
-            if (rank[size_t(d)] == at && (snap.device < 0 || d < snap.device)) snap.device = d;
-            snap.inputs.push_back(TaskInput{.kind = InputKind::regst, .id = r.id, .blob = int32_t(b)});
-          }
-      if (snap.inputs.empty()) continue;  // this rank writes nothing
+      std::set<Box> handed;  // boxes this rank hands to another's writer (one copy of each)
+      for (const Regst& r : tg.regsts) {
+        if (!r.persistent || rank_of_regst(r.id) != at) continue;
+        for (size_t b = 0; b < r.blobs.size(); ++b) {
+          const Box box = box_of(r.blobs[b]);
+          const int32_t w = writer.at(std::get<0>(box));
+          if (w != at && (held[size_t(w)].count(box) || first_holder.at(box) != at || !handed.insert(box).second)) continue;
+          const int32_t d = tg.arenas[size_t(r.arena)].device;
+          if (snap.device < 0 || d < snap.device) snap.device = d;
+          snap.inputs.push_back(TaskInput{.kind = InputKind::regst, .id = r.id, .blob = int32_t(b)});
+        }
+      }
+      if (snap.inputs.empty()) continue;  // this rank checkpoints nothing
       const RegstId pace = at == loss_rank ? last_output : source_of_rank[size_t(at)];
       snap.in_regsts.push_back(pace);
       tg.regsts[size_t(pace)].consumers.push_back(snap.id);

@@ -45,12 +45,14 @@ struct RunContext {
   std::unique_ptr<Progress[]> progress;  // per task; null without a stall watchdog
   std::atomic<bool> closed{false};       // the actors are gone: what still arrives is dropped
   std::atomic<bool> tell_ranks{false};   // the failure was this rank's: the others must hear it
+  std::atomic<bool>* failed = nullptr;   // SchedulerOptions::failed
 
   // Returns whether this was the first failure.
   bool record(const std::string& message) {
     std::lock_guard<std::mutex> lock(error_mutex);
     if (!first_error.empty()) return false;
     first_error = message;
+    if (failed) failed->store(true);
     return true;
   }
   bool remote(plan::TaskId t) const { return routes && !routes->local(t); }
@@ -330,6 +332,7 @@ ActorRunResult run_actors(const plan::Plan& plan, std::vector<std::unique_ptr<Ta
   RunContext ctx;
   const RemoteRun* remote = options.remote;
   ctx.routes = remote ? remote->routes : nullptr;
+  ctx.failed = options.failed;
   if (options.stall_seconds > 0) ctx.progress = std::make_unique<Progress[]>(tasks.size());
   ActorRunResult result;
   // A multi-process run: the transport, then every rank meets and learns the others' addresses.

@@ -32,6 +32,9 @@ struct SchedulerOptions {
   // legitimately run for minutes).
   double stall_seconds = 0;
   const RemoteRun* remote = nullptr;  // null: every task of the plan runs in this process
+  // Set at the first failure, for what waits outside the actors on their behalf (a checkpoint
+  // commit waiting for another rank's shard must give up, or the act that saves next blocks).
+  std::atomic<bool>* failed = nullptr;
 };
 
 struct ActorRunResult {

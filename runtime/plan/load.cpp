@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -175,7 +176,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
 
   int leads = 0, sinks = 0;
   std::vector<int32_t> snapshot_of_rank;  // the snapshot task of each rank (-1: none)
-  std::map<std::string, int32_t> checkpointed_by;  // persistent tensor name -> the snapshot that writes it
+  // A box of a persistent tensor (name, where it begins, its shape) -> the snapshot that reads it.
+  std::map<std::tuple<std::string, std::vector<int64_t>, Shape>, int32_t> checkpointed_by;
   for (int32_t i = 0; i < n_tasks; ++i) {
     const plan::Task& t = p.tasks[size_t(i)];
     std::string f = fmt::format("tasks[{}]", i);
@@ -262,8 +264,9 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         if (!streamed_input) fail(at(f + ".in_regsts"), "a sink reads at least one streamed register");
         break;
       case plan::TaskKind::snapshot: {
-        // Each rank checkpoints its tensors with at most one snapshot task, and each tensor is
-        // written by one of them (lower_to_tasks.cpp): two writers would put it in two shards.
+        // Each rank checkpoints what it holds with at most one snapshot task, reading its own
+        // rank's registers only, and each box of a tensor is read by one of them
+        // (lower_to_tasks.cpp): the lowest rank reading a tensor writes it whole.
         const auto rank = size_t(p.devices[size_t(t.device)].rank);
         if (snapshot_of_rank.size() <= rank) snapshot_of_rank.resize(rank + 1, -1);
         if (snapshot_of_rank[rank] >= 0) fail(at(f), "a second snapshot task on rank {} (task {} is one)", rank, snapshot_of_rank[rank]);
@@ -275,10 +278,14 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
             fail(at(fmt::format("{}.inputs[{}]", f, k)), "a snapshot reads persistent registers only");
         for (size_t k = 0; k < t.inputs.size(); ++k) {
           const plan::Regst& r = p.regsts[size_t(t.inputs[k].id)];
-          const std::string& name = p.tensors[size_t(r.blobs[size_t(t.inputs[k].blob)].tensor)].name;
-          auto [it, fresh] = checkpointed_by.try_emplace(name, i);
+          const auto of_rank = size_t(p.devices[size_t(p.arenas[size_t(r.arena)].device)].rank);
+          if (of_rank != rank)
+            fail(at(fmt::format("{}.inputs[{}]", f, k)), "register {} lives on rank {}: a snapshot task reads its own rank's registers (recompile the plan)",
+                 r.id, of_rank);
+          const plan::LogicalTensor& tensor = p.tensors[size_t(r.blobs[size_t(t.inputs[k].blob)].tensor)];
+          auto [it, fresh] = checkpointed_by.try_emplace({tensor.name, tensor.shard_begin, tensor.desc.shape}, i);
           if (!fresh && it->second != i)
-            fail(at(fmt::format("{}.inputs[{}]", f, k)), "tensor '{}' is checkpointed by snapshot tasks {} and {}", name, it->second, i);
+            fail(at(fmt::format("{}.inputs[{}]", f, k)), "a box of tensor '{}' is checkpointed by snapshot tasks {} and {}", tensor.name, it->second, i);
         }
         break;
       }

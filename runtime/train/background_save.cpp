@@ -5,8 +5,9 @@
 
 namespace of::runtime::train {
 
-BackgroundSaver::BackgroundSaver(std::string dir, CheckpointWriter* committer, const PlanInstance& inst, int32_t shard)
-    : dir_(std::move(dir)), committer_(committer), image_(inst, shard), thread_([this] { run(); }) {
+BackgroundSaver::BackgroundSaver(std::string dir, CheckpointWriter* committer, const PlanInstance& inst, int32_t shard,
+                                 const std::atomic<bool>* run_failed)
+    : dir_(std::move(dir)), committer_(committer), image_(inst, shard), run_failed_(run_failed), thread_([this] { run(); }) {
   OF_ASSERT((shard == 0) == (committer != nullptr), "the first shard's saver, and only it, commits");
 }
 
@@ -62,9 +63,9 @@ void BackgroundSaver::run() {
     std::exception_ptr error;
     try {
       if (committer_) {
-        folder = committer_->save(image_, state, [this] { return abandoned_.load(); });
+        folder = committer_->save(image_, state, [this] { return abandoned(); });
       } else {
-        write_checkpoint_shard(dir_, image_, state);
+        write_checkpoint_shard(dir_, image_, state, [this] { return abandoned(); });
       }
     } catch (...) {
       error = std::current_exception();

@@ -32,7 +32,10 @@ class BackgroundSaver {
  public:
   // The saver of checkpoint shard `shard` of `inst` into `dir`; the first shard's needs the
   // folder's writer (`committer`), the others none.
-  BackgroundSaver(std::string dir, CheckpointWriter* committer, const PlanInstance& inst, int32_t shard);
+  // `run_failed` (may be null): set when the run fails; a save() waiting for the write before
+  // then throws instead of waiting on, and that write stops waiting for other shards.
+  BackgroundSaver(std::string dir, CheckpointWriter* committer, const PlanInstance& inst, int32_t shard,
+                  const std::atomic<bool>* run_failed = nullptr);
   // Waits for the write in flight (a checkpoint begun is finished, also when the run failed).
   ~BackgroundSaver();
   BackgroundSaver(const BackgroundSaver&) = delete;
@@ -61,6 +64,8 @@ class BackgroundSaver {
   std::exception_ptr error_;  // the first failed write's
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};  // set by the destructor: stop waiting for other shards
+  const std::atomic<bool>* run_failed_;
+  bool abandoned() const { return abandoned_.load() || (run_failed_ && run_failed_->load()); }
   std::string last_;
   std::thread thread_;  // last: starts once the rest is built
 };

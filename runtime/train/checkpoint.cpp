@@ -13,8 +13,10 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "common/box_copy.h"
 #include "common/error.h"
 #include "common/file_util.h"
 
@@ -33,23 +35,119 @@ void fsync_dir(const fs::path& dir) {
 
 }  // namespace
 
+namespace {
+
+// A box's name in a pieces file: the tensor and where the box begins in it.
+std::string piece_name(const std::string& tensor, const std::vector<int64_t>& begin) {
+  return fmt::format("{}@{}", tensor, fmt::join(begin, ","));
+}
+
+}  // namespace
+
 CheckpointImage::CheckpointImage(const PlanInstance& inst, int32_t shard)
-    : shard_(shard), shards_(std::max<int32_t>(1, int32_t(inst.snapshots().size()))) {
-  for (bool weights : {true, false}) {
+    : shard_(shard), shards_(std::max<int32_t>(1, int32_t(inst.snapshots().size()))), pieces_(size_t(shards_)) {
+  const plan::Plan& p = inst.plan();
+  const plan::Task* snap = inst.snapshots().empty() ? nullptr : inst.snapshots()[size_t(shard)];
+  for (int kind = 0; kind < 2; ++kind) {
+    const bool weights = kind == 0;
     SafetensorsWriter w;
     std::vector<const StoredTensor*> order;
     for (const StoredTensor& t : inst.stored()) {
       if (t.shard != shard || (weights ? !t.weight : (!t.persistent || t.weight))) continue;
       w.add(t.key, t.desc.dtype, t.desc.shape, nullptr);
       order.push_back(&t);
-      keys_[weights ? 0 : 1].push_back(t.key);
-      data_bytes_[weights ? 0 : 1] += t.bytes;
+      keys_[kind].push_back(t.key);
+      data_bytes_[kind] += t.bytes;
     }
     std::vector<uint64_t> offsets;
-    std::vector<uint8_t>& file = weights ? model_ : optimizer_;
-    file = w.layout(&offsets);
-    for (size_t i = 0; i < order.size(); ++i) places_.push_back({order[i], file.data() + offsets[i]});
+    files_[kind] = w.layout(&offsets);
+    for (size_t i = 0; i < order.size(); ++i) {
+      uint8_t* at = files_[kind].data() + offsets[i];
+      wholes_.emplace_back(order[i], at);
+      // Constants never change: gathered from every box. Persistent tensors: from the boxes
+      // the snapshot task reads, which hold the version of the piece it acts on.
+      if (!order[i]->persistent || !snap) constants_.push_back({order[i], at});
+    }
   }
+  if (!snap) return;
+  auto where = [&](const std::string& key) -> uint8_t* {
+    for (const auto& whole : wholes_)
+      if (whole.first->key == key) return whole.second;
+    return nullptr;
+  };
+  auto box = [&](const plan::TaskInput& in) {
+    const plan::LogicalTensor& t = p.tensors[size_t(p.regsts[size_t(in.id)].blobs[size_t(in.blob)].tensor)];
+    const bool boxed = !t.full_shape.empty();
+    return std::make_tuple(&t, boxed ? t.shard_begin : std::vector<int64_t>(t.desc.shape.size(), 0), boxed ? t.full_shape : t.desc.shape);
+  };
+  // The boxes it hands to each other shard, laid out as that shard's pieces file.
+  std::vector<SafetensorsWriter> out{size_t(shards_)};
+  std::vector<std::vector<Place>> handed{size_t(shards_)};
+  for (const plan::TaskInput& in : snap->inputs) {
+    const auto [t, begin, whole] = box(in);
+    const uint8_t* data = inst.blob_data(in.id, in.blob);
+    OF_ASSERT(data, "snapshot task '" + snap->name + "' reads a register this process does not hold");
+    const auto element = size_t(dtype_size(t->desc.dtype));
+    const int32_t to = inst.shard_of(t->name);
+    if (to == shard) {
+      uint8_t* at = where(t->name);
+      OF_ASSERT(at, "tensor '" + t->name + "' of shard " + std::to_string(shard) + " has no place in its file");
+      places_.push_back(Place{data, t->desc.shape, begin, whole, element, at});
+    } else {
+      OF_ASSERT(to >= 0 && to < shards_, "tensor '" + t->name + "' has no shard");
+      out[size_t(to)].add(piece_name(t->name, begin), t->desc.dtype, t->desc.shape, nullptr);
+      handed[size_t(to)].push_back(Place{data, t->desc.shape, std::vector<int64_t>(t->desc.shape.size(), 0), t->desc.shape, element, nullptr});
+    }
+  }
+  for (int32_t j = 0; j < shards_; ++j) {
+    if (handed[size_t(j)].empty()) continue;
+    std::vector<uint64_t> offsets;
+    pieces_[size_t(j)] = out[size_t(j)].layout(&offsets);
+    for (size_t i = 0; i < handed[size_t(j)].size(); ++i) {
+      handed[size_t(j)][i].at = pieces_[size_t(j)].data() + offsets[i];
+      places_.push_back(handed[size_t(j)][i]);
+    }
+  }
+  // The boxes other shards hand this one (the plan says which: their snapshot tasks' reads).
+  for (int32_t j = 0; j < shards_; ++j) {
+    if (j == shard) continue;
+    for (const plan::TaskInput& in : inst.snapshots()[size_t(j)]->inputs) {
+      const auto [t, begin, whole] = box(in);
+      if (inst.shard_of(t->name) != shard) continue;
+      const StoredTensor* into = nullptr;
+      for (const auto& w : wholes_)
+        if (w.first->key == t->name) into = w.first;
+      OF_ASSERT(into, "tensor '" + t->name + "' of shard " + std::to_string(shard) + " is not stored here");
+      expected_.push_back(Expected{j, piece_name(t->name, begin), into, begin, t->desc.shape});
+      if (std::find(from_.begin(), from_.end(), j) == from_.end()) from_.push_back(j);
+    }
+  }
+}
+
+void CheckpointImage::stage() {
+  for (const Whole& c : constants_) c.tensor->gather(c.at);
+  // Boxes come in device order; replicas of a tensor are equal except a device's own state
+  // (BatchNorm's running statistics under data parallelism): the first device's stays, as DDP
+  // keeps rank 0's.
+  for (auto b = places_.rbegin(); b != places_.rend(); ++b) copy_box_in(b->from, b->shape, b->begin, b->whole, b->element, b->at);
+}
+
+void CheckpointImage::add_pieces(const SafetensorsFile& file, int32_t j, const std::string& path) {
+  size_t wanted = 0;
+  for (const Expected& e : expected_) {
+    if (e.from != j) continue;
+    ++wanted;
+    auto it = file.entries.find(e.name);
+    if (it == file.entries.end()) fail({.file = path, .field = "tensor '" + e.name + "'"}, "missing (shard {} hands it to shard {})", j + 1, shard_ + 1);
+    if (it->second.dtype != e.tensor->desc.dtype || it->second.shape != e.shape)
+      fail({.file = path, .field = "tensor '" + e.name + "'"}, "is {} {}, the plan says {} {}", dtype_name(it->second.dtype), shape_str(it->second.shape),
+           dtype_name(e.tensor->desc.dtype), shape_str(e.shape));
+    uint8_t* at = nullptr;
+    for (const auto& w : wholes_)
+      if (w.first == e.tensor) at = w.second;
+    copy_box_in(file.ptr(it->second), e.shape, e.begin, e.tensor->desc.shape, size_t(dtype_size(e.tensor->desc.dtype)), at);
+  }
+  if (file.entries.size() != wanted) fail({.file = path}, "holds {} boxes, the plan hands shard {} {} from shard {}", file.entries.size(), shard_ + 1, wanted, j + 1);
 }
 
 std::string shard_file(const char* kind, int32_t k, int32_t n) {
@@ -57,9 +155,6 @@ std::string shard_file(const char* kind, int32_t k, int32_t n) {
   return fmt::format("{}-{:05d}-of-{:05d}.safetensors", kind, k + 1, n);
 }
 
-void CheckpointImage::stage() {
-  for (const Place& p : places_) p.tensor->gather(p.at);
-}
 
 std::vector<std::string> step_folders(const std::string& dir) {
   std::vector<std::string> out;
@@ -103,6 +198,34 @@ nlohmann::json file_entry(const std::vector<uint8_t>& bytes) {
   return {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes.data(), bytes.size())}};
 }
 
+std::string pieces_name(int32_t from, int32_t to) { return fmt::format("pieces-{:05d}-to-{:05d}.safetensors", from + 1, to + 1); }
+
+// Waits until `file` is in `partial` (each is written whole, then renamed into place).
+fs::path wait_for(const fs::path& partial, const std::string& file, const std::string& what, const std::function<bool()>& abandoned,
+                  double timeout_s) {
+  const fs::path path = partial / file;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::error_code ec;
+  while (!fs::exists(path, ec)) {
+    if (abandoned && abandoned()) fail({.file = partial.string()}, "{} never came: the run stopped", what);
+    if (std::chrono::steady_clock::now() > deadline) fail({.file = partial.string()}, "{} did not come within {} s", what, timeout_s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return path;
+}
+
+// Hands the boxes of other shards' tensors to their writers, then takes the boxes other shards
+// hand this one: the tensors this shard writes are whole after it.
+void exchange_pieces(const fs::path& partial, CheckpointImage& image, const std::function<bool()>& abandoned, double timeout_s) {
+  for (int32_t j = 0; j < image.shards(); ++j)
+    if (!image.pieces(j).empty()) write_file_atomic((partial / pieces_name(image.shard(), j)).string(), image.pieces(j));
+  for (int32_t j : image.from_shards()) {
+    const fs::path path = wait_for(partial, pieces_name(j, image.shard()), fmt::format("the boxes shard {} hands shard {}", j + 1, image.shard() + 1),
+                                   abandoned, timeout_s);
+    image.add_pieces(read_safetensors(path.string()), j, path.string());
+  }
+}
+
 // Writes the shard's two files into `partial`; returns what the marker and state.json record.
 nlohmann::json write_shard_files(const fs::path& partial, const CheckpointImage& image) {
   const std::string model = shard_file("model", image.shard(), image.shards());
@@ -138,31 +261,19 @@ nlohmann::json read_marker(const fs::path& path, int32_t k, int32_t n) {
   return j;
 }
 
-// Waits until shard k's marker is in `partial`.
-fs::path wait_for_marker(const fs::path& partial, int32_t k, int32_t n, const std::function<bool()>& abandoned, double timeout_s) {
-  const fs::path marker = partial / marker_name(k);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  std::error_code ec;
-  while (!fs::exists(marker, ec)) {
-    if (abandoned && abandoned()) fail({.file = partial.string()}, "checkpoint shard {} of {} never came: the run stopped", k + 1, n);
-    if (std::chrono::steady_clock::now() > deadline)
-      fail({.file = partial.string()}, "checkpoint shard {} of {} did not come within {} s", k + 1, n, timeout_s);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return marker;
-}
-
 }  // namespace
 
-void write_checkpoint_shard(const std::string& dir, const CheckpointImage& image, const CheckpointState& state) {
+void write_checkpoint_shard(const std::string& dir, CheckpointImage& image, const CheckpointState& state,
+                            const std::function<bool()>& abandoned, double timeout_s) {
   OF_ASSERT(image.shard() > 0, "the first shard is written by commit_checkpoint");
   const fs::path partial = partial_folder(dir, state);
+  exchange_pieces(partial, image, abandoned, timeout_s);
   nlohmann::json marker = write_shard_files(partial, image);
   const std::string text = marker.dump() + "\n";
   write_file_atomic((partial / marker_name(image.shard())).string(), text.data(), text.size());  // last: the shard is whole
 }
 
-std::string commit_checkpoint(const std::string& dir, const CheckpointImage& first, const CheckpointState& state,
+std::string commit_checkpoint(const std::string& dir, CheckpointImage& first, const CheckpointState& state,
                               const std::function<bool()>& abandoned, double timeout_s) {
   OF_ASSERT(first.shard() == 0, "only the first shard commits");
   const fs::path root(dir);
@@ -191,9 +302,10 @@ std::string commit_checkpoint(const std::string& dir, const CheckpointImage& fir
         ++kind_index;
       }
     };
+    exchange_pieces(partial, first, abandoned, timeout_s);
     add_shard(write_shard_files(partial, first), 0, (partial / shard_file("model", 0, n)).string());
     for (int32_t k = 1; k < n; ++k) {
-      const fs::path marker = wait_for_marker(partial, k, n, abandoned, timeout_s);
+      const fs::path marker = wait_for(partial, marker_name(k), fmt::format("checkpoint shard {} of {}", k + 1, n), abandoned, timeout_s);
       add_shard(read_marker(marker, k, n), k, marker.string());
     }
     if (n > 1) {
@@ -206,7 +318,11 @@ std::string commit_checkpoint(const std::string& dir, const CheckpointImage& fir
         files[file] = {{"bytes", text.size()}, {"crc32", crc32_of(text.data(), text.size())}};
         ++kind_index;
       }
-      for (int32_t k = 1; k < n; ++k) fs::remove(partial / marker_name(k), ec);
+      // Every shard has taken its pieces before its marker: markers and pieces go.
+      for (const auto& e : fs::directory_iterator(partial, ec)) {
+        const std::string file = e.path().filename().string();
+        if (file.rfind("shard-", 0) == 0 || file.rfind("pieces-", 0) == 0) fs::remove(e.path(), ec);
+      }
     }
     nlohmann::json j{{"format", kFormat},
                      {"step", state.step},

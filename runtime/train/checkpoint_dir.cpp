@@ -98,7 +98,7 @@ void CheckpointWriter::check_space(uint64_t bytes) const {
   if (free_bytes < bytes) fail({.file = dir_}, "{} free, one checkpoint needs {}", mib(free_bytes), mib(bytes));
 }
 
-std::string CheckpointWriter::save(const CheckpointImage& image, const CheckpointState& state, const std::function<bool()>& abandoned) {
+std::string CheckpointWriter::save(CheckpointImage& image, const CheckpointState& state, const std::function<bool()>& abandoned) {
   const std::string folder = commit_checkpoint(dir_, image, state, abandoned);
   const std::string name = fs::path(folder).filename().string();
   // The newest `keep_` of the line stay; a run that started over removes the rest at its first

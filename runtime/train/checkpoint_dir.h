@@ -38,7 +38,7 @@ class CheckpointWriter {
   void check_space(uint64_t bytes) const;
   // Saves a staged checkpoint image (checkpoint.h: the first shard, and the others as they come,
   // until `abandoned`) and prunes this run's older ones. Returns its folder.
-  std::string save(const CheckpointImage& image, const CheckpointState& state, const std::function<bool()>& abandoned = {});
+  std::string save(CheckpointImage& image, const CheckpointState& state, const std::function<bool()>& abandoned = {});
   const std::string& dir() const { return dir_; }
 
  private:

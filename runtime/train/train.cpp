@@ -190,11 +190,11 @@ SourceMaker data_sources(const PlanInstance& inst, const BatchInputs& batch, con
 
 // Training and evaluation stream through ofrun's one entry (runtime/stream.h).
 double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const TrainOptions& o,
-              const std::string& trace_path = {}) {
+              const std::string& trace_path = {}, std::atomic<bool>* failed = nullptr) {
   return runtime::stream(inst, actions, pieces,
                          StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
                                        .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report,
-                                       .late_threads = o.late_threads, .boot = o.boot})
+                                       .late_threads = o.late_threads, .boot = o.boot, .failed = failed})
       .seconds;
 }
 
@@ -419,12 +419,14 @@ Report run_training(const TrainOptions& o) {
     TrainSinkAction* progress = sink.get();
     // Declared before the actions: the snapshot actions point at them (and they outlive them).
     // One saver per snapshot task of this process: shard k is snapshot task k's.
+    // A failure stops the savers' waits for other ranks' shards (which may never come).
+    std::atomic<bool> run_failed{false};
     std::vector<std::unique_ptr<BackgroundSaver>> savers(snapshot_tasks.size());
     std::vector<SnapshotAction*> snapshots;
     auto make_snapshot = [&](const plan::Task& t) -> std::unique_ptr<Action> {
       const auto shard = int32_t(std::find(snapshot_tasks.begin(), snapshot_tasks.end(), &t) - snapshot_tasks.begin());
       if (!o.checkpoint_dir.empty())
-        savers[size_t(shard)] = std::make_unique<BackgroundSaver>(o.checkpoint_dir, shard == 0 ? &*writer : nullptr, inst, shard);
+        savers[size_t(shard)] = std::make_unique<BackgroundSaver>(o.checkpoint_dir, shard == 0 ? &*writer : nullptr, inst, shard, &run_failed);
       auto action = std::make_unique<SnapshotAction>(savers[size_t(shard)].get(), o.checkpoint_every, base, pieces_per_epoch);
       snapshots.push_back(action.get());
       return action;
@@ -434,7 +436,7 @@ Report run_training(const TrainOptions& o) {
     {
       InterruptGuard guard;
       try {
-        if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path);
+        if (pieces > 0) tr.seconds = stream(inst, actions, pieces, o, o.trace_path, &run_failed);
       } catch (const Error& e) {
         // The rank that logs steps says how far the run got (the others cannot know).
         if (!logs || inst.rank() < 0) throw;

@@ -260,61 +260,66 @@ def check_checkpoint(args):
 
 
 def check_sharded_checkpoint(args):
-    """A pipeline of 2 ranks checkpoints in 2 shards, each rank writing its stage's tensors (no
-    weight crosses ranks): the files are those of the same plan in one process byte for byte, the
-    tensors those of the plan compiled for one rank bit for bit, PyTorch loads them through the
-    index with load_state_dict(strict=True), and they resume on another plan (dp=2)."""
-    import numpy as np
+    """Plans of 2 ranks checkpoint in 2 shards, each rank writing what it holds, and no weight
+    crosses ranks every step for it: a pipeline's ranks their stages, and a tensor split over
+    ranks (tp=2) is written whole by rank 0 from the boxes rank 1 hands it at each save. The files
+    are those of the same plan in one process byte for byte, the tensors those of the plan
+    compiled for one rank bit for bit, PyTorch loads them through the index with
+    load_state_dict(strict=True), a resumed run continues bit for bit, and the checkpoint resumes
+    on another plan (dp=2)."""
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from torch_load_checkpoint import model_for, read_checkpoint
-    case = Case(args, "sharded-checkpoint")
-    onnx, data = case.data("mlp")
-    flags, k = CONFIGS["pp2"]
-    plan = case.compile(onnx, flags, k, "pp.ofp")
-    flat = case.compile(onnx, flags.replace("2x1:cpu", "2:cpu"), k, "pp-one-rank.ofp")
-    ck_one, ck_ranks, ck_flat = case.path("ck-one"), case.path("ck-ranks"), case.path("ck-flat")
-    one, m = case.path("one.jsonl"), case.path("ranks.jsonl")
-    case.train(plan, data, one, ["--checkpoint", ck_one])
-    case.train(flat, data, case.path("flat.jsonl"), ["--checkpoint", ck_flat])
     global STEPS
     steps = STEPS
-    train_then_resume(case, plan, data, m, ck_ranks)
-    if losses(m) != losses(one):
-        raise Failure(f"resumed sharded losses differ from one uninterrupted process:\n  {losses(one)}\n  {losses(m)}")
-    last = f"step-{steps:08d}"
-    files = sorted(os.listdir(os.path.join(ck_ranks, last)))
+    case = Case(args, "sharded-checkpoint")
+    onnx, data = case.data("mlp")
     want = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json",
             "optimizer-00001-of-00002.safetensors", "optimizer-00002-of-00002.safetensors",
             "optimizer.safetensors.index.json", "state.json"]
-    if files != want:
-        raise Failure(f"{last} holds {files}, expected {want}")
-    for f in files:
-        with open(os.path.join(ck_one, last, f), "rb") as a, open(os.path.join(ck_ranks, last, f), "rb") as b:
-            if a.read() != b.read():
-                raise Failure(f"{last}/{f} differs from one process's")
-    for kind in ("model", "optimizer"):
-        sharded, _ = read_checkpoint(os.path.join(ck_ranks, last, f"{kind}.safetensors.index.json"))
-        whole, _ = read_checkpoint(os.path.join(ck_flat, last, f"{kind}.safetensors"))
-        if sorted(sharded) != sorted(whole) or any(not torch.equal(sharded[n], whole[n]) for n in whole):
-            raise Failure(f"the sharded {kind} tensors differ from the one-rank plan's single file")
-    model = model_for(onnx)
-    model.load_state_dict(read_checkpoint(os.path.join(ck_ranks, last, "model.safetensors.index.json"))[0], strict=True)
-    # The sharded checkpoint continues on a data-parallel plan of 2 ranks.
+    last = f"step-{steps:08d}"
+    for config in ("pp2", "tp2"):
+        flags, k = CONFIGS[config]
+        plan = case.compile(onnx, flags, k, f"{config}.ofp")
+        flat = case.compile(onnx, flags.replace("2x1:cpu", "2:cpu"), k, f"{config}-one-rank.ofp")
+        ck_one, ck_ranks, ck_flat = (case.path(f"{config}-{n}") for n in ("ck-one", "ck-ranks", "ck-flat"))
+        one, m = case.path(f"{config}-one.jsonl"), case.path(f"{config}-ranks.jsonl")
+        case.train(plan, data, one, ["--checkpoint", ck_one])
+        case.train(flat, data, case.path(f"{config}-flat.jsonl"), ["--checkpoint", ck_flat])
+        train_then_resume(case, plan, data, m, ck_ranks)
+        if losses(m) != losses(one):
+            raise Failure(f"{config}: resumed sharded losses differ from one uninterrupted process:\n  {losses(one)}\n  {losses(m)}")
+        files = sorted(os.listdir(os.path.join(ck_ranks, last)))
+        if files != want:
+            raise Failure(f"{config}: {last} holds {files}, expected {want}")
+        for f in files:
+            with open(os.path.join(ck_one, last, f), "rb") as a, open(os.path.join(ck_ranks, last, f), "rb") as b:
+                if a.read() != b.read():
+                    raise Failure(f"{config}: {last}/{f} differs from one process's")
+        for kind in ("model", "optimizer"):
+            sharded, _ = read_checkpoint(os.path.join(ck_ranks, last, f"{kind}.safetensors.index.json"))
+            whole, _ = read_checkpoint(os.path.join(ck_flat, last, f"{kind}.safetensors"))
+            if sorted(sharded) != sorted(whole) or any(not torch.equal(sharded[n], whole[n]) for n in whole):
+                raise Failure(f"{config}: the sharded {kind} tensors differ from the one-rank plan's single file")
+        model = model_for(onnx)
+        model.load_state_dict(read_checkpoint(os.path.join(ck_ranks, last, "model.safetensors.index.json"))[0], strict=True)
+        print(f"ranks sharded-checkpoint {config}: 2 shards, files equal one process's, tensors the one-rank plan's; "
+              f"torch loads them (strict); resume bit for bit")
+    # The pipeline's sharded checkpoint continues on a data-parallel plan of 2 ranks.
+    flags, k = CONFIGS["pp2"]
     dp = case.compile(onnx, CONFIGS["dp2"][0], k, "dp.ofp")
     mixed = case.path("mixed.jsonl")
-    shutil.copytree(ck_ranks, case.path("ck-mixed"))
+    shutil.copytree(case.path("pp2-ck-ranks"), case.path("ck-mixed"))
     try:
         STEPS = steps + 2
         case.train(dp, data, mixed, ["--launch-local", "--checkpoint", case.path("ck-mixed"), "--resume"])
-        case.train(plan, data, case.path("longer.jsonl"))
+        case.train(case.path("pp2.ofp"), data, case.path("longer.jsonl"))
     finally:
         STEPS = steps
     a, b = losses(case.path("longer.jsonl"))[steps:], losses(mixed)
     if len(a) != 2 or len(b) != 2 or any(abs(x - y) > 1e-5 * abs(y) for x, y in zip(a, b)):
         raise Failure(f"a sharded pp=2 checkpoint resumed on dp=2 does not continue the run:\n  {a}\n  {b}")
-    print(f"ranks sharded-checkpoint: 2 shards, files equal one process's, tensors the one-rank plan's; torch loads them "
-          f"(strict); resume bit for bit; pp=2 -> dp=2 within {max(abs(x - y) / abs(y) for x, y in zip(a, b)):.2g}")
+    print(f"ranks sharded-checkpoint: pp=2 -> dp=2 within {max(abs(x - y) / abs(y) for x, y in zip(a, b)):.2g}")
 
 
 VETH_SCRIPT = r"""
@@ -390,6 +395,51 @@ def check_kill(args):
         raise Failure(f"rank 0 exited {procs[0].returncode} after rank 1's death, saying:\n{err}")
     line = [l for l in err.splitlines() if "error" in l]
     print(f"ranks kill: rank 0 exited {procs[0].returncode} {took:.2f} s after rank 1 was killed: {line[0] if line else err.strip()}")
+
+
+def check_kill_saving(args):
+    """SIGKILL of either rank of a pipeline that checkpoints in shards every step: the other exits
+    non-zero within 10 s naming it (also while it waits for the dead rank's shard), and the
+    checkpoint `latest` names is whole: a run resumes from it."""
+    case = Case(args, "kill-saving")
+    onnx, data = case.data("mlp")
+    flags, k = CONFIGS["pp2"]
+    plan = case.compile(onnx, flags, k)
+    for victim in (1, 0):
+        ck = case.path(f"ck-{victim}")
+        port = free_port()
+        procs = [subprocess.Popen([case.tool("ofrun"), plan, "--data", data, "--steps", "100000", "--log-every", "0", "--checkpoint", ck,
+                                   "--checkpoint-every", "1", "--rank", str(r), "--world", "2", "--coordinator", f"127.0.0.1:{port}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OF_JOB_TOKEN": "ks"})
+                 for r in range(2)]
+        time.sleep(2.5)  # well into the run: a save is in flight nearly all the time
+        if any(p.poll() is not None for p in procs):
+            raise Failure("a rank ended before it was killed: " + "".join(p.communicate()[1] for p in procs))
+        procs[victim].send_signal(signal.SIGKILL)
+        survivor = procs[1 - victim]
+        try:
+            out, err = survivor.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            survivor.kill()
+            raise Failure(f"rank {1 - victim} did not stop within 10 s of rank {victim}'s death")
+        procs[victim].communicate()
+        if survivor.returncode == 0 or f"rank {victim}" not in err:
+            raise Failure(f"rank {1 - victim} exited {survivor.returncode} after rank {victim}'s death, saying:\n{err}")
+        with open(os.path.join(ck, "latest")) as f:
+            step = int(f.read().strip().split("-")[1])
+        if step < 1:
+            raise Failure(f"no checkpoint was committed before the kill ({ck})")
+        resumed, straight = case.path(f"resumed-{victim}.jsonl"), case.path(f"straight-{victim}.jsonl")
+        rc, out, err = run([case.tool("ofrun"), plan, "--data", data, "--steps", str(step + 2), "--checkpoint", ck, "--resume",
+                            "--metrics", resumed])
+        if rc != 0:
+            raise Failure(f"after rank {victim} was killed, the checkpoint of step {step} does not resume:\n{err}")
+        rc, out, err = run([case.tool("ofrun"), plan, "--data", data, "--steps", str(step + 2), "--metrics", straight])
+        if rc != 0 or losses(straight)[step:] != losses(resumed):
+            raise Failure(f"resumed after the kill, steps {step + 1}-{step + 2} differ from an uninterrupted run:\n"
+                          f"  {losses(resumed)}\n  {losses(straight)[step:]}\n{err}")
+        print(f"ranks kill-saving: rank {victim} killed; rank {1 - victim} stopped naming it; step {step}'s sharded checkpoint "
+              f"resumes with the losses of an uninterrupted run")
 
 
 def check_other_plan(args):
@@ -533,6 +583,7 @@ CHECKS.update({
     "checkpoint": check_checkpoint,
     "sharded-checkpoint": check_sharded_checkpoint,
     "kill": check_kill,
+    "kill-saving": check_kill_saving,
     "other-plan": check_other_plan,
     "missing-rank": check_missing_rank,
     "bad-data": check_bad_data,
