@@ -54,9 +54,10 @@ class PlanInstance {
  public:
   // Throws of::Error for a bad plan or weights file. `rank` >= 0: this process is that rank of a
   // multi-process run, and holds only what its tasks touch: its own arenas and variables, the
-  // landing slots of registers other ranks send it (among them the other ranks' boxes of the
-  // tensors its snapshot task checkpoints), and where the first snapshot task runs a copy of
-  // every other rank's constants for checkpoints. -1: one process runs every rank.
+  // landing slots of registers other ranks send it, and where the first snapshot task runs a
+  // copy of every other rank's constants for checkpoints (persistent tensors' boxes on other
+  // ranks reach checkpoints at save time: runtime/train/checkpoint.h). -1: one process runs
+  // every rank.
   // `canary`: arenas start filled with runtime/memory/high_water.h's kCanary instead of zeros, so
   // that a memory report can see which bytes a run touched.
   explicit PlanInstance(const std::string& plan_path, int32_t rank = -1, bool canary = false);

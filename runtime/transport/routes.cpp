@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -44,8 +43,6 @@ RankRoutes::RankRoutes(const plan::Plan& p, int32_t rank) : plan_(p), rank_(rank
   for (const plan::Regst& r : p.regsts)
     for (plan::TaskId c : r.consumers)
       if (rank_of(c) != rank_of(r.producer) && reads_blobs(p.tasks[size_t(c)], r.id)) needed.insert({r.id, rank_of(c)});
-  for (const plan::Task& t : p.tasks)
-    if (t.kind == plan::TaskKind::snapshot) drop_held_replicas(p, rank_of(t.id), t.id, needed);
   edge_carries_.assign(edge_index_.size(), 0);
   for (const plan::Regst& r : p.regsts)
     for (plan::TaskId c : r.consumers)
@@ -56,32 +53,6 @@ bool RankRoutes::lands_bytes(plan::RegstId r) const {
   for (int32_t e : local_edges_[size_t(r)])
     if (carries_bytes(e)) return true;
   return false;
-}
-
-void RankRoutes::drop_held_replicas(const plan::Plan& p, int32_t at, plan::TaskId snapshot,
-                                    std::set<std::pair<plan::RegstId, int32_t>>& needed) const {
-  // The boxes (tensor, where it begins, its shape) the snapshot task's rank holds itself.
-  using Box = std::tuple<std::string, std::vector<int64_t>, Shape>;
-  auto box = [&](int32_t tensor) {
-    const plan::LogicalTensor& t = p.tensors[size_t(tensor)];
-    return Box{t.name, t.shard_begin, t.desc.shape};
-  };
-  auto rank_of_arena = [&](int32_t arena) { return p.devices[size_t(p.arenas[size_t(arena)].device)].rank; };
-  std::set<Box> held;
-  for (const plan::Variable& v : p.variables)
-    if (rank_of_arena(v.arena) == at) held.insert(box(v.tensor));
-  for (const plan::Regst& r : p.regsts)
-    if (r.persistent && rank_of(r.producer) == at)
-      for (const plan::Blob& b : r.blobs) held.insert(box(b.tensor));
-  for (const plan::Regst& r : p.regsts) {
-    if (!r.persistent || rank_of(r.producer) == at) continue;
-    bool only_snapshot = true;
-    for (plan::TaskId c : r.consumers)
-      if (rank_of(c) == at && c != snapshot && reads_blobs(p.tasks[size_t(c)], r.id)) only_snapshot = false;
-    bool duplicated = true;
-    for (const plan::Blob& b : r.blobs) duplicated = duplicated && held.count(box(b.tensor)) > 0;
-    if (only_snapshot && duplicated) needed.erase({r.id, at});
-  }
 }
 
 int32_t RankRoutes::edge(plan::TaskId consumer, plan::RegstId regst) const {

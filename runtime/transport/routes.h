@@ -39,10 +39,7 @@ class RankRoutes {
   // Whether readies on cross-rank edge `edge` carry the register's bytes to the consumer's rank
   // (the same for every edge of one register into one rank; decided alike on every rank). Not
   // when no reader there reads a blob of it (a task the register only paces, like a weight's
-  // Transpose paced by the source), nor when a snapshot task is its only reader there and
-  // that rank holds every blob of it itself (a data-parallel replica of a weight or its
-  // optimizer state: checkpoints keep the snapshot rank's copy, so a replica's bytes would
-  // cross the network every step for nothing).
+  // Transpose paced by the source, or a snapshot task paced by the lead's source).
   bool carries_bytes(int32_t edge) const { return edge_carries_[size_t(edge)] != 0; }
   // Whether register r's bytes land on this rank (some edge into it carries them).
   bool lands_bytes(plan::RegstId r) const;
@@ -59,7 +56,6 @@ class RankRoutes {
   std::vector<plan::RegstId> landed_;
   std::vector<std::vector<int32_t>> local_edges_;
   std::vector<uint8_t> edge_carries_;  // by edge
-  void drop_held_replicas(const plan::Plan& p, int32_t at, plan::TaskId snapshot, std::set<std::pair<plan::RegstId, int32_t>>& needed) const;
 };
 
 // The number of ranks a plan's devices name (at least 1).
