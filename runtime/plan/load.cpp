@@ -50,8 +50,8 @@ bool distinct(std::vector<int32_t> ids) {
 
 // Locality: a task touches only its own device's arenas (compiler/passes/insert_transfers.cpp).
 // A transfer task reads one register of another device; a collective task reads registers of
-// other devices of its rank; a snapshot task reads the weights its rank checkpoints, whichever
-// device holds them (another rank's box of a tensor split over ranks lands with its readies).
+// other devices of its rank; a snapshot task reads the weights its rank checkpoints, on any of
+// its rank's devices (and only its rank's: checked with the snapshot's other rules below).
 template <typename At>
 void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& at) {
   auto device_of_arena = [&](int32_t arena) { return p.arenas[size_t(arena)].device; };
@@ -175,7 +175,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   }
 
   int leads = 0, sinks = 0;
-  std::vector<int32_t> snapshot_of_rank;  // the snapshot task of each rank (-1: none)
+  std::map<int32_t, int32_t> snapshot_of_rank;  // rank -> its snapshot task (a map: ranks are not checked here)
   // A box of a persistent tensor (name, where it begins, its shape) -> the snapshot that reads it.
   std::map<std::tuple<std::string, std::vector<int64_t>, Shape>, int32_t> checkpointed_by;
   for (int32_t i = 0; i < n_tasks; ++i) {
@@ -267,10 +267,9 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         // Each rank checkpoints what it holds with at most one snapshot task, reading its own
         // rank's registers only, and each box of a tensor is read by one of them
         // (lower_to_tasks.cpp): the lowest rank reading a tensor writes it whole.
-        const auto rank = size_t(p.devices[size_t(t.device)].rank);
-        if (snapshot_of_rank.size() <= rank) snapshot_of_rank.resize(rank + 1, -1);
-        if (snapshot_of_rank[rank] >= 0) fail(at(f), "a second snapshot task on rank {} (task {} is one)", rank, snapshot_of_rank[rank]);
-        snapshot_of_rank[rank] = i;
+        const int32_t rank = p.devices[size_t(t.device)].rank;
+        if (auto [it, fresh] = snapshot_of_rank.try_emplace(rank, i); !fresh)
+          fail(at(f), "a second snapshot task on rank {} (task {} is one)", rank, it->second);
         if (!t.out_regsts.empty()) fail(at(f), "a snapshot task writes nothing");
         if (!streamed_input) fail(at(f + ".in_regsts"), "a snapshot task reads at least one streamed register (its pieces)");
         for (size_t k = 0; k < t.inputs.size(); ++k)
@@ -278,7 +277,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
             fail(at(fmt::format("{}.inputs[{}]", f, k)), "a snapshot reads persistent registers only");
         for (size_t k = 0; k < t.inputs.size(); ++k) {
           const plan::Regst& r = p.regsts[size_t(t.inputs[k].id)];
-          const auto of_rank = size_t(p.devices[size_t(p.arenas[size_t(r.arena)].device)].rank);
+          const int32_t of_rank = p.devices[size_t(p.arenas[size_t(r.arena)].device)].rank;
           if (of_rank != rank)
             fail(at(fmt::format("{}.inputs[{}]", f, k)), "register {} lives on rank {}: a snapshot task reads its own rank's registers (recompile the plan)",
                  r.id, of_rank);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "common/file_util.h"
 #include "e2e/e2e_util.h"
@@ -76,6 +77,16 @@ TEST_CASE("sharded plans: a rank with two snapshot tasks or a snapshot reading a
   r = run_cmd(bin("ofdump") + " " + (d / "bad.ofp"), d);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("lives on rank 0: a snapshot task reads its own rank's registers"));
+
+  // Ranks are not range-checked where snapshots are counted: a huge or negative one is no index.
+  for (const int32_t rank : {std::numeric_limits<int32_t>::max(), -1}) {
+    p = good;
+    p.devices[size_t(p.tasks[size_t(s1)].device)].rank = rank;
+    write_plan(d, p);
+    r = run_cmd(bin("ofdump") + " " + (d / "bad.ofp"), d);
+    INFO(rank << ": " << r.err);
+    CHECK((r.exit_code == 0 || r.exit_code == 1));
+  }
 }
 
 TEST_CASE("sharded checkpoints: a tampered index or shard is refused at resume naming the file", "[e2e][train]") {
