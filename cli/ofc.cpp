@@ -7,6 +7,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
 #include "common/output_paths.h"
+#include "compiler/auto_parallel.h"
 #include "compiler/compile.h"
 #include "compiler/memory_options.h"
 #include "compiler/plan/plan_writer.h"
@@ -44,9 +45,9 @@ int main(int argc, char** argv) {
       ->needs(train);
   app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable")->needs(train);
   app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices) or RxD:cpu (R ranks of D CPU devices)")->capture_default_str();
-  app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(of::cli::between(1, 4096));
-  app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
-  app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
+  auto* dp_opt = app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(of::cli::between(1, 4096));
+  auto* tp_opt = app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
+  auto* pp_opt = app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
   app.add_option("--parallel-config", options.parallel_config, "JSON: pipeline stage boundaries and SBP hints per tensor (they win)");
   bool no_collectives = false;
   app.add_flag("--no-collectives", no_collectives,
@@ -63,6 +64,12 @@ int main(int argc, char** argv) {
   app.add_option("--device-memory", device_memory,
                  "memory each device may use, e.g. 512MiB or 16GB (default: unlimited); a plan that does not fit is refused, "
                  "naming what --recompute and --zero 3 would need");
+  bool auto_parallel = false;
+  app.add_flag("--auto", auto_parallel,
+               "choose --dp/--tp/--pp for --devices by predicted step time (degrees given are kept; --recompute and --zero 3 "
+               "are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
+  std::string costs_file;
+  app.add_option("--costs", costs_file, "machine costs for the predicted step time, as ofrun --calibrate FILE writes them (default: built-in)");
   bool record_options = false;
   app.add_flag("--memory-options", record_options,
                "compile again with --recompute, --zero 3 and both, and record each device's peak under each in the plan (ofdump --memory)")
@@ -74,17 +81,33 @@ int main(int argc, char** argv) {
     const of::compiler::PlanOutputs out = of::compiler::plan_outputs(output, options.train);
     std::vector<of::NamedPath> writes{{out.plan, "the plan"}, {out.weights, "the weights file"}};
     if (options.train) writes.push_back({out.eval_plan, "the evaluation plan"});
-    of::refuse_outputs_over_inputs(writes, {{model, "the model"}, {options.parallel_config, "--parallel-config"}});
+    of::refuse_outputs_over_inputs(writes, {{model, "the model"}, {options.parallel_config, "--parallel-config"}, {costs_file, "--costs"}});
     of::check_can_create(out.plan, "the plan");
     const of::compiler::DeviceSpec spec = of::compiler::parse_devices(devices);
     options.devices = spec.devices;
     options.ranks = spec.ranks;
     options.share_memory = !no_sharing;
     options.collectives = !no_collectives;
+    if (!costs_file.empty()) options.costs = of::read_machine_costs(costs_file);
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
-    if (options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;
+    if (!auto_parallel && options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;
     of::compiler::Compilation c = [&] {
+      if (auto_parallel) {
+        of::compiler::AutoConstraints fixed;
+        if (dp_opt->count()) fixed.dp = options.dp;
+        if (tp_opt->count()) fixed.tp = options.tp;
+        if (pp_opt->count()) fixed.pp = options.pp;
+        of::compiler::AutoChoice choice = of::compiler::choose_parallel(model, options, fixed);
+        options = choice.best.options;
+        const auto& k = choice.candidates;
+        std::string others;
+        for (size_t i = 1; i < k.size() && i < 4 && k[i].refused.empty(); ++i)
+          others += fmt::format("{}{} {:.3f} ms", others.empty() ? "; next: " : ", ", k[i].flags, 1e3 * k[i].step_seconds);
+        fmt::print("ofc: --auto weighed {} strategies and chose {} ({:.3f} ms predicted{})\n", k.size(), k[0].flags,
+                   1e3 * k[0].step_seconds, others);
+        return std::move(choice.best);
+      }
       try {
         return of::compiler::compile_model(model, options);
       } catch (const of::Error& e) {
@@ -118,6 +141,7 @@ int main(int argc, char** argv) {
     for (const auto& a : c.tasks.arenas) arena += a.bytes;
     fmt::print("ofc: wrote {} ({} tasks, {} registers, {:.1f} MiB arena) and {}\n", output, c.tasks.tasks.size(),
                c.tasks.regsts.size(), double(arena) / (1 << 20), weights);
+    fmt::print("ofc: predicted step time {:.3f} ms (costs: {})\n", 1e3 * c.tasks.prediction.step_seconds, c.tasks.prediction.costs);
     if (options.train)
       fmt::print("ofc: {} tensors train, {} frozen, {} state\n", c.training.weights.size(), c.training.frozen, c.training.state);
     if (record_options)

@@ -15,6 +15,8 @@
 #include "cli/cli_main.h"
 #include "common/file_util.h"
 #include "common/output_paths.h"
+#include "common/machine_costs.h"
+#include "runtime/calibrate.h"
 #include "runtime/launch/launch_local.h"
 #include "runtime/launch/rank_env.h"
 #include "runtime/plan/load.h"
@@ -42,6 +44,9 @@ void print_report(const of::runtime::train::Report& r) {
     } else {
       fmt::print("ofrun: trained {} steps ({} samples) in {:.3f} s, {:.1f} samples/s, last loss {:.6f}\n", t.steps, t.samples,
                  t.seconds, double(t.samples) / t.seconds, t.last_loss);
+      // Measured: the mean of the steps after the first (start-up and warm-up left out).
+      if (t.predicted_step_seconds > 0 && t.steady_step_seconds > 0)
+        fmt::print("ofrun: step time predicted {:.3f} ms, measured {:.3f} ms\n", 1e3 * t.predicted_step_seconds, 1e3 * t.steady_step_seconds);
     }
     if (t.interrupted) fmt::print("ofrun: interrupted at step {}\n", t.first_step + t.steps);
     if (!t.checkpoint.empty()) fmt::print("ofrun: checkpoint {}\n", t.checkpoint);
@@ -65,7 +70,10 @@ int main(int argc, char** argv) {
   std::string last_batch = "drop";
   uint64_t seed = 0;
   bool no_shuffle = false;
-  app.add_option("plan", o.plan_path, "plan file written by ofc")->required();
+  app.add_option("plan", o.plan_path, "plan file written by ofc (not with --calibrate)");
+  std::string calibrate_path;
+  app.add_option("--calibrate", calibrate_path,
+                 "measure this machine's kernels, copies and messages (a few seconds) into FILE for ofc --costs, and exit");
   auto* input_opt = app.add_option("--input", inputs, "inference: feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
   auto* output_opt = app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
   auto* pieces_opt = app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(of::cli::at_least(1));
@@ -132,6 +140,18 @@ int main(int argc, char** argv) {
   of::cli::add_version(app, "ofrun");
   if (auto status = of::cli::parse(app, "ofrun", argc, argv)) return *status;
   return of::cli::guarded_main("ofrun", [&] {
+    if (!calibrate_path.empty()) {
+      if (!o.plan_path.empty()) throw of::cli::UsageError("--calibrate measures the machine and runs no plan: give it no plan");
+      of::refuse_outputs_over_inputs({{calibrate_path, "--calibrate"}}, {});
+      of::check_can_create(calibrate_path, "--calibrate");
+      const of::MachineCosts c = of::runtime::calibrate();
+      of::write_machine_costs(c, calibrate_path);
+      fmt::print("ofrun: calibrated: matrix {:.2f} GFLOP/s, convolution {:.2f}, recurrent {:.2f}, memory {:.2f} GB/s, copy {:.2f} GB/s, "
+                 "act {:.2f} us; wrote {}\n", c.rates[0] / 1e9, c.rates[1] / 1e9, c.rates[2] / 1e9, c.rates[3] / 1e9, c.copy_bytes_per_s / 1e9,
+                 1e6 * c.task_overhead_s, calibrate_path);
+      return 0;
+    }
+    if (o.plan_path.empty()) throw of::cli::UsageError("a plan file is required (or --calibrate FILE)");
     if (launch) {
       const int32_t ranks = of::runtime::transport::plan_ranks(of::runtime::load_plan(o.plan_path));
       if (ranks < 2) throw of::cli::UsageError(fmt::format("--launch-local: {} has one rank (compile with ofc --devices RxD:cpu)", o.plan_path));

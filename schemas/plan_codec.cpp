@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "schemas/plan_codec.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "common/error.h"
@@ -90,6 +91,10 @@ std::vector<uint8_t> encode(const Plan& p) {
   std::vector<Offset<fb::MemoryOption>> memory_options;
   for (const MemoryOption& m : p.memory_options)
     memory_options.push_back(fb::CreateMemoryOption(b, b.CreateString(m.flags), b.CreateVector(m.peaks)));
+  std::vector<Offset<fb::Candidate>> candidates;
+  for (const Candidate& k : p.prediction.candidates)
+    candidates.push_back(fb::CreateCandidate(b, b.CreateString(k.flags), k.step_seconds, k.peak_bytes, b.CreateString(k.refused)));
+  auto prediction = fb::CreatePrediction(b, p.prediction.step_seconds, b.CreateString(p.prediction.costs), b.CreateVector(candidates));
   std::vector<Offset<fb::Variable>> variables;
   for (const Variable& v : p.variables)
     variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes));
@@ -115,7 +120,7 @@ std::vector<uint8_t> encode(const Plan& p) {
                              b.CreateVector(arenas), b.CreateVector(regsts), b.CreateVector(variables),
                              b.CreateVector(tasks), b.CreateString(p.weights), p.weights_bytes, p.weights_crc32,
                              b.CreateVector(layouts), b.CreateVector(boxings), b.CreateVectorOfStrings(p.buffers), b.CreateVectorOfStrings(p.carried),
-                             b.CreateVector(share_groups), b.CreateVector(memory_options));
+                             b.CreateVector(share_groups), b.CreateVector(memory_options), prediction);
   fb::FinishPlanBuffer(b, root);
   if (b.GetSize() >= (1ull << 31) - 1) fail({}, "plan exceeds the FlatBuffers limit of 2 GiB");
 
@@ -283,6 +288,21 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
         fail({.field = f + ".peaks"}, "has {} peaks for {} arenas", out.peaks.size(), p.arenas.size());
       p.memory_options.push_back(std::move(out));
     }
+  if (const fb::Prediction* pr = root->prediction()) {
+    // For people only (ofdump, ofrun's closing line): a value no run depends on, still checked.
+    p.prediction.step_seconds = pr->step_seconds();
+    if (!std::isfinite(p.prediction.step_seconds) || p.prediction.step_seconds < 0)
+      fail({.file = r.path, .field = "prediction.step_seconds"}, "{} is not a time in seconds", p.prediction.step_seconds);
+    if (pr->costs()) p.prediction.costs = r.str(pr->costs(), "prediction.costs");
+    if (pr->candidates())
+      for (flatbuffers::uoffset_t i = 0; i < pr->candidates()->size(); ++i) {
+        const std::string f = fmt::format("prediction.candidates[{}]", i);
+        const fb::Candidate* k = r.need(pr->candidates()->Get(i), f);
+        Candidate out{r.str(k->flags(), f + ".flags"), k->step_seconds(), k->peak_bytes(), k->refused() ? r.str(k->refused(), f + ".refused") : ""};
+        if (!std::isfinite(out.step_seconds) || out.step_seconds < 0) fail({.file = r.path, .field = f + ".step_seconds"}, "{} is not a time in seconds", out.step_seconds);
+        p.prediction.candidates.push_back(std::move(out));
+      }
+  }
   return p;
 }
 

@@ -159,6 +159,21 @@ struct MemoryOption {
   std::vector<uint64_t> peaks;  // per arena, in Plan::arenas' order
 };
 
+// A parallel strategy ofc --auto weighed (plan.fbs).
+struct Candidate {
+  std::string flags;
+  double step_seconds = 0;
+  uint64_t peak_bytes = 0;  // the largest device's arena
+  std::string refused;      // why it was not compiled or did not fit; empty if it was weighed
+};
+
+// ofc's predicted step time and the costs it used; with --auto, the candidates best first.
+struct Prediction {
+  double step_seconds = 0;  // 0: not predicted
+  std::string costs;
+  std::vector<Candidate> candidates;
+};
+
 struct Plan {
   uint32_t version = 0;
   std::string model;
@@ -175,6 +190,7 @@ struct Plan {
   std::vector<std::string> carried;  // unread model tensors checkpoints pass on
   std::vector<ShareGroup> share_groups;
   std::vector<MemoryOption> memory_options;  // empty unless ofc --memory-options
+  Prediction prediction;
   std::string weights;  // companion safetensors file, relative to the plan's folder
   uint64_t weights_bytes = 0;
   uint32_t weights_crc32 = 0;

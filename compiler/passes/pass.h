@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/machine_costs.h"
 #include "compiler/ir/graph.h"
 #include "compiler/ir/task_graph.h"
 
@@ -58,6 +59,9 @@ struct CompileOptions {
   // each trained weight, its gradient and its optimizer state by rows (or the first axis that
   // divides), gathering the weight before its readers. Stages 1 and 2 are not built.
   int32_t zero = 0;
+  // The rates the plan's predicted step time uses (ofc --costs FILE, which ofrun --calibrate
+  // writes; compiler/parallel/step_time.h).
+  MachineCosts costs = builtin_costs();
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
@@ -207,6 +211,13 @@ class PlanMemory final : public Pass {
 class CheckPlan final : public Pass {
  public:
   std::string name() const override { return "check-plan"; }
+  bool run(Compilation& c) override;
+};
+
+// Records the plan's predicted step time (compiler/parallel/step_time.h) under options.costs.
+class PredictStepTime final : public Pass {
+ public:
+  std::string name() const override { return "predict-step-time"; }
   bool run(Compilation& c) override;
 };
 

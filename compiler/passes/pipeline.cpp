@@ -22,6 +22,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<InsertTransfers>();  // after lowering: a task that reads another device's register reads a mirror
   p.add<PlanMemory>();       // needs every register's size and slot count
   p.add<CheckPlan>();        // needs the finished plan: refuses one that would stall or not fit
+  p.add<PredictStepTime>();  // plays the checked plan (a stalling one would not finish)
   return p;
 }
 

@@ -66,6 +66,22 @@ const char* input_kind_name(plan::InputKind k) {
 
 }  // namespace
 
+std::string dump_prediction(const plan::Plan& p) {
+  const plan::Prediction& pr = p.prediction;
+  if (pr.step_seconds <= 0) return "";
+  std::string out = fmt::format("predicted step time {:.3f} ms (costs: {})\n", 1e3 * pr.step_seconds, pr.costs);
+  if (pr.candidates.empty()) return out;
+  // ofc --auto: what it weighed, best first; the first one weighed is the plan.
+  out += fmt::format("auto     {} strategies weighed (the plan is the first that fits):\n", pr.candidates.size());
+  for (const plan::Candidate& k : pr.candidates) {
+    if (k.refused.empty())
+      out += fmt::format("  {:<36} {:>10.3f} ms   largest device {}\n", k.flags, 1e3 * k.step_seconds, human_bytes(k.peak_bytes));
+    else
+      out += fmt::format("  {:<36} {:>10}      {}\n", k.flags, "-", k.refused);
+  }
+  return out;
+}
+
 std::string dump_text(const plan::Plan& p, const std::string& path) {
   std::string out;
   auto line = [&out](const std::string& s) { out += s + "\n"; };
@@ -94,6 +110,7 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
   if (!p.carried.empty()) line(fmt::format("carried  {} model tensors this plan does not read: {}", p.carried.size(), names(p.carried)));
   for (const auto& a : p.arenas)
     line(fmt::format("arena {}  {}: {} bytes ({})", a.id, device_name(p.devices[size_t(a.device)]), a.bytes, human_bytes(a.bytes)));
+  out += dump_prediction(p);
   line("");
   line(fmt::format("{:>4}  {:<10} {:<20} {:<18} {:<14} {:<28} {}", "id", "kind", "op", "name", "device", "inputs", "outputs"));
   for (const auto& t : p.tasks) {
@@ -165,6 +182,9 @@ std::string dump_json(const plan::Plan& p) {
                            {"slot_bytes", r.slot_bytes}, {"arena", r.arena}, {"offsets", r.offsets}, {"blobs", blobs}, {"persistent", r.persistent},
                            {"acts_per_piece", r.acts_per_piece}, {"pieces_per_version", r.pieces_per_version}, {"share_group", r.share_group}});
   }
+  j["prediction"] = {{"step_seconds", p.prediction.step_seconds}, {"costs", p.prediction.costs}, {"candidates", json::array()}};
+  for (const auto& k : p.prediction.candidates)
+    j["prediction"]["candidates"].push_back({{"flags", k.flags}, {"step_seconds", k.step_seconds}, {"peak_bytes", k.peak_bytes}, {"refused", k.refused}});
   j["memory_options"] = json::array();
   for (const auto& m : p.memory_options) j["memory_options"].push_back({{"flags", m.flags}, {"peaks", m.peaks}});
   j["share_groups"] = json::array();

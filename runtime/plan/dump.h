@@ -13,6 +13,8 @@ namespace of::runtime {
 
 std::string dump_text(const plan::Plan& p, const std::string& path);
 std::string dump_json(const plan::Plan& p);
+// The predicted step time and, for ofc --auto, the strategies weighed ("" when not predicted).
+std::string dump_prediction(const plan::Plan& p);
 std::string dump_dot(const plan::Plan& p);
 // Every logical tensor's placement and SBP, and every boxing the compiler inserted, with why.
 std::string dump_sbp(const plan::Plan& p);

@@ -31,10 +31,17 @@ void TrainSinkAction::act(int64_t piece, const void* const* in, void* const*) {
   const double loss = sum_ / cfg_.micro_batches;
   sum_ = 0;
   ++steps_;
+  last_step_end_ = Clock::now();
+  if (steps_ == 1) first_step_end_ = last_step_end_;
   last_loss_ = loss;
   const int64_t step = (global + 1) / cfg_.micro_batches;  // 1-based, over the whole training
   const bool line = cfg_.log_every > 0 && (step % cfg_.log_every == 0 || step == cfg_.total_steps);
   if (line || cfg_.live) report(step, loss, line);
+}
+
+double TrainSinkAction::steady_step_seconds() const {
+  if (steps_ < 2) return 0;
+  return std::chrono::duration<double>(last_step_end_ - first_step_end_).count() / double(steps_ - 1);
 }
 
 void TrainSinkAction::report(int64_t step, double loss, bool line) {

@@ -38,6 +38,9 @@ class TrainSinkAction final : public Action {
 
   int64_t steps_done() const { return steps_; }
   double last_loss() const { return last_loss_; }
+  // The mean time of the steps after the first (start-up and the first step's warm-up left out);
+  // 0 with fewer than two steps.
+  double steady_step_seconds() const;
   // Ends the live line so that what follows starts on its own line.
   void finish();
   // Why writing the metrics file failed ("" if it did not).
@@ -52,6 +55,7 @@ class TrainSinkAction final : public Action {
   int64_t steps_ = 0;    // completed in this run
   double last_loss_ = 0;
   Clock::time_point start_, last_log_, last_draw_;
+  Clock::time_point first_step_end_, last_step_end_;
   int64_t last_log_step_ = 0;
   bool drawn_ = false;
   std::string write_error_;

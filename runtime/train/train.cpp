@@ -446,10 +446,12 @@ Report run_training(const TrainOptions& o) {
       tr.signal = g_signal.load();
     }
     tr.reported = logs;
+    tr.predicted_step_seconds = inst.plan().prediction.step_seconds;
     if (logs) {
       progress->finish();
       tr.steps = progress->steps_done();
       tr.last_loss = progress->last_loss();
+      tr.steady_step_seconds = progress->steady_step_seconds();
     } else if (saves && !snapshots.empty()) {
       tr.steps = (snapshots[0]->last_version() + 1) / k;  // it acted on every piece of the run
     } else {  // this rank ran neither the sink nor the snapshot: nothing to report or save

@@ -59,6 +59,8 @@ struct TrainReport {
   int signal = 0;          // the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP), or 0
   std::string checkpoint;  // the folder saved at the end, if any
   bool reported = true;    // false: this rank runs no sink, so the figures above are not its
+  double predicted_step_seconds = 0;  // what ofc predicted (plan.prediction); 0: not predicted
+  double steady_step_seconds = 0;     // measured: the mean step after the first; 0: under two steps
 };
 
 struct EvalReport {

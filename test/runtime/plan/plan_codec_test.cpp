@@ -78,6 +78,8 @@ plan::Plan every_field_plan() {
   p.buffers = {"bn.running_mean", "bn.running_var"};
   p.carried = {"unused.weight"};
   p.memory_options = {plan::MemoryOption{"--recompute", {512, 2048}}, plan::MemoryOption{"--recompute --zero 3", {256, uint64_t(1) << 40}}};
+  p.prediction = plan::Prediction{0.0125, "costs.json",
+                                  {plan::Candidate{"--dp 2", 0.0125, 4096, ""}, plan::Candidate{"--pp 2", 0, 0, "pipeline stage 1 of 2 would hold no forward op"}}};
   p.weights_bytes = 1234567;
   p.weights_crc32 = 0xdeadbeef;
   return p;
@@ -108,6 +110,17 @@ TEST_CASE("plan_codec: encode then decode gives the same plan", "[runtime]") {
   odd.memory_options[0].peaks.push_back(1);
   bytes = plan::encode(odd);
   CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"), Catch::Contains("memory_options[0].peaks") && Catch::Contains("3 peaks for 2 arenas"));
+  // A predicted time is for people, but a NaN or a negative one is still refused by name.
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), -1.0}) {
+    plan::Plan q = every_field_plan();
+    q.prediction.candidates[1].step_seconds = bad;
+    bytes = plan::encode(q);
+    CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"), Catch::Contains("prediction.candidates[1].step_seconds"));
+    q = every_field_plan();
+    q.prediction.step_seconds = bad;
+    bytes = plan::encode(q);
+    CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"), Catch::Contains("prediction.step_seconds"));
+  }
 }
 
 TEST_CASE("plan_diff: a change to a field is found and named", "[runtime]") {
@@ -133,6 +146,8 @@ TEST_CASE("plan_diff: a change to a field is found and named", "[runtime]") {
   CHECK(changed([](plan::Plan& q) { q.carried.clear(); }) == "carried: [unused.weight] != []");
   CHECK(changed([](plan::Plan& q) { q.memory_options[1].peaks[0] = 1; }).rfind("memory_options[1].peaks", 0) == 0);
   CHECK(changed([](plan::Plan& q) { q.weights_crc32 = 0; }).rfind("weights_crc32: ", 0) == 0);
+  CHECK(changed([](plan::Plan& q) { q.prediction.step_seconds = 1; }).rfind("prediction.step_seconds: ", 0) == 0);
+  CHECK(changed([](plan::Plan& q) { q.prediction.candidates[1].refused = ""; }).rfind("prediction.candidates[1].refused: ", 0) == 0);
 }
 
 TEST_CASE("plan_codec: every truncation and every flipped byte is refused", "[runtime]") {

@@ -62,7 +62,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   using namespace plan;
 #if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
   // Each struct's size as this comparison knows it (64-bit libstdc++): a new field changes it.
-  static_assert(sizeof(Plan) == 552 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
+  static_assert(sizeof(Plan) == 616 && sizeof(Prediction) == 64 && sizeof(Candidate) == 80 && sizeof(Job) == 176 && sizeof(Task) == 240 && sizeof(Regst) == 120 &&
                     sizeof(Variable) == 64 && sizeof(LogicalTensor) == 120 && sizeof(Blob) == 56 && sizeof(TensorLayout) == 136 &&
                     sizeof(Boxing) == 176 && sizeof(TaskInput) == 40 && sizeof(DeviceRef) == 12 && sizeof(Arena) == 16 &&
                     sizeof(Attr) == 112 && sizeof(ShareGroup) == 56,
@@ -178,6 +178,14 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
   d.each("memory_options", a.memory_options, b.memory_options, [&](const std::string& at, const MemoryOption& x, const MemoryOption& y) {
     d.eq(at + ".flags", x.flags, y.flags);
     d.eq(at + ".peaks", x.peaks, y.peaks);
+  });
+  d.eq("prediction.step_seconds", a.prediction.step_seconds, b.prediction.step_seconds);
+  d.eq("prediction.costs", a.prediction.costs, b.prediction.costs);
+  d.each("prediction.candidates", a.prediction.candidates, b.prediction.candidates, [&](const std::string& at, const Candidate& x, const Candidate& y) {
+    d.eq(at + ".flags", x.flags, y.flags);
+    d.eq(at + ".step_seconds", x.step_seconds, y.step_seconds);
+    d.eq(at + ".peak_bytes", x.peak_bytes, y.peak_bytes);
+    d.eq(at + ".refused", x.refused, y.refused);
   });
   d.eq("buffers", a.buffers, b.buffers);
   d.eq("carried", a.carried, b.carried);

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: Apache-2.0
+# Predicted against measured step time: ofc's prediction (the plan played under this machine's
+# calibrated costs) next to what ofrun measures, for bench_train.py's workloads on 1 and 2 devices,
+# one core each (ofrun --threads D --kernel-threads 1: the configuration the prediction assumes).
+#   /usr/bin/python3 benchmarks/bench_predict.py [--build build] [--models mlp,cnn,gpt] [--repeats 3]
+# Each row: `ofrun --calibrate` once for the whole run, then per plan `ofc --costs` and
+# `ofrun --steps N`, whose closing line "step time predicted P ms, measured M ms" gives both (the
+# measured one is the mean step after the first). Medians of the repeats; ratio = measured / predicted.
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_train  # noqa: E402
+from bench_common import load_note, print_table  # noqa: E402
+
+LINE = re.compile(r"^ofrun: step time predicted ([0-9.]+) ms, measured ([0-9.]+) ms$", re.M)
+PLANS = [("1 device", 1, []), ("dp 2", 2, ["--dp", "2"]), ("tp 2", 2, ["--tp", "2"]),
+         ("pp 2, 4 micro-batches", 2, ["--pp", "2", "--micro-batches", "4"])]
+STEPS = {"mlp": 60, "cnn": 30, "gpt": 12, "resnet18": 4}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--build", default=os.path.join(bench_train.ROOT, "build"))
+    ap.add_argument("--models", default="mlp,cnn,gpt")
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+    ofc, ofrun = (os.path.join(a.build, "cli", x) for x in ("ofc", "ofrun"))
+    print(load_note())
+    with tempfile.TemporaryDirectory() as tmp:
+        costs = os.path.join(tmp, "costs.json")
+        print(bench_train.run([ofrun, "--calibrate", costs], 120, error=bench_train.OfError).strip())
+        rows, ratios = [], []
+        for wl in bench_train.workloads(tmp, a.models.split(",")):
+            for label, devices, flags in PLANS:
+                plan = os.path.join(tmp, f"{wl.name}-{devices}-{'_'.join(flags)}.ofp")
+                try:
+                    bench_train.run([ofc, wl.model, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
+                                     "--optimizer", wl.optimizer, "--devices", f"{devices}:cpu", "--costs", costs] + flags,
+                                    600, error=bench_train.BenchError)
+                except bench_train.BenchError as e:
+                    rows.append([wl.name, label, f"n/a ({e})", "", ""])
+                    continue
+                predicted, measured = [], []
+                for _ in range(a.repeats):
+                    out = bench_train.run([ofrun, plan, "--data", wl.data, "--steps", str(STEPS.get(wl.name, 10)),
+                                           "--threads", str(devices), "--kernel-threads", "1"], 600, error=bench_train.OfError)
+                    m = LINE.search(out)
+                    if not m:
+                        raise bench_train.OfError(f"no 'step time predicted' line from ofrun {plan}")
+                    predicted.append(float(m.group(1)))
+                    measured.append(float(m.group(2)))
+                p, m = statistics.median(predicted), statistics.median(measured)
+                ratios.append(m / p)
+                rows.append([wl.name, label, f"{p:.2f} ms", f"{m:.2f} ms ({min(measured):.2f}–{max(measured):.2f})", f"{m / p:.2f}"])
+        print_table(["model", "plan", "predicted", "measured (median, range)", "measured / predicted"], rows)
+        if ratios:
+            within = sum(1 for r in ratios if abs(r - 1) <= 0.15)
+            print(f"{within} of {len(ratios)} plans within 15% of the prediction")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/machine_costs.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_util.h"
+
+namespace of {
+
+namespace {
+
+constexpr const char* kRateNames[4] = {"matrix_flops_per_s", "convolution_flops_per_s", "recurrent_flops_per_s", "memory_bytes_per_s"};
+
+}  // namespace
+
+MachineCosts builtin_costs() {
+  MachineCosts c;
+  c.source = "built-in";
+  return c;
+}
+
+MachineCosts read_machine_costs(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file(path);
+  const nlohmann::json j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail({.file = path}, "not a JSON object (expected a file ofrun --calibrate wrote)");
+  if (j.value("format", "") != "of-costs") fail({.file = path, .field = "format"}, "expected \"of-costs\" (a file ofrun --calibrate wrote)");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1)
+    fail({.file = path, .field = "version"}, "expected 1");
+  auto number = [&](const char* field, double lo, double hi) {
+    if (!j.contains(field) || !j[field].is_number()) fail({.file = path, .field = field}, "missing or not a number");
+    const double v = j[field].get<double>();
+    if (!std::isfinite(v) || v < lo || v > hi) fail({.file = path, .field = field}, "{} is outside [{:g}, {:g}]", v, lo, hi);
+    return v;
+  };
+  MachineCosts c;
+  for (size_t k = 0; k < c.rates.size(); ++k) c.rates[k] = number(kRateNames[k], 1e3, 1e18);
+  c.task_overhead_s = number("task_overhead_s", 0, 1);
+  c.copy_bytes_per_s = number("copy_bytes_per_s", 1e3, 1e15);
+  c.rank_bytes_per_s = number("rank_bytes_per_s", 1e3, 1e15);
+  c.rank_latency_s = number("rank_latency_s", 0, 10);
+  if (j.contains("measured_on") && j["measured_on"].is_string()) c.measured_on = j["measured_on"].get<std::string>();
+  c.source = path;
+  return c;
+}
+
+void write_machine_costs(const MachineCosts& c, const std::string& path) {
+  nlohmann::json j;
+  j["format"] = "of-costs";
+  j["version"] = 1;
+  j["measured_on"] = c.measured_on;
+  for (size_t k = 0; k < c.rates.size(); ++k) j[kRateNames[k]] = c.rates[k];
+  j["task_overhead_s"] = c.task_overhead_s;
+  j["copy_bytes_per_s"] = c.copy_bytes_per_s;
+  j["rank_bytes_per_s"] = c.rank_bytes_per_s;
+  j["rank_latency_s"] = c.rank_latency_s;
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomic(path, text.data(), text.size());
+}
+
+}  // namespace of

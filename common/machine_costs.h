@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// What work costs in time on one machine: the rates the compiler's predicted step time uses.
+// `ofrun --calibrate FILE` measures them (kernels on one core, copies, an actor's act) and writes
+// this file; `ofc --costs FILE` reads it. Without a file the compiler uses builtin_costs(), rough
+// figures for one x86 core. The file is untrusted input: every field is checked before use.
+#pragma once
+
+#include <array>
+#include <string>
+
+namespace of {
+
+struct MachineCosts {
+  // Per kernels::WorkKind (matrix, convolution, recurrent: flop/s; memory: bytes/s), one core.
+  std::array<double, 4> rates = {2e10, 1e10, 5e9, 4e9};
+  double task_overhead_s = 5e-6;    // an actor's act beyond its kernel: messages, scheduling
+  double copy_bytes_per_s = 5e9;    // a copy between devices of one process (transfer, collective)
+  double rank_bytes_per_s = 2e9;    // between processes (UCX): bandwidth ...
+  double rank_latency_s = 2e-5;     // ... and the latency of one message
+  std::string source;               // "built-in" or the file it came from (for people)
+  std::string measured_on;          // calibration's host name and date; empty for the built-in
+};
+
+MachineCosts builtin_costs();
+
+// Fails naming the file and the field for anything but a complete file of positive, finite rates.
+MachineCosts read_machine_costs(const std::string& path);
+// Writes atomically; the format ("of-costs", version 1) is what read_machine_costs accepts.
+void write_machine_costs(const MachineCosts& c, const std::string& path);
+
+}  // namespace of

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/auto_parallel.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "compiler/compile.h"
+
+namespace of::compiler {
+
+std::string strategy_flags(const CompileOptions& o) {
+  std::string s = fmt::format("--dp {} --tp {} --pp {}", o.dp, o.tp, o.pp);
+  if (o.recompute) s += " --recompute";
+  if (o.zero > 0) s += fmt::format(" --zero {}", o.zero);
+  return s;
+}
+
+namespace {
+
+uint64_t largest_arena(const Compilation& c) {
+  uint64_t m = 0;
+  for (const plan::Arena& a : c.tasks.arenas) m = std::max(m, a.bytes);
+  return m;
+}
+
+// An error's message on one line (they are already; a nested one might not be).
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& base, const AutoConstraints& fixed) {
+  const int32_t n = base.devices;
+  std::vector<CompileOptions> splits;
+  for (int32_t dp = 1; dp <= n; ++dp) {
+    if (n % dp != 0 || (fixed.dp && *fixed.dp != dp)) continue;
+    for (int32_t tp = 1; tp <= n / dp; ++tp) {
+      if ((n / dp) % tp != 0 || (fixed.tp && *fixed.tp != tp)) continue;
+      const int32_t pp = n / dp / tp;
+      if (fixed.pp && *fixed.pp != pp) continue;
+      CompileOptions o = base;
+      o.dp = dp;
+      o.tp = tp;
+      o.pp = pp;
+      splits.push_back(o);
+    }
+  }
+  if (splits.empty())
+    fail({.field = "--auto"}, "no split of {} devices has the degrees given (--dp x --tp x --pp must be the device count)", n);
+  std::vector<plan::Candidate> weighed, refused;
+  std::optional<Compilation> best;
+  int32_t compiled = 0;
+  auto weigh = [&](const CompileOptions& o) {
+    if (compiled >= fixed.max_candidates) return;
+    ++compiled;
+    plan::Candidate k{.flags = strategy_flags(o), .step_seconds = 0, .peak_bytes = 0, .refused = {}};
+    try {
+      Compilation c = compile_model(model_path, o);
+      k.step_seconds = c.tasks.prediction.step_seconds;
+      k.peak_bytes = largest_arena(c);
+      // Ties keep the first: fewer pipeline stages and tensor splits come first in the order.
+      if (!best || k.step_seconds < best->tasks.prediction.step_seconds) best = std::move(c);
+      weighed.push_back(std::move(k));
+    } catch (const Error& e) {
+      k.refused = one_line(e.what());
+      refused.push_back(std::move(k));
+    }
+  };
+  for (const CompileOptions& o : splits) weigh(o);
+  // Nothing fits: the memory options, in the order of what they cost (recompute adds work, ZeRO
+  // adds gathers), each over every split.
+  if (!best && base.train && base.device_memory > 0) {
+    for (const auto& [recompute, zero] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+      for (CompileOptions o : splits) {
+        if ((recompute && base.recompute) || (zero && (base.zero > 0 || o.dp < 2))) continue;
+        o.recompute = base.recompute || recompute;
+        o.zero = zero ? 3 : base.zero;
+        weigh(o);
+      }
+      if (best) break;
+    }
+  }
+  if (!best) {
+    std::string why;
+    for (size_t i = 0; i < refused.size() && i < 3; ++i) why += fmt::format("{}{}: {}", i ? "; " : "", refused[i].flags, refused[i].refused);
+    fail({.field = "--auto"}, "none of the {} strategies weighed compiles{}: {}", compiled, base.device_memory > 0 ? " and fits" : "", why);
+  }
+  std::stable_sort(weighed.begin(), weighed.end(), [](const plan::Candidate& a, const plan::Candidate& b) { return a.step_seconds < b.step_seconds; });
+  AutoChoice out{.best = std::move(*best), .candidates = std::move(weighed)};
+  out.candidates.insert(out.candidates.end(), refused.begin(), refused.end());
+  out.best.tasks.prediction.candidates = out.candidates;
+  return out;
+}
+
+}  // namespace of::compiler

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/parallel/step_time.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <queue>
+
+#include "common/error.h"
+#include "kernels/kernel_work.h"
+#include "schemas/task_state.h"
+
+namespace of::compiler {
+
+namespace {
+
+using plan::InputKind;
+using plan::Plan;
+using plan::Regst;
+using plan::Task;
+using plan::TaskKind;
+
+TensorDesc input_desc(const PlayedPlan& pp, const plan::TaskInput& in) {
+  const Plan& p = pp.plan;
+  if (in.kind == InputKind::variable) {
+    const size_t t = size_t(p.variables[size_t(in.id)].tensor);
+    OF_ASSERT(t < pp.tensors.size(), "a variable's tensor has no description");
+    return pp.tensors[t];
+  }
+  TensorDesc d = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
+  if (!in.view.empty()) d.shape = in.view;
+  return d;
+}
+
+uint64_t out_bytes(const Plan& p, const Task& t) {
+  uint64_t b = 0;
+  for (plan::RegstId r : t.out_regsts)
+    for (const plan::Blob& blob : p.regsts[size_t(r)].blobs) b += blob.bytes;
+  return b;
+}
+
+}  // namespace
+
+double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c) {
+  const Plan& p = pp.plan;
+  double s = c.task_overhead_s;
+  switch (t.kind) {
+    case TaskKind::source: return s + double(out_bytes(p, t)) / c.copy_bytes_per_s;
+    case TaskKind::sink:
+    case TaskKind::snapshot: return s;
+    case TaskKind::transfer: {
+      const Regst& from = p.regsts[size_t(t.in_regsts.at(0))];
+      const bool other_rank = p.devices[size_t(p.tasks[size_t(from.producer)].device)].rank != p.devices[size_t(t.device)].rank;
+      const double bytes = double(out_bytes(p, t));
+      return s + (other_rank ? c.rank_latency_s + bytes / c.rank_bytes_per_s : bytes / c.copy_bytes_per_s);
+    }
+    case TaskKind::collective: {
+      double bytes = double(out_bytes(p, t));
+      for (const plan::TaskInput& in : t.inputs) bytes += double(input_desc(pp, in).bytes());
+      return s + bytes / c.copy_bytes_per_s;
+    }
+    case TaskKind::compute: break;
+  }
+  std::vector<TensorDesc> in, out;
+  for (const plan::TaskInput& i : t.inputs) in.push_back(input_desc(pp, i));
+  for (plan::RegstId r : t.out_regsts)
+    for (const plan::Blob& b : p.regsts[size_t(r)].blobs) out.push_back(b.desc);
+  const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
+  const double rate = c.rates[size_t(w.kind)];
+  return s + (w.kind == kernels::WorkKind::memory ? w.bytes : w.flops) / rate;
+}
+
+namespace {
+
+// The play: every task's protocol (schemas/task_state.h, the runtime's own) with actions that
+// complete late, at the time their device finishes them. Devices run acts in the order they were
+// asked for; messages arrive when they are sent.
+class Play {
+ public:
+  Play(const PlayedPlan& pp, const MachineCosts& costs, int64_t pieces) : pp_(pp), free_at_(pp.plan.devices.size(), 0.0) {
+    const Plan& p = pp.plan;
+    cost_.reserve(p.tasks.size());
+    for (const Task& t : p.tasks) cost_.push_back(act_seconds(pp, t, costs));
+    busy_.assign(p.devices.size(), 0.0);
+    actions_.reserve(p.tasks.size());
+    for (const Task& t : p.tasks) {
+      actions_.push_back(std::make_unique<TimedAction>(*this, t.id));
+      tasks_.push_back(std::make_unique<protocol::TaskState>(p, t.id, actions_.back().get(), nullptr, std::numeric_limits<int32_t>::max(), pieces, 0));
+    }
+  }
+
+  // Runs to the end; false if some task never finished (check-plan refuses such plans first).
+  bool run() {
+    for (auto& t : tasks_) t->start(out_);
+    while (!out_.q.empty() || !events_.empty()) {
+      if (!out_.q.empty()) {
+        const Queue::Message m = out_.q.front();
+        out_.q.pop_front();
+        protocol::TaskState& s = *tasks_[size_t(m.to)];
+        if (m.kind == 'r') s.on_ready(m.regst, m.slot, m.piece, out_);
+        else if (m.kind == 'f') s.on_free(m.regst, m.slot, out_);
+        else s.on_eos(m.regst, out_);
+        continue;
+      }
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.at;
+      tasks_[size_t(e.task)]->on_completed(out_);
+    }
+    return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t->done(); });
+  }
+
+  // Per sink, when each of its acts ended (the run's progress as ofrun's sink sees it).
+  const std::vector<std::vector<double>>& sink_ends() const { return sink_ends_; }
+  const std::vector<double>& busy() const { return busy_; }
+
+ private:
+  struct Queue final : protocol::Outbox {
+    struct Message {
+      char kind;
+      plan::TaskId to;
+      plan::RegstId regst;
+      int32_t slot;
+      int64_t piece;
+    };
+    void ready(plan::TaskId to, plan::RegstId regst, int32_t slot, int64_t piece) override { q.push_back({'r', to, regst, slot, piece}); }
+    void free(plan::TaskId to, plan::RegstId regst, int32_t slot) override { q.push_back({'f', to, regst, slot, 0}); }
+    void eos(plan::TaskId to, plan::RegstId regst) override { q.push_back({'e', to, regst, 0, 0}); }
+    std::deque<Message> q;
+  };
+  struct Event {
+    double at;
+    int64_t seq;  // ties in the order acts were asked for
+    plan::TaskId task;
+    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  class TimedAction final : public protocol::Action {
+   public:
+    TimedAction(Play& play, plan::TaskId task) : play_(play), task_(task) {}
+    void act(int64_t, const void* const*, void* const*) override { play_.submit(task_); }
+    bool completes_late() const override { return true; }
+
+   private:
+    Play& play_;
+    plan::TaskId task_;
+  };
+
+  void submit(plan::TaskId task) {
+    const Task& t = pp_.plan.tasks[size_t(task)];
+    double& free_at = free_at_[size_t(t.device)];
+    const double end = std::max(now_, free_at) + cost_[size_t(task)];
+    free_at = end;
+    busy_[size_t(t.device)] += cost_[size_t(task)];
+    events_.push(Event{end, seq_++, task});
+    if (t.kind == TaskKind::sink) {
+      if (sink_of_.empty()) sink_of_.assign(pp_.plan.tasks.size(), -1);
+      if (sink_of_[size_t(task)] < 0) {
+        sink_of_[size_t(task)] = int32_t(sink_ends_.size());
+        sink_ends_.emplace_back();
+      }
+      sink_ends_[size_t(sink_of_[size_t(task)])].push_back(end);
+    }
+  }
+
+  const PlayedPlan& pp_;
+  std::vector<double> cost_, free_at_, busy_;
+  std::vector<std::unique_ptr<TimedAction>> actions_;
+  std::vector<std::unique_ptr<protocol::TaskState>> tasks_;
+  Queue out_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  double now_ = 0;
+  int64_t seq_ = 0;
+  std::vector<int32_t> sink_of_;
+  std::vector<std::vector<double>> sink_ends_;
+};
+
+}  // namespace
+
+StepPrediction predict_step(const PlayedPlan& pp, const MachineCosts& costs, int steps) {
+  OF_ASSERT(steps >= 2, "a steady step needs two steps played");
+  const int64_t k = std::max<int64_t>(1, pp.pieces_per_step);
+  // Steps before the window fill the slots; steps after it keep the source from running dry
+  // (a source that has emitted everything no longer competes for its device).
+  const int64_t before = 2, after = 3, played = before + steps + after;
+  Play play(pp, costs, k * played);
+  OF_ASSERT(play.run(), "the plan stalls when played (check-plan should have refused it)");
+  StepPrediction out;
+  // A step ends when the sink has its last piece; the prediction is the mean over the window.
+  for (const std::vector<double>& ends : play.sink_ends()) {
+    const int64_t per_step = int64_t(ends.size()) / played;  // the loss per micro-batch, or one per step
+    if (per_step < 1) continue;
+    const double first = ends[size_t(before * per_step - 1)], last = ends[size_t((before + steps) * per_step - 1)];
+    out.step_seconds = std::max(out.step_seconds, (last - first) / double(steps));
+  }
+  out.busy_seconds = play.busy();
+  for (double& b : out.busy_seconds) b /= double(played);
+  return out;
+}
+
+}  // namespace of::compiler

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <fmt/core.h>
+
+#include "kernels/kernel_work.h"
+#include "kernels/registry.h"
+
+namespace of::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The median of repeated runs of `once`, repeated until `budget` seconds are spent (at least 3).
+template <typename F>
+double median_seconds(double budget, F once) {
+  std::vector<double> times;
+  const auto start = Clock::now();
+  once();  // warm: first-touch pages, oneDNN's primitive cache
+  while (times.size() < 3 || (std::chrono::duration<double>(Clock::now() - start).count() < budget && times.size() < 10000)) {
+    const auto t0 = Clock::now();
+    once();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+// Runs `kernel` on inputs of `in` and outputs of `out` (filled with small values) and returns the
+// rate its work (kernel_work) gets done at: flop/s, or bytes/s for memory-bound kernels.
+double kernel_rate(const char* kernel, const Attrs& attrs, const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, double budget) {
+  kernels::KernelConfig cfg{attrs, in, out, std::string("calibrate/") + kernel};
+  std::unique_ptr<kernels::Kernel> k = kernels::make_kernel(kernel, kernels::DeviceKind::cpu, DType::f32, cfg);
+  std::vector<std::vector<float>> buffers;
+  std::vector<const void*> ins;
+  std::vector<void*> outs;
+  for (const TensorDesc& d : in) buffers.emplace_back(size_t(numel(d.shape)), 0.01f);
+  for (const TensorDesc& d : out) buffers.emplace_back(size_t(numel(d.shape)), 0.0f);
+  for (size_t i = 0; i < in.size(); ++i) ins.push_back(buffers[i].data());
+  for (size_t i = 0; i < out.size(); ++i) outs.push_back(buffers[in.size() + i].data());
+  const kernels::RunCtx ctx;
+  const double s = median_seconds(budget, [&] { k->run(ctx, ins.data(), outs.data()); });
+  const kernels::KernelWork w = kernels::kernel_work(kernel, attrs, in, out);
+  return (w.kind == kernels::WorkKind::memory ? w.bytes : w.flops) / s;
+}
+
+TensorDesc f32(Shape s) { return TensorDesc{std::move(s), DType::f32}; }
+
+// Seconds of one message between two event-based actors of one CAF system, as task actors
+// exchange them: half a ping-pong round trip, over many rounds.
+double message_seconds(double budget) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  constexpr int kRounds = 50000;
+  double best = 1;
+  const auto start = Clock::now();
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    auto pong = sys.spawn([](caf::event_based_actor* self) -> caf::behavior {
+      return {[self](int n, caf::actor from) { self->send(from, n + 1); }};
+    });
+    caf::scoped_actor waiter{sys};
+    auto ping = sys.spawn([pong, reply_to = caf::actor{waiter}](caf::event_based_actor* self) -> caf::behavior {
+      return {[=](int n) {
+        if (n >= kRounds)
+          self->send(reply_to, n);
+        else
+          self->send(pong, n, caf::actor{self});
+      }};
+    });
+    const auto t0 = Clock::now();
+    caf::anon_send(ping, 0);
+    waiter->receive([](int) {});
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / (2.0 * kRounds));
+    caf::anon_send_exit(ping, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(pong, caf::exit_reason::user_shutdown);
+    if (std::chrono::duration<double>(Clock::now() - start).count() > budget) break;
+  }
+  return best;
+}
+
+}  // namespace
+
+MachineCosts calibrate(double budget) {
+  kernels::set_kernel_threads(1);
+  MachineCosts c = builtin_costs();
+  Attrs none;
+  // Matrix products of a layer as training runs it (a batch of 64, width 1024): the forward
+  // product, the input's gradient (B transposed) and the weight's (A transposed), at their
+  // combined rate.
+  {
+    Attrs tb, ta;
+    tb.set_int("trans_b", 1);
+    ta.set_int("trans_a", 1);
+    const double flops = 2.0 * 64 * 1024 * 1024;
+    const double seconds = flops / kernel_rate("gemm", none, {f32({64, 1024}), f32({1024, 1024})}, {f32({64, 1024})}, budget / 3) +
+                           flops / kernel_rate("gemm", tb, {f32({64, 1024}), f32({1024, 1024})}, {f32({64, 1024})}, budget / 3) +
+                           flops / kernel_rate("gemm", ta, {f32({64, 1024}), f32({64, 1024})}, {f32({1024, 1024})}, budget / 3);
+    c.rates[size_t(kernels::WorkKind::matrix)] = 3 * flops / seconds;
+  }
+  Attrs conv;
+  conv.set_ints("kernel_shape", {3, 3});
+  conv.set_ints("pads", {1, 1, 1, 1});
+  c.rates[size_t(kernels::WorkKind::convolution)] =
+      kernel_rate("conv", conv, {f32({8, 32, 28, 28}), f32({64, 32, 3, 3}), f32({64})}, {f32({8, 64, 28, 28})}, budget);
+  Attrs lstm;
+  lstm.set_int("hidden_size", 128);
+  lstm.set_int("has_bias", 1);
+  c.rates[size_t(kernels::WorkKind::recurrent)] =
+      kernel_rate("lstm", lstm, {f32({16, 32, 64}), f32({1, 512, 64}), f32({1, 512, 128}), f32({1, 1024})},
+                  {f32({16, 1, 32, 128}), f32({1, 32, 128}), f32({1, 32, 128})}, budget);
+  // Element-wise work on tensors larger than the caches: what memory-bound kernels run at.
+  const Shape big = {1 << 22};
+  c.rates[size_t(kernels::WorkKind::memory)] = kernel_rate("add", none, {f32(big), f32(big)}, {f32(big)}, budget);
+  c.copy_bytes_per_s = kernel_rate("copy", none, {f32(big)}, {f32(big)}, budget) / 2;  // bytes copied, not read + written
+  // An act receives a message per register it reads and sends one per register it writes; two
+  // messages is the typical act of a chain.
+  c.task_overhead_s = 2 * message_seconds(budget);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32] = {};
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::gmtime(&now));
+  c.measured_on = fmt::format("{}, {} UTC, one kernel thread (links between ranks: built-in, not measured)", host, date);
+  return c;
+}
+
+}  // namespace of::runtime

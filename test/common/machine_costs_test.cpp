@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// The costs file ofrun --calibrate writes and ofc --costs reads: a round trip, and every way a
+// file can be wrong refused naming the file and the field.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/machine_costs.h"
+
+namespace of {
+namespace {
+
+std::string temp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / ("of_costs_" + name)).string(); }
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST_CASE("machine costs: written and read back", "[common]") {
+  MachineCosts c = builtin_costs();
+  c.rates = {1.5e10, 2.5e10, 3.5e9, 7e9};
+  c.task_overhead_s = 3e-6;
+  c.measured_on = "host, today";
+  const std::string path = temp_path("roundtrip.json");
+  write_machine_costs(c, path);
+  const MachineCosts r = read_machine_costs(path);
+  CHECK(r.rates == c.rates);
+  CHECK(r.task_overhead_s == c.task_overhead_s);
+  CHECK(r.copy_bytes_per_s == c.copy_bytes_per_s);
+  CHECK(r.rank_bytes_per_s == c.rank_bytes_per_s);
+  CHECK(r.rank_latency_s == c.rank_latency_s);
+  CHECK(r.measured_on == "host, today");
+  CHECK(r.source == path);
+  CHECK(builtin_costs().source == "built-in");
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
+  const std::string path = temp_path("bad.json");
+  MachineCosts c = builtin_costs();
+  write_machine_costs(c, path);
+  std::ifstream in(path);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto refused = [&](const std::string& text) {
+    write_text(path, text);
+    try {
+      read_machine_costs(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  CHECK_THAT(refused("not json"), Catch::Contains(path) && Catch::Contains("not a JSON object"));
+  CHECK_THAT(refused("{}"), Catch::Contains("format"));
+  CHECK_THAT(refused(replaced("\"version\": 1", "\"version\": 2")), Catch::Contains("version"));
+  CHECK_THAT(refused(replaced("\"matrix_flops_per_s\"", "\"matrix\"")), Catch::Contains("matrix_flops_per_s") && Catch::Contains("missing"));
+  CHECK_THAT(refused(replaced("\"task_overhead_s\": ", "\"task_overhead_s\": -")), Catch::Contains("task_overhead_s") && Catch::Contains("outside"));
+  CHECK_THAT(refused(replaced("\"memory_bytes_per_s\": ", "\"memory_bytes_per_s\": \"fast\", \"x\": ")), Catch::Contains("memory_bytes_per_s"));
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(read_machine_costs(path), Catch::Contains(path));
+}
+
+}  // namespace
+}  // namespace of

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// The predicted step time on plans built here, with costs chosen so that every act's cost is a
+// round number: a chain is the sum of its acts, two devices with free slots overlap to the busier
+// one, one slot serialises them again, a weight's next version waits for its readers, and
+// micro-batch accumulation acts once per piece while its update acts once per step.
+#include <catch2/catch.hpp>
+
+#include "compiler/parallel/step_time.h"
+#include "kernels/kernel_work.h"
+
+namespace of::compiler {
+namespace {
+
+// Rates that make a memory-bound kernel over n floats cost n * 8 ns per input+output float.
+MachineCosts round_costs() {
+  MachineCosts c;
+  c.rates = {1e9, 1e9, 1e9, 4.0 / 8e-9};  // matrix 1 GFLOP/s; memory: 4 bytes per 8 ns
+  c.task_overhead_s = 1e-6;
+  c.copy_bytes_per_s = 4.0 / 8e-9;
+  c.rank_bytes_per_s = 4.0 / 80e-9;
+  c.rank_latency_s = 1e-5;
+  return c;
+}
+
+struct Builder {
+  plan::Plan p;
+  std::vector<TensorDesc> tensors;
+
+  explicit Builder(int devices, int ranks = 1) {
+    for (int d = 0; d < devices; ++d) p.devices.push_back(plan::DeviceRef{d * ranks / devices, 0, d});
+  }
+  // A register of `floats` floats written by `producer`.
+  plan::RegstId regst(plan::TaskId producer, int64_t floats, int32_t slots = 2, bool persistent = false) {
+    plan::Regst r;
+    r.id = plan::RegstId(p.regsts.size());
+    r.producer = producer;
+    r.slots = slots;
+    r.persistent = persistent;
+    r.blobs.push_back(plan::Blob{int32_t(tensors.size()), TensorDesc{{floats}, DType::f32}, 0, uint64_t(floats) * 4});
+    tensors.push_back(TensorDesc{{floats}, DType::f32});
+    p.tasks[size_t(producer)].out_regsts.push_back(r.id);
+    p.regsts.push_back(r);
+    return r.id;
+  }
+  plan::TaskId task(plan::TaskKind kind, const std::string& kernel, int device, std::vector<plan::RegstId> reads) {
+    plan::Task t;
+    t.id = plan::TaskId(p.tasks.size());
+    t.kind = kind;
+    t.kernel = kernel;
+    t.name = kernel.empty() ? "task" : kernel;
+    t.device = device;
+    for (plan::RegstId r : reads) {
+      t.inputs.push_back(plan::TaskInput{plan::InputKind::regst, r, 0, {}});
+      t.in_regsts.push_back(r);
+      p.regsts[size_t(r)].consumers.push_back(t.id);
+    }
+    p.tasks.push_back(t);
+    return t.id;
+  }
+  StepPrediction predict(int64_t pieces_per_step = 1) { return predict_step(PlayedPlan{p, tensors, pieces_per_step}, round_costs()); }
+};
+
+TEST_CASE("step time: a chain on one device is the sum of its acts", "[compiler]") {
+  Builder b(1);
+  const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
+  const plan::RegstId x = b.regst(src, 1000);                                   // 1 us overhead + 8 us copy
+  const plan::TaskId relu = b.task(plan::TaskKind::compute, "relu", 0, {x});
+  const plan::RegstId y = b.regst(relu, 1000);                                  // 1 us + 2000 floats * 8 ns
+  b.task(plan::TaskKind::sink, "", 0, {y});                                     // 1 us
+  const StepPrediction s = b.predict();
+  CHECK(s.step_seconds == Approx(9e-6 + 17e-6 + 1e-6).epsilon(1e-9));
+  REQUIRE(s.busy_seconds.size() == 1);
+  CHECK(s.busy_seconds[0] == Approx(s.step_seconds).epsilon(1e-9));
+}
+
+TEST_CASE("step time: devices overlap when slots let pieces stream and serialise with one slot", "[compiler]") {
+  for (int32_t slots : {2, 1}) {
+    Builder b(2);
+    const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
+    const plan::RegstId x = b.regst(src, 10, slots);            // 1.08 us on device 0
+    const plan::TaskId a = b.task(plan::TaskKind::compute, "relu", 0, {x});
+    const plan::RegstId ya = b.regst(a, 10000, slots);          // 1 us + 40040 bytes: 81.08 us on device 0
+    const plan::TaskId c = b.task(plan::TaskKind::compute, "relu", 1, {ya});
+    const plan::RegstId z = b.regst(c, 10, slots);              // 81.08 us on device 1
+    b.task(plan::TaskKind::sink, "", 1, {z});                   // 1 us on device 1
+    const StepPrediction s = b.predict();
+    REQUIRE(s.busy_seconds.size() == 2);
+    CHECK(s.busy_seconds[0] == Approx(82.16e-6).epsilon(1e-9));
+    CHECK(s.busy_seconds[1] == Approx(82.08e-6).epsilon(1e-9));
+    INFO("slots " << slots);
+    if (slots == 2) {
+      CHECK(s.step_seconds == Approx(82.16e-6).epsilon(1e-6));  // the busier device, the other overlapping it
+    } else {
+      // a may write piece n + 1 only after c has read piece n: the devices take turns.
+      CHECK(s.step_seconds == Approx(2 * 81.08e-6 + 1.08e-6).epsilon(0.02));
+    }
+  }
+}
+
+TEST_CASE("step time: a transfer between ranks pays the latency and the ranks' bandwidth", "[compiler]") {
+  Builder b(2, 2);
+  const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
+  const plan::RegstId x = b.regst(src, 1000);
+  const plan::TaskId copy = b.task(plan::TaskKind::transfer, "", 1, {x});
+  b.regst(copy, 1000);
+  CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(copy)], round_costs()) == Approx(1e-6 + 1e-5 + 80e-6).epsilon(1e-9));
+}
+
+TEST_CASE("step time: a matrix product costs its flops at the matrix rate", "[compiler]") {
+  Builder b(1);
+  const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
+  const plan::RegstId a = b.regst(src, 64 * 32);
+  const plan::RegstId w = b.regst(src, 32 * 16);
+  b.p.regsts[size_t(a)].blobs[0].desc.shape = {64, 32};
+  b.p.regsts[size_t(w)].blobs[0].desc.shape = {32, 16};
+  const plan::TaskId mm = b.task(plan::TaskKind::compute, "gemm", 0, {a, w});
+  b.p.tasks[size_t(mm)].inputs[1].id = w;
+  b.regst(mm, 64 * 16);
+  b.p.regsts.back().blobs[0].desc.shape = {64, 16};
+  CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(mm)], round_costs()) == Approx(1e-6 + 2.0 * 64 * 16 * 32 / 1e9).epsilon(1e-9));
+}
+
+TEST_CASE("step time: accumulation acts per micro-batch, the update once per step, and readers wait for the new version", "[compiler]") {
+  Builder b(1);
+  const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
+  const plan::RegstId x = b.regst(src, 1000);               // 9 us per piece
+  // forward reads x and the weight (written by the update below).
+  const plan::TaskId fwd = b.task(plan::TaskKind::compute, "relu", 0, {x});
+  const plan::RegstId g = b.regst(fwd, 1000);               // 17 us per piece (reads x only: the weight is not an input of relu's work here)
+  b.p.regsts[size_t(g)].acts_per_piece = 4;                 // summed over 4 micro-batches
+  const plan::TaskId upd = b.task(plan::TaskKind::compute, "relu", 0, {g});
+  const plan::RegstId w = b.regst(upd, 1000, 1, true);      // 17 us per step
+  b.p.regsts[size_t(w)].pieces_per_version = 4;
+  b.p.tasks[size_t(fwd)].in_regsts.push_back(w);
+  b.p.regsts[size_t(w)].consumers.push_back(fwd);
+  b.task(plan::TaskKind::sink, "", 0, {g});                 // 1 us per step
+  const StepPrediction s = b.predict(4);
+  // One device, everything serial: 4 pieces of source and forward, one update and one sink.
+  CHECK(s.step_seconds == Approx(4 * (9e-6 + 17e-6) + 17e-6 + 1e-6).epsilon(1e-9));
+}
+
+TEST_CASE("kernel work: gemm and conv count multiply-adds, others bytes", "[compiler]") {
+  Attrs none;
+  const auto gemm = kernels::kernel_work("gemm", none, {TensorDesc{{8, 4}}, TensorDesc{{4, 2}}}, {TensorDesc{{8, 2}}});
+  CHECK(gemm.kind == kernels::WorkKind::matrix);
+  CHECK(gemm.flops == 2.0 * 8 * 2 * 4);
+  Attrs ta;
+  ta.set_int("trans_a", 1);
+  CHECK(kernels::kernel_work("gemm", ta, {TensorDesc{{4, 8}}, TensorDesc{{4, 2}}}, {TensorDesc{{8, 2}}}).flops == 2.0 * 8 * 2 * 4);
+  const auto conv = kernels::kernel_work("conv", none, {TensorDesc{{1, 3, 8, 8}}, TensorDesc{{16, 3, 3, 3}}}, {TensorDesc{{1, 16, 8, 8}}});
+  CHECK(conv.kind == kernels::WorkKind::convolution);
+  CHECK(conv.flops == 2.0 * 16 * 64 * 27);
+  const auto add = kernels::kernel_work("add", none, {TensorDesc{{10}}, TensorDesc{{10}, DType::i64}}, {TensorDesc{{10}}});
+  CHECK(add.kind == kernels::WorkKind::memory);
+  CHECK(add.bytes == 40 + 80 + 40);
+}
+
+}  // namespace
+}  // namespace of::compiler
