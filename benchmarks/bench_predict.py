@@ -3,9 +3,11 @@
 # calibrated costs) next to what ofrun measures, for bench_train.py's workloads on 1 and 2 devices,
 # one core each (ofrun --threads D --kernel-threads 1: the configuration the prediction assumes).
 #   /usr/bin/python3 benchmarks/bench_predict.py [--build build] [--models mlp,cnn,gpt] [--repeats 3]
-# Each row: `ofrun --calibrate` once for the whole run, then per plan `ofc --costs` and
-# `ofrun --steps N`, whose closing line "step time predicted P ms, measured M ms" gives both (the
-# measured one is the mean step after the first). Medians of the repeats; ratio = measured / predicted.
+# Per model: `ofrun PLAN --calibrate` on its 1-device plan (the machine's rates, and that plan's
+# kernels on their shapes), then per plan `ofc --costs` and `ofrun --steps N`, whose closing line
+# "step time predicted P ms, measured M ms" gives both (the measured one is the mean step after
+# the first). The 2-device plans run other shapes than the ones calibrated (half batches, split
+# weights). Medians of the repeats; ratio = measured / predicted.
 import argparse
 import os
 import re
@@ -32,19 +34,23 @@ def main():
     ofc, ofrun = (os.path.join(a.build, "cli", x) for x in ("ofc", "ofrun"))
     print(load_note())
     with tempfile.TemporaryDirectory() as tmp:
-        costs = os.path.join(tmp, "costs.json")
-        print(bench_train.run([ofrun, "--calibrate", costs], 120, error=bench_train.OfError).strip())
         rows, ratios = [], []
         for wl in bench_train.workloads(tmp, a.models.split(",")):
+            costs = os.path.join(tmp, f"costs-{wl.name}.json")
             for label, devices, flags in PLANS:
                 plan = os.path.join(tmp, f"{wl.name}-{devices}-{'_'.join(flags)}.ofp")
+                compile_flags = ["--devices", f"{devices}:cpu"] + flags + (["--costs", costs] if devices > 1 else [])
                 try:
                     bench_train.run([ofc, wl.model, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
-                                     "--optimizer", wl.optimizer, "--devices", f"{devices}:cpu", "--costs", costs] + flags,
-                                    600, error=bench_train.BenchError)
+                                     "--optimizer", wl.optimizer] + compile_flags, 600, error=bench_train.BenchError)
                 except bench_train.BenchError as e:
                     rows.append([wl.name, label, f"n/a ({e})", "", ""])
                     continue
+                if devices == 1:  # calibrate on this plan, then compile it again with the costs
+                    out = bench_train.run([ofrun, plan, "--calibrate", costs], 600, error=bench_train.OfError)
+                    print(f"{wl.name}: {out.strip()}")
+                    bench_train.run([ofc, wl.model, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
+                                     "--optimizer", wl.optimizer, "--costs", costs], 600, error=bench_train.OfError)
                 predicted, measured = [], []
                 for _ in range(a.repeats):
                     out = bench_train.run([ofrun, plan, "--data", wl.data, "--steps", str(STEPS.get(wl.name, 10)),

@@ -70,10 +70,10 @@ int main(int argc, char** argv) {
   std::string last_batch = "drop";
   uint64_t seed = 0;
   bool no_shuffle = false;
-  app.add_option("plan", o.plan_path, "plan file written by ofc (not with --calibrate)");
+  app.add_option("plan", o.plan_path, "plan file written by ofc (with --calibrate: also measure its kernels on their shapes)");
   std::string calibrate_path;
   app.add_option("--calibrate", calibrate_path,
-                 "measure this machine's kernels, copies and messages (a few seconds) into FILE for ofc --costs, and exit");
+                 "measure this machine's kernels, copies and messages (a few seconds; with a plan, also that plan's kernels) into FILE for ofc --costs, and exit");
   auto* input_opt = app.add_option("--input", inputs, "inference: feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
   auto* output_opt = app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
   auto* pieces_opt = app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(of::cli::at_least(1));
@@ -141,14 +141,18 @@ int main(int argc, char** argv) {
   if (auto status = of::cli::parse(app, "ofrun", argc, argv)) return *status;
   return of::cli::guarded_main("ofrun", [&] {
     if (!calibrate_path.empty()) {
-      if (!o.plan_path.empty()) throw of::cli::UsageError("--calibrate measures the machine and runs no plan: give it no plan");
-      of::refuse_outputs_over_inputs({{calibrate_path, "--calibrate"}}, {});
+      std::vector<of::NamedPath> reads;
+      if (!o.plan_path.empty()) reads.push_back({o.plan_path, "the plan"});
+      of::refuse_outputs_over_inputs({{calibrate_path, "--calibrate"}}, reads);
       of::check_can_create(calibrate_path, "--calibrate");
-      const of::MachineCosts c = of::runtime::calibrate();
+      const std::optional<of::plan::Plan> plan = o.plan_path.empty() ? std::nullopt : std::optional(of::runtime::load_plan(o.plan_path));
+      of::MachineCosts c = of::runtime::calibrate();
+      const int64_t tasks = plan ? of::runtime::calibrate_kernels(*plan, c) : 0;
       of::write_machine_costs(c, calibrate_path);
       fmt::print("ofrun: calibrated: matrix {:.2f} GFLOP/s, convolution {:.2f}, recurrent {:.2f}, memory {:.2f} GB/s, copy {:.2f} GB/s, "
-                 "act {:.2f} us; wrote {}\n", c.rates[0] / 1e9, c.rates[1] / 1e9, c.rates[2] / 1e9, c.rates[3] / 1e9, c.copy_bytes_per_s / 1e9,
-                 1e6 * c.task_overhead_s, calibrate_path);
+                 "act {:.2f} us{}; wrote {}\n", c.rates[0] / 1e9, c.rates[1] / 1e9, c.rates[2] / 1e9, c.rates[3] / 1e9, c.copy_bytes_per_s / 1e9,
+                 1e6 * c.task_overhead_s, plan ? fmt::format("; {} kernels of {} on their shapes ({} tasks)", c.kernels.size(), o.plan_path, tasks) : "",
+                 calibrate_path);
       return 0;
     }
     if (o.plan_path.empty()) throw of::cli::UsageError("a plan file is required (or --calibrate FILE)");

@@ -40,6 +40,20 @@ MachineCosts read_machine_costs(const std::string& path) {
   c.copy_bytes_per_s = number("copy_bytes_per_s", 1e3, 1e15);
   c.rank_bytes_per_s = number("rank_bytes_per_s", 1e3, 1e15);
   c.rank_latency_s = number("rank_latency_s", 0, 10);
+  if (j.contains("kernels")) {
+    if (!j["kernels"].is_object()) fail({.file = path, .field = "kernels"}, "not an object of kernel names");
+    for (const auto& [name, k] : j["kernels"].items()) {
+      const std::string field = "kernels." + name;
+      if (name.empty() || name.size() > 64 || !k.is_object()) fail({.file = path, .field = field}, "expected {{\"rate\": R, \"fixed_s\": S}}");
+      auto value = [&](const char* key, double lo, double hi) {
+        if (!k.contains(key) || !k[key].is_number()) fail({.file = path, .field = field + "." + key}, "missing or not a number");
+        const double v = k[key].get<double>();
+        if (!std::isfinite(v) || v < lo || v > hi) fail({.file = path, .field = field + "." + key}, "{} is outside [{:g}, {:g}]", v, lo, hi);
+        return v;
+      };
+      c.kernels[name] = KernelRate{value("rate", 1e3, 1e18), value("fixed_s", 0, 1)};
+    }
+  }
   if (j.contains("measured_on") && j["measured_on"].is_string()) c.measured_on = j["measured_on"].get<std::string>();
   c.source = path;
   return c;
@@ -55,6 +69,8 @@ void write_machine_costs(const MachineCosts& c, const std::string& path) {
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;
   j["rank_bytes_per_s"] = c.rank_bytes_per_s;
   j["rank_latency_s"] = c.rank_latency_s;
+  j["kernels"] = nlohmann::json::object();
+  for (const auto& [name, k] : c.kernels) j["kernels"][name] = {{"rate", k.rate}, {"fixed_s", k.fixed_s}};
   const std::string text = j.dump(2) + "\n";
   write_file_atomic(path, text.data(), text.size());
 }

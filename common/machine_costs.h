@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // What work costs in time on one machine: the rates the compiler's predicted step time uses.
-// `ofrun --calibrate FILE` measures them (kernels on one core, copies, an actor's act) and writes
-// this file; `ofc --costs FILE` reads it. Without a file the compiler uses builtin_costs(), rough
+// `ofrun --calibrate FILE` measures them (kernels on one core, copies, an actor's act; with a
+// plan, also each of its kernels on its own shapes) and writes this file; `ofc --costs FILE` reads it. Without a file the compiler uses builtin_costs(), rough
 // figures for one x86 core. The file is untrusted input: every field is checked before use.
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 
 namespace of {
+
+// One kernel's cost measured on a plan's own shapes (ofrun PLAN --calibrate FILE): an act takes
+// fixed_s plus its work (kernels/kernel_work.h: flops or bytes) over rate.
+struct KernelRate {
+  double rate = 1;
+  double fixed_s = 0;
+};
 
 struct MachineCosts {
   // Per kernels::WorkKind (matrix, convolution, recurrent: flop/s; memory: bytes/s), one core.
@@ -17,6 +25,8 @@ struct MachineCosts {
   double copy_bytes_per_s = 5e9;    // a copy between devices of one process (transfer, collective)
   double rank_bytes_per_s = 2e9;    // between processes (UCX): bandwidth ...
   double rank_latency_s = 2e-5;     // ... and the latency of one message
+  // Kernels measured by name; others cost their work at rates[kind].
+  std::map<std::string, KernelRate> kernels;
   std::string source;               // "built-in" or the file it came from (for people)
   std::string measured_on;          // calibration's host name and date; empty for the built-in
 };

@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -20,13 +24,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The median of repeated runs of `once`, repeated until `budget` seconds are spent (at least 3).
-template <typename F>
-double median_seconds(double budget, F once) {
+// Writes a buffer larger than the last-level caches of the machines we run on.
+void evict_caches() {
+  static std::vector<uint8_t> big(size_t(64) << 20);
+  static uint8_t round = 0;
+  std::memset(big.data(), ++round, big.size());
+}
+
+// The median of repeated runs of `once`, repeated until `budget` seconds have passed (at least
+// 3 runs); `before` runs ahead of each, untimed.
+template <typename F, typename G = void (*)()>
+double median_seconds(double budget, F once, G before = [] {}) {
   std::vector<double> times;
   const auto start = Clock::now();
   once();  // warm: first-touch pages, oneDNN's primitive cache
   while (times.size() < 3 || (std::chrono::duration<double>(Clock::now() - start).count() < budget && times.size() < 10000)) {
+    before();
     const auto t0 = Clock::now();
     once();
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
@@ -132,6 +145,78 @@ MachineCosts calibrate(double budget) {
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::gmtime(&now));
   c.measured_on = fmt::format("{}, {} UTC, one kernel thread (links between ranks: built-in, not measured)", host, date);
   return c;
+}
+
+namespace {
+
+struct Sample {
+  double work, seconds;
+};
+
+KernelRate fit(const std::vector<Sample>& v) {
+  double sw = 0, st = 0;
+  for (const Sample& x : v) sw += x.work, st += x.seconds;
+  const double n = double(v.size()), mw = sw / n, mt = st / n;
+  double cov = 0, var = 0;
+  for (const Sample& x : v) cov += (x.work - mw) * (x.seconds - mt), var += (x.work - mw) * (x.work - mw);
+  if (v.size() >= 2 && var > 0 && cov > 0) {
+    const double slope = cov / var, fixed = mt - slope * mw;
+    if (fixed >= 0) return KernelRate{1 / slope, fixed};
+  }
+  return KernelRate{sw / st, 0};
+}
+
+}  // namespace
+
+int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task) {
+  kernels::set_kernel_threads(1);
+  std::map<std::string, std::vector<Sample>> samples;
+  int64_t measured = 0;
+  for (const plan::Task& t : p.tasks) {
+    if (t.kind != plan::TaskKind::compute || t.out_regsts.empty()) continue;
+    std::vector<TensorDesc> in, out;
+    for (const plan::TaskInput& i : t.inputs) {
+      if (i.kind == plan::InputKind::variable) {
+        in.push_back(p.tensors[size_t(p.variables[size_t(i.id)].tensor)].desc);
+        continue;
+      }
+      TensorDesc d = p.regsts[size_t(i.id)].blobs[size_t(i.blob)].desc;
+      if (!i.view.empty()) d.shape = i.view;
+      in.push_back(d);
+    }
+    for (const plan::Blob& b : p.regsts[size_t(t.out_regsts[0])].blobs) out.push_back(b.desc);
+    kernels::KernelConfig cfg{t.attrs, in, out, t.name};
+    std::unique_ptr<kernels::Kernel> k = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, out.at(0).dtype, cfg);
+    // Zeroed, aligned buffers: what a kernel reads as indices is 0, always in range.
+    std::vector<std::unique_ptr<void, decltype(&std::free)>> buffers;
+    std::vector<const void*> ins;
+    std::vector<void*> outs;
+    auto buffer = [&](const TensorDesc& d) {
+      const size_t bytes = std::max<size_t>(64, (size_t(d.bytes()) + 63) / 64 * 64);
+      buffers.emplace_back(std::aligned_alloc(64, bytes), &std::free);
+      std::memset(buffers.back().get(), 0, bytes);
+      return buffers.back().get();
+    };
+    for (const TensorDesc& d : in) ins.push_back(buffer(d));
+    for (const TensorDesc& d : out) outs.push_back(buffer(d));
+    const kernels::RunCtx ctx;
+    // As in a run: what the task's producers have just written (its register inputs) is in the
+    // caches, the rest (weights, the slots it writes) has been pushed out by the acts between.
+    // So before each timed act (untimed): evict everything, then write the register inputs again.
+    std::vector<std::pair<void*, size_t>> fresh;
+    for (size_t i = 0; i < t.inputs.size(); ++i)
+      if (t.inputs[i].kind == plan::InputKind::regst) fresh.emplace_back(const_cast<void*>(ins[i]), size_t(in[i].bytes()));
+    auto as_in_a_run = [&] {
+      evict_caches();
+      for (const auto& [ptr, bytes] : fresh) std::memset(ptr, 0, bytes);
+    };
+    const double s = median_seconds(per_task, [&] { k->run(ctx, ins.data(), outs.data()); }, as_in_a_run);
+    const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
+    samples[t.kernel].push_back(Sample{w.kind == kernels::WorkKind::memory ? w.bytes : w.flops, s});
+    ++measured;
+  }
+  for (const auto& [name, v] : samples) c.kernels[name] = fit(v);
+  return measured;
 }
 
 }  // namespace of::runtime

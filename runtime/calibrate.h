@@ -6,14 +6,23 @@
 // here is what the compiler divides by. A copy stands for transfers between devices, and a
 // message round trip between two CAF actors for what an act costs beyond its kernel. Links
 // between ranks are not measured here (they need two processes): those keep the built-in
-// figures, and the file says so.
+// figures, and the file says so. Given a plan, the kernels of that plan are measured as it runs
+// them, which is what makes a prediction of that model's plans close (shapes matter: a
+// convolution of 3 input channels runs at a fraction of one of 64).
 #pragma once
 
 #include "common/machine_costs.h"
+#include "schemas/plan_model.h"
 
 namespace of::runtime {
 
 // `seconds`: about how long each measurement may take (the medians of repeats within it).
 MachineCosts calibrate(double seconds = 0.5);
+
+// Also measures each compute task's kernel of `p` on its own shapes (zeroed buffers: every index
+// is 0, in range) and fits, per kernel name, an act's time to fixed_s + work / rate over that
+// kernel's tasks (least squares; a plain rate where the fit is not positive). Kernels that plan
+// does not have keep the per-kind rates. Returns how many tasks were measured.
+int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double seconds_per_task = 0.02);
 
 }  // namespace of::runtime

@@ -67,8 +67,9 @@ double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c) {
   for (plan::RegstId r : t.out_regsts)
     for (const plan::Blob& b : p.regsts[size_t(r)].blobs) out.push_back(b.desc);
   const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
-  const double rate = c.rates[size_t(w.kind)];
-  return s + (w.kind == kernels::WorkKind::memory ? w.bytes : w.flops) / rate;
+  const double work = w.kind == kernels::WorkKind::memory ? w.bytes : w.flops;
+  if (auto it = c.kernels.find(t.kernel); it != c.kernels.end()) return s + it->second.fixed_s + work / it->second.rate;
+  return s + work / c.rates[size_t(w.kind)];
 }
 
 namespace {
@@ -78,8 +79,13 @@ namespace {
 // asked for; messages arrive when they are sent.
 class Play {
  public:
-  Play(const PlayedPlan& pp, const MachineCosts& costs, int64_t pieces) : pp_(pp), free_at_(pp.plan.devices.size(), 0.0) {
+  Play(const PlayedPlan& pp, const MachineCosts& costs, int64_t pieces) : pp_(pp), task_free_(pp.plan.tasks.size(), 0.0) {
     const Plan& p = pp.plan;
+    // One worker per device of a rank (ofrun --threads D in a process of D devices).
+    for (const plan::DeviceRef& d : p.devices) {
+      if (size_t(d.rank) >= workers_.size()) workers_.resize(size_t(d.rank) + 1);
+      workers_[size_t(d.rank)].push(0.0);
+    }
     cost_.reserve(p.tasks.size());
     for (const Task& t : p.tasks) cost_.push_back(act_seconds(pp, t, costs));
     busy_.assign(p.devices.size(), 0.0);
@@ -148,9 +154,13 @@ class Play {
 
   void submit(plan::TaskId task) {
     const Task& t = pp_.plan.tasks[size_t(task)];
-    double& free_at = free_at_[size_t(t.device)];
-    const double end = std::max(now_, free_at) + cost_[size_t(task)];
-    free_at = end;
+    // The worker that frees first runs it, once the task's own act before it has ended.
+    auto& workers = workers_[size_t(pp_.plan.devices[size_t(t.device)].rank)];
+    const double start = std::max({now_, workers.top(), task_free_[size_t(task)]});
+    workers.pop();
+    const double end = start + cost_[size_t(task)];
+    workers.push(end);
+    task_free_[size_t(task)] = end;
     busy_[size_t(t.device)] += cost_[size_t(task)];
     events_.push(Event{end, seq_++, task});
     if (t.kind == TaskKind::sink) {
@@ -164,7 +174,9 @@ class Play {
   }
 
   const PlayedPlan& pp_;
-  std::vector<double> cost_, free_at_, busy_;
+  std::vector<double> cost_, task_free_, busy_;
+  // Per rank, when each of its workers is free (a min-heap).
+  std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> workers_;
   std::vector<std::unique_ptr<TimedAction>> actions_;
   std::vector<std::unique_ptr<protocol::TaskState>> tasks_;
   Queue out_;

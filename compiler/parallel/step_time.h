@@ -7,8 +7,11 @@
 // deadlock check run), its acts completing when their device has done them:
 //  - an act waits for the pieces it reads, a free slot in what it writes, and the weight version
 //    it needs (a weight's next version waits for every reader of the current one);
-//  - a device runs one act at a time, in the order they were asked for (ofrun with a worker
-//    thread per device and one kernel thread each: the configuration --calibrate measures).
+//  - a process has one worker per device (ofrun --threads D with D devices, one kernel thread
+//    each: the configuration --calibrate measures); an act runs on the worker that frees first,
+//    once its task's act before it has ended. As in CAF's scheduler, workers are not tied to
+//    devices: two acts of one device's tasks may run at once (a pipeline stage's forward and
+//    backward), and an idle device's worker runs another's acts.
 // A step ends when the sink has its last piece, as ofrun's progress counts it. Memory sharing's
 // order edges and frames are registers of the plan, so they are played like any other. Snapshot
 // tasks act for nothing between saves and cost their overhead. Not modelled: kernels sharing a

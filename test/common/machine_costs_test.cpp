@@ -21,6 +21,7 @@ TEST_CASE("machine costs: written and read back", "[common]") {
   c.rates = {1.5e10, 2.5e10, 3.5e9, 7e9};
   c.task_overhead_s = 3e-6;
   c.measured_on = "host, today";
+  c.kernels["conv"] = KernelRate{3e10, 2e-5};
   const std::string path = temp_path("roundtrip.json");
   write_machine_costs(c, path);
   const MachineCosts r = read_machine_costs(path);
@@ -30,6 +31,9 @@ TEST_CASE("machine costs: written and read back", "[common]") {
   CHECK(r.rank_bytes_per_s == c.rank_bytes_per_s);
   CHECK(r.rank_latency_s == c.rank_latency_s);
   CHECK(r.measured_on == "host, today");
+  REQUIRE(r.kernels.size() == 1);
+  CHECK(r.kernels.at("conv").rate == 3e10);
+  CHECK(r.kernels.at("conv").fixed_s == 2e-5);
   CHECK(r.source == path);
   CHECK(builtin_costs().source == "built-in");
   std::filesystem::remove(path);
@@ -38,6 +42,7 @@ TEST_CASE("machine costs: written and read back", "[common]") {
 TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
   const std::string path = temp_path("bad.json");
   MachineCosts c = builtin_costs();
+  c.kernels["gemm"] = KernelRate{5e10, 1e-6};
   write_machine_costs(c, path);
   std::ifstream in(path);
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -62,6 +67,8 @@ TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
   CHECK_THAT(refused(replaced("\"matrix_flops_per_s\"", "\"matrix\"")), Catch::Contains("matrix_flops_per_s") && Catch::Contains("missing"));
   CHECK_THAT(refused(replaced("\"task_overhead_s\": ", "\"task_overhead_s\": -")), Catch::Contains("task_overhead_s") && Catch::Contains("outside"));
   CHECK_THAT(refused(replaced("\"memory_bytes_per_s\": ", "\"memory_bytes_per_s\": \"fast\", \"x\": ")), Catch::Contains("memory_bytes_per_s"));
+  CHECK_THAT(refused(replaced("\"fixed_s\": ", "\"fixed_s\": 1e9, \"x\": ")), Catch::Contains("kernels.gemm.fixed_s") && Catch::Contains("outside"));
+  CHECK_THAT(refused(replaced("\"rate\"", "\"speed\"")), Catch::Contains("kernels.gemm.rate") && Catch::Contains("missing"));
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(read_machine_costs(path), Catch::Contains(path));
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Predicted step time and the search that uses it, as a user drives them: ofrun --calibrate writes
-// a costs file that ofc --costs reads; every plan carries its predicted step time (ofdump shows
+// a costs file that ofc --costs reads (with a plan, also that plan's kernels); every plan carries its predicted step time (ofdump shows
 // it, a training run prints it beside the measured one); ofc --auto weighs every split of the
 // devices, keeps the fastest predicted, holds the degrees given, turns to --recompute and
 // --zero 3 only when nothing fits, and is deterministic.
@@ -67,11 +67,22 @@ TEST_CASE("predict: ofrun --calibrate writes the costs ofc --costs reads and a r
   // Without --costs: the built-in figures, named.
   CmdResult plain = ofc_mlp(d, "q.ofp", "");
   CHECK(plain.out.find("(costs: built-in)") != std::string::npos);
-  // Refusals: a plan with --calibrate; a costs file that is not one (one line, naming the field).
-  CmdResult both = run_cmd(bin("ofrun") + " " + (d / "p.ofp") + " --calibrate " + (d / "c2.json"), d);
-  CHECK(both.exit_code != 0);
-  CHECK(both.err.find("--calibrate") != std::string::npos);
-  CHECK(!std::filesystem::exists(d / "c2.json"));
+  // With a plan, --calibrate also measures that plan's kernels on their shapes; ofc then costs
+  // those kernels by name. Writing the costs over the plan is refused, and nothing is written.
+  CmdResult with_plan = run_cmd(bin("ofrun") + " " + (d / "p.ofp") + " --calibrate " + (d / "c2.json"), d);
+  INFO(with_plan.out << with_plan.err);
+  REQUIRE(with_plan.exit_code == 0);
+  CHECK(with_plan.out.find("kernels of " + (d / "p.ofp") + " on their shapes") != std::string::npos);
+  const json measured = json::parse(slurp(d / "c2.json"));
+  REQUIRE(measured.at("kernels").contains("gemm"));
+  CHECK(measured.at("kernels").at("gemm").at("rate").get<double>() > 1e6);
+  CHECK(ofc_mlp(d, "k.ofp", "--costs " + (d / "c2.json")).exit_code == 0);
+  const std::string plan_bytes = slurp(d / "p.ofp");
+  CmdResult over = run_cmd(bin("ofrun") + " " + (d / "p.ofp") + " --calibrate " + (d / "p.ofp"), d);
+  CHECK(over.exit_code != 0);
+  CHECK(over.err.find("--calibrate") != std::string::npos);
+  CHECK(slurp(d / "p.ofp") == plan_bytes);
+  // A costs file that is not one: one line, naming the file and the field.
   {
     std::string text = slurp(d / "costs.json");
     text.replace(text.find("\"copy_bytes_per_s\": "), 20, "\"copy_bytes_per_s\": -");
