@@ -194,7 +194,7 @@ StepPrediction predict_step(const PlayedPlan& pp, const MachineCosts& costs, int
   const int64_t k = std::max<int64_t>(1, pp.pieces_per_step);
   // Steps before the window fill the slots; steps after it keep the source from running dry
   // (a source that has emitted everything no longer competes for its device).
-  const int64_t before = 2, after = 3, played = before + steps + after;
+  const int64_t before = 1, after = 1, played = before + steps + after;
   Play play(pp, costs, k * played);
   OF_ASSERT(play.run(), "the plan stalls when played (check-plan should have refused it)");
   StepPrediction out;

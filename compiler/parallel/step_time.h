@@ -42,7 +42,7 @@ struct PlayedPlan {
 // The cost of one act of `task` (seconds).
 double act_seconds(const PlayedPlan& p, const plan::Task& task, const MachineCosts& costs);
 
-// `steps` >= 2 steps are measured, after two that fill the pipeline and before three more.
-StepPrediction predict_step(const PlayedPlan& p, const MachineCosts& costs, int steps = 4);
+// `steps` >= 2 steps are measured, after one that fills the pipeline and before one more.
+StepPrediction predict_step(const PlayedPlan& p, const MachineCosts& costs, int steps = 2);
 
 }  // namespace of::compiler
