@@ -141,6 +141,8 @@ int main(int argc, char** argv) {
   if (auto status = of::cli::parse(app, "ofrun", argc, argv)) return *status;
   return of::cli::guarded_main("ofrun", [&] {
     if (!calibrate_path.empty()) {
+      if (data->count() > 0 || !inputs.empty() || !outputs.empty() || launch)
+        throw of::cli::UsageError("--calibrate measures and exits: it trains and runs nothing (drop --data, --input, --output, --launch-local)");
       std::vector<of::NamedPath> reads;
       if (!o.plan_path.empty()) reads.push_back({o.plan_path, "the plan"});
       of::refuse_outputs_over_inputs({{calibrate_path, "--calibrate"}}, reads);

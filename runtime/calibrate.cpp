@@ -175,15 +175,7 @@ int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task)
   for (const plan::Task& t : p.tasks) {
     if (t.kind != plan::TaskKind::compute || t.out_regsts.empty()) continue;
     std::vector<TensorDesc> in, out;
-    for (const plan::TaskInput& i : t.inputs) {
-      if (i.kind == plan::InputKind::variable) {
-        in.push_back(p.tensors[size_t(p.variables[size_t(i.id)].tensor)].desc);
-        continue;
-      }
-      TensorDesc d = p.regsts[size_t(i.id)].blobs[size_t(i.blob)].desc;
-      if (!i.view.empty()) d.shape = i.view;
-      in.push_back(d);
-    }
+    for (const plan::TaskInput& i : t.inputs) in.push_back(plan::input_desc(p, i));
     for (const plan::Blob& b : p.regsts[size_t(t.out_regsts[0])].blobs) out.push_back(b.desc);
     kernels::KernelConfig cfg{t.attrs, in, out, t.name};
     std::unique_ptr<kernels::Kernel> k = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, out.at(0).dtype, cfg);

@@ -216,13 +216,7 @@ const plan::Task& PlanInstance::sink() const {
   internal_error(__FILE__, __LINE__, "verified plan without a sink");
 }
 
-TensorDesc PlanInstance::input_desc(const plan::Task& t, size_t k) const {
-  const plan::TaskInput& in = t.inputs[k];
-  if (in.kind == plan::InputKind::variable) return plan_.tensors[size_t(plan_.variables[size_t(in.id)].tensor)].desc;
-  TensorDesc d = plan_.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
-  if (!in.view.empty()) d.shape = in.view;  // a reshaped tensor read in place (verified at load)
-  return d;
-}
+TensorDesc PlanInstance::input_desc(const plan::Task& t, size_t k) const { return plan::input_desc(plan_, t.inputs[k]); }
 
 bool PlanInstance::unused_zero_momentum(const SafetensorsFile& file, const std::string& key) const {
   // Checkpoints of earlier versions kept SGD's momentum buffer without momentum too; it stayed

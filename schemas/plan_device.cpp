@@ -14,4 +14,11 @@ std::string device_label(const Plan& p, int32_t device) {
   return ranks ? fmt::format("rank{}/{}:{}", d.rank, kind, d.index) : fmt::format("{}:{}", kind, d.index);
 }
 
+TensorDesc input_desc(const Plan& p, const TaskInput& in) {
+  if (in.kind == InputKind::variable) return p.tensors[size_t(p.variables[size_t(in.id)].tensor)].desc;
+  TensorDesc d = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
+  if (!in.view.empty()) d.shape = in.view;  // a reshaped tensor read in place
+  return d;
+}
+
 }  // namespace of::plan

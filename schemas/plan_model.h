@@ -203,4 +203,8 @@ inline uint64_t align_up(uint64_t n) { return (n + kAlignment - 1) / kAlignment 
 // How people read a device: "cpu:1" in a one-rank plan, "rank1/cpu:0" when it has several ranks.
 std::string device_label(const Plan& p, int32_t device);
 
+// What a task input is as its kernel reads it: a register blob (as its view, if it has one) or a
+// variable's tensor. A verified plan's indices only.
+TensorDesc input_desc(const Plan& p, const TaskInput& in);
+
 }  // namespace of::plan

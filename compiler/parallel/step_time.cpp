@@ -23,14 +23,11 @@ using plan::TaskKind;
 
 TensorDesc input_desc(const PlayedPlan& pp, const plan::TaskInput& in) {
   const Plan& p = pp.plan;
-  if (in.kind == InputKind::variable) {
-    const size_t t = size_t(p.variables[size_t(in.id)].tensor);
-    OF_ASSERT(t < pp.tensors.size(), "a variable's tensor has no description");
-    return pp.tensors[t];
-  }
-  TensorDesc d = p.regsts[size_t(in.id)].blobs[size_t(in.blob)].desc;
-  if (!in.view.empty()) d.shape = in.view;
-  return d;
+  // ofc's plan has no tensor table yet (the plan writer adds it): variables by the graph's values.
+  if (in.kind != InputKind::variable) return plan::input_desc(p, in);
+  const size_t t = size_t(p.variables[size_t(in.id)].tensor);
+  OF_ASSERT(t < pp.tensors.size(), "a variable's tensor has no description");
+  return pp.tensors[t];
 }
 
 uint64_t out_bytes(const Plan& p, const Task& t) {

@@ -82,6 +82,11 @@ TEST_CASE("predict: ofrun --calibrate writes the costs ofc --costs reads and a r
   CHECK(over.exit_code != 0);
   CHECK(over.err.find("--calibrate") != std::string::npos);
   CHECK(slurp(d / "p.ofp") == plan_bytes);
+  // --calibrate runs nothing else: a run's options with it are refused.
+  CmdResult mixed = run_cmd(bin("ofrun") + " " + (d / "p.ofp") + " --calibrate " + (d / "c3.json") + " --data " + kFashion, d);
+  CHECK(mixed.exit_code != 0);
+  CHECK(mixed.err.find("--calibrate measures and exits") != std::string::npos);
+  CHECK(!std::filesystem::exists(d / "c3.json"));
   // A costs file that is not one: one line, naming the file and the field.
   {
     std::string text = slurp(d / "costs.json");
