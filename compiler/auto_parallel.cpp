@@ -62,7 +62,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
       Compilation c = compile_model(model_path, o);
       k.step_seconds = c.tasks.prediction.step_seconds;
       k.peak_bytes = largest_arena(c);
-      // Ties keep the first: fewer pipeline stages and tensor splits come first in the order.
+      // Ties keep the first in the order of the splits (dp ascending, then tp).
       if (!best || k.step_seconds < best->tasks.prediction.step_seconds) best = std::move(c);
       weighed.push_back(std::move(k));
     } catch (const Error& e) {
