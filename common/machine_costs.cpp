@@ -42,7 +42,10 @@ MachineCosts read_machine_costs(const std::string& path) {
   c.rank_latency_s = number("rank_latency_s", 0, 10);
   if (j.contains("kernels")) {
     if (!j["kernels"].is_object()) fail({.file = path, .field = "kernels"}, "not an object of kernel names");
-    for (const auto& [name, k] : j["kernels"].items()) {
+    for (const auto& item : j["kernels"].items()) {
+      // Plain references: clang refuses a lambda capturing a structured binding.
+      const std::string name = item.key();
+      const nlohmann::json& k = item.value();
       const std::string field = "kernels." + name;
       if (name.empty() || name.size() > 64 || !k.is_object()) fail({.file = path, .field = field}, "expected {{\"rate\": R, \"fixed_s\": S}}");
       auto value = [&](const char* key, double lo, double hi) {
