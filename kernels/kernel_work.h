@@ -27,6 +27,8 @@ struct KernelWork {
   WorkKind kind = WorkKind::memory;
   double flops = 0;  // multiply-adds count 2
   double bytes = 0;  // inputs read plus outputs written
+  // What a rate of this kind divides: flops, or bytes for memory-bound kernels.
+  double measure() const { return kind == WorkKind::memory ? bytes : flops; }
 };
 
 // `inputs` in the op's input order, an absent optional input as an empty shape.

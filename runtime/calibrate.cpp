@@ -63,7 +63,7 @@ double kernel_rate(const char* kernel, const Attrs& attrs, const std::vector<Ten
   const kernels::RunCtx ctx;
   const double s = median_seconds(budget, [&] { k->run(ctx, ins.data(), outs.data()); });
   const kernels::KernelWork w = kernels::kernel_work(kernel, attrs, in, out);
-  return (w.kind == kernels::WorkKind::memory ? w.bytes : w.flops) / s;
+  return w.measure() / s;
 }
 
 TensorDesc f32(Shape s) { return TensorDesc{std::move(s), DType::f32}; }
@@ -208,7 +208,7 @@ int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task)
     };
     const double s = median_seconds(per_task, [&] { k->run(ctx, ins.data(), outs.data()); }, as_in_a_run);
     const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
-    samples[t.kernel].push_back(Sample{w.kind == kernels::WorkKind::memory ? w.bytes : w.flops, s});
+    samples[t.kernel].push_back(Sample{w.measure(), s});
     ++measured;
   }
   for (const auto& [name, v] : samples) c.kernels[name] = fit(v);
