@@ -194,6 +194,10 @@ PlanInstance::SourceBox PlanInstance::source_box(const plan::Task& src, size_t k
          src.name, shape_str(box), shape_str(t.shard_begin), t.name, shape_str(t.full_shape));
   const TensorDesc whole{t.full_shape, b.desc.dtype};
   if (!rows) return SourceBox{whole, 0, b.bytes};
+  // The verifier places the tensor's own box inside the whole; the blob's box is checked here.
+  if (t.shard_begin[0] > t.full_shape[0] - box[0])
+    fail({.file = path_, .field = "tensors[" + std::to_string(b.tensor) + "]"}, "source '{}' holds rows [{}, +{}) of input '{}' {}: outside it",
+         src.name, t.shard_begin[0], box[0], t.name, shape_str(t.full_shape));
   const uint64_t row = b.bytes / uint64_t(box[0]);
   return SourceBox{whole, uint64_t(t.shard_begin[0]) * row, b.bytes};
 }

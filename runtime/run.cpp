@@ -70,6 +70,7 @@ RunResult run(const RunOptions& o) {
   struct Fed {
     NpyArray array;
     std::string file;
+    TensorDesc whole;
     int64_t pieces = 0;
     uint64_t piece_bytes = 0;  // of the whole input
   };
@@ -78,11 +79,17 @@ RunResult run(const RunOptions& o) {
   for (const plan::Task* src : sources)
     for (size_t i = 0; i < src->io_names.size(); ++i) {
       const std::string& name = src->io_names[i];
-      if (fed.count(name)) continue;
+      const TensorDesc whole = inst.source_box(*src, i).whole;
+      if (const auto known = fed.find(name); known != fed.end()) {
+        // Sources on several devices read boxes of one input: all of the same whole.
+        if (known->second.whole.shape != whole.shape || known->second.whole.dtype != whole.dtype)
+          fail({.file = o.plan_path, .node = src->name}, "input '{}' is {} here and {} at another source", name, shape_str(whole.shape),
+               shape_str(known->second.whole.shape));
+        continue;
+      }
       auto it = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const auto& kv) { return kv.first == name; });
       if (it == o.inputs.end()) fail({.file = o.plan_path}, "input '{}' is not fed; pass --input {}=FILE.npy", name, name);
-      const TensorDesc whole = inst.source_box(*src, i).whole;
-      Fed f{.array = read_npy(it->second, whole.dtype == DType::f32), .file = it->second};  // numpy's default float64 read as f32
+      Fed f{.array = read_npy(it->second, whole.dtype == DType::f32), .file = it->second, .whole = whole};  // numpy's default float64 read as f32
       if (f.array.from_f64)
         fmt::print(stderr, "ofrun: note: {}: float64 array converted to float32 for input '{}'\n", it->second, name);
       f.pieces = pieces_in(f.array, whole, it->second, name);

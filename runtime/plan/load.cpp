@@ -43,7 +43,8 @@ uint64_t checked_bytes(const TensorDesc& d, const Where& w) {
 
 bool inside(uint64_t offset, uint64_t bytes, uint64_t limit) { return offset <= limit && bytes <= limit - offset; }
 
-bool distinct(std::vector<int32_t> ids) {
+template <class T>
+bool distinct(std::vector<T> ids) {
   std::sort(ids.begin(), ids.end());
   return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
 }
@@ -254,6 +255,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
           fail(at(f), "a source task reads no tensor, is paced by at most one register and writes one register");
         if (t.in_regsts.empty()) ++leads;
         if (t.io_names.size() != p.regsts[size_t(t.out_regsts[0])].blobs.size()) fail(at(f + ".io_names"), "one name per source blob");
+        // ofrun feeds inputs by name: one name for two blobs would feed one array to both.
+        if (!distinct(t.io_names)) fail(at(f + ".io_names"), "names an input twice");
         break;
       case plan::TaskKind::sink:
         ++sinks;
@@ -261,6 +264,7 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         for (size_t k = 0; k < t.inputs.size(); ++k)
           if (t.inputs[k].kind != plan::InputKind::regst) fail(at(fmt::format("{}.inputs[{}]", f, k)), "a sink collects registers, not variables");
         if (t.io_names.size() != t.inputs.size()) fail(at(f + ".io_names"), "one name per sink input");
+        if (!distinct(t.io_names)) fail(at(f + ".io_names"), "names an output twice");
         if (!streamed_input) fail(at(f + ".in_regsts"), "a sink reads at least one streamed register");
         break;
       case plan::TaskKind::snapshot: {

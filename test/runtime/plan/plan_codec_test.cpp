@@ -381,3 +381,20 @@ TEST_CASE("verify_plan: one lead source reads nothing and a rank's source reads 
   p = with_second_source();
   CHECK_THAT(verify_error(p), Catch::Contains("exactly one source that reads nothing") && Catch::Contains("has 2"));
 }
+
+TEST_CASE("verify_plan: a source or sink that names an input or output twice is refused", "[runtime]") {
+  // ofrun feeds and collects by name: two blobs of one name would read one array as both (the
+  // fuzzer's plan/source_input_named_twice read past the smaller).
+  plan::Plan p = tiny_plan();
+  p.regsts[0].blobs.push_back(plan::Blob{1, {{2, 4}, DType::f32}, 64, 32});
+  p.regsts[0].slot_bytes = 128;
+  p.regsts[0].offsets = {512, 640};
+  p.tasks[0].io_names = {"x", "x"};
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[0].io_names") && Catch::Contains("names an input twice"));
+  p.tasks[0].io_names = {"x", "x2"};
+  INFO(verify_error(p));
+  CHECK(verify_error(p).empty());
+  p.tasks[2].inputs.push_back(plan::TaskInput{plan::InputKind::regst, 1, 0});
+  p.tasks[2].io_names = {"y", "y"};
+  CHECK_THAT(verify_error(p), Catch::Contains("tasks[2].io_names") && Catch::Contains("names an output twice"));
+}
