@@ -47,6 +47,21 @@ void relink(Graph& g) {
   }
 }
 
+void reorder_nodes(Graph& g, const std::vector<NodeId>& order) {
+  OF_ASSERT(order.size() == g.nodes.size(), "reorder_nodes: not a permutation of the nodes");
+  std::vector<NodeId> new_id(g.nodes.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) new_id[size_t(order[i])] = NodeId(i);
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  for (NodeId n : order) nodes.push_back(std::move(g.nodes[size_t(n)]));
+  g.nodes = std::move(nodes);
+  for (Node& node : g.nodes) {
+    if (node.forward >= 0) node.forward = new_id[size_t(node.forward)];
+    if (node.recompute_of >= 0) node.recompute_of = new_id[size_t(node.recompute_of)];
+  }
+  relink(g);
+}
+
 void verify(const Graph& g, const std::string& after) {
   auto check = [&](bool ok, const std::string& what) {
     if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what));

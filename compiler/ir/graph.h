@@ -119,6 +119,10 @@ void remove_nodes(Graph& g, const std::vector<bool>& dead);
 // pass rewrote the node list).
 void relink(Graph& g);
 
+// Puts the nodes in `order` (a permutation of their ids that keeps every producer before its
+// readers), renumbering every link to them.
+void reorder_nodes(Graph& g, const std::vector<NodeId>& order);
+
 // Structural invariants (ids in range, producer/consumer links agree, topological order,
 // every value produced at most once). Throws an internal error naming `after` (a pass name).
 void verify(const Graph& g, const std::string& after);

@@ -12,6 +12,7 @@
 // (in place on running_mean, running_var and num_batches_tracked, once per piece, as torch
 // updates them once per forward call); it is a task of its own so that the forward pass never
 // waits for the readers of the running statistics.
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -141,6 +142,37 @@ void add_batch_norm_update(Compilation& c, NodeId bn) {
   c.training.state += 3;
 }
 
+// Each update (and its accumulate) goes right after the last node it waits for within a step:
+// the producers of what it reads and the other readers of the weight and state it overwrites
+// (they read the version before it). Lowered, that is its task's place in its device's order, so
+// share-memory's order edges let a gradient's bytes go once its update has run, in the middle of
+// the backward pass; at the end of the node list every gradient would be live at once until the
+// last layer's (as in PyTorch, whose step follows the whole backward pass). Results are the same
+// bits: an update still waits for every reader of the version it replaces.
+void place_updates_early(Graph& g, NodeId first_new) {
+  const auto count = NodeId(g.nodes.size());
+  std::vector<std::vector<NodeId>> after(size_t(count) + 1);  // [0]: before every node
+  for (NodeId m = first_new; m < count; ++m) {
+    const Node& node = g.nodes[size_t(m)];
+    NodeId anchor = -1;
+    for (ValueId v : node.inputs) anchor = std::max(anchor, g.values[size_t(v)].producer);
+    for (int32_t k : node.inplace)
+      for (NodeId r : g.values[size_t(node.inputs[size_t(k)])].consumers)
+        if (r != m) anchor = std::max(anchor, r);
+    OF_ASSERT(anchor < m, "an update waits for a node made after it: " + node.name);
+    after[size_t(anchor + 1)].push_back(m);
+  }
+  std::vector<NodeId> order;
+  order.reserve(size_t(count));
+  auto emit = [&](NodeId n, auto&& self) -> void {
+    order.push_back(n);
+    for (NodeId m : after[size_t(n + 1)]) self(m, self);
+  };
+  for (NodeId m : after[0]) emit(m, emit);
+  for (NodeId n = 0; n < first_new; ++n) emit(n, emit);
+  reorder_nodes(g, order);
+}
+
 }  // namespace
 
 bool AddOptimizer::run(Compilation& c) {
@@ -161,6 +193,7 @@ bool AddOptimizer::run(Compilation& c) {
   c.training.lr = opt.lr;
   if (c.training.weights.empty()) fail({.file = g.source_file}, "--train: no weight of the model gets a gradient from the loss");
 
+  const auto first_update = NodeId(g.nodes.size());
   const ValueId lr = add_scalar_input(g, "train/lr");
   const ValueId step = add_scalar_input(g, "train/step");
   const Attrs& attrs = opt.attrs;
@@ -217,6 +250,7 @@ bool AddOptimizer::run(Compilation& c) {
     for (ValueId v : inputs) g.values[size_t(v)].consumers.push_back(id);
     g.nodes.push_back(std::move(n));
   }
+  place_updates_early(g, first_update);
   const size_t before = g.nodes.size();
   for (size_t n = 0; n < before; ++n)
     if (g.nodes[n].kernel == "batch_norm_train") add_batch_norm_update(c, NodeId(n));

@@ -119,9 +119,20 @@ bool LowerToTasks::run(Compilation& c) {
     tg.tasks.push_back(std::move(source));
   }
 
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
+  // Persistent registers in the order of the tensors they hold first (the model's order of its
+  // weights and buffers, as a state_dict lists them), whatever the order of the nodes updating them
+  // (add-optimizer places each update early in the backward pass): checkpoints list their
+  // tensors, and a refused one names its first mismatch, in that order.
+  std::vector<size_t> inplace_nodes;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!g.nodes[n].inplace.empty()) inplace_nodes.push_back(n);
+  auto first_state = [&](size_t n) {
+    const Value& v = g.values[size_t(g.nodes[n].inputs[size_t(g.nodes[n].inplace[0])])];
+    return v.logical >= 0 ? v.logical : g.nodes[n].inputs[size_t(g.nodes[n].inplace[0])];
+  };
+  std::stable_sort(inplace_nodes.begin(), inplace_nodes.end(), [&](size_t a, size_t b) { return first_state(a) < first_state(b); });
+  for (size_t n : inplace_nodes) {
     const Node& node = g.nodes[n];
-    if (node.inplace.empty()) continue;
     std::vector<ValueId> state;
     for (int32_t k : node.inplace) state.push_back(node.inputs[size_t(k)]);
     for (ValueId v : state)

@@ -199,23 +199,7 @@ void Recomputer::reorder() {
     order.push_back(n);
   }
   for (NodeId c : ahead[originals]) order.push_back(c);  // read by nothing: cannot happen, kept for safety
-  std::vector<NodeId> new_id(g_.nodes.size());
-  for (size_t i = 0; i < order.size(); ++i) new_id[size_t(order[i])] = NodeId(i);
-  std::vector<Node> nodes;
-  for (NodeId n : order) nodes.push_back(std::move(g_.nodes[size_t(n)]));
-  g_.nodes = std::move(nodes);
-  for (Value& v : g_.values) {
-    v.producer = -1;
-    v.consumers.clear();
-  }
-  for (NodeId n = 0; n < NodeId(g_.nodes.size()); ++n) {
-    Node& node = g_.nodes[size_t(n)];
-    if (node.forward >= 0) node.forward = new_id[size_t(node.forward)];
-    if (node.recompute_of >= 0) node.recompute_of = new_id[size_t(node.recompute_of)];
-    for (ValueId v : node.inputs)
-      if (v != kNoValue) g_.values[size_t(v)].consumers.push_back(n);
-    for (ValueId v : node.outputs) g_.values[size_t(v)].producer = n;
-  }
+  reorder_nodes(g_, order);
 }
 
 bool Recomputer::run() {

@@ -252,3 +252,37 @@ TEST_CASE("share memory: the rule refuses sharing nothing orders, naming the fie
     CHECK_THAT(refusal(tg), Catch::Contains("share group 5 does not exist"));
   }
 }
+
+TEST_CASE("share memory: a weight gradient gives its bytes back once its update has run in the backward pass", "[compiler]") {
+  // 8 layers of 256x256 weights on a batch of 8: each weight gradient (256 KiB) dwarfs the
+  // activations (8 KiB). add-optimizer places each update right after its gradient (and the
+  // last reader of its weight), so the order edges free a gradient once its update has run: a
+  // few are live at once, not all eight until the step's end.
+  const std::string model = write_deep_mlp(8, 256, 8);
+  CompileOptions o;
+  o.loss = "mse";
+  o.train = true;
+  o.optimizer = "sgd:lr=0.01,momentum=0.9";
+  const Compilation c = compile_model(model, o);  // the deadlock check and the sharing rule passed
+  std::filesystem::remove(model);
+  const TaskGraph& tg = c.tasks;
+  REQUIRE(tg.arenas.size() == 1);
+  uint64_t persistent = 0;
+  for (const Regst& r : tg.regsts)
+    if (r.persistent) persistent = add_aligned(persistent, r.slot_bytes);
+  const uint64_t streamed = tg.arenas[0].bytes - persistent - variable_bytes(tg, 0);
+  const uint64_t gradient = 256 * 256 * 4;
+  INFO("streamed bytes " << streamed);
+  CHECK(streamed < 3 * gradient);
+  // In task order, layer i's update comes before the gradients of layer i - 1 are computed.
+  auto task_named = [&](const std::string& name) {
+    const auto it = std::find_if(tg.tasks.begin(), tg.tasks.end(), [&](const Task& t) { return t.name == name; });
+    REQUIRE(it != tg.tasks.end());
+    return it->id;
+  };
+  for (int i = 1; i < 8; ++i) {
+    const TaskId update = task_named("update/l" + std::to_string(i) + ".weight");
+    const TaskId previous = task_named("update/l" + std::to_string(i - 1) + ".weight");
+    CHECK(update < previous);
+  }
+}
