@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "kernels/registry.h"
 #include "runtime/actors/actions.h"
+#include "runtime/memory/heap_peak.h"
 #include "runtime/memory/high_water.h"
 #include "runtime/plan/load.h"
 
@@ -39,7 +40,8 @@ void StoredTensor::gather(uint8_t* whole) const {
     copy_box_in(b->data, b->shape, b->begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
 }
 
-PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool canary) : plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
+PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool canary)
+    : heap_before_(canary ? heap_in_use() : 0), plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
   const int32_t ranks = transport::plan_ranks(plan_);
   if (ranks > 1 && rank < 0)  // said once per plan, so that nobody mistakes this for a multi-process run
     fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (ofrun --launch-local runs one process per rank)\n",

@@ -98,6 +98,12 @@ class PlanInstance {
   int32_t shard_of(const std::string& key) const;
   // The descriptor of input k of task t.
   TensorDesc input_desc(const plan::Task& t, size_t k) const;
+  // With `canary` (ofrun --memory-report): the heap's bytes in use before the plan loaded
+  // (runtime/memory/heap_peak.h); 0 otherwise.
+  uint64_t heap_before_load() const { return heap_before_; }
+  // What of the heap holds the data set read into memory (training): not counted as the run's.
+  void set_heap_data(uint64_t bytes) { heap_data_ = bytes; }
+  uint64_t heap_data() const { return heap_data_; }
 
   // Overwrites stored tensors with the same-named entries of `file` (named `path` in errors).
   // Every entry must be a stored tensor of matching dtype and shape; with `require_all`, every
@@ -119,6 +125,8 @@ class PlanInstance {
   struct FreeDeleter {
     void operator()(uint8_t* p) const;
   };
+  uint64_t heap_before_ = 0;  // first: read before the plan loads
+  uint64_t heap_data_ = 0;
   plan::Plan plan_;
   std::string path_;
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "runtime/actors/actor_system.h"
 #include "runtime/actors/late_action.h"
+#include "runtime/memory/heap_peak.h"
 #include "runtime/memory/high_water.h"
 #include "runtime/trace/chrome_trace.h"
 
@@ -66,13 +67,22 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
     if (remote->boot.token.empty()) remote->boot.token = fmt::format("plan-{:08x}", inst.plan_crc32());
     remote->boot.identity = fmt::format("plan {:08x}, of {}", inst.plan_crc32(), o.boot.identity);
   }
+  std::optional<HeapPeakSampler> heap;
+  if (o.memory_report) heap.emplace();
   ActorRunResult ran = run_actors(p, tasks, SchedulerOptions{o.threads, o.policy, o.stall_seconds, remote ? &*remote : nullptr, o.failed});
+  const uint64_t heap_peak = heap ? heap->stop() : 0;
   if (!ran.error.empty()) fail({.file = inst.path()}, "run failed: {}", ran.error);
   StreamResult result{.seconds = ran.seconds};
   for (const auto& t : tasks)
     if (t) result.acts += t->acts();
   if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
-  if (o.memory_report) fmt::print("{}\n", high_water_line(p, arena_high_water(p, inst.arenas())));
+  if (o.memory_report) {
+    fmt::print("{}\n", high_water_line(p, arena_high_water(p, inst.arenas())));
+    // Everything this process holds for the run, arenas included, over what it held before.
+    const uint64_t before = inst.heap_before_load() + inst.heap_data();
+    fmt::print("ofrun: heap high-water mark: {} bytes in use beyond what was before the plan loaded (arenas included), and {} more hold the data set\n",
+               heap_peak - std::min(heap_peak, before), inst.heap_data());
+  }
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include "common/output_paths.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
+#include "runtime/memory/heap_peak.h"
 #include "runtime/plan_instance.h"
 #include "runtime/run.h"
 #include "runtime/train/background_save.h"
@@ -373,12 +374,17 @@ Report run_training(const TrainOptions& o) {
   Report report;
   if (o.train) {
     const BatchInputs inputs = batch_inputs(inst);
+    const uint64_t heap_before_data = o.memory_report ? heap_in_use() : 0;
     std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, inputs));
     check_data_fits(inst, inputs, *dataset, o.data);
     std::unique_ptr<data::Dataset> eval_dataset;
     if (o.eval) {
       eval_dataset = data::make_dataset(eval_spec(o), data_options(inst, inputs));
       check_data_fits(inst, inputs, *eval_dataset, eval_spec(o));
+    }
+    if (o.memory_report) {
+      const uint64_t now = heap_in_use();
+      inst.set_heap_data(now - std::min(now, heap_before_data));
     }
     const int64_t batch = p.job.batch;
     const int32_t k = p.job.micro_batches;
