@@ -31,14 +31,20 @@ struct KernelConfig {
   GemmBackend gemm = GemmBackend::onednn;
 };
 
-// What a kernel may need per act beyond its buffers. The CUDA backend adds the device, stream
-// and workspace here.
+// The device stream a CUDA kernel enqueues on (kernels/cuda/device_stream.h): device, stream,
+// that stream's cuBLAS handle and workspace. Opaque here, so this header includes no CUDA.
+struct DeviceStream;
+
+// What a kernel may need per act beyond its buffers.
 struct RunCtx {
   // The piece's index in the whole training run (step * micro-batches + micro-batch; a resumed
   // run continues the count), and the run's seed: counter-based randomness (Dropout) is keyed by
   // them, so masks do not depend on threads, devices or where a run was resumed.
   int64_t piece = 0;
   uint64_t seed = 0;
+  // CUDA kernels only (null on the CPU): run() enqueues its work on this stream and returns; the
+  // act completes when the stream reaches it.
+  DeviceStream* stream = nullptr;
 };
 
 class Kernel {

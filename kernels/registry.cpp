@@ -11,6 +11,9 @@
 
 #include "common/error.h"
 #include "kernels/cpu/factories.h"
+#ifdef OF_HAVE_CUDA
+#include "kernels/cuda/factories.h"
+#endif
 
 namespace of::kernels {
 
@@ -18,13 +21,31 @@ namespace {
 
 std::string_view device_name(DeviceKind d) { return d == DeviceKind::cpu ? "cpu" : "cuda"; }
 
+#ifndef OF_HAVE_CUDA
+// The factory of every CUDA kernel in a build without the CUDA toolkit: the kernel exists in of
+// (a plan may name it), this build just cannot run it.
+std::unique_ptr<Kernel> no_cuda(const KernelConfig& cfg) {
+  Where where;
+  where.node = cfg.node;
+  fail(std::move(where), "this build of of has no CUDA (configure it where the CUDA toolkit is installed)");
+}
+#endif
+
 }  // namespace
 
 const std::vector<KernelEntry>& all_kernels() {
   static const std::vector<KernelEntry> entries = {
-#define OF_KERNEL(name, device, dtype) {#name, DeviceKind::device, DType::dtype, &device::make_##name},
+#define OF_FACTORY_cpu(name) &cpu::make_##name
+#ifdef OF_HAVE_CUDA
+#define OF_FACTORY_cuda(name) &cuda::make_##name
+#else
+#define OF_FACTORY_cuda(name) &no_cuda
+#endif
+#define OF_KERNEL(name, device, dtype) {#name, DeviceKind::device, DType::dtype, OF_FACTORY_##device(name)},
 #include "kernels/kernel_list.def"
 #undef OF_KERNEL
+#undef OF_FACTORY_cuda
+#undef OF_FACTORY_cpu
   };
   return entries;
 }

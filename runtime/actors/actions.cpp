@@ -14,7 +14,7 @@ void KernelAction::act(int64_t piece, const void* const* in, void* const* out) {
     kernels::set_kernel_threads(kernel_threads_);
     threads_set = kernel_threads_;
   }
-  kernel_->run(kernels::RunCtx{.piece = base_.piece + piece, .seed = base_.seed}, in, out);
+  kernel_->run(kernels::RunCtx{.piece = base_.piece + piece, .seed = base_.seed, .stream = base_.stream}, in, out);
 }
 
 void SourceAction::act(int64_t piece, const void* const*, void* const* out) {

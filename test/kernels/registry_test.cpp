@@ -5,14 +5,14 @@
 namespace of::kernels {
 namespace {
 
-TEST_CASE("registry: all_kernels is sorted by name and dtype, without duplicates", "[kernels]") {
+TEST_CASE("registry: all_kernels is sorted by name, device and dtype, without duplicates", "[kernels]") {
   const auto& all = all_kernels();
   REQUIRE(!all.empty());
   for (size_t i = 1; i < all.size(); ++i) {
     const auto& a = all[i - 1];
     const auto& b = all[i];
     INFO(a.name << " then " << b.name);
-    CHECK((a.name < b.name || (a.name == b.name && a.dtype < b.dtype)));
+    CHECK((a.name < b.name || (a.name == b.name && (a.device < b.device || (a.device == b.device && a.dtype < b.dtype)))));
   }
   for (const char* name :
        {"add",         "average_pool", "batch_norm", "concat", "conv",
@@ -24,7 +24,8 @@ TEST_CASE("registry: all_kernels is sorted by name and dtype, without duplicates
   }
   CHECK(find_kernel("transpose", DeviceKind::cpu, DType::i64) != nullptr);
   CHECK(find_kernel("relu", DeviceKind::cpu, DType::i64) == nullptr);
-  CHECK(find_kernel("relu", DeviceKind::cuda, DType::f32) == nullptr);
+  CHECK(find_kernel("relu", DeviceKind::cuda, DType::f32) != nullptr);  // a CUDA twin
+  CHECK(find_kernel("lstm", DeviceKind::cuda, DType::f32) == nullptr);   // none yet
 }
 
 TEST_CASE("registry: a missing kernel fails by name, device and dtype", "[kernels]") {
@@ -35,6 +36,10 @@ TEST_CASE("registry: a missing kernel fails by name, device and dtype", "[kernel
   CHECK_THROWS_WITH(make_kernel("relu", DeviceKind::cuda, DType::bf16, cfg),
                     "node 'n1': no kernel 'relu' for cuda:bf16");
   CHECK_THROWS_AS(make_kernel("relu", DeviceKind::cpu, DType::f32, cfg), Error);  // 0 inputs
+#ifndef OF_HAVE_CUDA
+  CHECK_THROWS_WITH(make_kernel("relu", DeviceKind::cuda, DType::f32, cfg),
+                    "node 'n1': this build of of has no CUDA (configure it where the CUDA toolkit is installed)");
+#endif
 }
 
 TEST_CASE("registry: set_kernel_threads limits the calling thread and kernels still run",

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs on the GPU machine (the device tool), from the repository root: unpacks the archive
+# bundle.sh made, points the loader at the carried libraries and at the machine's own CUDA
+# libraries, prints the GPU, then runs every CUDA kernel against its CPU twin and prints one line
+# per test case. Exit status: the test binary's (0 all passed; 77 would mean no device was seen).
+#   bash benchmarks/gpu/check.sh build/gpu-bundle.tar.xz
+set -uo pipefail
+archive=${1:?usage: check.sh ARCHIVE}
+work=$(mktemp -d)
+tar -C "$work" -xJf "$archive" || { echo "check.sh: cannot unpack $archive" >&2; exit 1; }
+# CUDA 13's cudart and cuBLAS: wherever this machine keeps them (a toolkit, or PyTorch's wheels).
+cuda_dirs=$(
+  { ldconfig -p 2>/dev/null | awk '/libcublas\.so\.13|libcudart\.so\.13/ {print $NF}'
+    find /usr/local /usr/lib /opt -maxdepth 10 \( -name 'libcublas.so.13' -o -name 'libcudart.so.13' \) 2>/dev/null
+  } | xargs -r -n1 dirname | sort -u | paste -sd: -)
+export LD_LIBRARY_PATH="$work/bundle/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "== GPU"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi absent)"
+echo "== CUDA libraries from: ${cuda_dirs:-(none found; the loader decides)}"
+missing=$(ldd "$work/bundle/bin/kernels_cuda_tests" | grep "not found")
+[ -z "$missing" ] || { echo "check.sh: unresolved libraries:"; echo "$missing"; exit 1; }
+echo "== CUDA kernels against their CPU twins (tolerance per case: atol + rtol*|cpu|, in the test)"
+"$work/bundle/bin/kernels_cuda_tests" -r compact -d yes
+status=$?
+echo "== kernels_cuda_tests exit status $status"
+exit $status

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// Element-wise CUDA kernels and their launchers: activations and their gradients, broadcast
+// binary ops, fills and the accumulate steps. Grid-stride loops, 256 threads a block; the math
+// is the CPU twin's (kernels/cpu/activations.cpp, activation_grads.cpp, elementwise_binary.cpp).
+#include "kernels/cuda/launch.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 65536 ? b : 65536);  // the grid-stride loop covers the rest
+}
+
+__device__ inline int64_t first_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
+
+template <UnaryOp Op>
+__device__ inline float unary_op(float x) {
+  if constexpr (Op == UnaryOp::relu) return !(x <= 0.0f) ? x : 0.0f;  // NaN stays NaN, as torch.relu
+  if constexpr (Op == UnaryOp::tanh) return tanhf(x);
+  // exp of a non-positive argument only, as the CPU twin
+  const float e = expf(-fabsf(x));
+  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
+template <UnaryGradOp Op>
+__device__ inline float unary_grad_op(float dy, float y) {
+  if constexpr (Op == UnaryGradOp::relu) return y <= 0.0f ? 0.0f : dy;
+  if constexpr (Op == UnaryGradOp::sigmoid) return dy * y * (1.0f - y);
+  return dy * (1.0f - y * y);
+}
+
+template <UnaryOp Op>
+__global__ void unary_kernel(const float* x, float* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = unary_op<Op>(x[i]);
+}
+
+template <UnaryGradOp Op>
+__global__ void unary_grad_kernel(const float* dy, const float* t, float* dx, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = unary_grad_op<Op>(dy[i], t[i]);
+}
+
+template <BinaryOp Op>
+__device__ inline float binary_op(float a, float b) {
+  if constexpr (Op == BinaryOp::add) return a + b;
+  if constexpr (Op == BinaryOp::sub) return a - b;
+  if constexpr (Op == BinaryOp::mul) return a * b;
+  return a / b;
+}
+
+template <BinaryOp Op>
+__global__ void binary_kernel(BroadcastSpace s, const float* a, const float* b, float* y) {
+  for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
+    int64_t rest = i, oa = 0, ob = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t k = rest % s.dims[d];
+      rest /= s.dims[d];
+      oa += k * s.a_strides[d];
+      ob += k * s.b_strides[d];
+    }
+    y[i] = binary_op<Op>(a[oa], b[ob]);
+  }
+}
+
+__global__ void fill_broadcast_kernel(const float* c, int64_t rs, int64_t cs, float beta, float* y, int64_t m,
+                                      int64_t n) {
+  const int64_t total = m * n;
+  for (int64_t i = first_index(); i < total; i += grid_stride()) y[i] = beta * c[(i / n) * rs + (i % n) * cs];
+}
+
+__global__ void fill_kernel(float* y, float v, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = v;
+}
+
+__global__ void add_inplace_kernel(float* acc, const float* g, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) acc[i] += g[i];
+}
+
+__global__ void scale_inplace_kernel(float* acc, float s, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) acc[i] *= s;
+}
+
+}  // namespace
+
+void launch_unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  switch (op) {
+    case UnaryOp::relu: unary_kernel<UnaryOp::relu><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
+    case UnaryOp::sigmoid: unary_kernel<UnaryOp::sigmoid><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
+    case UnaryOp::tanh: unary_kernel<UnaryOp::tanh><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
+  }
+}
+
+void launch_unary_grad(UnaryGradOp op, const float* dy, const float* t, float* dx, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  switch (op) {
+    case UnaryGradOp::relu:
+      unary_grad_kernel<UnaryGradOp::relu><<<blocks_for(n), kThreads, 0, stream>>>(dy, t, dx, n);
+      break;
+    case UnaryGradOp::sigmoid:
+      unary_grad_kernel<UnaryGradOp::sigmoid><<<blocks_for(n), kThreads, 0, stream>>>(dy, t, dx, n);
+      break;
+    case UnaryGradOp::tanh:
+      unary_grad_kernel<UnaryGradOp::tanh><<<blocks_for(n), kThreads, 0, stream>>>(dy, t, dx, n);
+      break;
+  }
+}
+
+void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const float* b, float* y,
+                   cudaStream_t stream) {
+  if (s.total <= 0) return;
+  const unsigned g = blocks_for(s.total);
+  switch (op) {
+    case BinaryOp::add: binary_kernel<BinaryOp::add><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::sub: binary_kernel<BinaryOp::sub><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::mul: binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::div: binary_kernel<BinaryOp::div><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+  }
+}
+
+void launch_fill_broadcast(const float* c, int64_t row_stride, int64_t col_stride, float beta, float* y, int64_t m,
+                           int64_t n, cudaStream_t stream) {
+  if (m <= 0 || n <= 0) return;
+  fill_broadcast_kernel<<<blocks_for(m * n), kThreads, 0, stream>>>(c, row_stride, col_stride, beta, y, m, n);
+}
+
+void launch_fill(float* y, float value, int64_t n, cudaStream_t stream) {
+  if (n > 0) fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, value, n);
+}
+
+void launch_add_inplace(float* acc, const float* g, int64_t n, cudaStream_t stream) {
+  if (n > 0) add_inplace_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, g, n);
+}
+
+void launch_scale_inplace(float* acc, float scale, int64_t n, cudaStream_t stream) {
+  if (n > 0) scale_inplace_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, scale, n);
+}
+
+}  // namespace of::kernels::cuda

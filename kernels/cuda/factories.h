@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA kernel factories kernels/registry.cpp lists (the `cuda` lines of kernel_list.def), the
+// twins of kernels/cpu/factories.h under the same names. Each validates its config with the CPU
+// twin's checks (kernels/cpu/check.h) and prepares launches; run() enqueues on RunCtx::stream.
+#pragma once
+
+#include <memory>
+
+#include "kernels/kernel.h"
+
+namespace of::kernels::cuda {
+
+std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_tanh_grad(const KernelConfig& cfg);
+
+}  // namespace of::kernels::cuda

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// The launchers of the CUDA kernels (*.cu): plain pointers, sizes and a stream, no CUDA types,
+// so the kernel classes (*.cpp, compiled by the host compiler) validate configs and call these.
+// Every pointer is device memory; every launcher only enqueues work on `stream`.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace of::kernels::cuda {
+
+inline constexpr int kMaxRank = 8;
+
+// Element-wise ops of one tensor: y = op(x); grads dx = op(dy, t), t the forward output.
+enum class UnaryOp : int8_t { relu, sigmoid, tanh };
+enum class UnaryGradOp : int8_t { relu, sigmoid, tanh };
+void launch_unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
+void launch_unary_grad(UnaryGradOp op, const float* dy, const float* t, float* dx, int64_t n,
+                       cudaStream_t stream);
+
+// y = op(a, b) over an iteration space of `rank` dims (outermost first) with per-operand element
+// strides (0 along broadcast axes); y is dense.
+enum class BinaryOp : int8_t { add, sub, mul, div };
+struct BroadcastSpace {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {}, a_strides[kMaxRank] = {}, b_strides[kMaxRank] = {};
+  int64_t total = 0;
+};
+void launch_binary(BinaryOp op, const BroadcastSpace& space, const float* a, const float* b, float* y,
+                   cudaStream_t stream);
+
+// y[i, j] = beta * c[i * row_stride + j * col_stride] over [m, n] (gemm's C, broadcast).
+void launch_fill_broadcast(const float* c, int64_t row_stride, int64_t col_stride, float beta, float* y,
+                           int64_t m, int64_t n, cudaStream_t stream);
+void launch_fill(float* y, float value, int64_t n, cudaStream_t stream);
+
+// reduce_sum: the input as `rank` merged dims (outermost first), each either kept or reduced;
+// y (dense over the kept dims, in order) = sum over the reduced ones / divisor.
+inline constexpr int kMaxReduceRuns = 16;  // alternating runs of kept and reduced dims
+struct ReduceSpace {
+  int rank = 0;
+  int64_t dims[kMaxReduceRuns] = {};
+  bool reduced[kMaxReduceRuns] = {};
+  int64_t out_n = 0, reduce_n = 0;
+};
+void launch_reduce_sum(const ReduceSpace& space, const float* x, float* y, float divisor, cudaStream_t stream);
+
+// softmax_cross_entropy over [n, c]: prob = softmax(x) per row (may alias x), row_loss[r] the
+// row's -log softmax[label] (0 for a label outside [0, c)), then loss = sum(row_loss) / denom.
+void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss,
+                         int64_t n, int64_t c, double denom, cudaStream_t stream);
+// dx = (prob - onehot(label)) * (*dloss / n_f); zero rows for labels outside [0, c).
+void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
+                              int64_t n, int64_t c, float n_f, cudaStream_t stream);
+
+// Optimizers: torch.optim's rules as kernels/cpu/optimizers.cpp states them; lr and step are
+// device scalars (inputs of the task), read by every thread. Outputs may alias their inputs.
+struct SgdParams {
+  float momentum = 0, keep = 1, weight_decay = 0;
+  bool nesterov = false;
+};
+void launch_sgd_update(const SgdParams& p, const float* param, const float* grad, const float* buf,
+                       const float* lr, const float* step, float* param_out, float* buf_out, int64_t n,
+                       cudaStream_t stream);
+struct AdamParams {
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0;
+  bool decoupled = false;
+};
+void launch_adam_update(const AdamParams& p, const float* param, const float* grad, const float* m, const float* v,
+                        const float* lr, const float* step, float* param_out, float* m_out, float* v_out, int64_t n,
+                        cudaStream_t stream);
+
+// accumulate's element-wise steps: acc += g; acc *= scale.
+void launch_add_inplace(float* acc, const float* g, int64_t n, cudaStream_t stream);
+void launch_scale_inplace(float* acc, float scale, int64_t n, cudaStream_t stream);
+
+}  // namespace of::kernels::cuda

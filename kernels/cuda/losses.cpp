@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// softmax_cross_entropy and its gradient, host side on the GPU: the CPU twin's checks and its
+// `scale` rule (a device holding 1/k of a split batch divides by N*k rows); the per-row losses
+// live in a scratch buffer of the kernel's own, allocated when it is prepared.
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cuda/device_stream.h"
+#include "kernels/cuda/factories.h"
+#include "kernels/cuda/launch.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+using cpu::where_of;
+
+double rows_over_scale(const KernelConfig& cfg, int64_t n) {
+  const float scale = cfg.attrs.get_float("scale", 1.0f);
+  if (!(scale > 0.0f && scale <= 1.0f)) fail(where_of(cfg), "loss: scale {} must be in (0, 1]", scale);
+  return static_cast<double>(n) / static_cast<double>(scale);
+}
+
+std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name, int at) {
+  const Shape& p = cfg.inputs[size_t(at)].shape;
+  if (p.size() != 2) fail(where_of(cfg), "{}: input {} {} must be [N,C]", name, at, shape_str(p));
+  cpu::check_input_shape(cfg, name, at + 1, "labels", {p[0]});
+  return {p[0], p[1]};
+}
+
+class SoftmaxCrossEntropy final : public Kernel {
+ public:
+  SoftmaxCrossEntropy(const KernelConfig& cfg) {
+    const char* name = "softmax_cross_entropy";
+    cpu::check_arity(cfg, name, 2, 2, 2);
+    cpu::check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    std::tie(n_, c_) = xent_dims(cfg, name, 0);
+    cpu::check_output_shape(cfg, name, 0, {});
+    cpu::check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
+    denom_ = rows_over_scale(cfg, n_);
+    row_loss_ = std::make_unique<DeviceBuffer>(size_t(std::max<int64_t>(n_, 1)) * sizeof(double));
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_softmax_xent(static_cast<const float*>(in[0]), static_cast<const int64_t*>(in[1]),
+                        static_cast<float*>(out[1]), static_cast<double*>(row_loss_->get()),
+                        static_cast<float*>(out[0]), n_, c_, denom_, ctx.stream->stream);
+    ctx.stream->check_launch("softmax_cross_entropy");
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0;
+  double denom_ = 1;
+  std::unique_ptr<DeviceBuffer> row_loss_;
+};
+
+class SoftmaxCrossEntropyGrad final : public Kernel {
+ public:
+  SoftmaxCrossEntropyGrad(const KernelConfig& cfg) {
+    const char* name = "softmax_cross_entropy_grad";
+    cpu::check_arity(cfg, name, 3, 3, 1);
+    cpu::check_dtypes(cfg, name, {DType::f32, DType::f32, DType::i64}, {DType::f32});
+    const Shape& dloss = cfg.inputs[0].shape;
+    if (numel(dloss) != 1 || dloss.size() > 1) fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(dloss));
+    std::tie(n_, c_) = xent_dims(cfg, name, 1);
+    cpu::check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
+    n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_softmax_xent_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                             static_cast<const int64_t*>(in[2]), static_cast<float*>(out[0]), n_, c_, n_f_,
+                             ctx.stream->stream);
+    ctx.stream->check_launch("softmax_cross_entropy_grad");
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0;
+  float n_f_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg) {
+  return std::make_unique<SoftmaxCrossEntropy>(cfg);
+}
+std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg) {
+  return std::make_unique<SoftmaxCrossEntropyGrad>(cfg);
+}
+
+}  // namespace of::kernels::cuda

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// softmax_cross_entropy and its gradient on the GPU (the CPU twin: kernels/cpu/losses.cpp). One
+// block per row for the softmax; the mean loss is a second, one-block kernel summing the rows'
+// losses in double in a fixed order, so the loss is the same bits on every run.
+#include <cfloat>
+
+#include "kernels/cuda/launch.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class T, class Op>
+__device__ T block_reduce(T v, T* shared, Op op) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) shared[threadIdx.x] = op(shared[threadIdx.x], shared[threadIdx.x + half]);
+    __syncthreads();
+  }
+  const T r = shared[0];
+  __syncthreads();  // shared is reused by the caller's next reduction
+  return r;
+}
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumF {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct SumD {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+
+// prob may alias x: every thread reads its x[k] before writing prob[k], and the label's logit is
+// read (after the max) before any prob is written.
+__global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c) {
+  __shared__ float shared[kThreads];
+  __shared__ float picked;
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * c;
+  float* pr = prob + r * c;
+  float m = -FLT_MAX;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = fmaxf(m, xr[k]);
+  m = block_reduce(m, shared, MaxOp{});
+  const int64_t label = labels[r];
+  const bool counted = label >= 0 && label < c;
+  if (threadIdx.x == 0) picked = counted ? xr[label] - m : 0.0f;
+  __syncthreads();
+  float sum = 0.0f;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) {
+    const float e = expf(xr[k] - m);
+    pr[k] = e;
+    sum += e;
+  }
+  sum = block_reduce(sum, shared, SumF{});
+  const float inv = 1.0f / sum;
+  for (int64_t k = threadIdx.x; k < c; k += blockDim.x) pr[k] *= inv;
+  if (threadIdx.x == 0) row_loss[r] = counted ? double(logf(sum) - picked) : 0.0;
+}
+
+__global__ void mean_loss(const double* row_loss, int64_t n, double denom, float* loss) {
+  __shared__ double shared[kThreads];
+  double s = 0.0;
+  for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += row_loss[r];
+  s = block_reduce(s, shared, SumD{});
+  if (threadIdx.x == 0) *loss = n > 0 ? float(s / denom) : 0.0f;
+}
+
+__global__ void softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
+                                  int64_t n, int64_t c, float n_f) {
+  const float scale = *dloss / n_f;
+  const int64_t total = n * c;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / c, k = i % c;
+    const int64_t label = labels[r];
+    if (label < 0 || label >= c) {
+      dx[i] = 0.0f;
+      continue;
+    }
+    const float d = prob[i] * scale;
+    dx[i] = k == label ? d - scale : d;
+  }
+}
+
+}  // namespace
+
+void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss, int64_t n,
+                         int64_t c, double denom, cudaStream_t stream) {
+  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kThreads, 0, stream>>>(x, labels, prob, row_loss, c);
+  mean_loss<<<1, kThreads, 0, stream>>>(row_loss, c > 0 ? n : 0, denom, loss);
+}
+
+void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx, int64_t n,
+                              int64_t c, float n_f, cudaStream_t stream) {
+  const int64_t total = n * c;
+  if (total <= 0) return;
+  const int64_t b = (total + kThreads - 1) / kThreads;
+  softmax_xent_grad<<<unsigned(b < 65536 ? b : 65536), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f);
+}
+
+}  // namespace of::kernels::cuda

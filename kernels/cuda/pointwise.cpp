@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The element-wise CUDA kernels' host side: relu, sigmoid, tanh, their gradients from (dy, y),
+// and add/sub/mul/div with numpy broadcasting. Configs are checked as the CPU twins check them.
+#include "kernels/cpu/check.h"
+#include "kernels/cuda/device_stream.h"
+#include "kernels/cuda/factories.h"
+#include "kernels/cuda/launch.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+using cpu::check_arity;
+using cpu::check_dtypes;
+using cpu::check_input_shape;
+using cpu::check_output_shape;
+using cpu::where_of;
+
+class Unary final : public Kernel {
+ public:
+  Unary(const KernelConfig& cfg, const char* name, UnaryOp op) : op_(op) {
+    check_arity(cfg, name, 1, 1, 1);
+    check_dtypes(cfg, name, DType::f32);
+    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_unary(op_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, ctx.stream->stream);
+    ctx.stream->check_launch("unary");
+  }
+
+ private:
+  UnaryOp op_;
+  int64_t n_ = 0;
+};
+
+// dx = op(dy, y), y the forward output; dx may alias dy or y.
+class UnaryGrad final : public Kernel {
+ public:
+  UnaryGrad(const KernelConfig& cfg, const char* name, UnaryGradOp op) : op_(op) {
+    check_arity(cfg, name, 2, 2, 1);
+    check_dtypes(cfg, name, DType::f32);
+    check_input_shape(cfg, name, 1, "y", cfg.inputs[0].shape);
+    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_unary_grad(op_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                      static_cast<float*>(out[0]), n_, ctx.stream->stream);
+    ctx.stream->check_launch("unary_grad");
+  }
+
+ private:
+  UnaryGradOp op_;
+  int64_t n_ = 0;
+};
+
+class Binary final : public Kernel {
+ public:
+  Binary(const KernelConfig& cfg, const char* name, BinaryOp op) : op_(op) {
+    check_arity(cfg, name, 2, 2, 1);
+    check_dtypes(cfg, name, DType::f32);
+    const Shape& a = cfg.inputs[0].shape;
+    const Shape& b = cfg.inputs[1].shape;
+    const size_t rank = std::max(a.size(), b.size());
+    if (rank > size_t(kMaxRank)) fail(where_of(cfg), "{}: rank {} exceeds {}", name, rank, kMaxRank);
+    // Right-align both shapes; element strides are 0 along broadcast axes. Size-1 dims of the
+    // result are dropped (they move no offset).
+    Shape y(rank);
+    int64_t sa = 1, sb = 1;
+    std::vector<int64_t> dims, as, bs;
+    for (size_t i = rank; i-- > 0;) {
+      const size_t off_a = rank - a.size(), off_b = rank - b.size();
+      const int64_t da = i >= off_a ? a[i - off_a] : 1;
+      const int64_t db = i >= off_b ? b[i - off_b] : 1;
+      if (da != db && da != 1 && db != 1)
+        fail(where_of(cfg), "{}: shapes {} and {} do not broadcast", name, shape_str(a), shape_str(b));
+      y[i] = da == 1 ? db : da;
+      if (y[i] != 1) {
+        dims.insert(dims.begin(), y[i]);
+        as.insert(as.begin(), da == 1 ? 0 : sa);
+        bs.insert(bs.begin(), db == 1 ? 0 : sb);
+      }
+      sa *= da;
+      sb *= db;
+    }
+    check_output_shape(cfg, name, 0, y);
+    space_.rank = int(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) {
+      space_.dims[d] = dims[d];
+      space_.a_strides[d] = as[d];
+      space_.b_strides[d] = bs[d];
+    }
+    space_.total = numel(y);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_binary(op_, space_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                  static_cast<float*>(out[0]), ctx.stream->stream);
+    ctx.stream->check_launch("binary");
+  }
+
+ private:
+  BinaryOp op_;
+  BroadcastSpace space_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg) { return std::make_unique<Unary>(cfg, "relu", UnaryOp::relu); }
+std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg) {
+  return std::make_unique<Unary>(cfg, "sigmoid", UnaryOp::sigmoid);
+}
+std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg) { return std::make_unique<Unary>(cfg, "tanh", UnaryOp::tanh); }
+std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg) {
+  return std::make_unique<UnaryGrad>(cfg, "relu_grad", UnaryGradOp::relu);
+}
+std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg) {
+  return std::make_unique<UnaryGrad>(cfg, "sigmoid_grad", UnaryGradOp::sigmoid);
+}
+std::unique_ptr<Kernel> make_tanh_grad(const KernelConfig& cfg) {
+  return std::make_unique<UnaryGrad>(cfg, "tanh_grad", UnaryGradOp::tanh);
+}
+std::unique_ptr<Kernel> make_add(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "add", BinaryOp::add); }
+std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "sub", BinaryOp::sub); }
+std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "mul", BinaryOp::mul); }
+std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "div", BinaryOp::div); }
+
+}  // namespace of::kernels::cuda

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// reduce_sum on the GPU: one thread per output element, summing its reduced elements in index
+// order (as the CPU twin does per output; the order across merged dims is the same row-major one).
+// Bias gradients ([N,C] -> [C]) read coalesced: neighbouring threads read neighbouring columns.
+#include "kernels/cuda/launch.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void reduce_sum_kernel(ReduceSpace s, const float* x, float* y, float divisor) {
+  // Element strides of each merged dim in the input (row-major).
+  int64_t stride[kMaxReduceRuns];
+  int64_t acc = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    stride[d] = acc;
+    acc *= s.dims[d];
+  }
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < s.out_n; o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = o, base = 0;
+    for (int d = s.rank - 1; d >= 0; --d)
+      if (!s.reduced[d]) {
+        base += (rest % s.dims[d]) * stride[d];
+        rest /= s.dims[d];
+      }
+    float sum = 0.0f;
+    for (int64_t r = 0; r < s.reduce_n; ++r) {
+      int64_t left = r, off = base;
+      for (int d = s.rank - 1; d >= 0; --d)
+        if (s.reduced[d]) {
+          off += (left % s.dims[d]) * stride[d];
+          left /= s.dims[d];
+        }
+      sum += x[off];
+    }
+    y[o] = divisor == 1.0f ? sum : sum / divisor;
+  }
+}
+
+}  // namespace
+
+void launch_reduce_sum(const ReduceSpace& s, const float* x, float* y, float divisor, cudaStream_t stream) {
+  if (s.out_n <= 0) return;
+  const int64_t b = (s.out_n + kThreads - 1) / kThreads;
+  reduce_sum_kernel<<<unsigned(b < 65536 ? b : 65536), kThreads, 0, stream>>>(s, x, y, divisor);
+}
+
+}  // namespace of::kernels::cuda

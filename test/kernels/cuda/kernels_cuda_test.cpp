@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every CUDA kernel against its CPU twin (twin.h) on random inputs, including the shapes that
+// take the special paths: broadcasts, fused ReLU, transposed operands, empty tensors, labels out
+// of range, momentum's first step, several acts of a stateful kernel.
+#include <catch2/catch.hpp>
+
+#include "twin.h"
+
+namespace of::kernels::testing {
+namespace {
+
+std::vector<TensorDesc> f32(const std::vector<Shape>& shapes) {
+  std::vector<TensorDesc> d;
+  for (const Shape& s : shapes) d.push_back({s, DType::f32});
+  return d;
+}
+
+Attrs ints(std::initializer_list<std::pair<const char*, int64_t>> kv) {
+  Attrs a;
+  for (auto& [k, v] : kv) a.set_int(k, v);
+  return a;
+}
+
+TEST_CASE("cuda twin: activations and their gradients match the CPU kernels", "[cuda]") {
+  for (const char* name : {"relu", "sigmoid", "tanh"}) {
+    INFO(name);
+    check_twin(name, {}, {random_f32({37, 129}, 1, -8, 8)}, f32({{37, 129}}));
+    check_twin(name, {}, {random_f32({0, 5}, 1)}, f32({{0, 5}}));
+  }
+  for (const char* name : {"relu_grad", "sigmoid_grad", "tanh_grad"}) {
+    INFO(name);
+    check_twin(name, {}, {random_f32({1000, 3}, 2), random_f32({1000, 3}, 3)}, f32({{1000, 3}}));
+  }
+  // NaN stays NaN through relu, and relu_grad passes dy where y is NaN, as torch does.
+  check_twin("relu", {}, {f32_tensor({4}, {NAN, -1.0f, 0.0f, 2.0f})}, f32({{4}}));
+  check_twin("relu_grad", {}, {f32_tensor({2}, {1.5f, 2.5f}), f32_tensor({2}, {NAN, 0.0f})}, f32({{2}}));
+  // In place: dx over dy, and over y.
+  check_twin("tanh_grad", {}, {random_f32({300}, 2), random_f32({300}, 3)}, f32({{300}}), {}, 1, {{0, 0}});
+  check_twin("relu_grad", {}, {random_f32({300}, 2), random_f32({300}, 3)}, f32({{300}}), {}, 1, {{0, 1}});
+}
+
+TEST_CASE("cuda twin: add, sub, mul and div broadcast as numpy does", "[cuda]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{64, 100}, {64, 100}}, {{64, 100}, {100}}, {{64, 1}, {1, 100}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{}, {7, 3}}, {{0, 4}, {4}}};
+  for (const char* name : {"add", "sub", "mul", "div"})
+    for (const auto& [a, b] : shapes) {
+      INFO(name << " " << shape_str(a) << " " << shape_str(b));
+      Shape y = a.size() >= b.size() ? a : b;
+      const size_t r = y.size();
+      for (size_t i = 0; i < r; ++i) {
+        const int64_t da = i + a.size() >= r ? a[i + a.size() - r] : 1;
+        const int64_t db = i + b.size() >= r ? b[i + b.size() - r] : 1;
+        y[i] = da == 1 ? db : da;
+      }
+      check_twin(name, {}, {random_f32(a, 4), random_f32(b, 5, 0.5f, 2.0f)}, f32({y}));
+    }
+}
+
+TEST_CASE("cuda twin: gemm with transposes, broadcast C, alpha, beta and a fused ReLU", "[cuda]") {
+  for (int ta : {0, 1})
+    for (int tb : {0, 1}) {
+      INFO("trans_a " << ta << " trans_b " << tb);
+      const int64_t m = 33, k = 70, n = 45;
+      const Shape a = ta ? Shape{k, m} : Shape{m, k};
+      const Shape b = tb ? Shape{n, k} : Shape{k, n};
+      Attrs attrs = ints({{"trans_a", ta}, {"trans_b", tb}});
+      check_twin("gemm", attrs, {random_f32(a, 6), random_f32(b, 7)}, f32({{m, n}}));
+      attrs.set_float("alpha", 0.5f);
+      attrs.set_float("beta", 2.0f);
+      check_twin("gemm", attrs, {random_f32(a, 6), random_f32(b, 7), random_f32({n}, 8)}, f32({{m, n}}));
+      check_twin("gemm", attrs, {random_f32(a, 6), random_f32(b, 7), random_f32({m, 1}, 9)}, f32({{m, n}}));
+      attrs.set_str("activation", "relu");
+      check_twin("gemm", attrs, {random_f32(a, 6), random_f32(b, 7), random_f32({m, n}, 10)}, f32({{m, n}}));
+    }
+  // An empty inner dimension gives beta*C, or zeros.
+  check_twin("gemm", {}, {random_f32({4, 0}, 1), random_f32({0, 3}, 2)}, f32({{4, 3}}));
+  check_twin("gemm", {}, {random_f32({4, 0}, 1), random_f32({0, 3}, 2), random_f32({3}, 3)}, f32({{4, 3}}));
+}
+
+TEST_CASE("cuda twin: reduce_sum over leading, trailing, inner and all axes", "[cuda]") {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+    Shape y;
+  };
+  const std::vector<Case> cases = {{{512, 300}, {0}, 0, {300}},      {{300, 512}, {1}, 1, {300, 1}},
+                                   {{4, 5, 6, 7}, {1, 3}, 0, {4, 6}}, {{4, 5, 6}, {0, 1, 2}, 0, {}},
+                                   {{3, 1, 4}, {1}, 0, {3, 4}},       {{0, 4}, {0}, 0, {4}}};
+  for (const Case& c : cases) {
+    INFO(shape_str(c.x));
+    Attrs attrs = ints({{"keepdims", c.keepdims}});
+    attrs.set_ints("axes", c.axes);
+    check_twin("reduce_sum", attrs, {random_f32(c.x, 11)}, f32({c.y}), {1e-4, 1e-4});
+  }
+  Attrs mean = ints({{"keepdims", 0}});
+  mean.set_ints("axes", {1});
+  mean.set_float("divisor", 6.0f);
+  check_twin("reduce_sum", mean, {random_f32({5, 6}, 12)}, f32({{5}}));
+}
+
+TEST_CASE("cuda twin: softmax cross-entropy and its gradient, labels out of range included", "[cuda]") {
+  for (int64_t c : {10, 1000, 5000}) {
+    INFO("classes " << c);
+    const int64_t n = 64;
+    std::vector<int64_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) labels[size_t(i)] = (i * 7919) % c;
+    labels[3] = -1;
+    labels[5] = c;  // both contribute 0, as on the CPU
+    const HostTensor x = random_f32({n, c}, 13, -6, 6);
+    const auto fwd = check_twin("softmax_cross_entropy", {}, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
+    Attrs scaled;
+    scaled.set_float("scale", 0.5f);
+    check_twin("softmax_cross_entropy", scaled, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
+    check_twin("softmax_cross_entropy_grad", {}, {f32_tensor({}, {1.0f}), fwd[1], i64_tensor({n}, labels)},
+               f32({{n, c}}));
+    // In place, as plans may run them: prob over the logits, dlogits over prob.
+    check_twin("softmax_cross_entropy", {}, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}), {}, 1, {{1, 0}});
+    check_twin("softmax_cross_entropy_grad", {}, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)},
+               f32({{n, c}}), {}, 1, {{0, 1}});
+  }
+}
+
+TEST_CASE("cuda twin: sgd_update (momentum, nesterov, weight decay, first step) and adam_update", "[cuda]") {
+  const Shape p{257, 33};
+  for (float step : {1.0f, 2.0f, 7.0f}) {
+    INFO("step " << step);
+    const HostTensor lr = f32_tensor({}, {0.05f}), st = f32_tensor({}, {step});
+    check_twin("sgd_update", {}, {random_f32(p, 14), random_f32(p, 15), lr, st}, f32({p}));
+    Attrs mom;
+    mom.set_float("momentum", 0.9f);
+    mom.set_float("weight_decay", 0.01f);
+    check_twin("sgd_update", mom, {random_f32(p, 14), random_f32(p, 15), random_f32(p, 16), lr, st}, f32({p, p}));
+    mom.set_int("nesterov", 1);
+    check_twin("sgd_update", mom, {random_f32(p, 14), random_f32(p, 15), random_f32(p, 16), lr, st}, f32({p, p}));
+    for (int decoupled : {0, 1}) {
+      Attrs adam = ints({{"decoupled", decoupled}});
+      adam.set_float("weight_decay", 0.1f);
+      check_twin("adam_update", adam,
+                 {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19), random_f32(p, 20, 0.0f, 1.0f), lr, st},
+                 f32({p, p, p}));
+      // In place, as plans run updates: param, m and v over their inputs.
+      check_twin("adam_update", adam,
+                 {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19), random_f32(p, 20, 0.0f, 1.0f), lr, st},
+                 f32({p, p, p}), {}, 1, {{0, 0}, {1, 2}, {2, 3}});
+    }
+    check_twin("sgd_update", mom, {random_f32(p, 14), random_f32(p, 15), random_f32(p, 16), lr, st}, f32({p, p}), {}, 1,
+               {{0, 0}, {1, 2}});
+  }
+}
+
+// Act a reads the gradient times a + 1 (twin.h), so a kernel that kept only the last act, or
+// scaled by anything but 1/k, would differ from the CPU.
+TEST_CASE("cuda twin: accumulate sums k micro-batches and passes the step's scalars on", "[cuda]") {
+  const Shape g{100, 7};
+  for (int k : {1, 3}) {
+    INFO("micro_batches " << k);
+    check_twin("accumulate", ints({{"micro_batches", k}}),
+               {random_f32(g, 21), f32_tensor({}, {0.1f}), f32_tensor({}, {4.0f})}, f32({g, {}, {}}), {}, k);
+  }
+}
+
+TEST_CASE("cuda twin: copy moves the bytes of f32 and i64 tensors", "[cuda]") {
+  check_twin("copy", {}, {random_f32({31, 17}, 22)}, f32({{31 * 17}}));
+  check_twin("copy", {}, {i64_tensor({3}, {1, -2, 1LL << 40})}, {{{3}, DType::i64}});
+}
+
+}  // namespace
+}  // namespace of::kernels::testing
