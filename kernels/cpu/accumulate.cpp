@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -15,19 +16,7 @@ namespace {
 
 class Accumulate final : public Kernel {
  public:
-  Accumulate(const KernelConfig& cfg) {
-    const char* name = "accumulate";
-    check_arity(cfg, name, 3, 3, 3);
-    check_dtypes(cfg, name, DType::f32);
-    k_ = cfg.attrs.get_int("micro_batches", 0);
-    if (k_ < 1 || k_ > (1 << 20)) fail(where_of(cfg), "{}: micro_batches {} is outside [1, 2^20]", name, k_);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    for (int i = 1; i < 3; ++i) {
-      if (numel(cfg.inputs[size_t(i)].shape) != 1) fail(where_of(cfg), "{}: input {} must be a scalar", name, i);
-      check_output_shape(cfg, name, i, cfg.inputs[size_t(i)].shape);
-    }
-    n_ = numel(cfg.inputs[0].shape);
-  }
+  Accumulate(const KernelConfig& cfg) : k_(accumulate_micro_batches(cfg)), n_(numel(cfg.inputs[0].shape)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* g = static_cast<const float*>(in[0]);
     auto* acc = static_cast<float*>(out[0]);

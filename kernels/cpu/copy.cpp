@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -11,15 +12,7 @@ namespace {
 
 class Copy final : public Kernel {
  public:
-  Copy(const KernelConfig& cfg) {
-    check_arity(cfg, "copy", 1, 1, 1);
-    const TensorDesc& x = cfg.inputs[0];
-    const TensorDesc& y = cfg.outputs[0];
-    if (x.dtype != y.dtype || numel(x.shape) != numel(y.shape))
-      fail(where_of(cfg), "copy: input {} {} and output {} {} differ in dtype or size",
-           dtype_name(x.dtype), shape_str(x.shape), dtype_name(y.dtype), shape_str(y.shape));
-    bytes_ = static_cast<size_t>(x.bytes());
-  }
+  Copy(const KernelConfig& cfg) : bytes_(copy_bytes(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     if (bytes_ > 0 && in[0] != out[0]) std::memcpy(out[0], in[0], bytes_);
   }

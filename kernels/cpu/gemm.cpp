@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -28,42 +29,21 @@ class Gemm final : public Kernel {
 };
 
 Gemm::Gemm(const KernelConfig& cfg) {
-  check_arity(cfg, "gemm", 2, 3, 1);
-  check_dtypes(cfg, "gemm", DType::f32);
-  const Shape& a = cfg.inputs[0].shape;
-  const Shape& b = cfg.inputs[1].shape;
-  if (a.size() != 2 || b.size() != 2)
-    fail(where_of(cfg), "gemm: A {} and B {} must be 2-D", shape_str(a), shape_str(b));
-  const bool ta = cfg.attrs.get_int("trans_a", 0) != 0;
-  const bool tb = cfg.attrs.get_int("trans_b", 0) != 0;
-  trans_a_ = ta ? 'T' : 'N';
-  trans_b_ = tb ? 'T' : 'N';
-  m_ = ta ? a[1] : a[0];
-  k_ = ta ? a[0] : a[1];
-  n_ = tb ? b[0] : b[1];
-  const int64_t kb = tb ? b[1] : b[0];
-  if (kb != k_)
-    fail(where_of(cfg), "gemm: inner dimensions differ: A {} (trans_a={}), B {} (trans_b={})",
-         shape_str(a), int(ta), shape_str(b), int(tb));
-  check_output_shape(cfg, "gemm", 0, {m_, n_});
-  lda_ = std::max<int64_t>(1, a[1]);
-  ldb_ = std::max<int64_t>(1, b[1]);
-  relu_ = fused_relu(cfg, "gemm");
-  alpha_ = cfg.attrs.get_float("alpha", 1.0f);
+  const GemmGeometry g = gemm_geometry(cfg);
+  trans_a_ = g.trans_a ? 'T' : 'N';
+  trans_b_ = g.trans_b ? 'T' : 'N';
+  m_ = g.m;
+  n_ = g.n;
+  k_ = g.k;
+  lda_ = g.lda;
+  ldb_ = g.ldb;
+  relu_ = g.relu;
+  alpha_ = g.alpha;
+  beta_ = g.beta;
+  has_c_ = g.has_c;
+  c_row_stride_ = g.c_row_stride;
+  c_col_stride_ = g.c_col_stride;
   openblas_ = cfg.gemm == GemmBackend::openblas;
-  beta_ = cfg.attrs.get_float("beta", 1.0f);
-
-  has_c_ = cfg.inputs.size() == 3 && beta_ != 0.0f;
-  if (cfg.inputs.size() == 3) {
-    const Shape& c = cfg.inputs[2].shape;
-    if (c.size() > 2) fail(where_of(cfg), "gemm: C {} has rank > 2", shape_str(c));
-    const int64_t rows = c.size() == 2 ? c[0] : 1;
-    const int64_t cols = c.empty() ? 1 : c.back();
-    if ((rows != 1 && rows != m_) || (cols != 1 && cols != n_))
-      fail(where_of(cfg), "gemm: C {} does not broadcast to [{},{}]", shape_str(c), m_, n_);
-    c_row_stride_ = rows == 1 ? 0 : cols;
-    c_col_stride_ = cols == 1 ? 0 : 1;
-  }
 }
 
 void Gemm::run(const RunCtx&, const void* const* in, void* const* out) {

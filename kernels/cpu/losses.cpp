@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 #include "kernels/cpu/vector_exp.h"
 
 namespace of::kernels::cpu {
@@ -21,21 +22,6 @@ namespace of::kernels::cpu {
 namespace {
 
 bool is_scalar(const Shape& s) { return numel(s) == 1 && s.size() <= 1; }
-
-// The divisor of a mean over n rows or elements (see `scale` above).
-double rows_over_scale(const KernelConfig& cfg, int64_t n) {
-  const float scale = cfg.attrs.get_float("scale", 1.0f);
-  if (!(scale > 0.0f && scale <= 1.0f)) fail(where_of(cfg), "loss: scale {} must be in (0, 1]", scale);
-  return static_cast<double>(n) / static_cast<double>(scale);
-}
-
-// [N,C] and [N] from logits/prob (input `at`) and labels (input `at` + 1).
-std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name, int at) {
-  const Shape& p = cfg.inputs[at].shape;
-  if (p.size() != 2) fail(where_of(cfg), "{}: input {} {} must be [N,C]", name, at, shape_str(p));
-  check_input_shape(cfg, name, at + 1, "labels", {p[0]});
-  return {p[0], p[1]};
-}
 
 // (logits, labels) -> (loss [], prob [N,C]). prob may alias logits: a row's max and label logit
 // are read before exp(x - max) is written over it in place (vector_exp.h).
@@ -48,7 +34,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
     check_output_shape(cfg, name, 0, {});
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
-    denom_ = rows_over_scale(cfg, n_);
+    denom_ = loss_denominator(cfg, n_);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
@@ -90,7 +76,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
       fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(cfg.inputs[0].shape));
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
-    n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
+    n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float scale = *static_cast<const float*>(in[0]) / n_f_;
@@ -122,7 +108,7 @@ class MseLoss final : public Kernel {
     check_input_shape(cfg, "mse_loss", 1, "target", cfg.inputs[0].shape);
     check_output_shape(cfg, "mse_loss", 0, {});
     n_ = numel(cfg.inputs[0].shape);
-    denom_ = rows_over_scale(cfg, n_);
+    denom_ = loss_denominator(cfg, n_);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* p = static_cast<const float*>(in[0]);
@@ -154,7 +140,7 @@ class MseLossGrad final : public Kernel {
     check_input_shape(cfg, "mse_loss_grad", 2, "target", cfg.inputs[1].shape);
     check_output_shape(cfg, "mse_loss_grad", 0, cfg.inputs[1].shape);
     n_ = numel(cfg.inputs[1].shape);
-    n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
+    n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float scale = 2.0f * *static_cast<const float*>(in[0]) / n_f_;

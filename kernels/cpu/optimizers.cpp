@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -19,28 +20,8 @@ namespace {
 // Checks shapes and attributes; run() then splits the pointers.
 class UpdateLayout {
  public:
-  UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names) {
-    if (cfg.attrs.get_int("micro_batches", 1) != 1)
-      fail(where_of(cfg), "{}: micro_batches {} (plans now sum micro-batches in an accumulate task; recompile the plan)", name,
-           cfg.attrs.get_int("micro_batches", 1));
-    std::vector<const char*> names{"param", "grad"};
-    names.insert(names.end(), state_names.begin(), state_names.end());
-    tensors_ = int(names.size());
-    names.push_back("lr");
-    names.push_back("step");
-    const int inputs = int(names.size());
-    check_arity(cfg, name, inputs, inputs, tensors_ - 1);
-    check_dtypes(cfg, name, DType::f32);
-    const Shape& p = cfg.inputs[0].shape;
-    for (int i = 1; i < tensors_; ++i) check_input_shape(cfg, name, i, names[size_t(i)], p);
-    for (int i = tensors_; i < inputs; ++i) {
-      const Shape& s = cfg.inputs[size_t(i)].shape;
-      if (numel(s) != 1 || s.size() > 1)
-        fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected a scalar []", name, i, names[size_t(i)], shape_str(s));
-    }
-    for (int i = 0; i < tensors_ - 1; ++i) check_output_shape(cfg, name, i, p);
-    n_ = numel(p);
-  }
+  UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names)
+      : tensors_(int(state_names.size()) + 2), n_(update_layout(cfg, name, state_names)) {}
 
   int64_t n() const { return n_; }
   float lr(const void* const* in) const { return scalar(in, 0); }
@@ -52,12 +33,8 @@ class UpdateLayout {
   int64_t n_ = 0;
 };
 
-float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback,
-                 float lo) {
-  const float v = cfg.attrs.get_float(attr, fallback);
-  if (!(v >= lo))
-    fail(where_of(cfg), "{}: attribute '{}' is {}, expected >= {}", name, attr, v, lo);
-  return v;
+float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo) {
+  return float_attr_at_least(cfg, name, attr, fallback, lo);
 }
 
 // One element-wise pass with the branches decided outside the loop, so that it vectorizes. The

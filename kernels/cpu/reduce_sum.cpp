@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -27,45 +28,12 @@ class ReduceSum final : public Kernel {
 };
 
 ReduceSum::ReduceSum(const KernelConfig& cfg) {
-  check_arity(cfg, "reduce_sum", 1, 1, 1);
-  check_dtypes(cfg, "reduce_sum", DType::f32);
-  const Shape& x = cfg.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  std::vector<int64_t> axes = cfg.attrs.get_ints("axes", {});
-  if (!cfg.attrs.has("axes"))
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i] < 0 || axes[i] >= rank || (i > 0 && axes[i] <= axes[i - 1]))
-      fail(where_of(cfg), "reduce_sum: axes must be sorted, distinct and in [0,{}) for X {}",
-           rank, shape_str(x));
-  const int64_t keepdims = cfg.attrs.get_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1)
-    fail(where_of(cfg), "reduce_sum: keepdims must be 0 or 1, got {}", keepdims);
-  std::vector<bool> reduced(rank, false);
-  for (int64_t a : axes) reduced[a] = true;
-  Shape y;
-  for (int64_t i = 0; i < rank; ++i)
-    if (!reduced[i])
-      y.push_back(x[i]);
-    else if (keepdims)
-      y.push_back(1);
-  check_output_shape(cfg, "reduce_sum", 0, y);
-  in_n_ = numel(x);
-  out_n_ = numel(y);
-  divisor_ = cfg.attrs.get_float("divisor", 1.0f);
-  if (!(divisor_ > 0.0f)) fail(where_of(cfg), "reduce_sum: divisor must be positive, got {}", divisor_);
-
-  // Merge runs of same-kind axes, dropping size-1 ones (they change neither offset).
-  std::vector<bool> kinds;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (x[i] == 1) continue;
-    if (!kinds.empty() && kinds.back() == reduced[i]) {
-      dims_.back() *= x[i];
-    } else {
-      dims_.push_back(x[i]);
-      kinds.push_back(reduced[i]);
-    }
-  }
+  const ReduceGeometry g = reduce_geometry(cfg);
+  in_n_ = g.in_n;
+  out_n_ = g.out_n;
+  divisor_ = g.divisor;
+  dims_ = g.dims;
+  const std::vector<bool>& kinds = g.reduced;
   out_strides_.assign(dims_.size(), 0);
   int64_t stride = 1;
   for (size_t i = dims_.size(); i-- > 0;)

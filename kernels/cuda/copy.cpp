@@ -6,24 +6,15 @@
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
-using cpu::where_of;
-
 class Copy final : public Kernel {
  public:
-  Copy(const KernelConfig& cfg) {
-    cpu::check_arity(cfg, "copy", 1, 1, 1);
-    const TensorDesc& x = cfg.inputs[0];
-    const TensorDesc& y = cfg.outputs[0];
-    if (x.dtype != y.dtype || numel(x.shape) != numel(y.shape))
-      fail(where_of(cfg), "copy: input {} {} and output {} {} differ in dtype or size", dtype_name(x.dtype),
-           shape_str(x.shape), dtype_name(y.dtype), shape_str(y.shape));
-    bytes_ = static_cast<size_t>(x.bytes());
-  }
+  Copy(const KernelConfig& cfg) : bytes_(copy_bytes(cfg)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     if (bytes_ == 0 || in[0] == out[0]) return;
     const cudaError_t e = cudaMemcpyAsync(out[0], in[0], bytes_, cudaMemcpyDeviceToDevice, ctx.stream->stream);
@@ -36,19 +27,7 @@ class Copy final : public Kernel {
 
 class Accumulate final : public Kernel {
  public:
-  Accumulate(const KernelConfig& cfg) {
-    const char* name = "accumulate";
-    cpu::check_arity(cfg, name, 3, 3, 3);
-    cpu::check_dtypes(cfg, name, DType::f32);
-    k_ = cfg.attrs.get_int("micro_batches", 0);
-    if (k_ < 1 || k_ > (1 << 20)) fail(where_of(cfg), "{}: micro_batches {} is outside [1, 2^20]", name, k_);
-    cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    for (int i = 1; i < 3; ++i) {
-      if (numel(cfg.inputs[size_t(i)].shape) != 1) fail(where_of(cfg), "{}: input {} must be a scalar", name, i);
-      cpu::check_output_shape(cfg, name, i, cfg.inputs[size_t(i)].shape);
-    }
-    n_ = numel(cfg.inputs[0].shape);
-  }
+  Accumulate(const KernelConfig& cfg) : k_(accumulate_micro_batches(cfg)), n_(numel(cfg.inputs[0].shape)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& s = *ctx.stream;
     const auto* g = static_cast<const float*>(in[0]);

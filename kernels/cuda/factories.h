@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA kernel factories kernels/registry.cpp lists (the `cuda` lines of kernel_list.def), the
-// twins of kernels/cpu/factories.h under the same names. Each validates its config with the CPU
-// twin's checks (kernels/cpu/check.h) and prepares launches; run() enqueues on RunCtx::stream.
+// twins of kernels/cpu/factories.h under the same names. Each validates its config by the rules
+// it shares with its CPU twin (kernels/rules.h, cpu/check.h) and prepares launches; run()
+// enqueues on RunCtx::stream.
 #pragma once
 
 #include <memory>

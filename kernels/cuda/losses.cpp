@@ -10,25 +10,13 @@
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
 using cpu::where_of;
-
-double rows_over_scale(const KernelConfig& cfg, int64_t n) {
-  const float scale = cfg.attrs.get_float("scale", 1.0f);
-  if (!(scale > 0.0f && scale <= 1.0f)) fail(where_of(cfg), "loss: scale {} must be in (0, 1]", scale);
-  return static_cast<double>(n) / static_cast<double>(scale);
-}
-
-std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name, int at) {
-  const Shape& p = cfg.inputs[size_t(at)].shape;
-  if (p.size() != 2) fail(where_of(cfg), "{}: input {} {} must be [N,C]", name, at, shape_str(p));
-  cpu::check_input_shape(cfg, name, at + 1, "labels", {p[0]});
-  return {p[0], p[1]};
-}
 
 class SoftmaxCrossEntropy final : public Kernel {
  public:
@@ -39,7 +27,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
     cpu::check_output_shape(cfg, name, 0, {});
     cpu::check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
-    denom_ = rows_over_scale(cfg, n_);
+    denom_ = loss_denominator(cfg, n_);
     row_loss_ = std::make_unique<DeviceBuffer>(size_t(std::max<int64_t>(n_, 1)) * sizeof(double));
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
@@ -65,7 +53,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     if (numel(dloss) != 1 || dloss.size() > 1) fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(dloss));
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     cpu::check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
-    n_f_ = static_cast<float>(rows_over_scale(cfg, std::max<int64_t>(n_, 1)));
+    n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax_xent_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),

@@ -5,6 +5,7 @@
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
@@ -12,46 +13,16 @@ namespace {
 
 using cpu::where_of;
 
-// Checks the shared layout with `states` state tensors; returns the element count.
-int64_t check_update_layout(const KernelConfig& cfg, const char* name, std::vector<const char*> states) {
-  if (cfg.attrs.get_int("micro_batches", 1) != 1)
-    fail(where_of(cfg), "{}: micro_batches {} (plans now sum micro-batches in an accumulate task; recompile the plan)",
-         name, cfg.attrs.get_int("micro_batches", 1));
-  std::vector<const char*> names{"param", "grad"};
-  names.insert(names.end(), states.begin(), states.end());
-  const int tensors = int(names.size());
-  names.push_back("lr");
-  names.push_back("step");
-  const int inputs = int(names.size());
-  cpu::check_arity(cfg, name, inputs, inputs, tensors - 1);
-  cpu::check_dtypes(cfg, name, DType::f32);
-  const Shape& p = cfg.inputs[0].shape;
-  for (int i = 1; i < tensors; ++i) cpu::check_input_shape(cfg, name, i, names[size_t(i)], p);
-  for (int i = tensors; i < inputs; ++i) {
-    const Shape& s = cfg.inputs[size_t(i)].shape;
-    if (numel(s) != 1 || s.size() > 1)
-      fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected a scalar []", name, i, names[size_t(i)], shape_str(s));
-  }
-  for (int i = 0; i < tensors - 1; ++i) cpu::check_output_shape(cfg, name, i, p);
-  return numel(p);
-}
-
-float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo) {
-  const float v = cfg.attrs.get_float(attr, fallback);
-  if (!(v >= lo)) fail(where_of(cfg), "{}: attribute '{}' is {}, expected >= {}", name, attr, v, lo);
-  return v;
-}
-
 class SgdUpdate final : public Kernel {
  public:
   SgdUpdate(const KernelConfig& cfg) : velocity_(cfg.inputs.size() != 4) {
     const char* name = "sgd_update";
-    n_ = check_update_layout(cfg, name, velocity_ ? std::vector<const char*>{"velocity"} : std::vector<const char*>{});
-    p_.momentum = float_attr(cfg, name, "momentum", 0.0f, 0.0f);
+    n_ = update_layout(cfg, name, velocity_ ? std::vector<const char*>{"velocity"} : std::vector<const char*>{});
+    p_.momentum = float_attr_at_least(cfg, name, "momentum", 0.0f, 0.0f);
     if (!velocity_ && p_.momentum != 0.0f) fail(where_of(cfg), "sgd_update: momentum {} needs a velocity input", p_.momentum);
     const float dampening = cfg.attrs.get_float("dampening", 0.0f);
     p_.keep = 1.0f - dampening;
-    p_.weight_decay = float_attr(cfg, name, "weight_decay", 0.0f, 0.0f);
+    p_.weight_decay = float_attr_at_least(cfg, name, "weight_decay", 0.0f, 0.0f);
     p_.nesterov = cfg.attrs.get_int("nesterov", 0) != 0;
     if (p_.nesterov && (p_.momentum <= 0.0f || dampening != 0.0f))
       fail(where_of(cfg), "sgd_update: nesterov needs momentum > 0 and dampening 0");
@@ -75,11 +46,11 @@ class AdamUpdate final : public Kernel {
  public:
   AdamUpdate(const KernelConfig& cfg) {
     const char* name = "adam_update";
-    n_ = check_update_layout(cfg, name, {"m", "v"});
-    p_.beta1 = float_attr(cfg, name, "beta1", 0.9f, 0.0f);
-    p_.beta2 = float_attr(cfg, name, "beta2", 0.999f, 0.0f);
-    p_.eps = float_attr(cfg, name, "eps", 1e-8f, 0.0f);
-    p_.weight_decay = float_attr(cfg, name, "weight_decay", 0.0f, 0.0f);
+    n_ = update_layout(cfg, name, {"m", "v"});
+    p_.beta1 = float_attr_at_least(cfg, name, "beta1", 0.9f, 0.0f);
+    p_.beta2 = float_attr_at_least(cfg, name, "beta2", 0.999f, 0.0f);
+    p_.eps = float_attr_at_least(cfg, name, "eps", 1e-8f, 0.0f);
+    p_.weight_decay = float_attr_at_least(cfg, name, "weight_decay", 0.0f, 0.0f);
     if (p_.beta1 >= 1.0f || p_.beta2 >= 1.0f)
       fail(where_of(cfg), "{}: beta1 {} and beta2 {} must be < 1", name, p_.beta1, p_.beta2);
     const int64_t decoupled = cfg.attrs.get_int("decoupled", 0);

@@ -5,60 +5,27 @@
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
-using cpu::where_of;
-
 class ReduceSum final : public Kernel {
  public:
   ReduceSum(const KernelConfig& cfg) {
-    cpu::check_arity(cfg, "reduce_sum", 1, 1, 1);
-    cpu::check_dtypes(cfg, "reduce_sum", DType::f32);
-    const Shape& x = cfg.inputs[0].shape;
-    const int64_t rank = static_cast<int64_t>(x.size());
-    std::vector<int64_t> axes = cfg.attrs.get_ints("axes", {});
-    if (!cfg.attrs.has("axes"))
-      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-    for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[i] < 0 || axes[i] >= rank || (i > 0 && axes[i] <= axes[i - 1]))
-        fail(where_of(cfg), "reduce_sum: axes must be sorted, distinct and in [0,{}) for X {}", rank, shape_str(x));
-    const int64_t keepdims = cfg.attrs.get_int("keepdims", 1);
-    if (keepdims != 0 && keepdims != 1) fail(where_of(cfg), "reduce_sum: keepdims must be 0 or 1, got {}", keepdims);
-    std::vector<bool> reduced(size_t(rank), false);
-    for (int64_t a : axes) reduced[size_t(a)] = true;
-    Shape y;
-    for (int64_t i = 0; i < rank; ++i)
-      if (!reduced[size_t(i)])
-        y.push_back(x[size_t(i)]);
-      else if (keepdims)
-        y.push_back(1);
-    cpu::check_output_shape(cfg, "reduce_sum", 0, y);
-    divisor_ = cfg.attrs.get_float("divisor", 1.0f);
-    if (!(divisor_ > 0.0f)) fail(where_of(cfg), "reduce_sum: divisor must be positive, got {}", divisor_);
-
-    // Merge runs of same-kind dims, dropping size-1 ones (they move no offset).
-    space_.out_n = numel(y);
-    space_.reduce_n = 1;
-    for (int64_t i = 0; i < rank; ++i) {
-      const int64_t d = x[size_t(i)];
-      if (reduced[size_t(i)]) space_.reduce_n *= d;
-      if (d == 1) continue;
-      const bool r = reduced[size_t(i)];
-      if (space_.rank > 0 && space_.reduced[space_.rank - 1] == r) {
-        space_.dims[space_.rank - 1] *= d;
-        continue;
-      }
-      if (space_.rank == kMaxReduceRuns)
-        fail(where_of(cfg), "reduce_sum: X {} alternates reduced and kept axes more than {} times on cuda", shape_str(x),
-             kMaxReduceRuns);
-      space_.dims[space_.rank] = d;
-      space_.reduced[space_.rank] = r;
-      ++space_.rank;
+    const ReduceGeometry g = reduce_geometry(cfg);
+    if (g.dims.size() > size_t(kMaxReduceRuns))
+      fail(cpu::where_of(cfg), "reduce_sum: X {} alternates reduced and kept axes more than {} times on cuda",
+           shape_str(cfg.inputs[0].shape), kMaxReduceRuns);
+    space_.rank = int(g.dims.size());
+    space_.out_n = g.out_n;
+    space_.reduce_n = g.out_n > 0 ? g.in_n / g.out_n : 0;  // an empty input sums to zeros
+    for (size_t d = 0; d < g.dims.size(); ++d) {
+      space_.dims[d] = g.dims[d];
+      space_.reduced[d] = g.reduced[d];
     }
-    if (numel(x) == 0) space_.reduce_n = 0;  // an empty input sums to zeros
+    divisor_ = g.divisor;
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_reduce_sum(space_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), divisor_,
