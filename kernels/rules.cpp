@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernels/rules.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "kernels/cpu/check.h"
@@ -149,6 +152,314 @@ size_t copy_bytes(const KernelConfig& cfg) {
     fail(where_of(cfg), "copy: input {} {} and output {} {} differ in dtype or size", dtype_name(x.dtype),
          shape_str(x.shape), dtype_name(y.dtype), shape_str(y.shape));
   return static_cast<size_t>(x.bytes());
+}
+
+MatMulGeometry matmul_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "matmul", 2, 2, 1);
+  cpu::check_dtypes(cfg, "matmul", DType::f32);
+  const Shape& a = cfg.inputs[0].shape;
+  const Shape& b = cfg.inputs[1].shape;
+  if (a.empty() || b.empty())
+    fail(where_of(cfg), "matmul: operands {} and {} must have rank >= 1", shape_str(a), shape_str(b));
+  MatMulGeometry g;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  g.m = a_vec ? 1 : a[a.size() - 2];
+  g.k = a.back();
+  g.n = b_vec ? 1 : b.back();
+  const int64_t kb = b_vec ? b[0] : b[b.size() - 2];
+  if (kb != g.k) fail(where_of(cfg), "matmul: inner dimensions differ: {} x {}", shape_str(a), shape_str(b));
+
+  // Broadcast the batch dimensions (all but the last two), aligned at the right.
+  const Shape a_batch(a.begin(), a.end() - (a_vec ? 1 : 2));
+  const Shape b_batch(b.begin(), b.end() - (b_vec ? 1 : 2));
+  const size_t rank = std::max(a_batch.size(), b_batch.size());
+  Shape batch(rank);
+  std::vector<int64_t> a_stride(rank, 0), b_stride(rank, 0);
+  int64_t sa = g.m * g.k, sb = g.k * g.n;
+  for (size_t i = rank; i-- > 0;) {
+    const size_t ia = i + a_batch.size(), ib = i + b_batch.size();  // >= rank when present
+    const int64_t da = ia >= rank ? a_batch[ia - rank] : 1;
+    const int64_t db = ib >= rank ? b_batch[ib - rank] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(where_of(cfg), "matmul: batch dimensions of {} and {} do not broadcast", shape_str(a), shape_str(b));
+    batch[i] = da == 1 ? db : da;
+    a_stride[i] = da == 1 ? 0 : sa;
+    b_stride[i] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+  }
+  Shape y = batch;
+  if (!a_vec) y.push_back(g.m);
+  if (!b_vec) y.push_back(g.n);
+  cpu::check_output_shape(cfg, "matmul", 0, y);
+
+  const int64_t batches = numel(batch);
+  if (numel(b_batch) == 1 && numel(a_batch) == batches) {
+    // B is shared and A is contiguous: fold the batch into M, one large product.
+    g.m *= batches;
+    g.a_offsets = {0};
+    g.b_offsets = {0};
+    return g;
+  }
+  g.a_offsets.resize(size_t(batches));
+  g.b_offsets.resize(size_t(batches));
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t t = 0; t < batches; ++t) {
+    int64_t oa = 0, ob = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      oa += idx[i] * a_stride[i];
+      ob += idx[i] * b_stride[i];
+    }
+    g.a_offsets[size_t(t)] = oa;
+    g.b_offsets[size_t(t)] = ob;
+    for (size_t i = rank; i-- > 0;) {  // odometer over the batch index
+      if (++idx[i] < batch[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return g;
+}
+
+MatMulGeometry matmul_tb_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "matmul_tb", 2, 2, 1);
+  cpu::check_dtypes(cfg, "matmul_tb", DType::f32);
+  const Shape& a = cfg.inputs[0].shape;
+  const Shape& b = cfg.inputs[1].shape;
+  if (a.size() < 2 || b.size() != 2 || a.back() != b[1])
+    fail(where_of(cfg), "matmul_tb: operands {} and {} must be [..., M, K] and [N, K]", shape_str(a), shape_str(b));
+  Shape y(a.begin(), a.end() - 1);
+  y.push_back(b[0]);
+  cpu::check_output_shape(cfg, "matmul_tb", 0, y);
+  MatMulGeometry g;
+  g.m = numel(a) / std::max<int64_t>(a.back(), 1);
+  if (a.back() == 0) g.m = numel(y) / std::max<int64_t>(b[0], 1);
+  g.k = a.back();
+  g.n = b[0];
+  g.trans_b = true;
+  g.a_offsets = {0};
+  g.b_offsets = {0};
+  return g;
+}
+
+ConcatGeometry concat_geometry(const KernelConfig& cfg) {
+  ConcatGeometry g;
+  if (cfg.inputs.empty() || cfg.outputs.size() != 1)
+    fail(where_of(cfg), "concat: expected >= 1 inputs and 1 output, got {} and {}",
+         cfg.inputs.size(), cfg.outputs.size());
+  const TensorDesc& y = cfg.outputs[0];
+  const int64_t rank = static_cast<int64_t>(y.shape.size());
+  const int64_t axis = cfg.attrs.get_int("axis", 0);
+  if (axis < 0 || axis >= rank)
+    fail(where_of(cfg), "concat: axis {} out of range for output {}", axis, shape_str(y.shape));
+  for (int64_t i = 0; i < axis; ++i) g.outer *= y.shape[i];
+  int64_t inner = 1, total = 0;
+  for (int64_t i = axis + 1; i < rank; ++i) inner *= y.shape[i];
+  for (size_t k = 0; k < cfg.inputs.size(); ++k) {
+    const TensorDesc& x = cfg.inputs[k];
+    bool ok = x.dtype == y.dtype && static_cast<int64_t>(x.shape.size()) == rank;
+    for (int64_t i = 0; ok && i < rank; ++i) ok = i == axis || x.shape[i] == y.shape[i];
+    if (!ok)
+      fail(where_of(cfg), "concat: input {} ({} {}) does not fit output {} {} on axis {}", k,
+           dtype_name(x.dtype), shape_str(x.shape), dtype_name(y.dtype), shape_str(y.shape), axis);
+    total += x.shape[axis];
+    g.block_bytes.push_back(static_cast<size_t>(x.shape[axis] * inner * dtype_size(y.dtype)));
+  }
+  if (total != y.shape[axis])
+    fail(where_of(cfg), "concat: inputs sum to {} along axis {}, output has {}", total, axis,
+         y.shape[axis]);
+  return g;
+}
+
+SplitGeometry split_geometry(const KernelConfig& cfg) {
+  SplitGeometry g;
+  if (cfg.inputs.size() != 1 || cfg.outputs.empty())
+    fail(where_of(cfg), "split: expected 1 input and >= 1 outputs, got {} and {}",
+         cfg.inputs.size(), cfg.outputs.size());
+  const TensorDesc& x = cfg.inputs[0];
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (!cfg.attrs.has("axis")) fail(where_of(cfg), "split: attribute 'axis' is required");
+  const int64_t axis = cfg.attrs.get_int("axis", -1);
+  if (axis < 0 || axis >= rank)
+    fail(where_of(cfg), "split: axis {} out of range for input {}", axis, shape_str(x.shape));
+  for (int64_t i = 0; i < axis; ++i) g.outer *= x.shape[size_t(i)];
+  size_t inner = size_t(dtype_size(x.dtype));
+  for (int64_t i = axis + 1; i < rank; ++i) inner *= size_t(x.shape[size_t(i)]);
+  g.in_row = inner * size_t(x.shape[size_t(axis)]);
+  int64_t total = 0;
+  for (size_t k = 0; k < cfg.outputs.size(); ++k) {
+    const TensorDesc& y = cfg.outputs[k];
+    bool ok = y.dtype == x.dtype && static_cast<int64_t>(y.shape.size()) == rank;
+    for (int64_t i = 0; ok && i < rank; ++i)
+      ok = i == axis || y.shape[size_t(i)] == x.shape[size_t(i)];
+    if (!ok)
+      fail(where_of(cfg), "split: output {} ({} {}) does not fit input {} {} off axis {}", k,
+           dtype_name(y.dtype), shape_str(y.shape), dtype_name(x.dtype), shape_str(x.shape), axis);
+    g.offset.push_back(inner * size_t(total));
+    g.row.push_back(inner * size_t(y.shape[size_t(axis)]));
+    total += y.shape[size_t(axis)];
+  }
+  if (total != x.shape[size_t(axis)])
+    fail(where_of(cfg), "split: outputs sum to {} along axis {}, input has {}", total, axis,
+         x.shape[size_t(axis)]);
+  return g;
+}
+
+Shape where_shape(const KernelConfig& cfg) {
+  constexpr size_t kMaxWhereRank = 8;
+  cpu::check_arity(cfg, "where", 3, 3, 1);
+  cpu::check_dtypes(cfg, "where", {DType::bool_, DType::f32, DType::f32}, {DType::f32});
+  const Shape& c = cfg.inputs[0].shape;
+  const Shape& a = cfg.inputs[1].shape;
+  const Shape& b = cfg.inputs[2].shape;
+  const size_t rank = std::max({c.size(), a.size(), b.size()});
+  if (rank > kMaxWhereRank) fail(where_of(cfg), "where: rank {} exceeds {}", rank, kMaxWhereRank);
+  Shape y(rank, 1);
+  for (const Shape* s : {&c, &a, &b})
+    for (size_t i = 0; i < s->size(); ++i) {
+      const int64_t d = (*s)[i];
+      int64_t& yd = y[i + rank - s->size()];
+      if (d != 1 && yd != 1 && d != yd)
+        fail(where_of(cfg), "where: shapes {}, {} and {} do not broadcast", shape_str(c),
+             shape_str(a), shape_str(b));
+      if (d != 1) yd = d;
+    }
+  cpu::check_output_shape(cfg, "where", 0, y);
+  return y;
+}
+
+namespace {
+
+GatherGeometry gather_shape(const KernelConfig& cfg, const char* name, const Shape& table, const TensorDesc& indices,
+                            const Shape& rows) {
+  GatherGeometry s;
+  if (table.empty()) fail(where_of(cfg), "{}: the table is a scalar", name);
+  if (indices.dtype != DType::i64 && indices.dtype != DType::i32)
+    fail(where_of(cfg), "{}: indices have dtype {}, expected int64 or int32", name, dtype_name(indices.dtype));
+  const int64_t axis = cfg.attrs.get_int("axis", 0);
+  if (axis < 0 || axis >= int64_t(table.size()))
+    fail(where_of(cfg), "{}: axis {} is out of range for the table {}", name, axis, shape_str(table));
+  Shape want(table.begin(), table.begin() + axis);
+  want.insert(want.end(), indices.shape.begin(), indices.shape.end());
+  want.insert(want.end(), table.begin() + axis + 1, table.end());
+  if (rows != want)
+    fail(where_of(cfg), "{}: rows {} do not match indices {} and table {} along axis {}", name, shape_str(rows),
+         shape_str(indices.shape), shape_str(table), axis);
+  for (int64_t k = 0; k < axis; ++k) s.outer *= table[size_t(k)];
+  s.vocab = table[size_t(axis)];
+  for (size_t k = size_t(axis) + 1; k < table.size(); ++k) s.row *= table[k];
+  s.count = numel(indices.shape);
+  s.wide = indices.dtype == DType::i64;
+  return s;
+}
+
+}  // namespace
+
+GatherGeometry gather_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "gather", 2, 2, 1);
+  if (cfg.inputs[0].dtype != DType::f32 || cfg.outputs[0].dtype != DType::f32) fail(where_of(cfg), "gather: data must be f32");
+  return gather_shape(cfg, "gather", cfg.inputs[0].shape, cfg.inputs[1], cfg.outputs[0].shape);
+}
+
+GatherGeometry gather_grad_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "gather_grad", 2, 2, 1);
+  if (cfg.inputs[0].dtype != DType::f32 || cfg.outputs[0].dtype != DType::f32)
+    fail(where_of(cfg), "gather_grad: dY must be f32");
+  return gather_shape(cfg, "gather_grad", cfg.outputs[0].shape, cfg.inputs[1], cfg.inputs[0].shape);
+}
+
+namespace {
+
+LayerNormRows rows_of(const KernelConfig& cfg, const char* name, const Shape& x) {
+  const int64_t axis = cfg.attrs.get_int("axis", -1);
+  if (axis < 0 || axis >= int64_t(x.size())) fail(where_of(cfg), "{}: axis {} does not fit {}", name, axis, shape_str(x));
+  LayerNormRows r;
+  r.rows = 1;
+  r.n = 1;
+  for (int64_t k = 0; k < int64_t(x.size()); ++k) (k < axis ? r.rows : r.n) *= x[size_t(k)];
+  r.eps = cfg.attrs.get_float("epsilon", 1e-5f);
+  if (!(r.eps > 0.0f)) fail(where_of(cfg), "{}: epsilon {} must be positive", name, r.eps);
+  return r;
+}
+
+}  // namespace
+
+LayerNormRows layer_norm_rows(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "layer_norm", 2, 3, 1);
+  cpu::check_dtypes(cfg, "layer_norm", DType::f32);
+  LayerNormRows r = rows_of(cfg, "layer_norm", cfg.inputs[0].shape);
+  for (size_t i = 1; i < cfg.inputs.size(); ++i)
+    if (numel(cfg.inputs[i].shape) != r.n)
+      fail(where_of(cfg), "layer_norm: input {} has {} elements, rows have {}", i, numel(cfg.inputs[i].shape), r.n);
+  cpu::check_output_shape(cfg, "layer_norm", 0, cfg.inputs[0].shape);
+  r.bias = cfg.inputs.size() > 2;
+  return r;
+}
+
+LayerNormRows layer_norm_grad_rows(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "layer_norm_grad", 3, 3, 1);
+  cpu::check_dtypes(cfg, "layer_norm_grad", DType::f32);
+  const LayerNormRows r = rows_of(cfg, "layer_norm_grad", cfg.inputs[1].shape);
+  cpu::check_input_shape(cfg, "layer_norm_grad", 0, "dY", cfg.inputs[1].shape);
+  if (numel(cfg.inputs[2].shape) != r.n)
+    fail(where_of(cfg), "layer_norm_grad: scale has {} elements, rows have {}", numel(cfg.inputs[2].shape), r.n);
+  cpu::check_output_shape(cfg, "layer_norm_grad", 0, cfg.inputs[1].shape);
+  return r;
+}
+
+LayerNormRows layer_norm_scale_grad_rows(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "layer_norm_scale_grad", 2, 2, 1);
+  cpu::check_dtypes(cfg, "layer_norm_scale_grad", DType::f32);
+  const LayerNormRows r = rows_of(cfg, "layer_norm_scale_grad", cfg.inputs[1].shape);
+  cpu::check_input_shape(cfg, "layer_norm_scale_grad", 0, "dY", cfg.inputs[1].shape);
+  if (numel(cfg.outputs[0].shape) != r.n)
+    fail(where_of(cfg), "layer_norm_scale_grad: output has {} elements, rows have {}", numel(cfg.outputs[0].shape), r.n);
+  return r;
+}
+
+TransposeGeometry transpose_geometry(const KernelConfig& cfg) {
+  constexpr size_t max_rank = 8;
+  cpu::check_arity(cfg, "transpose", 1, 1, 1);
+  const TensorDesc& x = cfg.inputs[0];
+  if (cfg.outputs[0].dtype != x.dtype) fail(where_of(cfg), "transpose: input and output dtypes differ");
+  TransposeGeometry g;
+  g.elem_size = dtype_size(x.dtype);
+  const size_t rank = x.shape.size();
+  if (rank > max_rank) fail(where_of(cfg), "transpose: rank {} exceeds {}", rank, max_rank);
+  std::vector<int64_t> perm = cfg.attrs.get_ints("perm");
+  if (perm.empty())  // ONNX default: reverse the axes
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank;
+  for (int64_t p : perm) {
+    valid = valid && p >= 0 && p < static_cast<int64_t>(rank) && !seen[size_t(p)];
+    if (valid) seen[size_t(p)] = true;
+  }
+  if (!valid) fail(where_of(cfg), "transpose: perm [{}] is not a permutation of {} axes", fmt::join(perm, ","), rank);
+  Shape y(rank);
+  for (size_t i = 0; i < rank; ++i) y[i] = x.shape[size_t(perm[i])];
+  cpu::check_output_shape(cfg, "transpose", 0, y);
+  g.total = numel(y);
+
+  std::vector<int64_t> in_stride(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_stride[i - 1] = in_stride[i] * x.shape[i];
+  // Walk output axes in order, dropping size-1 axes; merge an axis into the previous kept one
+  // when the pair is contiguous in the input too (outer stride = inner stride * inner size).
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t d = x.shape[size_t(perm[i])], s = in_stride[size_t(perm[i])];
+    if (d == 1) continue;
+    if (!g.dims.empty() && g.in_strides.back() == s * d) {
+      g.dims.back() *= d;
+      g.in_strides.back() = s;
+    } else {
+      g.dims.push_back(d);
+      g.in_strides.push_back(s);
+    }
+  }
+  if (g.dims.empty()) {
+    g.dims.push_back(1);
+    g.in_strides.push_back(1);
+  }
+  return g;
 }
 
 }  // namespace of::kernels

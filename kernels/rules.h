@@ -51,4 +51,69 @@ int64_t accumulate_micro_batches(const KernelConfig& cfg);
 // copy: one input, one output of the same dtype and size; returns the bytes.
 size_t copy_bytes(const KernelConfig& cfg);
 
+// matmul (numpy semantics: 1-D operands promoted then squeezed, batch dims broadcast) and
+// matmul_tb (A [..., M, K] times the transpose of B [N, K]): Y's batch t is the row-major product
+// of A at a_offsets[t] ([m,k]) and B at b_offsets[t] ([k,n], or [n,k] when trans_b), at t*m*n in Y.
+// A shared B with a contiguous A folds the batch into m (one product).
+struct MatMulGeometry {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_b = false;
+  std::vector<int64_t> a_offsets, b_offsets;  // in elements, one per batch
+};
+MatMulGeometry matmul_geometry(const KernelConfig& cfg);
+MatMulGeometry matmul_tb_geometry(const KernelConfig& cfg);
+
+// concat along `axis`, any dtype, any number of inputs: per each of `outer` rows, input k's
+// contiguous block of block_bytes[k] follows the others in Y's row.
+struct ConcatGeometry {
+  int64_t outer = 1;
+  std::vector<size_t> block_bytes;
+};
+ConcatGeometry concat_geometry(const KernelConfig& cfg);
+
+// split along `axis` (required), any dtype: per each of `outer` rows of in_row bytes, output k
+// takes row[k] bytes from offset[k].
+struct SplitGeometry {
+  int64_t outer = 1;
+  size_t in_row = 0;
+  std::vector<size_t> row, offset;
+};
+SplitGeometry split_geometry(const KernelConfig& cfg);
+
+// where (cond ? a : b; cond bool, a and b f32, all three broadcast numpy-style, rank <= 8):
+// checks the config and returns the output's shape.
+Shape where_shape(const KernelConfig& cfg);
+
+// gather along `axis` (default 0): data [A..., V, D...] (A: the axes before axis), indices of any
+// shape I (i64 or i32), Y [A..., I..., D...]; gather_grad the other way round (dY, indices) -> dData.
+// outer = |A|, vocab = V, row = |D|, count = |I|.
+struct GatherGeometry {
+  int64_t outer = 1, vocab = 0, row = 1, count = 0;
+  bool wide = true;  // int64 indices (else int32)
+};
+GatherGeometry gather_geometry(const KernelConfig& cfg);
+GatherGeometry gather_grad_geometry(const KernelConfig& cfg);
+
+// Layer normalization over the trailing dims from `axis`: rows of n elements, `epsilon`.
+//   layer_norm            (x, scale[, bias]) -> y
+//   layer_norm_grad       (dy, x, scale)     -> dx
+//   layer_norm_scale_grad (dy, x)            -> dscale
+struct LayerNormRows {
+  int64_t rows = 0, n = 0;
+  float eps = 1e-5f;
+  bool bias = false;  // layer_norm only
+};
+LayerNormRows layer_norm_rows(const KernelConfig& cfg);
+LayerNormRows layer_norm_grad_rows(const KernelConfig& cfg);
+LayerNormRows layer_norm_scale_grad_rows(const KernelConfig& cfg);
+
+// transpose: Y = X permuted by `perm` (default: reversed), rank <= 8, any dtype; the output as
+// collapsed dims (size-1 axes dropped, axes adjacent in both merged), outermost first, each with
+// its input stride in elements.
+struct TransposeGeometry {
+  std::vector<int64_t> dims, in_strides;
+  int64_t total = 0, elem_size = 4;
+};
+TransposeGeometry transpose_geometry(const KernelConfig& cfg);
+
 }  // namespace of::kernels

@@ -9,27 +9,11 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
 namespace {
-
-struct Rows {
-  int64_t rows = 0, n = 0;
-  float eps = 1e-5f;
-};
-
-Rows rows_of(const KernelConfig& cfg, const char* name, const Shape& x) {
-  const int64_t axis = cfg.attrs.get_int("axis", -1);
-  if (axis < 0 || axis >= int64_t(x.size())) fail(where_of(cfg), "{}: axis {} does not fit {}", name, axis, shape_str(x));
-  Rows r;
-  r.rows = 1;
-  r.n = 1;
-  for (int64_t k = 0; k < int64_t(x.size()); ++k) (k < axis ? r.rows : r.n) *= x[size_t(k)];
-  r.eps = cfg.attrs.get_float("epsilon", 1e-5f);
-  if (!(r.eps > 0.0f)) fail(where_of(cfg), "{}: epsilon {} must be positive", name, r.eps);
-  return r;
-}
 
 // mean and 1/sqrt(var + eps) of one row.
 std::pair<float, float> moments(const float* x, int64_t n, float eps) {
@@ -42,19 +26,11 @@ std::pair<float, float> moments(const float* x, int64_t n, float eps) {
 
 class LayerNorm final : public Kernel {
  public:
-  LayerNorm(const KernelConfig& cfg) {
-    check_arity(cfg, "layer_norm", 2, 3, 1);
-    check_dtypes(cfg, "layer_norm", DType::f32);
-    r_ = rows_of(cfg, "layer_norm", cfg.inputs[0].shape);
-    for (size_t i = 1; i < cfg.inputs.size(); ++i)
-      if (numel(cfg.inputs[i].shape) != r_.n) fail(where_of(cfg), "layer_norm: input {} has {} elements, rows have {}", i, numel(cfg.inputs[i].shape), r_.n);
-    check_output_shape(cfg, "layer_norm", 0, cfg.inputs[0].shape);
-    bias_ = cfg.inputs.size() > 2;
-  }
+  LayerNorm(const KernelConfig& cfg) : r_(layer_norm_rows(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* x = static_cast<const float*>(in[0]);
     const auto* scale = static_cast<const float*>(in[1]);
-    const auto* bias = bias_ ? static_cast<const float*>(in[2]) : nullptr;
+    const auto* bias = r_.bias ? static_cast<const float*>(in[2]) : nullptr;
     auto* y = static_cast<float*>(out[0]);
     for (int64_t r = 0; r < r_.rows; ++r, x += r_.n, y += r_.n) {
       const auto [mean, rstd] = moments(x, r_.n, r_.eps);
@@ -63,20 +39,12 @@ class LayerNorm final : public Kernel {
   }
 
  private:
-  Rows r_;
-  bool bias_ = false;
+  LayerNormRows r_;
 };
 
 class LayerNormGrad final : public Kernel {
  public:
-  LayerNormGrad(const KernelConfig& cfg) {
-    check_arity(cfg, "layer_norm_grad", 3, 3, 1);
-    check_dtypes(cfg, "layer_norm_grad", DType::f32);
-    r_ = rows_of(cfg, "layer_norm_grad", cfg.inputs[1].shape);
-    check_input_shape(cfg, "layer_norm_grad", 0, "dY", cfg.inputs[1].shape);
-    if (numel(cfg.inputs[2].shape) != r_.n) fail(where_of(cfg), "layer_norm_grad: scale has {} elements, rows have {}", numel(cfg.inputs[2].shape), r_.n);
-    check_output_shape(cfg, "layer_norm_grad", 0, cfg.inputs[1].shape);
-  }
+  LayerNormGrad(const KernelConfig& cfg) : r_(layer_norm_grad_rows(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* x = static_cast<const float*>(in[1]);
@@ -99,18 +67,12 @@ class LayerNormGrad final : public Kernel {
   }
 
  private:
-  Rows r_;
+  LayerNormRows r_;
 };
 
 class LayerNormScaleGrad final : public Kernel {
  public:
-  LayerNormScaleGrad(const KernelConfig& cfg) {
-    check_arity(cfg, "layer_norm_scale_grad", 2, 2, 1);
-    check_dtypes(cfg, "layer_norm_scale_grad", DType::f32);
-    r_ = rows_of(cfg, "layer_norm_scale_grad", cfg.inputs[1].shape);
-    check_input_shape(cfg, "layer_norm_scale_grad", 0, "dY", cfg.inputs[1].shape);
-    if (numel(cfg.outputs[0].shape) != r_.n) fail(where_of(cfg), "layer_norm_scale_grad: output has {} elements, rows have {}", numel(cfg.outputs[0].shape), r_.n);
-  }
+  LayerNormScaleGrad(const KernelConfig& cfg) : r_(layer_norm_scale_grad_rows(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* x = static_cast<const float*>(in[1]);
@@ -123,7 +85,7 @@ class LayerNormScaleGrad final : public Kernel {
   }
 
  private:
-  Rows r_;
+  LayerNormRows r_;
 };
 
 }  // namespace

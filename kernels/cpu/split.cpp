@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -23,35 +24,11 @@ class Split final : public Kernel {
 };
 
 Split::Split(const KernelConfig& cfg) {
-  if (cfg.inputs.size() != 1 || cfg.outputs.empty())
-    fail(where_of(cfg), "split: expected 1 input and >= 1 outputs, got {} and {}",
-         cfg.inputs.size(), cfg.outputs.size());
-  const TensorDesc& x = cfg.inputs[0];
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
-  if (!cfg.attrs.has("axis")) fail(where_of(cfg), "split: attribute 'axis' is required");
-  const int64_t axis = cfg.attrs.get_int("axis", -1);
-  if (axis < 0 || axis >= rank)
-    fail(where_of(cfg), "split: axis {} out of range for input {}", axis, shape_str(x.shape));
-  for (int64_t i = 0; i < axis; ++i) outer_ *= x.shape[size_t(i)];
-  size_t inner = size_t(dtype_size(x.dtype));
-  for (int64_t i = axis + 1; i < rank; ++i) inner *= size_t(x.shape[size_t(i)]);
-  in_row_ = inner * size_t(x.shape[size_t(axis)]);
-  int64_t total = 0;
-  for (size_t k = 0; k < cfg.outputs.size(); ++k) {
-    const TensorDesc& y = cfg.outputs[k];
-    bool ok = y.dtype == x.dtype && static_cast<int64_t>(y.shape.size()) == rank;
-    for (int64_t i = 0; ok && i < rank; ++i)
-      ok = i == axis || y.shape[size_t(i)] == x.shape[size_t(i)];
-    if (!ok)
-      fail(where_of(cfg), "split: output {} ({} {}) does not fit input {} {} off axis {}", k,
-           dtype_name(y.dtype), shape_str(y.shape), dtype_name(x.dtype), shape_str(x.shape), axis);
-    offset_.push_back(inner * size_t(total));
-    row_.push_back(inner * size_t(y.shape[size_t(axis)]));
-    total += y.shape[size_t(axis)];
-  }
-  if (total != x.shape[size_t(axis)])
-    fail(where_of(cfg), "split: outputs sum to {} along axis {}, input has {}", total, axis,
-         x.shape[size_t(axis)]);
+  SplitGeometry g = split_geometry(cfg);
+  outer_ = g.outer;
+  in_row_ = g.in_row;
+  row_ = std::move(g.row);
+  offset_ = std::move(g.offset);
 }
 
 void Split::run(const RunCtx&, const void* const* in, void* const* out) {

@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -39,51 +40,14 @@ class Transpose final : public Kernel {
 };
 
 Transpose::Transpose(const KernelConfig& cfg) {
-  check_arity(cfg, "transpose", 1, 1, 1);
-  const TensorDesc& x = cfg.inputs[0];
-  if (cfg.outputs[0].dtype != x.dtype)
-    fail(where_of(cfg), "transpose: input and output dtypes differ");
-  elem_size_ = dtype_size(x.dtype);
-  const size_t rank = x.shape.size();
-  if (rank > max_rank) fail(where_of(cfg), "transpose: rank {} exceeds {}", rank, max_rank);
-  std::vector<int64_t> perm = cfg.attrs.get_ints("perm");
-  if (perm.empty())  // ONNX default: reverse the axes
-    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  std::vector<bool> seen(rank, false);
-  bool valid = perm.size() == rank;
-  for (int64_t p : perm) {
-    valid = valid && p >= 0 && p < static_cast<int64_t>(rank) && !seen[p];
-    if (valid) seen[p] = true;
+  const TransposeGeometry g = transpose_geometry(cfg);
+  rank_ = g.dims.size();
+  for (size_t i = 0; i < rank_; ++i) {
+    dims_[i] = g.dims[i];
+    in_strides_[i] = g.in_strides[i];
   }
-  if (!valid)
-    fail(where_of(cfg), "transpose: perm [{}] is not a permutation of {} axes",
-         fmt::join(perm, ","), rank);
-  Shape y(rank);
-  for (size_t i = 0; i < rank; ++i) y[i] = x.shape[perm[i]];
-  check_output_shape(cfg, "transpose", 0, y);
-  total_ = numel(y);
-
-  std::vector<int64_t> in_stride(rank, 1);
-  for (size_t i = rank; i-- > 1;) in_stride[i - 1] = in_stride[i] * x.shape[i];
-  // Walk output axes in order, dropping size-1 axes; merge an axis into the previous kept one
-  // when the pair is contiguous in the input too (outer stride = inner stride * inner size).
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t d = x.shape[perm[i]], s = in_stride[perm[i]];
-    if (d == 1) continue;
-    if (rank_ > 0 && in_strides_[rank_ - 1] == s * d) {
-      dims_[rank_ - 1] *= d;
-      in_strides_[rank_ - 1] = s;
-    } else {
-      dims_[rank_] = d;
-      in_strides_[rank_] = s;
-      ++rank_;
-    }
-  }
-  if (rank_ == 0) {
-    dims_[0] = 1;
-    in_strides_[0] = 1;
-    rank_ = 1;
-  }
+  total_ = g.total;
+  elem_size_ = g.elem_size;
 }
 
 template <class T>

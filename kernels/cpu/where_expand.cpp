@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -97,25 +98,8 @@ void for_each_row(const Walk<K>& w, Row&& row) {
 class WhereKernel final : public Kernel {
  public:
   WhereKernel(const KernelConfig& cfg) {
-    check_arity(cfg, "where", 3, 3, 1);
-    check_dtypes(cfg, "where", {DType::bool_, DType::f32, DType::f32}, {DType::f32});
-    const Shape& c = cfg.inputs[0].shape;
-    const Shape& a = cfg.inputs[1].shape;
-    const Shape& b = cfg.inputs[2].shape;
-    const size_t rank = std::max({c.size(), a.size(), b.size()});
-    if (rank > max_rank) fail(where_of(cfg), "where: rank {} exceeds {}", rank, max_rank);
-    Shape y(rank, 1);
-    for (const Shape* s : {&c, &a, &b})
-      for (size_t i = 0; i < s->size(); ++i) {
-        const int64_t d = (*s)[i];
-        int64_t& yd = y[i + rank - s->size()];
-        if (d != 1 && yd != 1 && d != yd)
-          fail(where_of(cfg), "where: shapes {}, {} and {} do not broadcast", shape_str(c),
-               shape_str(a), shape_str(b));
-        if (d != 1) yd = d;
-      }
-    check_output_shape(cfg, "where", 0, y);
-    walk_ = make_walk<3>(y, {&c, &a, &b});
+    const Shape y = where_shape(cfg);
+    walk_ = make_walk<3>(y, {&cfg.inputs[0].shape, &cfg.inputs[1].shape, &cfg.inputs[2].shape});
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* c = static_cast<const uint8_t*>(in[0]);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Element-wise CUDA kernels and their launchers: activations and their gradients, broadcast
-// binary ops, fills and the accumulate steps. Grid-stride loops, 256 threads a block; the math
+// Element-wise CUDA kernels and their launchers: activations (GELU: kernels/cpu/pointwise.cpp) and their gradients, broadcast
+// binary ops, where, fills and the accumulate steps. Grid-stride loops, 256 threads a block; the math
 // is the CPU twin's (kernels/cpu/activations.cpp, activation_grads.cpp, elementwise_binary.cpp).
 #include "kernels/cuda/launch.h"
 
@@ -22,6 +22,7 @@ template <UnaryOp Op>
 __device__ inline float unary_op(float x) {
   if constexpr (Op == UnaryOp::relu) return !(x <= 0.0f) ? x : 0.0f;  // NaN stays NaN, as torch.relu
   if constexpr (Op == UnaryOp::tanh) return tanhf(x);
+  if constexpr (Op == UnaryOp::gelu) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // exact (erf) GELU
   // exp of a non-positive argument only, as the CPU twin
   const float e = expf(-fabsf(x));
   return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
@@ -31,6 +32,11 @@ template <UnaryGradOp Op>
 __device__ inline float unary_grad_op(float dy, float y) {
   if constexpr (Op == UnaryGradOp::relu) return y <= 0.0f ? 0.0f : dy;
   if constexpr (Op == UnaryGradOp::sigmoid) return dy * y * (1.0f - y);
+  if constexpr (Op == UnaryGradOp::gelu) {  // y is the forward input x here: Phi(x) + x phi(x)
+    const float cdf = 0.5f * (1.0f + erff(y * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * y * y);
+    return dy * (cdf + y * pdf);
+  }
   return dy * (1.0f - y * y);
 }
 
@@ -66,6 +72,20 @@ __global__ void binary_kernel(BroadcastSpace s, const float* a, const float* b, 
   }
 }
 
+__global__ void where_kernel(WhereSpace s, const uint8_t* cond, const float* a, const float* b, float* y) {
+  for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
+    int64_t rest = i, oc = 0, oa = 0, ob = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t k = rest % s.dims[d];
+      rest /= s.dims[d];
+      oc += k * s.strides[0][d];
+      oa += k * s.strides[1][d];
+      ob += k * s.strides[2][d];
+    }
+    y[i] = cond[oc] ? a[oa] : b[ob];
+  }
+}
+
 __global__ void fill_broadcast_kernel(const float* c, int64_t rs, int64_t cs, float beta, float* y, int64_t m,
                                       int64_t n) {
   const int64_t total = m * n;
@@ -92,6 +112,7 @@ void launch_unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t 
     case UnaryOp::relu: unary_kernel<UnaryOp::relu><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
     case UnaryOp::sigmoid: unary_kernel<UnaryOp::sigmoid><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
     case UnaryOp::tanh: unary_kernel<UnaryOp::tanh><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
+    case UnaryOp::gelu: unary_kernel<UnaryOp::gelu><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n); break;
   }
 }
 
@@ -107,6 +128,9 @@ void launch_unary_grad(UnaryGradOp op, const float* dy, const float* t, float* d
     case UnaryGradOp::tanh:
       unary_grad_kernel<UnaryGradOp::tanh><<<blocks_for(n), kThreads, 0, stream>>>(dy, t, dx, n);
       break;
+    case UnaryGradOp::gelu:
+      unary_grad_kernel<UnaryGradOp::gelu><<<blocks_for(n), kThreads, 0, stream>>>(dy, t, dx, n);
+      break;
   }
 }
 
@@ -120,6 +144,11 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
     case BinaryOp::mul: binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::div: binary_kernel<BinaryOp::div><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
   }
+}
+
+void launch_where(const WhereSpace& s, const uint8_t* cond, const float* a, const float* b, float* y,
+                  cudaStream_t stream) {
+  if (s.total > 0) where_kernel<<<blocks_for(s.total), kThreads, 0, stream>>>(s, cond, a, b, y);
 }
 
 void launch_fill_broadcast(const float* c, int64_t row_stride, int64_t col_stride, float beta, float* y, int64_t m,

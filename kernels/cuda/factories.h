@@ -14,9 +14,21 @@ namespace of::kernels::cuda {
 std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_layer_norm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_layer_norm_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_layer_norm_scale_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_log_softmax_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_matmul_tb(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg);
@@ -24,10 +36,15 @@ std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softmax_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_split(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_tanh_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_transpose(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_where(const KernelConfig& cfg);
 
 }  // namespace of::kernels::cuda

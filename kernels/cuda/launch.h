@@ -12,9 +12,10 @@ namespace of::kernels::cuda {
 
 inline constexpr int kMaxRank = 8;
 
-// Element-wise ops of one tensor: y = op(x); grads dx = op(dy, t), t the forward output.
-enum class UnaryOp : int8_t { relu, sigmoid, tanh };
-enum class UnaryGradOp : int8_t { relu, sigmoid, tanh };
+// Element-wise ops of one tensor: y = op(x); grads dx = op(dy, t), t the forward output (the
+// forward input for gelu, whose gradient reads x).
+enum class UnaryOp : int8_t { relu, sigmoid, tanh, gelu };
+enum class UnaryGradOp : int8_t { relu, sigmoid, tanh, gelu };
 void launch_unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
 void launch_unary_grad(UnaryGradOp op, const float* dy, const float* t, float* dx, int64_t n,
                        cudaStream_t stream);
@@ -29,6 +30,16 @@ struct BroadcastSpace {
 };
 void launch_binary(BinaryOp op, const BroadcastSpace& space, const float* a, const float* b, float* y,
                    cudaStream_t stream);
+
+// where: y = cond ? a : b over `rank` output dims with per-operand element strides (0 along
+// broadcast axes); cond is bytes (nonzero = true).
+struct WhereSpace {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {}, strides[3][kMaxRank] = {};  // cond, a, b
+  int64_t total = 0;
+};
+void launch_where(const WhereSpace& space, const uint8_t* cond, const float* a, const float* b, float* y,
+                  cudaStream_t stream);
 
 // y[i, j] = beta * c[i * row_stride + j * col_stride] over [m, n] (gemm's C, broadcast).
 void launch_fill_broadcast(const float* c, int64_t row_stride, int64_t col_stride, float beta, float* y,
@@ -74,5 +85,39 @@ void launch_adam_update(const AdamParams& p, const float* param, const float* gr
 // accumulate's element-wise steps: acc += g; acc *= scale.
 void launch_add_inplace(float* acc, const float* g, int64_t n, cudaStream_t stream);
 void launch_scale_inplace(float* acc, float scale, int64_t n, cudaStream_t stream);
+
+// softmax / log_softmax along one axis of a tensor viewed as [outer, n, inner]; y may alias x.
+void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+// Their gradients from (dy, y): softmax dx = y*(dy - sum(dy*y)); log_softmax dx = dy - exp(y)*sum(dy).
+void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner,
+                         cudaStream_t stream);
+
+// gather: y [outer, count, row] from table [outer, vocab, row] at indices (int64 when wide, else
+// int32; negative ones count from the end; out of range gives a zero row). gather_grad: dtable
+// (zeroed first) += dy rows at their indices, added in index order per element, as the CPU twin.
+void launch_gather(const float* table, const void* indices, bool wide, float* y, int64_t outer, int64_t vocab,
+                   int64_t row, int64_t count, cudaStream_t stream);
+void launch_gather_grad(const float* dy, const void* indices, bool wide, float* dtable, int64_t outer, int64_t vocab,
+                        int64_t row, int64_t count, cudaStream_t stream);
+
+// Layer normalization over rows of n (the CPU twin: kernels/cpu/layer_norm.cpp), each row's
+// moments summed in double: y = (x - mean) * rstd * scale + bias (bias may be null);
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale; and the scale's gradient,
+// sum over rows of dy * xhat, from the rows' moments kept in `moments` (2 floats a row).
+void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t n,
+                       float eps, cudaStream_t stream);
+void launch_layer_norm_grad(const float* dy, const float* x, const float* scale, float* dx, int64_t rows, int64_t n,
+                            float eps, cudaStream_t stream);
+void launch_layer_norm_scale_grad(const float* dy, const float* x, float* moments, float* dscale, int64_t rows,
+                                  int64_t n, float eps, cudaStream_t stream);
+
+// transpose: y (dense over `rank` collapsed output dims) from x at the given input strides, for
+// elements of elem_size bytes (1, 2, 4 or 8).
+struct TransposeSpace {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {}, in_strides[kMaxRank] = {};
+  int64_t total = 0;
+};
+void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void* x, void* y, cudaStream_t stream);
 
 }  // namespace of::kernels::cuda

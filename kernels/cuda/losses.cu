@@ -2,38 +2,14 @@
 // softmax_cross_entropy and its gradient on the GPU (the CPU twin: kernels/cpu/losses.cpp). One
 // block per row for the softmax; the mean loss is a second, one-block kernel summing the rows'
 // losses in double in a fixed order, so the loss is the same bits on every run.
-#include <cfloat>
-
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-template <class T, class Op>
-__device__ T block_reduce(T v, T* shared, Op op) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] = op(shared[threadIdx.x], shared[threadIdx.x + half]);
-    __syncthreads();
-  }
-  const T r = shared[0];
-  __syncthreads();  // shared is reused by the caller's next reduction
-  return r;
-}
-
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct SumF {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct SumD {
-  __device__ double operator()(double a, double b) const { return a + b; }
-};
+constexpr int kThreads = kRowThreads;
 
 // prob may alias x: every thread reads its x[k] before writing prob[k], and the label's logit is
 // read (after the max) before any prob is written.

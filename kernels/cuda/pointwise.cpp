@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The element-wise CUDA kernels' host side: relu, sigmoid, tanh, their gradients from (dy, y),
-// and add/sub/mul/div with numpy broadcasting. Configs are checked as the CPU twins check them.
+// The element-wise CUDA kernels' host side: relu, sigmoid, tanh, gelu, their gradients from (dy, y) (gelu: (dy, x)),
+// add/sub/mul/div and where with numpy broadcasting. Configs are checked as the CPU twins check them.
 #include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
@@ -34,13 +35,13 @@ class Unary final : public Kernel {
   int64_t n_ = 0;
 };
 
-// dx = op(dy, y), y the forward output; dx may alias dy or y.
+// dx = op(dy, y), y the forward output (x, the input, for gelu); dx may alias dy or y.
 class UnaryGrad final : public Kernel {
  public:
-  UnaryGrad(const KernelConfig& cfg, const char* name, UnaryGradOp op) : op_(op) {
+  UnaryGrad(const KernelConfig& cfg, const char* name, UnaryGradOp op, const char* second = "y") : op_(op) {
     check_arity(cfg, name, 2, 2, 1);
     check_dtypes(cfg, name, DType::f32);
-    check_input_shape(cfg, name, 1, "y", cfg.inputs[0].shape);
+    check_input_shape(cfg, name, 1, second, cfg.inputs[0].shape);
     check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
     n_ = numel(cfg.inputs[0].shape);
   }
@@ -104,8 +105,37 @@ class Binary final : public Kernel {
   BroadcastSpace space_;
 };
 
+// cond ? a : b, all three broadcast (the CPU twin's rule: kernels/rules.h where_shape).
+class Where final : public Kernel {
+ public:
+  Where(const KernelConfig& cfg) {
+    const Shape y = where_shape(cfg);
+    const size_t rank = y.size();
+    for (size_t i = 0; i < rank; ++i) space_.dims[i] = y[i];
+    for (size_t k = 0; k < 3; ++k) {
+      const Shape& s = cfg.inputs[k].shape;
+      int64_t t = 1;
+      for (size_t i = s.size(); i-- > 0;) {
+        space_.strides[k][i + rank - s.size()] = s[i] == 1 ? 0 : t;
+        t *= s[i];
+      }
+    }
+    space_.rank = int(rank);
+    space_.total = numel(y);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_where(space_, static_cast<const uint8_t*>(in[0]), static_cast<const float*>(in[1]),
+                 static_cast<const float*>(in[2]), static_cast<float*>(out[0]), ctx.stream->stream);
+    ctx.stream->check_launch("where");
+  }
+
+ private:
+  WhereSpace space_;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> make_where(const KernelConfig& cfg) { return std::make_unique<Where>(cfg); }
 std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg) { return std::make_unique<Unary>(cfg, "relu", UnaryOp::relu); }
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg) {
   return std::make_unique<Unary>(cfg, "sigmoid", UnaryOp::sigmoid);
@@ -119,6 +149,10 @@ std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_tanh_grad(const KernelConfig& cfg) {
   return std::make_unique<UnaryGrad>(cfg, "tanh_grad", UnaryGradOp::tanh);
+}
+std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg) { return std::make_unique<Unary>(cfg, "gelu", UnaryOp::gelu); }
+std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg) {
+  return std::make_unique<UnaryGrad>(cfg, "gelu_grad", UnaryGradOp::gelu, "x");
 }
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "add", BinaryOp::add); }
 std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "sub", BinaryOp::sub); }

@@ -22,12 +22,12 @@ Attrs ints(std::initializer_list<std::pair<const char*, int64_t>> kv) {
 }
 
 TEST_CASE("cuda twin: activations and their gradients match the CPU kernels", "[cuda]") {
-  for (const char* name : {"relu", "sigmoid", "tanh"}) {
+  for (const char* name : {"relu", "sigmoid", "tanh", "gelu"}) {
     INFO(name);
     check_twin(name, {}, {random_f32({37, 129}, 1, -8, 8)}, f32({{37, 129}}));
     check_twin(name, {}, {random_f32({0, 5}, 1)}, f32({{0, 5}}));
   }
-  for (const char* name : {"relu_grad", "sigmoid_grad", "tanh_grad"}) {
+  for (const char* name : {"relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad"}) {
     INFO(name);
     check_twin(name, {}, {random_f32({1000, 3}, 2), random_f32({1000, 3}, 3)}, f32({{1000, 3}}));
   }
@@ -75,6 +75,98 @@ TEST_CASE("cuda twin: gemm with transposes, broadcast C, alpha, beta and a fused
   // An empty inner dimension gives beta*C, or zeros.
   check_twin("gemm", {}, {random_f32({4, 0}, 1), random_f32({0, 3}, 2)}, f32({{4, 3}}));
   check_twin("gemm", {}, {random_f32({4, 0}, 1), random_f32({0, 3}, 2), random_f32({3}, 3)}, f32({{4, 3}}));
+}
+
+TEST_CASE("cuda twin: where broadcasts its condition and both branches", "[cuda]") {
+  std::vector<uint8_t> bits(128 * 128);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = (i % 128) <= (i / 128) ? 1 : 0;  // a causal mask
+  check_twin("where", {}, {bool_tensor({128, 128}, bits), random_f32({2, 4, 128, 128}, 42), f32_tensor({}, {-1e9f})}, f32({{2, 4, 128, 128}}));
+  check_twin("where", {}, {bool_tensor({1}, {1}), random_f32({3, 1}, 43), random_f32({1, 5}, 44)}, f32({{3, 5}}));
+}
+
+TEST_CASE("cuda twin: matmul broadcasts batches as numpy does, matmul_tb reads B transposed", "[cuda]") {
+  struct Case {
+    Shape a, b, y;
+  };
+  const std::vector<Case> cases = {
+      {{5, 7}, {7, 3}, {5, 3}},                // one product
+      {{4, 5, 7}, {7, 3}, {4, 5, 3}},          // a shared B: the batch folds into M
+      {{3, 5, 7}, {3, 7, 2}, {3, 5, 2}},       // even strides: one strided-batched call
+      {{1, 5, 7}, {3, 7, 2}, {3, 5, 2}},       // A broadcast (stride 0)
+      {{2, 4, 5, 7}, {4, 7, 3}, {2, 4, 5, 3}},  // B repeats every 4 batches: one call per batch
+      {{7}, {7, 3}, {3}},                      // 1-D operands are promoted, then squeezed
+      {{5, 7}, {7}, {5}},
+      {{2, 5, 0}, {2, 0, 3}, {2, 5, 3}}};      // an empty sum is zeros
+  for (const Case& c : cases) {
+    INFO(shape_str(c.a) << " x " << shape_str(c.b));
+    check_twin("matmul", {}, {random_f32(c.a, 23), random_f32(c.b, 24)}, f32({c.y}));
+  }
+  check_twin("matmul_tb", {}, {random_f32({2, 5, 70}, 25), random_f32({33, 70}, 26)}, f32({{2, 5, 33}}));
+}
+
+TEST_CASE("cuda twin: softmax and log_softmax with their gradients, on the last and on inner axes", "[cuda]") {
+  struct Case {
+    Shape x;
+    int64_t axis;
+  };
+  for (const Case& c : std::vector<Case>{{{6, 130}, 1}, {{4, 2000}, 1}, {{4, 5, 6}, 1}, {{4, 5, 6}, 0}, {{3, 0}, 1}}) {
+    INFO(shape_str(c.x) << " axis " << c.axis);
+    const Attrs attrs = ints({{"axis", c.axis}});
+    for (const char* name : {"softmax", "log_softmax"}) {
+      INFO(name);
+      const auto y = check_twin(name, attrs, {random_f32(c.x, 27, -5, 5)}, f32({c.x}));
+      const std::string grad = std::string(name) + "_grad";
+      check_twin(grad, attrs, {random_f32(c.x, 28), y[0]}, f32({c.x}));
+      // In place: y over x, dx over dy.
+      check_twin(name, attrs, {random_f32(c.x, 27, -5, 5)}, f32({c.x}), {}, 1, {{0, 0}});
+      check_twin(grad, attrs, {random_f32(c.x, 28), y[0]}, f32({c.x}), {}, 1, {{0, 0}});
+    }
+  }
+}
+
+TEST_CASE("cuda twin: transpose permutes f32 and i64 tensors", "[cuda]") {
+  Attrs perm;
+  perm.set_ints("perm", {2, 0, 1});
+  check_twin("transpose", perm, {random_f32({2, 3, 4}, 29)}, f32({{4, 2, 3}}));
+  check_twin("transpose", {}, {random_f32({64, 48}, 30)}, f32({{48, 64}}));  // default: reversed
+  perm.set_ints("perm", {3, 2, 1, 0});
+  check_twin("transpose", perm, {random_f32({1, 5, 1, 3}, 31)}, f32({{3, 1, 5, 1}}));
+  std::vector<int64_t> v(60);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t(i) * 1000003;
+  perm.set_ints("perm", {1, 0, 2});
+  check_twin("transpose", perm, {i64_tensor({3, 4, 5}, v)}, {{{4, 3, 5}, DType::i64}});
+}
+
+TEST_CASE("cuda twin: layer_norm and its gradients, with and without bias", "[cuda]") {
+  for (const Shape& x : std::vector<Shape>{{8, 256}, {2, 3, 1000}, {5, 1}}) {
+    INFO(shape_str(x));
+    const Attrs attrs = ints({{"axis", int64_t(x.size()) - 1}});
+    const Shape row{x.back()};
+    const HostTensor in = random_f32(x, 32, -3, 3), dy = random_f32(x, 33), scale = random_f32(row, 34, 0.5f, 1.5f);
+    check_twin("layer_norm", attrs, {in, scale, random_f32(row, 35)}, f32({x}));
+    check_twin("layer_norm", attrs, {in, scale}, f32({x}));
+    check_twin("layer_norm_grad", attrs, {dy, in, scale}, f32({x}));
+    check_twin("layer_norm_scale_grad", attrs, {dy, in}, f32({row}));
+  }
+  // Normalizing over two trailing axes.
+  check_twin("layer_norm", ints({{"axis", 1}}), {random_f32({4, 6, 7}, 36), random_f32({6, 7}, 37)}, f32({{4, 6, 7}}));
+}
+
+TEST_CASE("cuda twin: gather and gather_grad, int64 and int32 indices, negative and out of range", "[cuda]") {
+  // An embedding lookup: table [50, 16], indices [4, 9] with repeats, a negative and a bad one.
+  std::vector<int64_t> idx(36);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t(i * 7) % 50;
+  idx[3] = -1;   // the last row
+  idx[5] = 50;   // out of range: a zero row, no gradient
+  idx[6] = idx[7] = 11;  // repeats sum in the gradient
+  const HostTensor table = random_f32({50, 16}, 38), indices = i64_tensor({4, 9}, idx);
+  const auto y = check_twin("gather", {}, {table, indices}, f32({{4, 9, 16}}));
+  check_twin("gather_grad", {}, {random_f32({4, 9, 16}, 39), indices}, f32({{50, 16}}));
+  // int32 indices, and axis 1 (x[:, i]).
+  const HostTensor i32 = i32_tensor({3}, {2, 0, 2});
+  const Attrs axis1 = ints({{"axis", 1}});
+  check_twin("gather", axis1, {random_f32({5, 3, 4}, 40), i32}, f32({{5, 3, 4}}));
+  check_twin("gather_grad", axis1, {random_f32({5, 3, 4}, 41), i32}, f32({{5, 3, 4}}));
 }
 
 TEST_CASE("cuda twin: reduce_sum over leading, trailing, inner and all axes", "[cuda]") {

@@ -30,6 +30,22 @@ HostTensor i64_tensor(const Shape& shape, const std::vector<int64_t>& values) {
   return t;
 }
 
+HostTensor i32_tensor(const Shape& shape, const std::vector<int32_t>& values) {
+  HostTensor t{{shape, DType::i32}, {}};
+  t.bytes.resize(size_t(t.desc.bytes()));
+  REQUIRE(values.size() * sizeof(int32_t) == t.bytes.size());
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
+HostTensor bool_tensor(const Shape& shape, const std::vector<uint8_t>& values) {
+  HostTensor t{{shape, DType::bool_}, {}};
+  t.bytes.resize(size_t(t.desc.bytes()));
+  REQUIRE(values.size() == t.bytes.size());
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
 HostTensor random_f32(const Shape& shape, unsigned seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -71,7 +87,7 @@ std::vector<HostTensor> check_twin(const std::string& kernel, const Attrs& attrs
   REQUIRE((aliases.empty() || acts == 1));
   std::vector<TensorDesc> in_descs;
   for (const HostTensor& t : inputs) in_descs.push_back(t.desc);
-  const DType dtype = inputs.empty() ? DType::f32 : inputs[0].desc.dtype;
+  const DType dtype = outputs.empty() ? DType::f32 : outputs[0].dtype;  // the runtime keys kernels by it
   auto cpu_kernel = make_kernel(kernel, DeviceKind::cpu, dtype, KernelConfig{attrs, in_descs, outputs, "twin"});
   cuda::StreamOwner owner;
   auto gpu_kernel = make_kernel(kernel, DeviceKind::cuda, dtype, KernelConfig{attrs, in_descs, outputs, "twin"});

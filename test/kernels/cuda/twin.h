@@ -20,6 +20,8 @@ struct HostTensor {
 
 HostTensor f32_tensor(const Shape& shape, const std::vector<float>& values);
 HostTensor i64_tensor(const Shape& shape, const std::vector<int64_t>& values);
+HostTensor i32_tensor(const Shape& shape, const std::vector<int32_t>& values);
+HostTensor bool_tensor(const Shape& shape, const std::vector<uint8_t>& values);
 HostTensor random_f32(const Shape& shape, unsigned seed, float lo = -1.0f, float hi = 1.0f);
 
 struct Tolerance {

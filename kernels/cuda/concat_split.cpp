@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// concat and split on the GPU, any dtype: the CPU twins' geometry (kernels/rules.h), each input's
+// (or output's) blocks moved by one strided device-to-device copy over the outer rows
+// (cudaMemcpy2DAsync), no kernel of our own.
+#include "kernels/cuda/device_stream.h"
+#include "kernels/cuda/factories.h"
+#include "kernels/rules.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+class Concat final : public Kernel {
+ public:
+  Concat(const KernelConfig& cfg) : g_(concat_geometry(cfg)) {
+    for (size_t n : g_.block_bytes) row_ += n;
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    auto* y = static_cast<char*>(out[0]);
+    cudaError_t e = cudaSuccess;
+    for (size_t k = 0; k < g_.block_bytes.size() && e == cudaSuccess; y += g_.block_bytes[k], ++k) {
+      const size_t n = g_.block_bytes[k];
+      if (n == 0 || g_.outer == 0) continue;
+      e = cudaMemcpy2DAsync(y, row_, in[k], n, n, size_t(g_.outer), cudaMemcpyDeviceToDevice, ctx.stream->stream);
+    }
+    if (e != cudaSuccess) ctx.stream->note_failure("concat: cudaMemcpy2DAsync", int(e));
+  }
+
+ private:
+  ConcatGeometry g_;
+  size_t row_ = 0;  // bytes of one outer row of Y
+};
+
+class Split final : public Kernel {
+ public:
+  Split(const KernelConfig& cfg) : g_(split_geometry(cfg)) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const char*>(in[0]);
+    cudaError_t e = cudaSuccess;
+    for (size_t k = 0; k < g_.row.size() && e == cudaSuccess; ++k) {
+      const size_t n = g_.row[k];
+      if (n == 0 || g_.outer == 0) continue;  // an empty part may have no buffer
+      e = cudaMemcpy2DAsync(out[k], n, x + g_.offset[k], g_.in_row, n, size_t(g_.outer), cudaMemcpyDeviceToDevice,
+                            ctx.stream->stream);
+    }
+    if (e != cudaSuccess) ctx.stream->note_failure("split: cudaMemcpy2DAsync", int(e));
+  }
+
+ private:
+  SplitGeometry g_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg) { return std::make_unique<Concat>(cfg); }
+std::unique_ptr<Kernel> make_split(const KernelConfig& cfg) { return std::make_unique<Split>(cfg); }
+
+}  // namespace of::kernels::cuda
