@@ -2,21 +2,12 @@
 // Element-wise CUDA kernels and their launchers: activations (GELU: kernels/cpu/pointwise.cpp) and their gradients, broadcast
 // binary ops, where, fills and the accumulate steps. Grid-stride loops, 256 threads a block; the math
 // is the CPU twin's (kernels/cpu/activations.cpp, activation_grads.cpp, elementwise_binary.cpp).
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65536 ? b : 65536);  // the grid-stride loop covers the rest
-}
-
-__device__ inline int64_t first_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
 template <UnaryOp Op>
 __device__ inline float unary_op(float x) {

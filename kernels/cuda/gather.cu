@@ -2,18 +2,12 @@
 // gather and gather_grad on the GPU (the CPU twin: kernels/cpu/gather.cpp). The gradient is
 // deterministic: one thread per (outer, column) walks the indices in order and adds into its own
 // column of the rows they name, so every element sums in the CPU twin's order, with no atomics.
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65536 ? b : 65536);
-}
 
 template <class I>
 __device__ inline int64_t index_at(const I* indices, int64_t i, int64_t vocab) {
@@ -25,7 +19,7 @@ template <class I>
 __global__ void gather_kernel(const float* table, const I* indices, float* y, int64_t outer, int64_t vocab, int64_t row,
                               int64_t count) {
   const int64_t total = outer * count * row;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = first_index(); e < total; e += grid_stride()) {
     const int64_t k = e % row, i = (e / row) % count, a = e / (row * count);
     const int64_t v = index_at(indices, i, vocab);
     y[e] = v >= 0 && v < vocab ? table[(a * vocab + v) * row + k] : 0.0f;
@@ -36,7 +30,7 @@ template <class I>
 __global__ void gather_grad_kernel(const float* dy, const I* indices, float* dtable, int64_t outer, int64_t vocab,
                                    int64_t row, int64_t count) {
   const int64_t columns = outer * row;
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < columns; c += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t c = first_index(); c < columns; c += grid_stride()) {
     const int64_t a = c / row, k = c % row;
     for (int64_t i = 0; i < count; ++i) {
       const int64_t v = index_at(indices, i, vocab);

@@ -3,6 +3,7 @@
 // one block per row; the row's sums in double, as the twin (and torch's CPU kernel) keeps them.
 // The scale's gradient sums over rows per column in row order, from moments a first pass keeps.
 #include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
@@ -63,7 +64,7 @@ __global__ void moments_rows(const float* x, float* moments, int64_t n, float ep
 
 __global__ void scale_grad_columns(const float* dy, const float* x, const float* moments, float* ds, int64_t rows,
                                    int64_t n) {
-  for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t k = first_index(); k < n; k += grid_stride()) {
     float sum = 0.0f;
     for (int64_t r = 0; r < rows; ++r) sum += dy[r * n + k] * (x[r * n + k] - moments[2 * r]) * moments[2 * r + 1];
     ds[k] = sum;
@@ -86,8 +87,7 @@ void launch_layer_norm_scale_grad(const float* dy, const float* x, float* moment
                                   int64_t n, float eps, cudaStream_t stream) {
   if (n <= 0) return;
   if (rows > 0) moments_rows<<<unsigned(rows), kRowThreads, 0, stream>>>(x, moments, n, eps);
-  const int64_t b = (n + kRowThreads - 1) / kRowThreads;
-  scale_grad_columns<<<unsigned(b < 65536 ? b : 65536), kRowThreads, 0, stream>>>(dy, x, moments, dscale, rows, n);
+  scale_grad_columns<<<blocks_for(n), kThreads, 0, stream>>>(dy, x, moments, dscale, rows, n);
 }
 
 }  // namespace of::kernels::cuda

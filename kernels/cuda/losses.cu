@@ -3,18 +3,17 @@
 // block per row for the softmax; the mean loss is a second, one-block kernel summing the rows'
 // losses in double in a fixed order, so the loss is the same bits on every run.
 #include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = kRowThreads;
-
 // prob may alias x: every thread reads its x[k] before writing prob[k], and the label's logit is
 // read (after the max) before any prob is written.
 __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c) {
-  __shared__ float shared[kThreads];
+  __shared__ float shared[kRowThreads];
   __shared__ float picked;
   const int64_t r = blockIdx.x;
   const float* xr = x + r * c;
@@ -39,7 +38,7 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
 }
 
 __global__ void mean_loss(const double* row_loss, int64_t n, double denom, float* loss) {
-  __shared__ double shared[kThreads];
+  __shared__ double shared[kRowThreads];
   double s = 0.0;
   for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += row_loss[r];
   s = block_reduce(s, shared, SumD{});
@@ -50,7 +49,7 @@ __global__ void softmax_xent_grad(const float* dloss, const float* prob, const i
                                   int64_t n, int64_t c, float n_f) {
   const float scale = *dloss / n_f;
   const int64_t total = n * c;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t r = i / c, k = i % c;
     const int64_t label = labels[r];
     if (label < 0 || label >= c) {
@@ -66,16 +65,15 @@ __global__ void softmax_xent_grad(const float* dloss, const float* prob, const i
 
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss, int64_t n,
                          int64_t c, double denom, cudaStream_t stream) {
-  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kThreads, 0, stream>>>(x, labels, prob, row_loss, c);
-  mean_loss<<<1, kThreads, 0, stream>>>(row_loss, c > 0 ? n : 0, denom, loss);
+  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c);
+  mean_loss<<<1, kRowThreads, 0, stream>>>(row_loss, c > 0 ? n : 0, denom, loss);
 }
 
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx, int64_t n,
                               int64_t c, float n_f, cudaStream_t stream) {
   const int64_t total = n * c;
   if (total <= 0) return;
-  const int64_t b = (total + kThreads - 1) / kThreads;
-  softmax_xent_grad<<<unsigned(b < 65536 ? b : 65536), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f);
+  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f);
 }
 
 }  // namespace of::kernels::cuda

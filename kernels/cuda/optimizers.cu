@@ -2,24 +2,18 @@
 // sgd_update and adam_update on the GPU: torch.optim's rules, element for element the CPU twin's
 // (kernels/cpu/optimizers.cpp), including its per-act scalars in double. lr and step live on the
 // device (the task's inputs); outputs may alias inputs (each element is read before written).
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65536 ? b : 65536);
-}
-
 __global__ void sgd_kernel(SgdParams p, const float* param, const float* grad, const float* buf, const float* lr_in,
                            const float* step_in, float* param_out, float* buf_out, int64_t n) {
   const float lr = *lr_in;
   const bool first = *step_in < 1.5f;  // step counts from 1
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float pi = param[i];
     float g = grad[i] + p.weight_decay * pi;
     if (p.momentum != 0.0f) {
@@ -42,7 +36,7 @@ __global__ void adam_kernel(AdamParams p, const float* param, const float* grad,
   const float inv_bc2_sqrt = float(1.0 / sqrt(1.0 - pow(double(p.beta2), t)));
   const float l2 = p.decoupled ? 0.0f : p.weight_decay;
   const float shrink = p.decoupled ? 1.0f - lr * p.weight_decay : 1.0f;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float pi = param[i] * shrink;
     const float g = grad[i] + l2 * param[i];
     const float mi = p.beta1 * m[i] + (1.0f - p.beta1) * g;

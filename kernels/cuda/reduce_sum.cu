@@ -2,13 +2,12 @@
 // reduce_sum on the GPU: one thread per output element, summing its reduced elements in index
 // order (as the CPU twin does per output; the order across merged dims is the same row-major one).
 // Bias gradients ([N,C] -> [C]) read coalesced: neighbouring threads read neighbouring columns.
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
 
 __global__ void reduce_sum_kernel(ReduceSpace s, const float* x, float* y, float divisor) {
   // Element strides of each merged dim in the input (row-major).
@@ -18,7 +17,7 @@ __global__ void reduce_sum_kernel(ReduceSpace s, const float* x, float* y, float
     stride[d] = acc;
     acc *= s.dims[d];
   }
-  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < s.out_n; o += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t o = first_index(); o < s.out_n; o += grid_stride()) {
     int64_t rest = o, base = 0;
     for (int d = s.rank - 1; d >= 0; --d)
       if (!s.reduced[d]) {
@@ -43,8 +42,7 @@ __global__ void reduce_sum_kernel(ReduceSpace s, const float* x, float* y, float
 
 void launch_reduce_sum(const ReduceSpace& s, const float* x, float* y, float divisor, cudaStream_t stream) {
   if (s.out_n <= 0) return;
-  const int64_t b = (s.out_n + kThreads - 1) / kThreads;
-  reduce_sum_kernel<<<unsigned(b < 65536 ? b : 65536), kThreads, 0, stream>>>(s, x, y, divisor);
+  reduce_sum_kernel<<<blocks_for(s.out_n), kThreads, 0, stream>>>(s, x, y, divisor);
 }
 
 }  // namespace of::kernels::cuda

@@ -5,6 +5,7 @@
 // lane walking its n elements. Outputs may alias inputs: each element is written by the thread
 // that read it, after the reductions over it are done.
 #include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
@@ -32,7 +33,7 @@ __global__ void softmax_rows(bool log, const float* x, float* y, int64_t n) {
 
 __global__ void softmax_lanes(bool log, const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
   const int64_t lanes = outer * inner;
-  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lanes; l += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t l = first_index(); l < lanes; l += grid_stride()) {
     const int64_t base = (l / inner) * n * inner + l % inner;
     float m = -FLT_MAX;
     for (int64_t k = 0; k < n; ++k) m = fmaxf(m, x[base + k * inner]);
@@ -61,7 +62,7 @@ __global__ void softmax_grad_rows(bool log, const float* dy, const float* y, flo
 __global__ void softmax_grad_lanes(bool log, const float* dy, const float* y, float* dx, int64_t outer, int64_t n,
                                    int64_t inner) {
   const int64_t lanes = outer * inner;
-  for (int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; l < lanes; l += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t l = first_index(); l < lanes; l += grid_stride()) {
     const int64_t base = (l / inner) * n * inner + l % inner;
     float sum = 0.0f;
     for (int64_t k = 0; k < n; ++k) {
@@ -75,11 +76,6 @@ __global__ void softmax_grad_lanes(bool log, const float* dy, const float* y, fl
   }
 }
 
-unsigned lane_blocks(int64_t lanes) {
-  const int64_t b = (lanes + kRowThreads - 1) / kRowThreads;
-  return unsigned(b < 65536 ? b : 65536);
-}
-
 }  // namespace
 
 void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
@@ -87,7 +83,7 @@ void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t n
   if (inner == 1)
     softmax_rows<<<unsigned(outer), kRowThreads, 0, stream>>>(log, x, y, n);
   else
-    softmax_lanes<<<lane_blocks(outer * inner), kRowThreads, 0, stream>>>(log, x, y, outer, n, inner);
+    softmax_lanes<<<blocks_for(outer * inner), kThreads, 0, stream>>>(log, x, y, outer, n, inner);
 }
 
 void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner,
@@ -96,7 +92,7 @@ void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, i
   if (inner == 1)
     softmax_grad_rows<<<unsigned(outer), kRowThreads, 0, stream>>>(log, dy, y, dx, n);
   else
-    softmax_grad_lanes<<<lane_blocks(outer * inner), kRowThreads, 0, stream>>>(log, dy, y, dx, outer, n, inner);
+    softmax_grad_lanes<<<blocks_for(outer * inner), kThreads, 0, stream>>>(log, dy, y, dx, outer, n, inner);
 }
 
 }  // namespace of::kernels::cuda

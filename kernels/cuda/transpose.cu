@@ -4,17 +4,16 @@
 // are moved as 1-, 2-, 4- or 8-byte words, so any dtype transposes.
 #include <cstdint>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace of::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 template <class T>
 __global__ void transpose_kernel(TransposeSpace s, const T* x, T* y) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < s.total; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
     int64_t rest = i, off = 0;
     for (int d = s.rank - 1; d >= 0; --d) {
       off += (rest % s.dims[d]) * s.in_strides[d];
@@ -28,8 +27,7 @@ __global__ void transpose_kernel(TransposeSpace s, const T* x, T* y) {
 
 void launch_transpose(const TransposeSpace& s, int64_t elem_size, const void* x, void* y, cudaStream_t stream) {
   if (s.total <= 0) return;
-  const int64_t b = (s.total + kThreads - 1) / kThreads;
-  const unsigned blocks = unsigned(b < 65536 ? b : 65536);
+  const unsigned blocks = blocks_for(s.total);
   switch (elem_size) {
     case 1: transpose_kernel<<<blocks, kThreads, 0, stream>>>(s, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y)); break;
     case 2: transpose_kernel<<<blocks, kThreads, 0, stream>>>(s, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y)); break;

@@ -14,36 +14,32 @@
 
 namespace of::kernels::testing {
 
-HostTensor f32_tensor(const Shape& shape, const std::vector<float>& values) {
-  HostTensor t{{shape, DType::f32}, {}};
+namespace {
+
+HostTensor tensor_of(const Shape& shape, DType dtype, const void* data, size_t bytes) {
+  HostTensor t{{shape, dtype}, {}};
   t.bytes.resize(size_t(t.desc.bytes()));
-  REQUIRE(values.size() * sizeof(float) == t.bytes.size());
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  REQUIRE(bytes == t.bytes.size());
+  std::memcpy(t.bytes.data(), data, bytes);
   return t;
+}
+
+}  // namespace
+
+HostTensor f32_tensor(const Shape& shape, const std::vector<float>& values) {
+  return tensor_of(shape, DType::f32, values.data(), values.size() * sizeof(float));
 }
 
 HostTensor i64_tensor(const Shape& shape, const std::vector<int64_t>& values) {
-  HostTensor t{{shape, DType::i64}, {}};
-  t.bytes.resize(size_t(t.desc.bytes()));
-  REQUIRE(values.size() * sizeof(int64_t) == t.bytes.size());
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
+  return tensor_of(shape, DType::i64, values.data(), values.size() * sizeof(int64_t));
 }
 
 HostTensor i32_tensor(const Shape& shape, const std::vector<int32_t>& values) {
-  HostTensor t{{shape, DType::i32}, {}};
-  t.bytes.resize(size_t(t.desc.bytes()));
-  REQUIRE(values.size() * sizeof(int32_t) == t.bytes.size());
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
+  return tensor_of(shape, DType::i32, values.data(), values.size() * sizeof(int32_t));
 }
 
 HostTensor bool_tensor(const Shape& shape, const std::vector<uint8_t>& values) {
-  HostTensor t{{shape, DType::bool_}, {}};
-  t.bytes.resize(size_t(t.desc.bytes()));
-  REQUIRE(values.size() == t.bytes.size());
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
+  return tensor_of(shape, DType::bool_, values.data(), values.size() * sizeof(uint8_t));
 }
 
 HostTensor random_f32(const Shape& shape, unsigned seed, float lo, float hi) {
