@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine (the device tool), from the repository root: unpacks the archive
 # bundle.sh made, points the loader at the carried libraries and at the machine's own CUDA
-# libraries, prints the GPU, then runs every CUDA kernel against its CPU twin and prints one line
-# per test case. Exit status: the test binary's (0 all passed; 77 would mean no device was seen).
+# libraries, prints the GPU, runs every CUDA kernel against its CPU twin (one line per test case),
+# then times the kernels on the anchors' shapes beside their CPU twins and PyTorch on the same GPU.
+# Exit status: the test binary's (0 all passed; 77 would mean no device was seen).
 #   bash benchmarks/gpu/check.sh build/gpu-bundle.tar.xz
 set -uo pipefail
 archive=${1:?usage: check.sh ARCHIVE}
@@ -24,4 +25,8 @@ echo "== CUDA kernels against their CPU twins (tolerance per case: atol + rtol*|
 "$work/bundle/bin/kernels_cuda_tests" -r compact -d yes
 status=$?
 echo "== kernels_cuda_tests exit status $status"
+echo "== each CUDA kernel against its CPU twin on the anchors' training shapes (median us of one call)"
+"$work/bundle/bin/of_kernels_bench" 30
+echo "== PyTorch on the same GPU, the same rows"
+PYTHONUNBUFFERED=1 python3 "$(dirname "$0")/torch_kernels.py" 30
 exit $status

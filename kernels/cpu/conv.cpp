@@ -26,16 +26,10 @@ class Conv final : public Kernel {
 };
 
 Conv::Conv(const KernelConfig& cfg) {
-  check_arity(cfg, "conv", 2, 3, 1);
-  check_dtypes(cfg, "conv", DType::f32);
-  relu_ = fused_relu(cfg, "conv");
-  g_ = conv_geometry(cfg, "conv", cfg.inputs[0].shape, cfg.inputs[1].shape);
-  check_output_shape(cfg, "conv", 0, g_.y_shape());
-  if (cfg.inputs.size() == 3) {
-    if (cfg.inputs[2].shape != Shape{g_.m})
-      fail(where_of(cfg), "conv: bias {} must be [{}]", shape_str(cfg.inputs[2].shape), g_.m);
-    has_bias_ = true;
-  }
+  const ConvForward f = conv_forward(cfg);
+  g_ = f.g;
+  has_bias_ = f.bias;
+  relu_ = f.relu;
   if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
 }
 

@@ -71,6 +71,31 @@ ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, con
   return g;
 }
 
+ConvForward conv_forward(const KernelConfig& cfg) {
+  check_arity(cfg, "conv", 2, 3, 1);
+  check_dtypes(cfg, "conv", DType::f32);
+  ConvForward f;
+  f.relu = fused_relu(cfg, "conv");
+  f.g = conv_geometry(cfg, "conv", cfg.inputs[0].shape, cfg.inputs[1].shape);
+  check_output_shape(cfg, "conv", 0, f.g.y_shape());
+  if (cfg.inputs.size() == 3) {
+    if (cfg.inputs[2].shape != Shape{f.g.m})
+      fail(where_of(cfg), "conv: bias {} must be [{}]", shape_str(cfg.inputs[2].shape), f.g.m);
+    f.bias = true;
+  }
+  return f;
+}
+
+ConvGeometry conv_grad_geometry(const KernelConfig& cfg, const char* name, bool x_is_output) {
+  check_arity(cfg, name, 2, 2, 1);
+  check_dtypes(cfg, name, DType::f32);
+  const Shape& x = x_is_output ? cfg.outputs[0].shape : cfg.inputs[1].shape;
+  const Shape& w = x_is_output ? cfg.inputs[1].shape : cfg.outputs[0].shape;
+  ConvGeometry g = conv_geometry(cfg, name, x, w);
+  check_input_shape(cfg, name, 0, "dy", g.y_shape());
+  return g;
+}
+
 void im2col(const ConvGeometry& g, const float* x, float* col) {
   const int64_t oh = g.oh, ow = g.ow;
   for (int64_t c = 0; c < g.cg; ++c) {

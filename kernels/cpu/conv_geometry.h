@@ -33,6 +33,18 @@ struct ConvGeometry {
 ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, const Shape& x,
                            const Shape& w);
 
+// conv (X, W[, bias]) -> Y: the geometry, whether a bias is given and whether a ReLU is fused.
+struct ConvForward {
+  ConvGeometry g;
+  bool bias = false, relu = false;
+};
+ConvForward conv_forward(const KernelConfig& cfg);
+
+// The geometry of conv_grad_data (dY, W) -> dX and conv_grad_weight (dY, X) -> dW: dY's shape is
+// checked against the one X's shape implies; several X sizes give the same dY when strides > 1,
+// which is why dX's shape comes from the compiler.
+ConvGeometry conv_grad_geometry(const KernelConfig& cfg, const char* name, bool x_is_output);
+
 // col [kdim, OH*OW] from the C/g planes at x (zeros where a tap reads padding).
 void im2col(const ConvGeometry& g, const float* x, float* col);
 // The column matrix of input block (batch b, group grp) of x: the block itself when g.direct,

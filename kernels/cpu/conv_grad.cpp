@@ -16,23 +16,10 @@ namespace of::kernels::cpu {
 
 namespace {
 
-// dY's shape is checked against the geometry that X's shape implies; several X sizes give the
-// same dY when strides > 1, which is why dX's shape comes from the compiler.
-// X is the output of conv_grad_data and input 1 of conv_grad_weight; W the other way round.
-ConvGeometry grad_geometry(const KernelConfig& cfg, const char* name, bool x_is_output) {
-  check_arity(cfg, name, 2, 2, 1);
-  check_dtypes(cfg, name, DType::f32);
-  const Shape& x = x_is_output ? cfg.outputs[0].shape : cfg.inputs[1].shape;
-  const Shape& w = x_is_output ? cfg.inputs[1].shape : cfg.outputs[0].shape;
-  ConvGeometry g = conv_geometry(cfg, name, x, w);
-  check_input_shape(cfg, name, 0, "dy", g.y_shape());
-  return g;
-}
-
 class ConvGradData final : public Kernel {
  public:
   ConvGradData(const KernelConfig& cfg)
-      : g_(grad_geometry(cfg, "conv_grad_data", true)) {
+      : g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {
     if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
@@ -67,7 +54,7 @@ class ConvGradData final : public Kernel {
 class ConvGradWeight final : public Kernel {
  public:
   ConvGradWeight(const KernelConfig& cfg)
-      : g_(grad_geometry(cfg, "conv_grad_weight", false)) {
+      : g_(conv_grad_geometry(cfg, "conv_grad_weight", false)) {
     if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {

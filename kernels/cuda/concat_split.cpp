@@ -21,7 +21,10 @@ class Concat final : public Kernel {
     for (size_t k = 0; k < g_.block_bytes.size() && e == cudaSuccess; y += g_.block_bytes[k], ++k) {
       const size_t n = g_.block_bytes[k];
       if (n == 0 || g_.outer == 0) continue;
-      e = cudaMemcpy2DAsync(y, row_, in[k], n, n, size_t(g_.outer), cudaMemcpyDeviceToDevice, ctx.stream->stream);
+      // One row: a plain copy (a 2-D copy refuses pitches past the device's limit, about 2 GiB).
+      e = g_.outer == 1 ? cudaMemcpyAsync(y, in[k], n, cudaMemcpyDeviceToDevice, ctx.stream->stream)
+                        : cudaMemcpy2DAsync(y, row_, in[k], n, n, size_t(g_.outer), cudaMemcpyDeviceToDevice,
+                                            ctx.stream->stream);
     }
     if (e != cudaSuccess) ctx.stream->note_failure("concat: cudaMemcpy2DAsync", int(e));
   }
@@ -40,8 +43,9 @@ class Split final : public Kernel {
     for (size_t k = 0; k < g_.row.size() && e == cudaSuccess; ++k) {
       const size_t n = g_.row[k];
       if (n == 0 || g_.outer == 0) continue;  // an empty part may have no buffer
-      e = cudaMemcpy2DAsync(out[k], n, x + g_.offset[k], g_.in_row, n, size_t(g_.outer), cudaMemcpyDeviceToDevice,
-                            ctx.stream->stream);
+      e = g_.outer == 1 ? cudaMemcpyAsync(out[k], x + g_.offset[k], n, cudaMemcpyDeviceToDevice, ctx.stream->stream)
+                        : cudaMemcpy2DAsync(out[k], n, x + g_.offset[k], g_.in_row, n, size_t(g_.outer),
+                                            cudaMemcpyDeviceToDevice, ctx.stream->stream);
     }
     if (e != cudaSuccess) ctx.stream->note_failure("split: cudaMemcpy2DAsync", int(e));
   }

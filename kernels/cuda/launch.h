@@ -11,6 +11,8 @@
 namespace of::kernels::cuda {
 
 inline constexpr int kMaxRank = 8;
+// The row kernels (softmax, layer norm, cross-entropy) run one block per row: a grid's x limit.
+inline constexpr int64_t kMaxRows = 2147483647;
 
 // Element-wise ops of one tensor: y = op(x); grads dx = op(dy, t), t the forward output (the
 // forward input for gelu, whose gradient reads x).
@@ -110,6 +112,30 @@ void launch_layer_norm_grad(const float* dy, const float* x, const float* scale,
                             float eps, cudaStream_t stream);
 void launch_layer_norm_scale_grad(const float* dy, const float* x, float* moments, float* dscale, int64_t rows,
                                   int64_t n, float eps, cudaStream_t stream);
+
+// 2-D convolution blocks (one batch element, one group: `channels` = C/g input planes of h x w):
+// im2col writes col [channels*kh*kw, oh*ow] (zeros where a tap reads padding); col2im writes each
+// input element as the sum of the column entries read from it (a gather: no atomics, fixed order).
+struct ConvBlock {
+  int64_t channels = 0, h = 0, w = 0, kh = 1, kw = 1, oh = 0, ow = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+};
+void launch_im2col(const ConvBlock& b, const float* x, float* col, cudaStream_t stream);
+void launch_col2im(const ConvBlock& b, const float* col, float* x, cudaStream_t stream);
+// y[r, :] = values[r] over `rows` rows of `cols` (a conv's bias, per output channel).
+void launch_fill_rows(const float* values, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// max_pool (2-D, NCHW planes of h x w): y = the max over each window's in-bounds taps, a NaN
+// winning (a window all in the padding gives -inf); max_pool_grad: each window's first maximum in
+// row-major tap order (a later NaN taking it, as PyTorch) kept in `argmax`, then dx per input
+// element as the sum of the dy whose window chose it (a gather: no atomics).
+struct PoolGeometry {
+  int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0, kh = 1, kw = 1;
+  int64_t stride_h = 1, stride_w = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+};
+void launch_max_pool(const PoolGeometry& p, const float* x, float* y, cudaStream_t stream);
+void launch_max_pool_grad(const PoolGeometry& p, const float* dy, const float* x, int64_t* argmax, float* dx,
+                          cudaStream_t stream);
 
 // transpose: y (dense over `rank` collapsed output dims) from x at the given input strides, for
 // elements of elem_size bytes (1, 2, 4 or 8).

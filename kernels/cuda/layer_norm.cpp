@@ -4,6 +4,7 @@
 // its own, allocated when it is prepared.
 #include <algorithm>
 
+#include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
@@ -13,9 +14,14 @@ namespace of::kernels::cuda {
 
 namespace {
 
+LayerNormRows checked(const KernelConfig& cfg, LayerNormRows r) {
+  if (r.rows > kMaxRows) fail(cpu::where_of(cfg), "layer norm: {} rows exceed a CUDA grid", r.rows);
+  return r;
+}
+
 class LayerNorm final : public Kernel {
  public:
-  LayerNorm(const KernelConfig& cfg) : r_(layer_norm_rows(cfg)) {}
+  LayerNorm(const KernelConfig& cfg) : r_(checked(cfg, layer_norm_rows(cfg))) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_layer_norm(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                       r_.bias ? static_cast<const float*>(in[2]) : nullptr, static_cast<float*>(out[0]), r_.rows, r_.n,
@@ -29,7 +35,7 @@ class LayerNorm final : public Kernel {
 
 class LayerNormGrad final : public Kernel {
  public:
-  LayerNormGrad(const KernelConfig& cfg) : r_(layer_norm_grad_rows(cfg)) {}
+  LayerNormGrad(const KernelConfig& cfg) : r_(checked(cfg, layer_norm_grad_rows(cfg))) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_layer_norm_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                            static_cast<const float*>(in[2]), static_cast<float*>(out[0]), r_.rows, r_.n, r_.eps,
@@ -44,7 +50,7 @@ class LayerNormGrad final : public Kernel {
 class LayerNormScaleGrad final : public Kernel {
  public:
   LayerNormScaleGrad(const KernelConfig& cfg)
-      : r_(layer_norm_scale_grad_rows(cfg)), moments_(size_t(std::max<int64_t>(r_.rows, 1)) * 2 * sizeof(float)) {}
+      : r_(checked(cfg, layer_norm_scale_grad_rows(cfg))), moments_(size_t(std::max<int64_t>(r_.rows, 1)) * 2 * sizeof(float)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_layer_norm_scale_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                                  static_cast<float*>(moments_.get()), static_cast<float*>(out[0]), r_.rows, r_.n,

@@ -28,6 +28,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     cpu::check_output_shape(cfg, name, 0, {});
     cpu::check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
     denom_ = loss_denominator(cfg, n_);
+    if (n_ > kMaxRows) fail(where_of(cfg), "{}: {} rows exceed a CUDA grid", name, n_);
     row_loss_ = std::make_unique<DeviceBuffer>(size_t(std::max<int64_t>(n_, 1)) * sizeof(double));
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {

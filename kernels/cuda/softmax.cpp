@@ -17,6 +17,7 @@ class Softmax final : public Kernel {
     cpu::check_dtypes(cfg, name, DType::f32);
     cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
     v_ = cpu::axis_view(cfg, name, cfg.inputs[0].shape);
+    if (v_.outer > kMaxRows) fail(cpu::where_of(cfg), "{}: {} rows exceed a CUDA grid", name, v_.outer);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax(log_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), v_.outer, v_.n, v_.inner,
@@ -38,6 +39,7 @@ class SoftmaxGrad final : public Kernel {
     cpu::check_input_shape(cfg, name, 1, "y", s);
     cpu::check_output_shape(cfg, name, 0, s);
     v_ = cpu::axis_view(cfg, name, s);
+    if (v_.outer > kMaxRows) fail(cpu::where_of(cfg), "{}: {} rows exceed a CUDA grid", name, v_.outer);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax_grad(log_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),

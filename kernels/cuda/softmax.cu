@@ -22,9 +22,9 @@ __global__ void softmax_rows(bool log, const float* x, float* y, int64_t n) {
   float sum = 0.0f;
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += expf(xr[k] - m);
   sum = block_reduce(sum, shared, SumF{});
-  if (log) {
-    const float shift = m + logf(sum);
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) yr[k] = xr[k] - shift;
+  if (log) {  // (x - m) - log(sum), as the CPU twin: m + log(sum) would round at |m|'s scale
+    const float ls = logf(sum);
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) yr[k] = (xr[k] - m) - ls;
   } else {
     const float inv = 1.0f / sum;
     for (int64_t k = threadIdx.x; k < n; k += blockDim.x) yr[k] = expf(xr[k] - m) * inv;
@@ -39,10 +39,10 @@ __global__ void softmax_lanes(bool log, const float* x, float* y, int64_t outer,
     for (int64_t k = 0; k < n; ++k) m = fmaxf(m, x[base + k * inner]);
     float sum = 0.0f;
     for (int64_t k = 0; k < n; ++k) sum += expf(x[base + k * inner] - m);
-    const float shift = m + logf(sum), inv = 1.0f / sum;
+    const float ls = logf(sum), inv = 1.0f / sum;
     for (int64_t k = 0; k < n; ++k) {
       const int64_t i = base + k * inner;
-      y[i] = log ? x[i] - shift : expf(x[i] - m) * inv;
+      y[i] = log ? (x[i] - m) - ls : expf(x[i] - m) * inv;
     }
   }
 }

@@ -81,7 +81,8 @@ TEST_CASE("cuda twin: where broadcasts its condition and both branches", "[cuda]
   std::vector<uint8_t> bits(128 * 128);
   for (size_t i = 0; i < bits.size(); ++i) bits[i] = (i % 128) <= (i / 128) ? 1 : 0;  // a causal mask
   check_twin("where", {}, {bool_tensor({128, 128}, bits), random_f32({2, 4, 128, 128}, 42), f32_tensor({}, {-1e9f})}, f32({{2, 4, 128, 128}}));
-  check_twin("where", {}, {bool_tensor({1}, {1}), random_f32({3, 1}, 43), random_f32({1, 5}, 44)}, f32({{3, 5}}));
+  check_twin("where", {}, {bool_tensor({3, 1}, {1, 0, 1}), random_f32({3, 1}, 43), random_f32({1, 5}, 44)},
+             f32({{3, 5}}));
 }
 
 TEST_CASE("cuda twin: matmul broadcasts batches as numpy does, matmul_tb reads B transposed", "[cuda]") {
@@ -120,8 +121,32 @@ TEST_CASE("cuda twin: softmax and log_softmax with their gradients, on the last 
       // In place: y over x, dx over dy.
       check_twin(name, attrs, {random_f32(c.x, 27, -5, 5)}, f32({c.x}), {}, 1, {{0, 0}});
       check_twin(grad, attrs, {random_f32(c.x, 28), y[0]}, f32({c.x}), {}, 1, {{0, 0}});
+      check_twin(grad, attrs, {random_f32(c.x, 28), y[0]}, f32({c.x}), {}, 1, {{0, 1}});
+      // Logits far from zero: log_softmax must subtract the max before adding log(sum).
+      check_twin(name, attrs, {random_f32(c.x, 29, 1e4f, 1e4f + 10)}, f32({c.x}));
     }
   }
+}
+
+TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
+  for (int64_t axis : {0, 1, 2}) {
+    INFO("axis " << axis);
+    std::vector<Shape> parts = {{4, 5, 6}, {4, 5, 6}, {4, 5, 6}};
+    parts[1][size_t(axis)] = 3;
+    parts[2][size_t(axis)] = 0;  // an empty part
+    Shape whole = parts[0];
+    whole[size_t(axis)] += parts[1][size_t(axis)];
+    const Attrs attrs = ints({{"axis", axis}});
+    check_twin("concat", attrs, {random_f32(parts[0], 52), random_f32(parts[1], 53), random_f32(parts[2], 54)},
+               f32({whole}));
+    check_twin("split", attrs, {random_f32(whole, 55)}, f32({parts[0], parts[1], parts[2]}));
+  }
+  std::vector<int64_t> a(12), b(6);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = int64_t(i) << 33;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = -int64_t(i);
+  const Attrs axis1 = ints({{"axis", 1}});
+  check_twin("concat", axis1, {i64_tensor({3, 4}, a), i64_tensor({3, 2}, b)}, {{{3, 6}, DType::i64}});
+  check_twin("split", axis1, {i64_tensor({3, 4}, a)}, {{{3, 1}, DType::i64}, {{3, 3}, DType::i64}});
 }
 
 TEST_CASE("cuda twin: transpose permutes f32 and i64 tensors", "[cuda]") {
@@ -167,6 +192,63 @@ TEST_CASE("cuda twin: gather and gather_grad, int64 and int32 indices, negative 
   const Attrs axis1 = ints({{"axis", 1}});
   check_twin("gather", axis1, {random_f32({5, 3, 4}, 40), i32}, f32({{5, 3, 4}}));
   check_twin("gather_grad", axis1, {random_f32({5, 3, 4}, 41), i32}, f32({{5, 3, 4}}));
+}
+
+Attrs conv_attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides, std::vector<int64_t> pads,
+                 std::vector<int64_t> dilations, int64_t group) {
+  Attrs a;
+  a.set_ints("kernel_shape", kernel);
+  a.set_ints("strides", strides);
+  a.set_ints("pads", pads);
+  a.set_ints("dilations", dilations);
+  if (group > 0) a.set_int("group", group);
+  return a;
+}
+
+TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations, groups and 1x1", "[cuda]") {
+  struct Case {
+    Shape x, w, y;
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 9}, {4, 3, 3, 3}, {2, 4, 5, 5}, conv_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1)},
+      {{2, 4, 8, 8}, {6, 2, 3, 3}, {2, 6, 8, 8}, conv_attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2)},         // groups
+      {{2, 8, 5, 5}, {16, 8, 1, 1}, {2, 16, 5, 5}, conv_attrs({1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)},      // direct
+      {{1, 2, 10, 9}, {3, 2, 3, 2}, {1, 3, 7, 9}, conv_attrs({3, 2}, {1, 1}, {0, 1, 1, 0}, {2, 1}, 1)},       // asym. pads, dilation
+      {{3, 4, 6, 6}, {4, 1, 3, 3}, {3, 4, 2, 2}, conv_attrs({3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 4)}};       // depthwise, stride 3
+  for (const Case& c : cases) {
+    INFO("X " << shape_str(c.x) << " W " << shape_str(c.w));
+    const HostTensor x = random_f32(c.x, 45), w = random_f32(c.w, 46), dy = random_f32(c.y, 47);
+    check_twin("conv", c.attrs, {x, w}, f32({c.y}), {1e-4, 1e-4});
+    Attrs fused = c.attrs;
+    fused.set_str("activation", "relu");
+    check_twin("conv", fused, {x, w, random_f32({c.w[0]}, 48)}, f32({c.y}), {1e-4, 1e-4});
+    check_twin("conv_grad_data", c.attrs, {dy, w}, f32({c.x}), {1e-4, 1e-4});
+    check_twin("conv_grad_weight", c.attrs, {dy, x}, f32({c.w}), {1e-4, 1e-4});
+  }
+}
+
+TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows, ties and NaN", "[cuda]") {
+  struct Case {
+    Shape x, y;
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 8, 8}, {2, 3, 4, 4}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)},
+      {{2, 3, 9, 9}, {2, 3, 5, 5}, conv_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0)},  // overlapping, padded
+      {{1, 2, 9, 8}, {1, 2, 5, 4}, conv_attrs({3, 2}, {1, 2}, {0, 0, 0, 0}, {2, 1}, 0)}};  // dilation
+  for (const Case& c : cases) {
+    INFO(shape_str(c.x));
+    check_twin("max_pool", c.attrs, {random_f32(c.x, 49)}, f32({c.y}));
+    check_twin("max_pool_grad", c.attrs, {random_f32(c.y, 50), random_f32(c.x, 49)}, f32({c.x}));
+    // Ties (small integers) go to the first maximum; a NaN takes the window.
+    std::vector<float> ties(size_t(numel(c.x)));
+    for (size_t i = 0; i < ties.size(); ++i) ties[i] = float((i * 7) % 3);
+    ties[5] = NAN;
+    const HostTensor tx = f32_tensor(c.x, ties);
+    check_twin("max_pool", c.attrs, {tx}, f32({c.y}));
+    check_twin("max_pool_grad", c.attrs, {random_f32(c.y, 51), tx}, f32({c.x}));
+  }
 }
 
 TEST_CASE("cuda twin: reduce_sum over leading, trailing, inner and all axes", "[cuda]") {

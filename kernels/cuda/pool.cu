@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// max_pool and max_pool_grad on the GPU (the CPU twins: kernels/cpu/pool.cpp, pool_grad.cpp):
+// one thread per output window for the forward pass and the argmax; the gradient then gathers,
+// per input element, the dy of every window that chose it, in window order (no atomics).
+#include <cfloat>
+
+#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/launch.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+// A max that keeps a NaN from either side (the CPU twin's nan_max).
+__device__ inline float nan_max(float a, float b) { return a < b || b != b ? b : a; }
+
+__global__ void max_pool_kernel(PoolGeometry p, const float* x, float* y) {
+  const int64_t total = p.planes * p.oh * p.ow;
+  for (int64_t e = first_index(); e < total; e += grid_stride()) {
+    const int64_t plane = e / (p.oh * p.ow), oy = (e / p.ow) % p.oh, ox = e % p.ow;
+    const float* xp = x + plane * p.h * p.w;
+    float m = -INFINITY;
+    for (int64_t ki = 0; ki < p.kh; ++ki) {
+      const int64_t iy = oy * p.stride_h - p.pad_t + ki * p.dil_h;
+      if (iy < 0 || iy >= p.h) continue;
+      for (int64_t kj = 0; kj < p.kw; ++kj) {
+        const int64_t ix = ox * p.stride_w - p.pad_l + kj * p.dil_w;
+        if (ix >= 0 && ix < p.w) m = nan_max(m, xp[iy * p.w + ix]);
+      }
+    }
+    y[e] = m;
+  }
+}
+
+// The first maximum in row-major tap order, a later NaN taking it; -1 for a window all in padding.
+__global__ void argmax_kernel(PoolGeometry p, const float* x, int64_t* argmax) {
+  const int64_t total = p.planes * p.oh * p.ow;
+  for (int64_t e = first_index(); e < total; e += grid_stride()) {
+    const int64_t plane = e / (p.oh * p.ow), oy = (e / p.ow) % p.oh, ox = e % p.ow;
+    const float* xp = x + plane * p.h * p.w;
+    int64_t best = -1;
+    float m = 0.0f;
+    for (int64_t ki = 0; ki < p.kh; ++ki) {
+      const int64_t iy = oy * p.stride_h - p.pad_t + ki * p.dil_h;
+      if (iy < 0 || iy >= p.h) continue;
+      for (int64_t kj = 0; kj < p.kw; ++kj) {
+        const int64_t ix = ox * p.stride_w - p.pad_l + kj * p.dil_w;
+        if (ix < 0 || ix >= p.w) continue;
+        const float v = xp[iy * p.w + ix];
+        if (best < 0 || v > m || v != v) {
+          m = v;
+          best = iy * p.w + ix;
+        }
+      }
+    }
+    argmax[e] = best;
+  }
+}
+
+// The output index along one axis whose tap k covers input i, or -1.
+__device__ inline int64_t window_of(int64_t i, int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t out) {
+  const int64_t t = i + pad - k * dil;
+  if (t < 0 || t % stride != 0) return -1;
+  const int64_t o = t / stride;
+  return o < out ? o : -1;
+}
+
+__global__ void max_pool_grad_kernel(PoolGeometry p, const float* dy, const int64_t* argmax, float* dx) {
+  const int64_t total = p.planes * p.h * p.w;
+  for (int64_t e = first_index(); e < total; e += grid_stride()) {
+    const int64_t plane = e / (p.h * p.w), in = e % (p.h * p.w), iy = in / p.w, ix = in % p.w;
+    const int64_t base = plane * p.oh * p.ow;
+    float sum = 0.0f;
+    // Taps from the last to the first visit windows in increasing output order.
+    for (int64_t ki = p.kh - 1; ki >= 0; --ki) {
+      const int64_t oy = window_of(iy, ki, p.stride_h, p.pad_t, p.dil_h, p.oh);
+      if (oy < 0) continue;
+      for (int64_t kj = p.kw - 1; kj >= 0; --kj) {
+        const int64_t ox = window_of(ix, kj, p.stride_w, p.pad_l, p.dil_w, p.ow);
+        if (ox >= 0 && argmax[base + oy * p.ow + ox] == in) sum += dy[base + oy * p.ow + ox];
+      }
+    }
+    dx[e] = sum;
+  }
+}
+
+}  // namespace
+
+void launch_max_pool(const PoolGeometry& p, const float* x, float* y, cudaStream_t stream) {
+  const int64_t total = p.planes * p.oh * p.ow;
+  if (total > 0) max_pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, x, y);
+}
+
+void launch_max_pool_grad(const PoolGeometry& p, const float* dy, const float* x, int64_t* argmax, float* dx,
+                          cudaStream_t stream) {
+  const int64_t windows = p.planes * p.oh * p.ow, total = p.planes * p.h * p.w;
+  if (total <= 0) return;
+  if (windows > 0) argmax_kernel<<<blocks_for(windows), kThreads, 0, stream>>>(p, x, argmax);
+  max_pool_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, dy, argmax, dx);
+}
+
+}  // namespace of::kernels::cuda
