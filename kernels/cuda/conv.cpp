@@ -9,6 +9,7 @@
 // cuBLAS is column-major: a row-major C = A*B is computed as C^T = B^T * A^T.
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/conv_geometry.h"
+#include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
@@ -66,7 +67,7 @@ class Conv final : public ConvBase {
         float* yg = y + (b * g_.m + grp * mg) * spatial;
         if (bias) launch_fill_rows(bias + grp * mg, yg, mg, spatial, s.stream);  // then the product adds to it
         if (mg > 0 && spatial > 0)
-          st = cublasSgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(spatial), int(mg), int(kdim), &one, col, int(spatial),
+          st = cublas().sgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(spatial), int(mg), int(kdim), &one, col, int(spatial),
                            wt + grp * mg * kdim, int(kdim), &beta, yg, int(spatial));
       }
     if (st != CUBLAS_STATUS_SUCCESS) s.note_failure("conv: cublasSgemm", int(st));
@@ -99,7 +100,7 @@ class ConvGradData final : public ConvBase {
         }
         // col [kdim, spatial] = W_g^T [kdim, mg] * dY_g [mg, spatial]; direct: dX_g is col itself.
         float* target = g_.direct ? dxg : col();
-        st = cublasSgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_T, int(spatial), int(kdim), int(mg), &one, dyg, int(spatial),
+        st = cublas().sgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_T, int(spatial), int(kdim), int(mg), &one, dyg, int(spatial),
                          wt + grp * mg * kdim, int(kdim), &zero, target, int(spatial));
         if (!g_.direct) launch_col2im(block_, col(), dxg, s.stream);
       }
@@ -126,7 +127,7 @@ class ConvGradWeight final : public ConvBase {
         if (mg == 0 || spatial == 0) continue;
         const float* col = columns(x, b, grp, s.stream);
         // dW_g [mg, kdim] (+)= dY_g [mg, spatial] * col^T [spatial, kdim]
-        st = cublasSgemm(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(kdim), int(mg), int(spatial), &one, col, int(spatial),
+        st = cublas().sgemm(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(kdim), int(mg), int(spatial), &one, col, int(spatial),
                          dy + (b * g_.m + grp * mg) * spatial, int(spatial), b == 0 ? &zero : &one,
                          dw + grp * mg * kdim, int(kdim));
       }

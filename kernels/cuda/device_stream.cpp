@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "kernels/cuda/cublas_api.h"
 
 namespace of::kernels {
 
@@ -40,10 +41,11 @@ StreamOwner::StreamOwner(int device) {
   try {
     check(cudaSetDevice(device), "cudaSetDevice");
     check(cudaStreamCreateWithFlags(&s_.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cublasCreate(&s_.blas), "cublasCreate");
-    check(cublasSetStream(s_.blas, s_.stream), "cublasSetStream");
+    const CublasApi& blas = cublas();
+    check(blas.create(&s_.blas), "cublasCreate");
+    check(blas.set_stream(s_.blas, s_.stream), "cublasSetStream");
     // Plain fp32 products, as the CPU twin computes them (no TF32 unless a plan asks for it).
-    check(cublasSetMathMode(s_.blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check(blas.set_math_mode(s_.blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
   } catch (...) {
     release();  // a throwing constructor runs no destructor
     throw;
@@ -53,7 +55,7 @@ StreamOwner::StreamOwner(int device) {
 StreamOwner::~StreamOwner() { release(); }
 
 void StreamOwner::release() {
-  if (s_.blas) cublasDestroy(s_.blas);
+  if (s_.blas) cublas().destroy(s_.blas);  // loaded: the handle came from it
   if (s_.stream) cudaStreamDestroy(s_.stream);
   s_.blas = nullptr;
   s_.stream = nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/check.h"
+#include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
@@ -37,7 +38,7 @@ class Gemm final : public Kernel {
       if (k == 0) {
         if (!g_.has_c) launch_fill(y, 0.0f, m * n, s.stream);
       } else {
-        const cublasStatus_t st = cublasSgemm(s.blas, g_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        const cublasStatus_t st = cublas().sgemm(s.blas, g_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                               g_.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k), &g_.alpha,
                                               b, int(g_.ldb), a, int(g_.lda), &beta, y, int(n));
         if (st != CUBLAS_STATUS_SUCCESS) s.note_failure("gemm: cublasSgemm", int(st));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/check.h"
+#include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
@@ -46,11 +47,11 @@ class MatMul final : public Kernel {
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     if (strided_) {
-      st = cublasSgemmStridedBatched(s.blas, op_b, CUBLAS_OP_N, int(n), int(m), int(k), &one, b, ldb, stride_b_, a,
+      st = cublas().sgemm_strided_batched(s.blas, op_b, CUBLAS_OP_N, int(n), int(m), int(k), &one, b, ldb, stride_b_, a,
                                      int(k), stride_a_, &zero, y, int(n), m * n, int(batches));
     } else {
       for (int64_t t = 0; t < batches && st == CUBLAS_STATUS_SUCCESS; ++t)
-        st = cublasSgemm(s.blas, op_b, CUBLAS_OP_N, int(n), int(m), int(k), &one, b + g_.b_offsets[size_t(t)], ldb,
+        st = cublas().sgemm(s.blas, op_b, CUBLAS_OP_N, int(n), int(m), int(k), &one, b + g_.b_offsets[size_t(t)], ldb,
                          a + g_.a_offsets[size_t(t)], int(k), &zero, y + t * m * n, int(n));
     }
     if (st != CUBLAS_STATUS_SUCCESS) s.note_failure("matmul: cublasSgemm", int(st));
