@@ -9,24 +9,30 @@
 set -uo pipefail
 archive=${1:?usage: check.sh ARCHIVE}
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 tar -C "$work" -xJf "$archive" || { echo "check.sh: cannot unpack $archive" >&2; exit 1; }
 # CUDA 13's cudart and cuBLAS: wherever this machine keeps them (a toolkit, or PyTorch's wheels).
 cuda_dirs=$(
   { ldconfig -p 2>/dev/null | awk '/libcublas\.so\.13|libcudart\.so\.13/ {print $NF}'
-    find /usr/local /usr/lib /opt -maxdepth 10 \( -name 'libcublas.so.13' -o -name 'libcudart.so.13' \) 2>/dev/null
+    find /usr/local /usr/lib /opt -maxdepth 12 \( -name 'libcublas.so.13' -o -name 'libcudart.so.13' \) 2>/dev/null
   } | xargs -r -n1 dirname | sort -u | paste -sd: -)
-export LD_LIBRARY_PATH="$work/bundle/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Only our two binaries see the carried libraries (Debian's libstdc++, OpenBLAS...): PyTorch below
+# keeps the machine's own.
+lib_path="$work/bundle/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "== GPU"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi absent)"
 echo "== CUDA libraries from: ${cuda_dirs:-(none found; the loader decides)}"
-missing=$(ldd "$work/bundle/bin/kernels_cuda_tests" | grep "not found")
+missing=$(for b in "$work"/bundle/bin/*; do LD_LIBRARY_PATH="$lib_path" ldd "$b"; done | grep "not found" | sort -u)
 [ -z "$missing" ] || { echo "check.sh: unresolved libraries:"; echo "$missing"; exit 1; }
+# cuBLAS is opened at run time (kernels/cuda/cublas_api.h), so ldd does not see it.
+echo "$cuda_dirs" | tr ':' '\n' | while read -r d; do [ -e "$d/libcublas.so.13" ] && echo found; done | grep -q found \
+  || echo "check.sh: warning: no libcublas.so.13 found; the loader's defaults will have to find it"
 echo "== CUDA kernels against their CPU twins (tolerance per case: atol + rtol*|cpu|, in the test)"
-"$work/bundle/bin/kernels_cuda_tests" -r compact -d yes
+LD_LIBRARY_PATH="$lib_path" "$work/bundle/bin/kernels_cuda_tests" -r compact -d yes
 status=$?
 echo "== kernels_cuda_tests exit status $status"
 echo "== each CUDA kernel against its CPU twin on the anchors' training shapes (median us of one call)"
-"$work/bundle/bin/of_kernels_bench" 30
+LD_LIBRARY_PATH="$lib_path" "$work/bundle/bin/of_kernels_bench" 30
 echo "== PyTorch on the same GPU, the same rows"
 PYTHONUNBUFFERED=1 python3 "$(dirname "$0")/torch_kernels.py" 30
 exit $status

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -174,6 +175,8 @@ int main(int argc, char** argv) {
       else
         std::printf("%-24s | %-22s | %10.1f | %10.1f | %8.1f\n", r.name.c_str(), r.kernel.c_str(), g, c, c / g);
     }
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernels_bench: error: %s\n", e.what());
     return 1;

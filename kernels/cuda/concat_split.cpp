@@ -26,7 +26,7 @@ class Concat final : public Kernel {
                         : cudaMemcpy2DAsync(y, row_, in[k], n, n, size_t(g_.outer), cudaMemcpyDeviceToDevice,
                                             ctx.stream->stream);
     }
-    if (e != cudaSuccess) ctx.stream->note_failure("concat: cudaMemcpy2DAsync", int(e));
+    if (e != cudaSuccess) ctx.stream->note_failure("concat: device copy", int(e));
   }
 
  private:
@@ -47,7 +47,7 @@ class Split final : public Kernel {
                         : cudaMemcpy2DAsync(out[k], n, x + g_.offset[k], g_.in_row, n, size_t(g_.outer),
                                             cudaMemcpyDeviceToDevice, ctx.stream->stream);
     }
-    if (e != cudaSuccess) ctx.stream->note_failure("split: cudaMemcpy2DAsync", int(e));
+    if (e != cudaSuccess) ctx.stream->note_failure("split: device copy", int(e));
   }
 
  private:

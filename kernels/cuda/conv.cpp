@@ -29,10 +29,10 @@ ConvBlock block_of(const cpu::ConvGeometry& g) {
 // A conv kernel's shared state: the geometry, its block and the column buffer.
 class ConvBase : public Kernel {
  protected:
-  ConvBase(const KernelConfig& cfg, const cpu::ConvGeometry& g) : g_(g), block_(block_of(g)) {
+  ConvBase(const KernelConfig& cfg, const char* name, const cpu::ConvGeometry& g) : g_(g), block_(block_of(g)) {
     if (g_.kdim() > INT32_MAX || g_.spatial() > INT32_MAX || g_.mg > INT32_MAX)
-      fail(cpu::where_of(cfg), "conv: a block of [{}, {}] x [{}, {}] exceeds cuBLAS's 32-bit sizes", g_.mg, g_.kdim(),
-           g_.kdim(), g_.spatial());
+      fail(cpu::where_of(cfg), "{}: a block of [{}, {}] x [{}, {}] exceeds cuBLAS's 32-bit sizes", name, g_.mg,
+           g_.kdim(), g_.kdim(), g_.spatial());
     if (!g_.direct) col_ = std::make_unique<DeviceBuffer>(size_t(g_.kdim() * g_.spatial()) * sizeof(float));
   }
   float* col() const { return col_ ? static_cast<float*>(col_->get()) : nullptr; }
@@ -51,7 +51,7 @@ class ConvBase : public Kernel {
 
 class Conv final : public ConvBase {
  public:
-  Conv(const KernelConfig& cfg, const cpu::ConvForward& f) : ConvBase(cfg, f.g), bias_(f.bias), relu_(f.relu) {}
+  Conv(const KernelConfig& cfg, const cpu::ConvForward& f) : ConvBase(cfg, "conv", f.g), bias_(f.bias), relu_(f.relu) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& s = *ctx.stream;
     const auto* x = static_cast<const float*>(in[0]);
@@ -81,7 +81,7 @@ class Conv final : public ConvBase {
 
 class ConvGradData final : public ConvBase {
  public:
-  explicit ConvGradData(const KernelConfig& cfg) : ConvBase(cfg, cpu::conv_grad_geometry(cfg, "conv_grad_data", true)) {}
+  explicit ConvGradData(const KernelConfig& cfg) : ConvBase(cfg, "conv_grad_data", cpu::conv_grad_geometry(cfg, "conv_grad_data", true)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& s = *ctx.stream;
     const auto* dy = static_cast<const float*>(in[0]);
@@ -112,7 +112,7 @@ class ConvGradData final : public ConvBase {
 class ConvGradWeight final : public ConvBase {
  public:
   explicit ConvGradWeight(const KernelConfig& cfg)
-      : ConvBase(cfg, cpu::conv_grad_geometry(cfg, "conv_grad_weight", false)) {}
+      : ConvBase(cfg, "conv_grad_weight", cpu::conv_grad_geometry(cfg, "conv_grad_weight", false)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& s = *ctx.stream;
     const auto* dy = static_cast<const float*>(in[0]);

@@ -2,7 +2,7 @@
 // max_pool and max_pool_grad on the GPU (the CPU twins: kernels/cpu/pool.cpp, pool_grad.cpp):
 // one thread per output window for the forward pass and the argmax; the gradient then gathers,
 // per input element, the dy of every window that chose it, in window order (no atomics).
-#include <cfloat>
+#include <cmath>
 
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"

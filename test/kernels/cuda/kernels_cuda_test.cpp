@@ -215,11 +215,14 @@ TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations,
       {{2, 4, 8, 8}, {6, 2, 3, 3}, {2, 6, 8, 8}, conv_attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2)},         // groups
       {{2, 8, 5, 5}, {16, 8, 1, 1}, {2, 16, 5, 5}, conv_attrs({1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)},      // direct
       {{1, 2, 10, 9}, {3, 2, 3, 2}, {1, 3, 7, 9}, conv_attrs({3, 2}, {1, 1}, {0, 1, 1, 0}, {2, 1}, 1)},       // asym. pads, dilation
-      {{3, 4, 6, 6}, {4, 1, 3, 3}, {3, 4, 2, 2}, conv_attrs({3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 4)}};       // depthwise, stride 3
+      {{3, 4, 6, 6}, {4, 1, 3, 3}, {3, 4, 2, 2}, conv_attrs({3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 4)},        // depthwise, stride 3
+      {{2, 4, 11, 10}, {6, 2, 3, 3}, {2, 6, 5, 3}, conv_attrs({3, 3}, {2, 3}, {2, 0, 1, 1}, {2, 1}, 2)},     // all at once
+      {{0, 3, 9, 9}, {4, 3, 3, 3}, {0, 4, 9, 9}, conv_attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)}};      // empty batch
   for (const Case& c : cases) {
     INFO("X " << shape_str(c.x) << " W " << shape_str(c.w));
     const HostTensor x = random_f32(c.x, 45), w = random_f32(c.w, 46), dy = random_f32(c.y, 47);
     check_twin("conv", c.attrs, {x, w}, f32({c.y}), {1e-4, 1e-4});
+    check_twin("conv", c.attrs, {x, w, random_f32({c.w[0]}, 48)}, f32({c.y}), {1e-4, 1e-4});  // bias alone
     Attrs fused = c.attrs;
     fused.set_str("activation", "relu");
     check_twin("conv", fused, {x, w, random_f32({c.w[0]}, 48)}, f32({c.y}), {1e-4, 1e-4});
@@ -236,18 +239,22 @@ TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows
   const std::vector<Case> cases = {
       {{2, 3, 8, 8}, {2, 3, 4, 4}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)},
       {{2, 3, 9, 9}, {2, 3, 5, 5}, conv_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0)},  // overlapping, padded
-      {{1, 2, 9, 8}, {1, 2, 5, 4}, conv_attrs({3, 2}, {1, 2}, {0, 0, 0, 0}, {2, 1}, 0)}};  // dilation
+      {{1, 2, 9, 8}, {1, 2, 5, 4}, conv_attrs({3, 2}, {1, 2}, {0, 0, 0, 0}, {2, 1}, 0)},  // dilation
+      {{1, 2, 3, 3}, {1, 2, 3, 3}, conv_attrs({1, 1}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0)},  // corner windows all padding
+      {{1, 2, 5, 5}, {1, 2, 3, 3}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)},  // ceil mode
+      {{0, 2, 4, 4}, {0, 2, 2, 2}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)}};  // empty batch
+  const Tolerance exact{0, 0};  // a max moves values: no rounding, nothing to tolerate
   for (const Case& c : cases) {
     INFO(shape_str(c.x));
-    check_twin("max_pool", c.attrs, {random_f32(c.x, 49)}, f32({c.y}));
-    check_twin("max_pool_grad", c.attrs, {random_f32(c.y, 50), random_f32(c.x, 49)}, f32({c.x}));
+    check_twin("max_pool", c.attrs, {random_f32(c.x, 49)}, f32({c.y}), exact);
+    check_twin("max_pool_grad", c.attrs, {random_f32(c.y, 50), random_f32(c.x, 49)}, f32({c.x}), exact);
     // Ties (small integers) go to the first maximum; a NaN takes the window.
     std::vector<float> ties(size_t(numel(c.x)));
     for (size_t i = 0; i < ties.size(); ++i) ties[i] = float((i * 7) % 3);
-    ties[5] = NAN;
+    if (ties.size() > 5) ties[5] = NAN;
     const HostTensor tx = f32_tensor(c.x, ties);
-    check_twin("max_pool", c.attrs, {tx}, f32({c.y}));
-    check_twin("max_pool_grad", c.attrs, {random_f32(c.y, 51), tx}, f32({c.x}));
+    check_twin("max_pool", c.attrs, {tx}, f32({c.y}), exact);
+    check_twin("max_pool_grad", c.attrs, {random_f32(c.y, 51), tx}, f32({c.x}), exact);
   }
 }
 
