@@ -80,8 +80,11 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
     fmt::print("{}\n", high_water_line(p, arena_high_water(p, inst.arenas())));
     // Everything this process holds for the run, arenas included, over what it held before.
     const uint64_t before = inst.heap_before_load() + inst.heap_data();
-    fmt::print("ofrun: heap high-water mark: {} bytes in use beyond what was before the plan loaded (arenas included), and {} more hold the data set\n",
-               heap_peak - std::min(heap_peak, before), inst.heap_data());
+    if (!heap_counted())
+      fmt::print("ofrun: heap high-water mark: not measured (this process's malloc does not report its use: a sanitizer build?)\n");
+    else
+      fmt::print("ofrun: heap high-water mark: {} bytes in use beyond what was before the plan loaded (arenas included), and {} more hold the data set\n",
+                 heap_peak - std::min(heap_peak, before), inst.heap_data());
   }
   return result;
 }

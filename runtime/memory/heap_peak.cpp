@@ -13,6 +13,11 @@ uint64_t heap_in_use() {
   return uint64_t(m.uordblks) + uint64_t(m.hblkhd);
 }
 
+bool heap_counted() {
+  // A running process always has heap in use (this very process's strings, CAF, protobuf).
+  return heap_in_use() > 0;
+}
+
 HeapPeakSampler::HeapPeakSampler() : peak_(heap_in_use()) {
   thread_ = std::thread([this] {
     while (running_.load(std::memory_order_relaxed)) {

@@ -16,6 +16,9 @@ namespace of::runtime {
 
 // glibc's bytes in use now: allocated heap chunks plus mmapped blocks.
 uint64_t heap_in_use();
+// Whether heap_in_use() counts anything: false where malloc is not glibc's (ASan's allocator
+// answers mallinfo2 with zeros), so a report says "not measured" instead of a wrong 0.
+bool heap_counted();
 
 // Samples heap_in_use() every millisecond between construction and stop(), off the actors'
 // path (the sampler takes malloc's locks; no actor waits for it).
