@@ -154,6 +154,37 @@ size_t copy_bytes(const KernelConfig& cfg) {
   return static_cast<size_t>(x.bytes());
 }
 
+int64_t unary_count(const KernelConfig& cfg, const char* name) {
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+  return numel(cfg.inputs[0].shape);
+}
+
+int64_t unary_grad_count(const KernelConfig& cfg, const char* name, const char* second) {
+  cpu::check_arity(cfg, name, 2, 2, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  cpu::check_input_shape(cfg, name, 1, second, cfg.inputs[0].shape);
+  cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+  return numel(cfg.inputs[0].shape);
+}
+
+cpu::AxisView softmax_view(const KernelConfig& cfg, const char* name) {
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+  return cpu::axis_view(cfg, name, cfg.inputs[0].shape);
+}
+
+cpu::AxisView softmax_grad_view(const KernelConfig& cfg, const char* name) {
+  cpu::check_arity(cfg, name, 2, 2, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  const Shape& s = cfg.inputs[0].shape;
+  cpu::check_input_shape(cfg, name, 1, "y", s);
+  cpu::check_output_shape(cfg, name, 0, s);
+  return cpu::axis_view(cfg, name, s);
+}
+
 MatMulGeometry matmul_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "matmul", 2, 2, 1);
   cpu::check_dtypes(cfg, "matmul", DType::f32);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/check.h"
 #include "kernels/kernel.h"
 
 namespace of::kernels {
@@ -50,6 +51,16 @@ int64_t accumulate_micro_batches(const KernelConfig& cfg);
 
 // copy: one input, one output of the same dtype and size; returns the bytes.
 size_t copy_bytes(const KernelConfig& cfg);
+
+// Element-wise kernels of one f32 tensor: y = op(x); their gradients dx = op(dy, t), t of dy's
+// shape (`second` names it in errors: "x" or "y"). Return the element count.
+int64_t unary_count(const KernelConfig& cfg, const char* name);
+int64_t unary_grad_count(const KernelConfig& cfg, const char* name, const char* second);
+
+// softmax / log_softmax (x -> y) and their gradients ((dy, y) -> dx) along attribute `axis`:
+// the tensor viewed as [outer, n, inner].
+cpu::AxisView softmax_view(const KernelConfig& cfg, const char* name);
+cpu::AxisView softmax_grad_view(const KernelConfig& cfg, const char* name);
 
 // matmul (numpy semantics: 1-D operands promoted then squeezed, batch dims broadcast) and
 // matmul_tb (A [..., M, K] times the transpose of B [N, K]): Y's batch t is the row-major product

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 #include "kernels/cpu/vector_exp.h"
 
 namespace of::kernels::cpu {
@@ -28,11 +29,7 @@ class Softmax final : public Kernel {
 };
 
 Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
-  check_arity(cfg, name, 1, 1, 1);
-  check_dtypes(cfg, name, DType::f32);
-  const Shape& s = cfg.inputs[0].shape;
-  check_output_shape(cfg, name, 0, s);
-  const AxisView v = axis_view(cfg, name, s);
+  const AxisView v = softmax_view(cfg, name);
   outer_ = v.outer, n_ = v.n, inner_ = v.inner;
   if (inner_ > 1) {
     max_.resize(inner_);

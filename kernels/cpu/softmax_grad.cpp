@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -25,12 +26,7 @@ class SoftmaxGrad final : public Kernel {
 };
 
 SoftmaxGrad::SoftmaxGrad(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
-  check_arity(cfg, name, 2, 2, 1);
-  check_dtypes(cfg, name, DType::f32);
-  const Shape& s = cfg.inputs[0].shape;
-  check_input_shape(cfg, name, 1, "y", s);
-  check_output_shape(cfg, name, 0, s);
-  const AxisView v = axis_view(cfg, name, s);
+  const AxisView v = softmax_grad_view(cfg, name);
   outer_ = v.outer, n_ = v.n, inner_ = v.inner;
   sum_.resize(inner_);
 }

@@ -8,18 +8,14 @@
 #include <memory>
 
 #include "kernels/cpu/check.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
 template <class Op>
 class Unary final : public Kernel {
  public:
-  Unary(const KernelConfig& cfg, const char* name, Op op) : op_(op) {
-    check_arity(cfg, name, 1, 1, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
+  Unary(const KernelConfig& cfg, const char* name, Op op) : op_(op), n_(unary_count(cfg, name)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);
@@ -35,13 +31,8 @@ class Unary final : public Kernel {
 template <class Op>
 class UnaryGrad final : public Kernel {
  public:
-  UnaryGrad(const KernelConfig& cfg, const char* name, Op op, const char* second) : op_(op) {
-    check_arity(cfg, name, 2, 2, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_input_shape(cfg, name, 1, second, cfg.inputs[0].shape);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
+  UnaryGrad(const KernelConfig& cfg, const char* name, Op op, const char* second)
+      : op_(op), n_(unary_grad_count(cfg, name, second)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* t = static_cast<const float*>(in[1]);

@@ -19,12 +19,7 @@ using cpu::where_of;
 
 class Unary final : public Kernel {
  public:
-  Unary(const KernelConfig& cfg, const char* name, UnaryOp op) : op_(op) {
-    check_arity(cfg, name, 1, 1, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
+  Unary(const KernelConfig& cfg, const char* name, UnaryOp op) : op_(op), n_(unary_count(cfg, name)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_unary(op_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, ctx.stream->stream);
     ctx.stream->check_launch("unary");
@@ -38,13 +33,8 @@ class Unary final : public Kernel {
 // dx = op(dy, y), y the forward output (x, the input, for gelu); dx may alias dy or y.
 class UnaryGrad final : public Kernel {
  public:
-  UnaryGrad(const KernelConfig& cfg, const char* name, UnaryGradOp op, const char* second = "y") : op_(op) {
-    check_arity(cfg, name, 2, 2, 1);
-    check_dtypes(cfg, name, DType::f32);
-    check_input_shape(cfg, name, 1, second, cfg.inputs[0].shape);
-    check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    n_ = numel(cfg.inputs[0].shape);
-  }
+  UnaryGrad(const KernelConfig& cfg, const char* name, UnaryGradOp op, const char* second = "y")
+      : op_(op), n_(unary_grad_count(cfg, name, second)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_unary_grad(op_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                       static_cast<float*>(out[0]), n_, ctx.stream->stream);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // softmax, log_softmax and their gradients (from (dy, y)), host side on the GPU: the CPU twins'
-// checks and [outer, n, inner] view (cpu::axis_view); the work is in softmax.cu.
+// rules and [outer, n, inner] view (kernels/rules.h); the work is in softmax.cu.
 #include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
@@ -13,10 +14,7 @@ namespace {
 class Softmax final : public Kernel {
  public:
   Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
-    cpu::check_arity(cfg, name, 1, 1, 1);
-    cpu::check_dtypes(cfg, name, DType::f32);
-    cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
-    v_ = cpu::axis_view(cfg, name, cfg.inputs[0].shape);
+    v_ = softmax_view(cfg, name);
     if (v_.outer > kMaxRows) fail(cpu::where_of(cfg), "{}: {} rows exceed a CUDA grid", name, v_.outer);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
@@ -33,12 +31,7 @@ class Softmax final : public Kernel {
 class SoftmaxGrad final : public Kernel {
  public:
   SoftmaxGrad(const KernelConfig& cfg, const char* name, bool log) : log_(log) {
-    cpu::check_arity(cfg, name, 2, 2, 1);
-    cpu::check_dtypes(cfg, name, DType::f32);
-    const Shape& s = cfg.inputs[0].shape;
-    cpu::check_input_shape(cfg, name, 1, "y", s);
-    cpu::check_output_shape(cfg, name, 0, s);
-    v_ = cpu::axis_view(cfg, name, s);
+    v_ = softmax_grad_view(cfg, name);
     if (v_.outer > kMaxRows) fail(cpu::where_of(cfg), "{}: {} rows exceed a CUDA grid", name, v_.outer);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
