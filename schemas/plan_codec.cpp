@@ -237,7 +237,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     {
       if (int(in->kind()) < 0 || int(in->kind()) > 2) fail({.file = path, .field = f + ".inputs"}, "unknown input kind {}", int(in->kind()));
       out.inputs.push_back(TaskInput{InputKind(in->kind()), in->id(), in->blob(), {}});
-      if (in->view()) out.inputs.back().view.assign(in->view()->begin(), in->view()->end());
+      if (in->view()) out.inputs.back().view = r.vec(in->view(), f + ".inputs.view");
     }
     for (const fb::Attr* a : *r.need(t->attrs(), f + ".attrs")) {
       std::string af = f + ".attrs";
@@ -285,7 +285,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       const fb::MemoryOption* m = r.need(root->memory_options()->Get(i), f);
       MemoryOption out{r.str(m->flags(), f + ".flags"), r.vec(m->peaks(), f + ".peaks")};
       if (out.peaks.size() != p.arenas.size())
-        fail({.field = f + ".peaks"}, "has {} peaks for {} arenas", out.peaks.size(), p.arenas.size());
+        fail({.file = path, .field = f + ".peaks"}, "has {} peaks for {} arenas", out.peaks.size(), p.arenas.size());
       p.memory_options.push_back(std::move(out));
     }
   if (const fb::Prediction* pr = root->prediction()) {

@@ -2,10 +2,13 @@
 // The plan codec round trip and the runtime verifier: each corruption fails naming the field.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "common/error.h"
+#include "common/file_util.h"
 #include "runtime/plan/load.h"
 #include "runtime/plan/plan_diff.h"
 #include "schemas/plan_codec.h"
@@ -162,6 +165,36 @@ TEST_CASE("plan_codec: every truncation and every flipped byte is refused", "[ru
     bad[i] ^= 0x10;
     REQUIRE_THROWS_AS(plan::decode(bad.data(), bad.size(), "p.ofp"), Error);
   }
+}
+
+TEST_CASE("plan_codec: 8-byte numbers a corrupt plan places off their alignment are refused, not read", "[runtime]") {
+  // The FlatBuffers verifier checks a vector's length is aligned, not its elements: a plan whose
+  // offset to a task input's view points 4 bytes further reads the first element's low half as
+  // the length and the numbers at an odd multiple of 4 (the fuzzer's find, from CI).
+  plan::Plan p = tiny_plan();
+  p.tasks[1].inputs[0].view = {3, 7};
+  std::vector<uint8_t> bytes = plan::encode(p);
+  const size_t body = plan_format::kHeaderBytes;
+  auto u32_at = [&bytes](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  const uint8_t view[20] = {2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0};
+  auto found = std::search(bytes.begin() + body, bytes.end(), std::begin(view), std::end(view));
+  REQUIRE(found != bytes.end());
+  const size_t length_at = size_t(found - bytes.begin());
+  REQUIRE((length_at - body) % 8 == 4);  // as an encoder places it: the numbers 8-aligned
+  std::vector<size_t> refs;  // the uoffset fields that point at the view (relative to themselves)
+  for (size_t at = body; at + 4 <= length_at; at += 4)
+    if (at + u32_at(at) == length_at) refs.push_back(at);
+  REQUIRE(refs.size() == 1);
+  const uint32_t shifted = u32_at(refs[0]) + 4;
+  std::memcpy(bytes.data() + refs[0], &shifted, 4);
+  const uint32_t crc = crc32_of(bytes.data() + body, bytes.size() - body);
+  std::memcpy(bytes.data() + 16, &crc, 4);
+  CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"),
+                    Catch::Contains("p.ofp") && Catch::Contains("tasks[1].inputs.view") && Catch::Contains("misaligned 8-byte numbers"));
 }
 
 TEST_CASE("verify_plan: a view reads a register blob of a compute task as another shape of as many elements", "[runtime]") {
