@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ofc's compile time and peak memory, against the size of the graph and the number of devices.
 #   /usr/bin/python3 benchmarks/bench_compile.py [--build build] [--blocks 30,120,480,1920,7700]
-#       [--devices 1,2,4,8,16,32,64] [--repeats 3] [--timeout 300]
+#       [--devices 1,2,4,8,16,32,64,8x8] [--repeats 3] [--timeout 300]
 # Ops table: the residual MLP of make_residual_mlp.py (torch.nn modules, width 16, batch 64) for
 # training with SGD on one device, --blocks setting its size (7700 blocks: the scale issue's
 # ~77k-task graph). Devices table: the GPT of bench_train.py (torch.nn, AdamW) data-parallel over
@@ -114,20 +114,24 @@ def devices_table(a, tmp):
     model = python("import sys; from bench_train import workloads; print(workloads(sys.argv[1], ['gpt'])[0].model)", tmp).strip()
     weights = model_facts(model)[1]
     rows, first = [], None
-    for n in [int(x) for x in a.devices.split(",")]:
-        plan = os.path.join(tmp, f"gpt{n}.ofp")
+    for spec in a.devices.split(","):
+        # "N": N devices of one rank; "RxD": R ranks of D devices (conversions between ranks are
+        # point to point, so they grow with the square of the ranks).
+        ranks, per_rank = (int(x) for x in spec.split("x")) if "x" in spec else (1, int(spec))
+        n = ranks * per_rank
+        plan = os.path.join(tmp, f"gpt{spec}.ofp")
         cmd = [os.path.join(a.build, "cli", "ofc"), model, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
-               "--optimizer", "adamw", "--devices", f"{n}:cpu", "--dp", str(n)]
+               "--optimizer", "adamw", "--devices", f"{spec}:cpu", "--dp", str(n)]
         m = measure(cmd, plan, a.repeats, a.timeout)
         if isinstance(m, str):
-            rows.append([str(n), f"n/a ({m})", "", "", "", "", ""])
+            rows.append([spec, f"n/a ({m})", "", "", "", "", ""])
             continue
         tasks, plan_mib, secs, rss = m
         growth = ""
         if first and n > first[0]:
             growth = f"{(rss - first[1]) / (n - first[0]) / MiB:.1f} MiB RSS per added device"
         first = first or (n, rss)
-        rows.append([str(n), str(tasks), f"{plan_mib:.1f} MiB", f"{secs:.2f} s", f"{rss / MiB:.0f} MiB",
+        rows.append([spec, str(tasks), f"{plan_mib:.1f} MiB", f"{secs:.2f} s", f"{rss / MiB:.0f} MiB",
                      f"{weights / MiB:.1f} MiB", f"{tasks / secs / 1000:.0f}k tasks/s" + (f"; {growth}" if growth else "")])
         os.remove(plan)
     print("\nofc --train --optimizer adamw --dp N, GPT of bench_train.py\n")
@@ -138,7 +142,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--blocks", default="30,120,480,1920,7700")
-    ap.add_argument("--devices", default="1,2,4,8,16,32,64")
+    ap.add_argument("--devices", default="1,2,4,8,16,32,64,8x8", help="N (one rank) or RxD (R ranks of D devices), comma-separated")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=int, default=300, help="seconds one ofc run may take")
     a = ap.parse_args()

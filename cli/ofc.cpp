@@ -2,6 +2,7 @@
 // ofc: compile an ONNX model into a plan (and its weights file beside it).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <fmt/core.h>
 
 #include "cli/cli_args.h"
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
   app.add_flag("--memory-options", record_options,
                "compile again with --recompute, --zero 3 and both, and record each device's peak under each in the plan (ofdump --memory)")
       ->needs(train);
+  app.add_flag("--time-passes", options.time_passes, "print each compiler pass's wall time and the graph's size after it (stderr)");
   of::cli::add_version(app, "ofc");
   if (auto status = of::cli::parse(app, "ofc", argc, argv)) return *status;
   return of::cli::guarded_main("ofc", [&] {
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
     }();
     if (record_options) c.tasks.memory_options = of::compiler::memory_options(model, options);
     std::string weights;
+    const auto write_start = std::chrono::steady_clock::now();
     if (options.train) {
       of::compiler::CompileOptions eval_options = options;
       eval_options.train = false;
@@ -129,6 +132,7 @@ int main(int argc, char** argv) {
       eval_options.zero = 0;
       eval_options.micro_batches = 1;
       eval_options.eval_metrics = true;
+      eval_options.time_passes = false;  // its time is the "eval plan and writing" line
       eval_options.devices = 1;  // evaluation runs on one device, from the same weights file
       eval_options.ranks = 1;
       eval_options.dp = eval_options.tp = eval_options.pp = 1;
@@ -137,6 +141,9 @@ int main(int argc, char** argv) {
     } else {
       weights = of::compiler::write_plan(c, output);
     }
+    if (options.time_passes)
+      fmt::print(stderr, "ofc: {:<24} {:8.1f} ms\n", options.train ? "eval plan and writing" : "writing",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - write_start).count());
     uint64_t arena = 0;
     for (const auto& a : c.tasks.arenas) arena += a.bytes;
     fmt::print("ofc: wrote {} ({} tasks, {} registers, {:.1f} MiB arena) and {}\n", output, c.tasks.tasks.size(),

@@ -62,6 +62,8 @@ struct CompileOptions {
   // The rates the plan's predicted step time uses (ofc --costs FILE, which ofrun --calibrate
   // writes; compiler/parallel/step_time.h).
   MachineCosts costs = builtin_costs();
+  // Print each pass's wall time and the graph's size after it on stderr (ofc --time-passes).
+  bool time_passes = false;
 };
 
 // What autodiff and add-optimizer leave for the plan writer's job section.

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pass order, one line per pass, each saying why it comes where it does.
+#include <chrono>
+
+#include <fmt/core.h>
+
 #include "compiler/ir/graph.h"
 #include "compiler/passes/pass.h"
 
@@ -27,8 +31,14 @@ Pipeline build_pipeline(const CompileOptions&) {
 }
 
 void Pipeline::run(Compilation& c) const {
-  for (const auto& pass : passes_)
+  for (const auto& pass : passes_) {
+    const auto start = std::chrono::steady_clock::now();
     if (pass->run(c)) verify(c.graph, pass->name());
+    if (c.options.time_passes)
+      fmt::print(stderr, "ofc: {:<24} {:8.1f} ms  {} nodes, {} tasks\n", pass->name(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(), c.graph.nodes.size(),
+                 c.tasks.tasks.size());
+  }
 }
 
 std::vector<std::string> Pipeline::names() const {
