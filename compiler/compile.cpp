@@ -48,10 +48,11 @@ DeviceSpec parse_devices(const std::string& spec) {
   const auto x = count.find('x');
   const int64_t ranks = x == std::string::npos ? 1 : number(count.substr(0, x));
   const int64_t n = ranks * number(x == std::string::npos ? count : count.substr(x + 1));
-  // Plans still grow with the square of the devices: between ranks, conversions are point-to-point
-  // tasks (the GPT, dp over 8x8:cpu: 1.4M tasks, a 788 MB plan, over a minute of ofc), and within a rank each
-  // device's collective task lists every peer's register (one rank of 128: 70k tasks but 408 MB,
-  // 55 s). Larger plans wait for collectives between ranks and per-group task inputs.
+  // Plans still grow with the square of the devices: between ranks, conversions other than the
+  // gradients' all-reduce (boxing_route's rank view) are point-to-point tasks (the GPT of batch 8,
+  // dp over 8x8:cpu: 0.98M tasks, a 554 MB plan, 50 s of ofc), and within a rank each device's
+  // collective task lists every peer's register (one rank of 128: 70k tasks but 408 MB, 55 s).
+  // Larger plans wait for collectives between ranks and per-group task inputs.
   if (n > kMaxDevices)
     fail({.field = "--devices"}, "'{}': at most {} devices per plan for now (plans grow with the square of the devices)", spec, kMaxDevices);
   return DeviceSpec{.ranks = int32_t(ranks), .devices = int32_t(n)};

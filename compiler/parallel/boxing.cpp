@@ -105,14 +105,33 @@ std::string collective_op(const std::string& kind) {
   return "Boxing";
 }
 
-BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to) {
+bool same_data(const TensorDesc& logical, const Layout& a, const Layout& b) {
+  if (a.placement.devices != b.placement.devices) return false;
+  for (size_t j = 0; j < a.placement.size(); ++j)
+    if (local_region(logical.shape, a.placement, a.sbp, j) != local_region(logical.shape, b.placement, b.sbp, j) ||
+        partial_index(a.placement, a.sbp, j) != partial_index(b.placement, b.sbp, j) || has_partial(a.sbp) != has_partial(b.sbp))
+      return false;
+  return true;
+}
+
+BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup) {
   BoxingPlan plan;
-  if (has_partial(to.sbp)) {  // only an unchanged partial sum stays one
-    plan.possible = from == to;
+  if (same_data(logical, from, to)) {  // a relabelling (one level seen as two): nothing moves
     plan.pieces.resize(to.placement.size());
-    for (size_t j = 0; j < to.placement.size() && plan.possible; ++j)
+    for (size_t j = 0; j < to.placement.size(); ++j)
       plan.pieces[j] = {{BoxingPiece{local_region(logical.shape, from.placement, from.sbp, j), j}}};
     return plan;
+  }
+  // A partial sum stays one only at levels where it already is, on the same placement: each
+  // destination then sums the source summands that share its coordinates at those levels (a
+  // reduce-scatter within each group of a level, the others' summands kept apart).
+  std::vector<size_t> kept;  // the levels partial in `to`
+  for (size_t l = 0; l < to.sbp.size(); ++l)
+    if (to.sbp[l].is_partial()) kept.push_back(l);
+  if (!kept.empty()) {
+    plan.possible = from.placement == to.placement && (regroup || from == to);
+    for (size_t l : kept) plan.possible = plan.possible && from.sbp[l].is_partial();
+    if (!plan.possible) return plan;
   }
   const auto elem = uint64_t(dtype_size(logical.dtype));
   // Source devices by summand; within a summand, devices holding the same region are replicas.
@@ -122,7 +141,11 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
   for (size_t j = 0; j < to.placement.size(); ++j) {
     const Region want = local_region(logical.shape, to.placement, to.sbp, j);
     const int32_t device = to.placement.devices[j];
+    const std::vector<int64_t> at = to.placement.coords(j);
     for (const auto& entry : summands) {
+      // Devices of one summand share their coordinates at every level partial in `from`.
+      const std::vector<int64_t> theirs = from.placement.coords(entry.second.front());
+      if (std::any_of(kept.begin(), kept.end(), [&](size_t l) { return theirs[l] != at[l]; })) continue;
       std::vector<BoxingPiece> pieces;
       for (size_t s : entry.second) {
         Region part;
@@ -142,7 +165,90 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
   return plan;
 }
 
-std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to) {
+BoxingPlan plan_hop(const TensorDesc& logical, const std::vector<Layout>& route, size_t k) {
+  // Only the rank view rank_route makes (a level seen as two) has partial sums regrouped.
+  const bool rank_view = route[k + 1].placement.hierarchy.size() > route.front().placement.hierarchy.size();
+  return plan_boxing(logical, route[k], route[k + 1], rank_view);
+}
+
+namespace {
+
+// The size of the rank groups along level `l` of `p`: g > 1 when the level's n devices fall into
+// n / g runs of g consecutive coordinates on one rank each, the same for every line along the
+// level; 0 otherwise (one rank, or one device per rank, or ranks interleaved).
+int64_t rank_group(const Placement& p, size_t l, const std::vector<int32_t>& rank_of_device) {
+  const int64_t n = p.hierarchy[l];
+  int64_t stride = 1;
+  for (size_t k = l + 1; k < p.hierarchy.size(); ++k) stride *= p.hierarchy[k];
+  auto rank = [&](size_t j) { return rank_of_device[size_t(p.devices[j])]; };
+  int64_t g = 1;
+  while (g < n && rank(size_t(g * stride)) == rank(0)) ++g;
+  if (g <= 1 || g >= n || n % g != 0) return 0;
+  // Every device shares its rank with its predecessor along the level exactly inside a run.
+  for (size_t j = 0; j < p.size(); ++j) {
+    const int64_t c = p.coords(j)[l];
+    if (c > 0 && (rank(j) == rank(j - size_t(stride))) != (c % g != 0)) return 0;
+  }
+  return g;
+}
+
+// An all-reduce along a level whose devices span ranks, as the hierarchy does it: the level seen
+// as [ranks, devices of a rank]; reduce-scatter within each rank, reduce-scatter and all-gather
+// of those parts across ranks (device k of a rank trades 1/g of the tensor with the other ranks),
+// all-gather within each rank. Empty where it does not apply.
+std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, const Layout& to,
+                               const std::vector<int32_t>& rank_of_device) {
+  if (!(from.placement == to.placement)) return {};
+  size_t level = from.sbp.size();
+  for (size_t l = 0; l < from.sbp.size(); ++l) {
+    if (from.sbp[l] == to.sbp[l]) continue;
+    if (level != from.sbp.size() || !from.sbp[l].is_partial() || to.sbp[l].kind != Sbp::Kind::broadcast) return {};
+    level = l;
+  }
+  if (level == from.sbp.size()) return {};
+  const int64_t g = rank_group(from.placement, level, rank_of_device);
+  if (g == 0) return {};
+  Placement wide = from.placement;
+  wide.hierarchy[level] /= g;
+  wide.hierarchy.insert(wide.hierarchy.begin() + std::ptrdiff_t(level) + 1, g);
+  auto with = [&](Sbp across, Sbp within) {
+    Layout out{wide, from.sbp};
+    out.sbp[level] = across;
+    out.sbp.insert(out.sbp.begin() + std::ptrdiff_t(level) + 1, within);
+    return out;
+  };
+  auto possible = [&](const std::vector<Layout>& route) {
+    for (size_t k = 0; k + 1 < route.size(); ++k)
+      if (!plan_hop(logical, route, k).possible) return false;
+    return true;
+  };
+  const Layout both = with(Sbp::P(), Sbp::P()), done = with(Sbp::B(), Sbp::B());
+  // The tensor split over all the level's devices where an axis divides; else each rank's sum
+  // split over its devices and all-reduced across ranks whole; else each rank's sum whole.
+  for (size_t a = 0; a < logical.shape.size(); ++a) {
+    const Sbp s = Sbp::S(int64_t(a));
+    if (!splits_evenly(logical.shape, wide, with(s, s).sbp)) continue;
+    std::vector<Layout> route{from, both, with(Sbp::P(), s), with(s, s), with(Sbp::B(), s), done, to};
+    if (possible(route)) return route;
+  }
+  for (size_t a = 0; a < logical.shape.size(); ++a) {
+    const Sbp s = Sbp::S(int64_t(a));
+    if (!splits_evenly(logical.shape, wide, with(Sbp::P(), s).sbp)) continue;
+    std::vector<Layout> route{from, both, with(Sbp::P(), s), with(Sbp::B(), s), done, to};
+    if (possible(route)) return route;
+  }
+  std::vector<Layout> route{from, both, with(Sbp::P(), Sbp::B()), done, to};
+  return possible(route) ? route : std::vector<Layout>{};
+}
+
+}  // namespace
+
+std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to,
+                                 const std::vector<int32_t>* rank_of_device) {
+  if (rank_of_device) {
+    std::vector<Layout> route = rank_route(logical, from, to, *rank_of_device);
+    if (!route.empty()) return route;
+  }
   std::vector<Layout> route{from};
   if (from.placement == to.placement && !has_partial(to.sbp)) {
     Layout mid = from;
@@ -165,7 +271,7 @@ std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, 
   // whose weight lives as (B, S(0))): sum it whole first, then cut the target from the whole.
   auto possible = [&](const std::vector<Layout>& r) {
     for (size_t k = 0; k + 1 < r.size(); ++k)
-      if (!plan_boxing(logical, r[k], r[k + 1]).possible) return false;
+      if (!plan_hop(logical, r, k).possible) return false;
     return true;
   };
   if (has_partial(from.sbp) && from.placement == to.placement && !has_partial(to.sbp) && !possible(route)) {
@@ -178,11 +284,11 @@ std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, 
   return route;
 }
 
-RouteCost route_cost(const TensorDesc& logical, const Layout& from, const Layout& to) {
-  const std::vector<Layout> route = boxing_route(logical, from, to);
+RouteCost route_cost(const TensorDesc& logical, const Layout& from, const Layout& to, const std::vector<int32_t>* rank_of_device) {
+  const std::vector<Layout> route = boxing_route(logical, from, to, rank_of_device);
   RouteCost cost;
   for (size_t k = 0; k + 1 < route.size() && cost.possible; ++k) {
-    const BoxingPlan plan = plan_boxing(logical, route[k], route[k + 1]);
+    const BoxingPlan plan = plan_hop(logical, route, k);
     cost.possible = plan.possible;
     cost.bytes += plan.bytes_moved;
   }

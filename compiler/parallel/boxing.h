@@ -36,19 +36,32 @@ struct BoxingPlan {
   uint64_t bytes_moved = 0;  // bytes that leave their device
 };
 
-BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to);
+// A partial target is made from the same data seen through another hierarchy, from itself, or,
+// with `regroup`, on the same placement from a source partial at the same levels and more: each
+// destination sums the source summands of its group (within-rank sums on boxing_route's rank view).
+BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup = false);
 
 // The layouts a conversion goes through: `from`, any intermediates, `to`. A partial sum over more
 // than two devices that must become whole goes reduce-scatter then all-gather (each device sends
 // 2(p-1)/p of the tensor instead of p-1 times it); everything else goes directly, except a
 // partial sum no direct hop can bring into the target, which is summed whole first.
-std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to);
+//
+// With `rank_of_device`, an all-reduce along a level whose devices span ranks with several
+// devices on each goes by the hierarchy instead (the level seen as [ranks, devices]): within each
+// rank, reduce-scatter; across ranks, reduce-scatter and all-gather of those parts; within each
+// rank, all-gather. Each device then trades 2(R-1)/(R*D) of the tensor with other ranks, not
+// 2(P-1)/P, in R + D pieces, not P: a plan of R ranks of D devices grows with P*(R+D), not P*P.
+std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to,
+                                 const std::vector<int32_t>* rank_of_device = nullptr);
+// The plan of hop k of a route boxing_route gave (regrouping partial sums on its rank view only).
+BoxingPlan plan_hop(const TensorDesc& logical, const std::vector<Layout>& route, size_t k);
 // Bytes that leave their device along the route; 0 with possible = false when a hop cannot be made.
 struct RouteCost {
   bool possible = true;
   uint64_t bytes = 0;
 };
-RouteCost route_cost(const TensorDesc& logical, const Layout& from, const Layout& to);
+RouteCost route_cost(const TensorDesc& logical, const Layout& from, const Layout& to,
+                     const std::vector<int32_t>* rank_of_device = nullptr);
 
 // "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "slice", "copy", or "boxing".
 std::string boxing_kind(const Layout& from, const Layout& to);

@@ -330,7 +330,7 @@ void Parallelizer::choose(NodeId id) {
       }
       if (wanted_.count({v, layout_key(want)})) continue;  // an earlier consumer already pays for it
       const Layout from = val.graph_input ? input_hint(v, p) : *home_[size_t(v)];
-      const RouteCost route = route_cost(val.desc, from, want);
+      const RouteCost route = route_cost(val.desc, from, want, &rank_of_device_);
       ok = route.possible;
       cost += double(route.bytes) * kSecondsPerByte;
       // Re-laying out a weight is not streamed work: it is done once per read, so steer away.
@@ -343,7 +343,7 @@ void Parallelizer::choose(NodeId id) {
       if (w == wants_.end()) continue;
       for (const Layout& want : w->second)
         if (!(want == Layout{p, outs[o]})) {
-          const RouteCost route = route_cost(g_.values[size_t(n.outputs[o])].desc, Layout{p, outs[o]}, want);
+          const RouteCost route = route_cost(g_.values[size_t(n.outputs[o])].desc, Layout{p, outs[o]}, want, &rank_of_device_);
           cost += route.possible ? double(route.bytes) * kSecondsPerByte : 1e30;
         }
     }
@@ -455,11 +455,11 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
   // holds its own copy, and no task reads another device's constant or moves it at run time.
   if (immutable(v)) return boxed_.emplace(std::make_pair(v, key), shards_at(v, want)).first->second;
   std::vector<ValueId> out = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
-  const std::vector<Layout> route = boxing_route(val.desc, from, want);
+  const std::vector<Layout> route = boxing_route(val.desc, from, want, &rank_of_device_);
   const size_t first_node = phys_.nodes.size();
   uint64_t bytes = 0;
   for (size_t k = 0; k + 1 < route.size(); ++k) {
-    const BoxingPlan plan = plan_boxing(val.desc, route[k], route[k + 1]);
+    const BoxingPlan plan = plan_hop(val.desc, route, k);
     if (!plan.possible)
       fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
            want.placement.str(), sbp_str(from.sbp), from.placement.str());
