@@ -202,10 +202,15 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
   size_t level = from.sbp.size();
   for (size_t l = 0; l < from.sbp.size(); ++l) {
     if (from.sbp[l] == to.sbp[l]) continue;
-    if (level != from.sbp.size() || !from.sbp[l].is_partial() || to.sbp[l].kind != Sbp::Kind::broadcast) return {};
+    if (level != from.sbp.size()) return {};
     level = l;
   }
   if (level == from.sbp.size()) return {};
+  const Sbp was = from.sbp[level], becomes = to.sbp[level];
+  const bool all_reduce = was.is_partial() && becomes.kind == Sbp::Kind::broadcast;
+  const bool all_gather = was.is_split() && becomes.kind == Sbp::Kind::broadcast;
+  const bool reduce_scatter = was.is_partial() && becomes.is_split();
+  if (!all_reduce && !all_gather && !reduce_scatter) return {};
   const int64_t g = rank_group(from.placement, level, rank_of_device);
   if (g == 0) return {};
   Placement wide = from.placement;
@@ -223,6 +228,21 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
     return true;
   };
   const Layout both = with(Sbp::P(), Sbp::P()), done = with(Sbp::B(), Sbp::B());
+  // Its first and last hops only relabel the same data (a split over the level is the same split
+  // over [ranks, devices], rank-major).
+  auto relabels = [&](const std::vector<Layout>& route) {
+    return same_data(logical, route[0], route[1]) && same_data(logical, route[route.size() - 2], route.back());
+  };
+  if (all_gather || reduce_scatter) {
+    // An all-gather: across ranks first, to (B, S), where each device holds 1/D of the tensor
+    // (fetched from the one or two ranks that hold it), then the rest from its own rank. A
+    // reduce-scatter: within each rank first, then across, to the same split seen flat.
+    const Sbp s = all_gather ? was : becomes;
+    std::vector<Layout> route = all_gather ? std::vector<Layout>{from, with(s, s), with(Sbp::B(), s), done, to}
+                                           : std::vector<Layout>{from, both, with(Sbp::P(), s), with(s, s), to};
+    if (!splits_evenly(logical.shape, wide, with(s, s).sbp) || !relabels(route) || !possible(route)) return {};
+    return route;
+  }
   // The tensor split over all the level's devices where an axis divides; else each rank's sum
   // split over its devices and all-reduced across ranks whole; else each rank's sum whole.
   for (size_t a = 0; a < logical.shape.size(); ++a) {

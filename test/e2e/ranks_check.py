@@ -38,10 +38,12 @@ CONFIGS = {  # name: (ofc flags, micro-batches)
     # across (boxing_route's rank view), so the plan for one rank (one flat sum) agrees to rounding.
     "dp4-2x2": ("--devices 2x2:cpu --dp 4", 1),
     "dp8-2x4": ("--devices 2x4:cpu --dp 8", 1),
+    "dp4-2x2-zero3": ("--devices 2x2:cpu --dp 4 --zero 3", 1),
+    "tp4-2x2": ("--devices 2x2:cpu --tp 4", 1),
 }
 # Configurations whose plan for one rank sums in another order: its losses agree within this
 # relative tolerance, not bit for bit (the ranks still train to one process's bits).
-ROUNDING = {"dp4-2x2": 1e-5, "dp8-2x4": 1e-5}
+ROUNDING = {c: 1e-5 for c in ("dp4-2x2", "dp8-2x4", "dp4-2x2-zero3", "tp4-2x2")}
 STEPS = 6
 
 
@@ -591,6 +593,8 @@ CHECKS.update({
     "mlp:dp4-2x2": lambda a: check_config(a, "mlp", "dp4-2x2"),
     "cnn:dp4-2x2": lambda a: check_config(a, "cnn", "dp4-2x2"),
     "cnn:dp8-2x4": lambda a: check_config(a, "cnn", "dp8-2x4"),
+    "mlp:dp4-2x2-zero3": lambda a: check_config(a, "mlp", "dp4-2x2-zero3"),
+    "lm:tp4-2x2": lambda a: check_config(a, "lm", "tp4-2x2"),
     "vars:slurm": lambda a: check_launcher_vars(a, "slurm"),
     "vars:pmi": lambda a: check_launcher_vars(a, "pmi"),
     "vars:torchrun": lambda a: check_launcher_vars(a, "torchrun"),

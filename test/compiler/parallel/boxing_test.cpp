@@ -154,6 +154,17 @@ TEST_CASE("boxing: an all-reduce over ranks of several devices sums within each 
   const Placement mesh{{0, 1, 2, 3, 4, 5, 6, 7}, {2, 4}};
   CHECK_FALSE(plan_boxing(grad, Layout{mesh, {Sbp::P(), Sbp::P()}}, Layout{mesh, {Sbp::P(), Sbp::S(0)}}).possible);
   CHECK(plan_boxing(grad, Layout{mesh, {Sbp::P(), Sbp::P()}}, Layout{mesh, {Sbp::P(), Sbp::S(0)}}, true).possible);
+  // An all-gather (ZeRO's weights, split activations) and a reduce-scatter (ZeRO's gradients) over
+  // the same ranks take their halves of the route: every destination still gets every source.
+  const Layout split{eight, {Sbp::S(0)}};
+  for (const auto& [a, b] : {std::pair{split, whole}, std::pair{partial, split}}) {
+    const std::vector<Layout> half = boxing_route(grad, a, b, &two_ranks);
+    REQUIRE(half.size() == 5);
+    CHECK(half[1].placement.hierarchy == std::vector<int64_t>{2, 4});
+    const Lowered h = lower_hops(grad, a, b, &two_ranks, &two_ranks), f = lower_hops(grad, a, b, &two_ranks);
+    for (size_t j = 0; j < 8; ++j) CHECK(h.reads[j] == f.reads[j]);
+    CHECK(h.copies < f.copies);
+  }
   // Flat where the hierarchy has nothing to group: one rank, one device per rank, ranks interleaved.
   for (const std::vector<int32_t>& ranks : {std::vector<int32_t>(8, 0), std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7},
                                             std::vector<int32_t>{0, 1, 0, 1, 0, 1, 0, 1}})
