@@ -50,7 +50,7 @@ DeviceSpec parse_devices(const std::string& spec) {
   const int64_t n = ranks * number(x == std::string::npos ? count : count.substr(x + 1));
   // Plans still grow with the square of the devices: between ranks, conversions other than the
   // gradients' all-reduce (boxing_route's rank view) are point-to-point tasks (the GPT of batch 8,
-  // dp over 8x8:cpu: 0.98M tasks, a 554 MB plan, 50 s of ofc), and within a rank each device's
+  // dp over 8x8:cpu: 0.90M tasks, a 505 MB plan, over a minute of ofc), and within a rank each device's
   // collective task lists every peer's register (one rank of 128: 70k tasks but 408 MB, 55 s).
   // Larger plans wait for collectives between ranks and per-group task inputs.
   if (n > kMaxDevices)

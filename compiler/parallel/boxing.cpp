@@ -192,10 +192,11 @@ int64_t rank_group(const Placement& p, size_t l, const std::vector<int32_t>& ran
   return g;
 }
 
-// An all-reduce along a level whose devices span ranks, as the hierarchy does it: the level seen
-// as [ranks, devices of a rank]; reduce-scatter within each rank, reduce-scatter and all-gather
-// of those parts across ranks (device k of a rank trades 1/g of the tensor with the other ranks),
-// all-gather within each rank. Empty where it does not apply.
+// An all-reduce, all-gather or reduce-scatter along a level whose devices span ranks, as the
+// hierarchy does it: the level seen as [ranks, devices of a rank]. An all-reduce reduce-scatters
+// within each rank, reduce-scatters and all-gathers those parts across ranks (device k of a rank
+// trades 1/g of the tensor with the other ranks), and all-gathers within each rank; the other two
+// take their halves. Empty where it does not apply.
 std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, const Layout& to,
                                const std::vector<int32_t>& rank_of_device) {
   if (!(from.placement == to.placement)) return {};
