@@ -68,14 +68,14 @@ Lowered lower_hops(const of::TensorDesc& logical, const Layout& from, const Layo
   }
   for (ValueId d : v) {
     std::set<ValueId> reached;
-    std::vector<ValueId> todo{d};
-    while (!todo.empty()) {
-      const ValueId x = todo.back();
-      todo.pop_back();
+    std::vector<ValueId> pending{d};  // values still to walk back from
+    while (!pending.empty()) {
+      const ValueId x = pending.back();
+      pending.pop_back();
       if (std::find(src.begin(), src.end(), x) != src.end()) reached.insert(x);
       const NodeId p = g.values[size_t(x)].producer;
       if (p >= 0)
-        for (ValueId in : g.nodes[size_t(p)].inputs) todo.push_back(in);
+        for (ValueId in : g.nodes[size_t(p)].inputs) pending.push_back(in);
     }
     out.reads.push_back(std::move(reached));
   }
