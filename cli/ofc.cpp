@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
                "lower layout conversions (gradient all-reduce, all-gather, ...) point to point: slices, copies, concatenations and additions "
                "(default: between devices of one rank, one collective task per device)");
   app.add_option("--zero", options.zero,
-                 "ZeRO stage over the data-parallel devices: 3 shards every trained weight, its gradient and its optimizer state "
-                 "(the weight gathered before each use); 0 replicates them (stages 1 and 2 are not built)")
+                 "ZeRO stage over the data-parallel devices: 1 shards every trained weight's optimizer state and update (the "
+                 "gradient reduce-scattered to it, the weight gathered into each device's copy once per step); 2 also sums "
+                 "micro-batches' gradients on the shard; 3 also keeps the weight only as shards (gathered before each use); "
+                 "0 replicates them")
       ->check(of::cli::between(0, 3))
       ->needs(train);
   bool no_sharing = false;

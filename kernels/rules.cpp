@@ -98,7 +98,9 @@ int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vect
   names.push_back("lr");
   names.push_back("step");
   const int inputs = int(names.size());
-  cpu::check_arity(cfg, name, inputs, inputs, tensors - 1);
+  // One more output than the states: a copy of param' that ZeRO 1/2 gathers into every replica.
+  const int outputs = int(cfg.outputs.size()) == tensors ? tensors : tensors - 1;
+  cpu::check_arity(cfg, name, inputs, inputs, outputs);
   cpu::check_dtypes(cfg, name, DType::f32);
   const Shape& p = cfg.inputs[0].shape;
   for (int i = 1; i < tensors; ++i) cpu::check_input_shape(cfg, name, i, names[size_t(i)], p);
@@ -107,7 +109,7 @@ int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vect
     if (numel(s) != 1 || s.size() > 1)
       fail(where_of(cfg), "{}: input {} ({}) has shape {}, expected a scalar []", name, i, names[size_t(i)], shape_str(s));
   }
-  for (int i = 0; i < tensors - 1; ++i) cpu::check_output_shape(cfg, name, i, p);
+  for (int i = 0; i < outputs; ++i) cpu::check_output_shape(cfg, name, i, p);
   return numel(p);
 }
 

@@ -34,8 +34,10 @@ struct ReduceGeometry {
 };
 ReduceGeometry reduce_geometry(const KernelConfig& cfg);
 
-// Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...), all
-// f32, the tensors of param's shape and lr, step scalars. Returns the element count.
+// Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...) and
+// optionally one more, a copy of param' (ZeRO 1/2 gather it from there: a streamed register, where
+// param' itself is the weight's persistent shard); all f32, the tensors of param's shape and lr,
+// step scalars. Returns the element count.
 int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vector<const char*>& states);
 // A float attribute that must be >= lo.
 float float_attr_at_least(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo);

@@ -180,7 +180,7 @@ int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task)
     if (t.kind != plan::TaskKind::compute || t.out_regsts.empty()) continue;
     std::vector<TensorDesc> in, out;
     for (const plan::TaskInput& i : t.inputs) in.push_back(plan::input_desc(p, i));
-    for (const plan::Blob& b : p.regsts[size_t(t.out_regsts[0])].blobs) out.push_back(b.desc);
+    out = plan::output_descs(p, t);
     kernels::KernelConfig cfg{t.attrs, in, out, t.name};
     std::unique_ptr<kernels::Kernel> k = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, out.at(0).dtype, cfg);
     // Zeroed, aligned buffers: what a kernel reads as indices is 0, always in range.

@@ -303,7 +303,7 @@ std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, in
                                                          kernels::RunCtx base) const {
   std::vector<TensorDesc> ins, outs;
   for (size_t k = 0; k < t.inputs.size(); ++k) ins.push_back(input_desc(t, k));
-  for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) outs.push_back(b.desc);
+  outs = plan::output_descs(plan_, t);
   kernels::KernelConfig cfg{t.attrs, ins, outs, t.name};
   cfg.gemm = gemm;
   // Weights never change in an inference or evaluation plan: kernels may repack them once, now.

@@ -21,4 +21,17 @@ TensorDesc input_desc(const Plan& p, const TaskInput& in) {
   return d;
 }
 
+size_t data_regsts(const Plan& p, const Task& t) {
+  size_t n = 0;
+  while (n < t.out_regsts.size() && !p.regsts[size_t(t.out_regsts[n])].blobs.empty()) ++n;
+  return n;
+}
+
+std::vector<TensorDesc> output_descs(const Plan& p, const Task& t) {
+  std::vector<TensorDesc> out;
+  for (size_t k = 0; k < data_regsts(p, t); ++k)
+    for (const Blob& b : p.regsts[size_t(t.out_regsts[k])].blobs) out.push_back(b.desc);
+  return out;
+}
+
 }  // namespace of::plan

@@ -207,4 +207,11 @@ std::string device_label(const Plan& p, int32_t device);
 // variable's tensor. A verified plan's indices only.
 TensorDesc input_desc(const Plan& p, const TaskInput& in);
 
+// The registers a compute task writes data to: the leading ones with blobs (its own in-place state,
+// a persistent register, then what it streams; or only one of them). The rest are control
+// registers (share groups' order), without blobs.
+size_t data_regsts(const Plan& p, const Task& t);
+// What the task's kernel writes, as it sees its outputs: the blobs of those registers in order.
+std::vector<TensorDesc> output_descs(const Plan& p, const Task& t);
+
 }  // namespace of::plan

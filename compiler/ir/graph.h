@@ -46,6 +46,10 @@ struct Value {
   // checkpoints hold the logical tensors; each device loads and saves its box.
   ValueId logical = -1;
   std::vector<int64_t> shard_begin;
+  // ZeRO 1/2: a device's copy of a weight whose home is split over the data-parallel devices,
+  // written from the gathered shards once per step and read by the forward and backward passes.
+  // Loaded like any box of the weight; checkpoints save the shards, not it.
+  bool replica = false;
 
   // The bytes a constant holds here: its data when that is whole, else null (no contents, or
   // contents held elsewhere). A pass that reads a constant's values must use this.
@@ -73,7 +77,8 @@ struct Node {
   // statistics: never trained, whatever their names.
   std::vector<size_t> state_inputs;
   // Per output: the input it overwrites in place (an optimizer update writes the weight and its
-  // state back where it read them), or -1. Lowering turns such inputs into persistent registers.
+  // state back where it read them). Lowering turns such inputs into persistent registers. Outputs
+  // beyond these (ZeRO 1/2's copy of an updated shard) are streamed, as any node's.
   std::vector<int32_t> inplace;
   // The in-place state changes every piece (BatchNorm's running statistics), not once per
   // optimizer step: its register's readers read one version per piece.

@@ -198,12 +198,14 @@ bool LowerToTasks::run(Compilation& c) {
       t.in_regsts.push_back(pace);
       tg.regsts[size_t(pace)].consumers.push_back(t.id);
     }
-    if (persistent_of[n] >= 0) {
-      t.out_regsts.push_back(persistent_of[n]);
-    } else {
-      Regst out = make_regst(tg, t.id, g, node.outputs, node.slots > 0 ? node.slots : computed_slots, node.device);
+    // An in-place node writes its state (the persistent register); outputs after the state's are
+    // streamed as any node's (ZeRO 1/2's update hands a copy of its new shard on to be gathered).
+    if (persistent_of[n] >= 0) t.out_regsts.push_back(persistent_of[n]);
+    const std::vector<ValueId> streamed_outputs(node.outputs.begin() + std::ptrdiff_t(node.inplace.size()), node.outputs.end());
+    if (persistent_of[n] < 0 || !streamed_outputs.empty()) {
+      Regst out = make_regst(tg, t.id, g, streamed_outputs, node.slots > 0 ? node.slots : computed_slots, node.device);
       if (node.kernel == "accumulate") out.acts_per_piece = int32_t(node.kernel_attrs.get_int("micro_batches", 1));
-      for (size_t i = 0; i < node.outputs.size(); ++i) home[node.outputs[i]] = {InputKind::regst, out.id, int32_t(i)};
+      for (size_t i = 0; i < streamed_outputs.size(); ++i) home[streamed_outputs[i]] = {InputKind::regst, out.id, int32_t(i)};
       t.out_regsts.push_back(out.id);
       tg.regsts.push_back(std::move(out));
     }
@@ -244,8 +246,13 @@ bool LowerToTasks::run(Compilation& c) {
   std::unordered_map<std::string, int32_t> writer;  // tensor name -> the rank that checkpoints it
   std::map<Box, int32_t> first_holder;               // box -> the lowest rank holding it
   std::vector<std::set<Box>> held(devices_of_rank.size());
+  // A weight's whole replica that ZeRO 1/2 refresh from its shards every step is not saved: the
+  // shards are (with their optimizer state, the same version).
+  auto saved = [&](const Regst& r) {
+    return r.persistent && std::none_of(r.blobs.begin(), r.blobs.end(), [&](const Blob& b) { return g.values[size_t(b.tensor)].replica; });
+  };
   for (const Regst& r : tg.regsts)
-    if (r.persistent)
+    if (saved(r))
       for (const Blob& b : r.blobs) {
         const int32_t at = rank_of_regst(r.id);
         auto [w, fresh] = writer.try_emplace(g.values[size_t(b.tensor)].name, at);
@@ -261,7 +268,7 @@ bool LowerToTasks::run(Compilation& c) {
                 .op = "Snapshot", .device = -1};
       std::set<Box> handed;  // boxes this rank hands to another's writer (one copy of each)
       for (const Regst& r : tg.regsts) {
-        if (!r.persistent || rank_of_regst(r.id) != at) continue;
+        if (!saved(r) || rank_of_regst(r.id) != at) continue;
         for (size_t b = 0; b < r.blobs.size(); ++b) {
           const Box box = box_of(r.blobs[b]);
           const int32_t w = writer.at(std::get<0>(box));

@@ -17,6 +17,12 @@
 //    split over the dp level instead (zero_home): its readers still take it B there, gathered
 //    from the shards (an all-gather per piece), and its update then takes the shard, so the
 //    gradient is reduce-scattered rather than all-reduced and the optimizer state is a shard too.
+//    --zero 1 and 2 split the home alike (the update, its gradient and its state are the same
+//    shards), but the readers read a replica: per device a persistent copy of the weight, whole
+//    over the dp level, that each step's update refreshes once (refresh_replicas: the update hands
+//    a copy of its new shard on, the shards are gathered, an assign writes the replica in place),
+//    not a gather per piece. --zero 2 also accumulates micro-batches' gradients on the shard (a
+//    reduce-scatter per piece), --zero 1 sums them whole and reduce-scatters once per step.
 // 3. Physical graph: per device a copy of each op with its local shapes; where a producer's
 //    layout differs from what a consumer needs, the boxing nodes in between.
 #include <algorithm>
@@ -56,6 +62,21 @@ class Parallelizer {
   void place();
   void choose(NodeId n);
   std::vector<ValueId> need(ValueId v, const Layout& want, const std::string& consumer, bool backward, bool to_update = false);
+  // The boxing of `values`, logical v laid out as `from`, into `want`: its nodes (one slot each
+  // with `once_per_step`: they carry a step's gradient or weights, not a piece) named after
+  // `prefix`, and its line in the plan's boxing list.
+  std::vector<ValueId> box(ValueId v, const Layout& from, std::vector<ValueId> values, const Layout& want, const std::string& consumer,
+                           bool backward, bool once_per_step, const std::string& prefix);
+  // --zero 1/2: weight v's home is split over the dp level and its readers read a replica.
+  bool read_from_replica(ValueId v) const;
+  struct Replica {
+    ValueId weight;
+    Layout layout;                // the home, whole over the dp level
+    std::vector<ValueId> values;  // per device of `layout`
+  };
+  const Replica& replica(ValueId v);
+  // After every node: each replica's refresh (see the top of this file).
+  void refresh_replicas();
   std::vector<ValueId> shards(ValueId v);
   // The physical values of a constant laid out as `at` (not its home), made fresh.
   std::vector<ValueId> shards_at(ValueId v, const Layout& at);
@@ -103,6 +124,9 @@ class Parallelizer {
   std::vector<bool> deferred_;
   std::vector<ValueId> weights_;
   std::vector<int32_t> rank_of_device_;  // per device (lower_to_tasks places ranks alike)
+  std::vector<Replica> replicas_;
+  std::map<ValueId, size_t> replica_of_;  // weight -> index into replicas_
+  size_t dp_level_ = SIZE_MAX;            // the data-parallel level, if any
 };
 
 void Parallelizer::choose_then_deferred(NodeId n) {
@@ -281,6 +305,15 @@ void Parallelizer::choose(NodeId id) {
   double best = -1;
   std::vector<Signature> best_sigs;
   const double flops = flops_of(g_, n);
+  // --zero 2: a weight's gradients are summed over the micro-batches on its shard (a
+  // reduce-scatter per piece), so no device holds a whole accumulator.
+  std::optional<Sbp> sum_on = std::nullopt;
+  if (o_.zero == 2 && n.kernel == "accumulate" && dp_level_ < levels_.size())
+    for (NodeId c : g_.values[size_t(n.outputs[0])].consumers) {
+      const Node& update = g_.nodes[size_t(c)];
+      if (update.inplace.empty() || !home_[size_t(update.inputs[0])] || !(home_[size_t(update.inputs[0])]->placement == p)) continue;
+      if (read_from_replica(update.inputs[0])) sum_on = home_[size_t(update.inputs[0])]->sbp[dp_level_];
+    }
   for (;;) {
     std::vector<NdSbp> ins(n.inputs.size()), outs(n.outputs.size());
     double parts = 1;
@@ -300,7 +333,7 @@ void Parallelizer::choose(NodeId id) {
       if (s.splits_work) parts *= double(levels_[l].size);
     }
     double cost = flops / parts * kSecondsPerFlop;
-    ok = !trivial && !misplaced;
+    ok = !trivial && !misplaced && (!sum_on || outs[0][dp_level_] == *sum_on);
     for (size_t i = 0; i < ins.size() && ok; ++i) {
       const ValueId v = n.inputs[i];
       if (v == kNoValue) continue;
@@ -385,7 +418,7 @@ void Parallelizer::choose(NodeId id) {
     if (producer >= 0 && deferred_[size_t(producer)]) continue;  // its producer makes it, later
     NdSbp sbp;
     for (const Signature& s : best_sigs) sbp.push_back(s.in[i]);
-    home_[size_t(v)] = o_.zero == 3 && trainable(v) ? zero_home(v, Layout{p, sbp}) : Layout{p, sbp};
+    home_[size_t(v)] = o_.zero > 0 && trainable(v) ? zero_home(v, Layout{p, sbp}) : Layout{p, sbp};
   }
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] == kNoValue) continue;
@@ -445,16 +478,30 @@ std::vector<ValueId> Parallelizer::shards_at(ValueId v, const Layout& h) {
 }
 
 std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std::string& consumer, bool backward, bool to_update) {
-  const Layout& from = *home_[size_t(v)];
-  if (from == want) return phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
+  Layout from = *home_[size_t(v)];
+  const Replica* rep = nullptr;
+  if (!to_update && read_from_replica(v)) {  // its update reads the shard; everyone else the replica
+    rep = &replica(v);
+    from = rep->layout;
+  }
+  if (from == want) return rep ? rep->values : phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
   const std::string key = layout_key(want);
   auto it = boxed_.find({v, key});
   if (it != boxed_.end()) return it->second;
-  const Value& val = g_.values[size_t(v)];
   // A constant (a folded mask) wanted elsewhere is written there at compile time: each device
   // holds its own copy, and no task reads another device's constant or moves it at run time.
   if (immutable(v)) return boxed_.emplace(std::make_pair(v, key), shards_at(v, want)).first->second;
-  std::vector<ValueId> out = phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
+  std::vector<ValueId> values = rep ? rep->values : phys_of_[size_t(v)].empty() ? shards(v) : phys_of_[size_t(v)];
+  // Gradients on their way to an optimizer update come once per step and are consumed before the
+  // next can exist (the next forward pass waits for the update): one slot each.
+  std::vector<ValueId> out = box(v, from, std::move(values), want, consumer, backward, to_update, g_.values[size_t(v)].name + "/boxing");
+  boxed_.emplace(std::make_pair(v, key), out);
+  return out;
+}
+
+std::vector<ValueId> Parallelizer::box(ValueId v, const Layout& from, std::vector<ValueId> out, const Layout& want, const std::string& consumer,
+                                       bool backward, bool once_per_step, const std::string& prefix) {
+  const Value& val = g_.values[size_t(v)];
   const std::vector<Layout> route = boxing_route(val.desc, from, want, &rank_of_device_);
   const size_t first_node = phys_.nodes.size();
   uint64_t bytes = 0;
@@ -463,7 +510,7 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
     if (!plan.possible)
       fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
            want.placement.str(), sbp_str(from.sbp), from.placement.str());
-    out = lower_boxing(phys_, plan, val.desc, route[k], route[k + 1], out, fmt::format("{}/boxing{}", val.name, k ? std::to_string(k) : ""),
+    out = lower_boxing(phys_, plan, val.desc, route[k], route[k + 1], out, k ? prefix + std::to_string(k) : prefix,
                        o_.collectives ? &rank_of_device_ : nullptr);
     for (size_t j = 0; j < out.size(); ++j) {
       phys_.values[size_t(out[j])].logical = v;
@@ -471,16 +518,86 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
     }
     bytes += plan.bytes_moved;
   }
-  // Gradients on their way to an optimizer update come once per step and are consumed before the
-  // next can exist (the next forward pass waits for the update): one slot each.
-  if (to_update)
+  if (once_per_step)
     for (size_t k = first_node; k < phys_.nodes.size(); ++k) phys_.nodes[k].slots = 1;
   c_.parallel.boxings.push_back(plan::Boxing{.tensor = val.name, .kind = boxing_kind(from, want),
                                            .from = from.placement.str() + " " + sbp_str(from.sbp),
                                            .to = want.placement.str() + " " + sbp_str(want.sbp), .consumer = consumer,
                                            .bytes = bytes, .backward = backward});
-  boxed_.emplace(std::make_pair(v, key), out);
   return out;
+}
+
+bool Parallelizer::read_from_replica(ValueId v) const {
+  if ((o_.zero != 1 && o_.zero != 2) || !trainable(v) || !home_[size_t(v)] || dp_level_ >= levels_.size()) return false;
+  return home_[size_t(v)]->sbp[dp_level_].kind == Sbp::Kind::split;
+}
+
+const Parallelizer::Replica& Parallelizer::replica(ValueId v) {
+  auto [it, fresh] = replica_of_.try_emplace(v, replicas_.size());
+  if (!fresh) return replicas_[it->second];
+  Layout whole = *home_[size_t(v)];
+  whole.sbp[dp_level_] = Sbp::B();
+  // Boxes of the stored weight: loaded from the weights file (or a checkpoint) like its shards.
+  std::vector<ValueId> values = shards_at(v, whole);
+  for (ValueId x : values) phys_.values[size_t(x)].replica = true;
+  replicas_.push_back(Replica{v, whole, std::move(values)});
+  return replicas_.back();
+}
+
+void Parallelizer::refresh_replicas() {
+  // Which node writes each physical value in place: the weights' updates.
+  std::map<ValueId, NodeId> updater;
+  for (size_t n = 0; n < phys_.nodes.size(); ++n)
+    for (int32_t k : phys_.nodes[n].inplace) updater[phys_.nodes[n].inputs[size_t(k)]] = NodeId(n);
+  for (const Replica& r : replicas_) {
+    const Value& val = g_.values[size_t(r.weight)];
+    const Layout& home = *home_[size_t(r.weight)];
+    // Each shard's update also writes its new shard to a streamed output, once per step.
+    std::vector<ValueId> updated;
+    for (ValueId shard : phys_of_[size_t(r.weight)]) {
+      const auto u = updater.find(shard);
+      OF_ASSERT(u != updater.end(), "a replicated weight without an update: " + val.name);
+      const ValueId pv = phys_.add_value(phys_.values[size_t(shard)].name + "/updated");
+      Value& x = phys_.values[size_t(pv)];
+      x.desc = phys_.values[size_t(shard)].desc;
+      x.known = true;
+      x.producer = u->second;
+      x.logical = r.weight;
+      x.shard_begin = phys_.values[size_t(shard)].shard_begin;
+      phys_.nodes[size_t(u->second)].outputs.push_back(pv);
+      updated.push_back(pv);
+    }
+    const std::string name = "refresh/" + val.name;
+    const std::vector<ValueId> whole = box(r.weight, home, updated, r.layout, name, true, true, name);
+    for (size_t j = 0; j < r.layout.placement.size(); ++j) {
+      const int32_t device = r.layout.placement.devices[j];
+      // A gather by one collective part per device writes the replica itself: the part takes it as
+      // a last, in-place input its boxes never read, and writes every element of it.
+      const NodeId part = phys_.values[size_t(whole[j])].producer;
+      if (part >= 0 && phys_.nodes[size_t(part)].kernel == "collective_part" && phys_.nodes[size_t(part)].device == device &&
+          phys_.nodes[size_t(part)].outputs.size() == 1 && phys_.values[size_t(whole[j])].consumers.empty()) {
+        Node& x = phys_.nodes[size_t(part)];
+        x.inputs.push_back(r.values[j]);
+        x.runtime_inputs.push_back(r.values[j]);
+        x.inplace = {int32_t(x.inputs.size() - 1)};
+        phys_.values[size_t(r.values[j])].consumers.push_back(part);
+        continue;
+      }
+      // Otherwise an assign copies the gathered weight in.
+      const auto id = NodeId(phys_.nodes.size());
+      Node assign{.name = r.layout.placement.size() > 1 ? fmt::format("{}@{}", name, device) : name, .op_type = "Assign",
+                  .inputs = {r.values[j], whole[j]}, .kernel = "assign", .kernel_attrs = {}, .runtime_inputs = {r.values[j], whole[j]}};
+      assign.device = device;
+      assign.inplace = {0};
+      const ValueId out = phys_.add_value(phys_.values[size_t(r.values[j])].name + "'");
+      phys_.values[size_t(out)].desc = phys_.values[size_t(r.values[j])].desc;
+      phys_.values[size_t(out)].known = true;
+      phys_.values[size_t(out)].producer = id;
+      assign.outputs = {out};
+      for (ValueId v : assign.inputs) phys_.values[size_t(v)].consumers.push_back(id);
+      phys_.nodes.push_back(std::move(assign));
+    }
+  }
 }
 
 bool Parallelizer::read_by_backward(NodeId id) const {
@@ -495,6 +612,8 @@ bool Parallelizer::read_by_backward(NodeId id) const {
 void Parallelizer::run() {
   rank_of_device_ = rank_of_devices(o_, c_.parallel.devices);
   place();
+  for (size_t l = 0; l < levels_.size(); ++l)
+    if (levels_[l].data_parallel) dp_level_ = l;
   for (const auto& [w, grad] : c_.training.weights) weights_.push_back(w);
   home_.assign(g_.values.size(), std::nullopt);
   phys_of_.assign(g_.values.size(), {});
@@ -583,6 +702,7 @@ void Parallelizer::run() {
       phys_.nodes.push_back(std::move(x));
     }
   }
+  refresh_replicas();
   // Graph outputs go to the sink on device 0, whole.
   const Layout sink{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
   for (ValueId v : g_.outputs) {
@@ -605,10 +725,8 @@ void Parallelizer::run() {
 
 bool Parallelize::run(Compilation& c) {
   const CompileOptions& o = c.options;
-  if (o.zero == 1 || o.zero == 2)
-    fail({.field = "--zero"}, "stage {} is not built; --zero 3 shards weights, gradients and optimizer state over the data-parallel devices "
-         "(less memory than stage {}, the traffic of plain data parallelism with one micro-batch)", o.zero, o.zero);
-  if (o.zero != 0 && (o.zero != 3 || !o.train || o.dp < 2))
+  if (o.zero < 0 || o.zero > 3) fail({.field = "--zero"}, "stage {} does not exist: 0 (none), 1, 2 or 3", o.zero);
+  if (o.zero != 0 && (!o.train || o.dp < 2))
     fail({.field = "--zero"}, "--zero {} needs --train and --dp 2 or more (it shards over the data-parallel devices)", o.zero);
   if (o.devices == 1 && o.dp == 1 && o.tp == 1 && o.pp == 1) return false;
   if (o.dp < 1 || o.tp < 1 || o.pp < 1) fail({.field = "--dp/--tp/--pp"}, "must each be at least 1");

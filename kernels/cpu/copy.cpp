@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // copy: output = input bytes, for any dtype. Reshape, Flatten and Identity lower to it.
+// assign: (target, value) -> target' = value, in place on a persistent tensor: ZeRO 1/2 write the
+// gathered weights of a step into each device's replica with it.
 #include <cstring>
 
 #include "kernels/cpu/check.h"
@@ -21,8 +23,26 @@ class Copy final : public Kernel {
   size_t bytes_ = 0;
 };
 
+class Assign final : public Kernel {
+ public:
+  Assign(const KernelConfig& cfg) {
+    check_arity(cfg, "assign", 2, 2, 1);
+    check_dtypes(cfg, "assign", DType::f32);
+    check_input_shape(cfg, "assign", 1, "value", cfg.inputs[0].shape);
+    check_output_shape(cfg, "assign", 0, cfg.inputs[0].shape);
+    bytes_ = size_t(cfg.inputs[0].bytes());
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    if (bytes_ > 0 && in[1] != out[0]) std::memcpy(out[0], in[1], bytes_);
+  }
+
+ private:
+  size_t bytes_ = 0;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> make_assign(const KernelConfig& cfg) { return std::make_unique<Assign>(cfg); }
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg) { return std::make_unique<Copy>(cfg); }
 
 }  // namespace of::kernels::cpu

@@ -40,6 +40,7 @@ std::unique_ptr<Kernel> make_dnnl_gelu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dnnl_gelu_grad(const KernelConfig& cfg);
 
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_assign(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_delay(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout(const KernelConfig& cfg);

@@ -21,9 +21,14 @@ namespace {
 class UpdateLayout {
  public:
   UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names)
-      : tensors_(int(state_names.size()) + 2), n_(update_layout(cfg, name, state_names)) {}
+      : tensors_(int(state_names.size()) + 2), n_(update_layout(cfg, name, state_names)),
+        copy_(int(cfg.outputs.size()) == tensors_ ? tensors_ - 1 : -1) {}
 
   int64_t n() const { return n_; }
+  // After the update: param' copied to the extra output, where there is one.
+  void emit_copy(void* const* out) const {
+    if (copy_ >= 0 && n_ > 0) std::memcpy(out[size_t(copy_)], out[0], size_t(n_) * sizeof(float));
+  }
   float lr(const void* const* in) const { return scalar(in, 0); }
   float step(const void* const* in) const { return scalar(in, 1); }
 
@@ -31,6 +36,7 @@ class UpdateLayout {
   float scalar(const void* const* in, int k) const { return *static_cast<const float*>(in[size_t(tensors_ + k)]); }
   int tensors_ = 0;
   int64_t n_ = 0;
+  int copy_ = -1;  // the output index of param's copy, or -1
 };
 
 float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo) {
@@ -91,6 +97,7 @@ class SgdUpdate final : public Kernel {
     } else {
       sgd_loop<true, false>(n, p, grad, buf, p_out, buf_out, mu, keep, wd, lr, first);
     }
+    layout_.emit_copy(out);
   }
 
  private:
@@ -147,6 +154,7 @@ class AdamUpdate final : public Kernel {
       v_out[i] = vi;
       p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
     }
+    layout_.emit_copy(out);
   }
 
  private:

@@ -141,7 +141,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
       fail(at(f + ".acts_per_piece"), "{} is outside [1, 2^20] (1 for a persistent register)", r.acts_per_piece);
     if (r.pieces_per_version < 1 || r.pieces_per_version > (1 << 20) || (!r.persistent && r.pieces_per_version != 1))
       fail(at(f + ".pieces_per_version"), "{} is outside [1, 2^20] (1 for a streamed register)", r.pieces_per_version);
-    if (r.persistent && p.tasks[size_t(r.producer)].kind != plan::TaskKind::compute) fail(at(f + ".producer"), "a persistent register is written by a compute task");
+    if (r.persistent && p.tasks[size_t(r.producer)].kind != plan::TaskKind::compute && p.tasks[size_t(r.producer)].kind != plan::TaskKind::collective)
+      fail(at(f + ".producer"), "a persistent register is written by a compute or collective task (its update, or the gather refreshing a replica)");
     if (r.offsets.size() != size_t(r.slots)) fail(at(f + ".offsets"), "has {} entries for {} slots", r.offsets.size(), r.slots);
     const uint64_t arena_bytes = p.arenas[size_t(r.arena)].bytes;
     for (size_t s = 0; s < r.offsets.size(); ++s)
@@ -294,11 +295,15 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
       }
       case plan::TaskKind::compute:
       case plan::TaskKind::collective: {
-        // One register of data, first; any others are control registers (share groups' order).
+        // Registers of data first: one, or its persistent state then one streamed; any others are
+        // control registers (share groups' order).
         if (t.out_regsts.empty()) fail(at(f + ".out_regsts"), "a compute task writes one register of data");
-        for (size_t k = 1; k < t.out_regsts.size(); ++k)
+        const size_t data = std::max<size_t>(plan::data_regsts(p, t), 1);
+        if (data > 2 || (data == 2 && (!p.regsts[size_t(t.out_regsts[0])].persistent || p.regsts[size_t(t.out_regsts[1])].persistent)))
+          fail(at(f + ".out_regsts"), "a compute task writing two registers of data writes its persistent state, then one streamed register");
+        for (size_t k = data; k < t.out_regsts.size(); ++k)
           if (!p.regsts[size_t(t.out_regsts[k])].blobs.empty() || p.regsts[size_t(t.out_regsts[k])].slot_bytes != 0)
-            fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "a compute task writes one register of data; the others are control registers, without blobs");
+            fail(at(fmt::format("{}.out_regsts[{}]", f, k)), "a compute task writes one register of data (or its state and one); the others are control registers, without blobs");
         if (!streamed_input) fail(at(f + ".in_regsts"), "a compute task reads at least one streamed register (its pieces)");
         const auto& blobs = p.regsts[size_t(t.out_regsts[0])].blobs;
         if (blobs.empty()) fail(at(f + ".out_regsts"), "the output register has no blobs");

@@ -76,8 +76,65 @@ TEST_CASE("zero: with tp the dp split takes an axis tp leaves alone so that gath
   CHECK(sbp_of(c, "fc1.bias") == "(S(0), S(0))");
 }
 
-TEST_CASE("zero: stages 1 and 2 and ZeRO without data parallelism are refused naming --zero", "[compiler]") {
-  for (const auto& [dp, tp, zero] : {std::tuple{2, 1, 1}, std::tuple{2, 1, 2}, std::tuple{1, 2, 3}, std::tuple{1, 1, 3}}) {
+uint64_t largest_arena(const Compilation& c) {
+  uint64_t most = 0;
+  for (const auto& a : c.tasks.arenas) most = std::max(most, a.bytes);
+  return most;
+}
+
+int count_consumed_by(const Compilation& c, const std::string& tensor, const std::string& kind, const std::string& consumer) {
+  return int(std::count_if(c.parallel.boxings.begin(), c.parallel.boxings.end(),
+                           [&](const auto& b) { return b.tensor == tensor && b.kind == kind && b.consumer == consumer; }));
+}
+
+TEST_CASE("zero: stages 1 and 2 update shards, gather each weight once per step into a replica, and lower the peak on 4 devices", "[compiler]") {
+  const Compilation plain = compile_mlp(4, 1, 0), three = compile_mlp(4, 1, 3);
+  for (const int32_t stage : {1, 2}) {
+    INFO("--zero " << stage);
+    const Compilation c = compile_mlp(4, 1, stage);
+    // The home (the update's, its state's) is the shard, as in stage 3.
+    CHECK(sbp_of(c, "fc2.weight") == "S(0)");
+    CHECK(sbp_of(c, "fc2.weight.exp_avg_sq") == "S(0)");
+    // The gradient is reduce-scattered to the update; the readers read the replica, which one
+    // gather per step refreshes; none gathers per read as stage 3 does.
+    CHECK(count_boxings(c, "/fc2/Gemm/GemmGrad_12", "reduce-scatter") == 1);
+    CHECK(count_consumed_by(c, "fc2.weight", "all-gather", "refresh/fc2.weight") == 1);
+    CHECK(count_boxings(c, "fc2.weight", "all-gather") == 1);
+    CHECK(count_boxings(three, "fc2.weight", "all-gather") == 1);
+    CHECK(count_consumed_by(three, "fc2.weight", "all-gather", "refresh/fc2.weight") == 0);
+    // The replica is written in place by its gather (a persistent register per device).
+    int replicas = 0;
+    for (const Value& v : c.graph.values) replicas += v.replica;
+    CHECK(replicas == 5 * 4);  // the five split weights, on each of 4 devices
+    // Adam's state in quarters, one replica: below plain dp's peak, above stage 3's.
+    INFO("peak " << largest_arena(c) << ", plain " << largest_arena(plain) << ", stage 3 " << largest_arena(three));
+    CHECK(largest_arena(c) < largest_arena(plain) * 7 / 10);
+    CHECK(largest_arena(c) > largest_arena(three));
+  }
+}
+
+TEST_CASE("zero: stage 2 sums micro-batches' gradients on the shard, stage 1 whole", "[compiler]") {
+  auto with_micro_batches = [](int32_t zero) {
+    CompileOptions o;
+    o.loss = "cross_entropy";
+    o.train = true;
+    o.optimizer = "adam";
+    o.devices = o.dp = 2;
+    o.micro_batches = 3;
+    o.zero = zero;
+    return compile_model(fixture("mlp.onnx"), o);
+  };
+  const Compilation one = with_micro_batches(1), two = with_micro_batches(2);
+  // Stage 1: the accumulator is a partial sum, reduce-scattered once per step; stage 2: each
+  // micro-batch's gradient is reduce-scattered into a shard-sized accumulator.
+  CHECK(count_consumed_by(one, "/fc2/Gemm/GemmGrad_12", "reduce-scatter", "accumulate/fc2.weight") == 0);
+  CHECK(count_consumed_by(one, "accumulate/fc2.weight.grad_mean", "reduce-scatter", "update/fc2.weight") == 1);
+  CHECK(count_consumed_by(two, "/fc2/Gemm/GemmGrad_12", "reduce-scatter", "accumulate/fc2.weight") == 1);
+  CHECK(count_consumed_by(two, "accumulate/fc2.weight.grad_mean", "reduce-scatter", "update/fc2.weight") == 0);
+}
+
+TEST_CASE("zero: ZeRO without data parallelism is refused naming --zero", "[compiler]") {
+  for (const auto& [dp, tp, zero] : {std::tuple{1, 2, 1}, std::tuple{1, 2, 3}, std::tuple{1, 1, 2}, std::tuple{2, 1, 4}}) {
     INFO("dp " << dp << " tp " << tp << " zero " << zero);
     CHECK_THROWS_WITH(compile_mlp(dp, tp, zero), Catch::Contains("--zero"));
   }
