@@ -39,11 +39,14 @@ CONFIGS = {  # name: (ofc flags, micro-batches)
     "dp4-2x2": ("--devices 2x2:cpu --dp 4", 1),
     "dp8-2x4": ("--devices 2x4:cpu --dp 8", 1),
     "dp4-2x2-zero3": ("--devices 2x2:cpu --dp 4 --zero 3", 1),
+    # ZeRO 1 with micro-batches: each step's gather of the updated shards into every replica
+    # crosses ranks.
+    "dp4-2x2-zero1": ("--devices 2x2:cpu --dp 4 --zero 1", 2),
     "tp4-2x2": ("--devices 2x2:cpu --tp 4", 1),
 }
 # Configurations whose plan for one rank sums in another order: its losses agree within this
 # relative tolerance, not bit for bit (the ranks still train to one process's bits).
-ROUNDING = {c: 1e-5 for c in ("dp4-2x2", "dp8-2x4", "dp4-2x2-zero3", "tp4-2x2")}
+ROUNDING = {c: 1e-5 for c in ("dp4-2x2", "dp8-2x4", "dp4-2x2-zero3", "dp4-2x2-zero1", "tp4-2x2")}
 STEPS = 6
 
 
@@ -594,6 +597,7 @@ CHECKS.update({
     "cnn:dp4-2x2": lambda a: check_config(a, "cnn", "dp4-2x2"),
     "cnn:dp8-2x4": lambda a: check_config(a, "cnn", "dp8-2x4"),
     "mlp:dp4-2x2-zero3": lambda a: check_config(a, "mlp", "dp4-2x2-zero3"),
+    "mlp:dp4-2x2-zero1": lambda a: check_config(a, "mlp", "dp4-2x2-zero1"),
     "lm:tp4-2x2": lambda a: check_config(a, "lm", "tp4-2x2"),
     "vars:slurm": lambda a: check_launcher_vars(a, "slurm"),
     "vars:pmi": lambda a: check_launcher_vars(a, "pmi"),
