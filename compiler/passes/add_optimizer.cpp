@@ -269,6 +269,8 @@ std::vector<KernelSbp> optimizer_kernel_sbp() {
         out.push_back(Signature{{Sbp::P(), Sbp::B(), Sbp::B()}, {Sbp::P(), Sbp::B(), Sbp::B()}, Signature::Tweak::none, true});
       }),
       sbp_rule("adam_update", sbp::update),
+      // ZeRO 1/2 write a gathered weight into its replica (parallelize.cpp): target and value alike.
+      sbp_rule("assign", sbp::update),
       sbp_rule("sgd_update", sbp::update),
   };
 }
