@@ -20,8 +20,9 @@
 //    --zero 1 and 2 split the home alike (the update, its gradient and its state are the same
 //    shards), but the readers read a replica: per device a persistent copy of the weight, whole
 //    over the dp level, that each step's update refreshes once (refresh_replicas: the update hands
-//    a copy of its new shard on, the shards are gathered, an assign writes the replica in place),
-//    not a gather per piece. --zero 2 also accumulates micro-batches' gradients on the shard (a
+//    a copy of its new shard on, and the gather's collective part writes the shards into the
+//    replica in place; an assign copies them in where the gather ends otherwise), not a gather
+//    per piece. Choosing a reader's signature still costs the weight as read from its shard. --zero 2 also accumulates micro-batches' gradients on the shard (a
 //    reduce-scatter per piece), --zero 1 sums them whole and reduce-scatters once per step.
 // 3. Physical graph: per device a copy of each op with its local shapes; where a producer's
 //    layout differs from what a consumer needs, the boxing nodes in between.
