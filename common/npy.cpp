@@ -68,9 +68,13 @@ Shape parse_shape(std::string_view v, const std::string& path) {
   return shape;
 }
 
-}  // namespace
+// A checked header: the array without its data, and where the data starts.
+struct NpyHeader {
+  NpyArray array;
+  size_t data_start = 0;
+};
 
-NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path, bool f64_as_f32) {
+NpyHeader parse_header(const uint8_t* bytes, size_t size, const std::string& path, bool f64_as_f32) {
   if (size < 10 || std::memcmp(bytes, kMagic, 6) != 0) fail({.file = path}, "not a .npy file (bad magic)");
   uint8_t major = bytes[6];
   size_t header_len = 0, header_start = 0;
@@ -90,7 +94,8 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path, b
   std::string_view descr = dict_value(header, "descr", path);
   if (descr.size() < 2) fail({.file = path}, "npy descr '{}' is malformed", descr);
   descr = descr.substr(1, descr.size() - 2);  // strip quotes
-  NpyArray arr;
+  NpyHeader h;
+  NpyArray& arr = h.array;
   bool known = false;
   for (const DescrEntry& e : kDescrs) {
     if (e.descr == descr) {
@@ -123,25 +128,51 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path, b
   if (want != have)
     fail({.file = path}, "npy shape {} ({}) needs {} data bytes, file holds {}", shape_str(arr.shape),
          arr.from_f64 ? "f64" : dtype_name(arr.dtype), want, have);
-  if (arr.from_f64) {
-    arr.data.resize(have / 2);
-    for (size_t i = 0; i < have / 8; ++i) {
-      double d;
-      std::memcpy(&d, bytes + data_start + 8 * i, 8);
-      const auto f = static_cast<float>(d);
-      if (std::isfinite(d) && !std::isfinite(f))
-        fail({.file = path}, "float64 value {} at flat index {} does not fit in float32", d, i);
-      std::memcpy(arr.data.data() + 4 * i, &f, 4);
-    }
-    return arr;
+  h.data_start = data_start;
+  return h;
+}
+
+// Converts the `count` float64 at `from` to float32 at `to`; `to` may be `from` or below it
+// (each float is written at or before the double it comes from has been read).
+void f64_to_f32(const uint8_t* from, uint8_t* to, size_t count, const std::string& path) {
+  for (size_t i = 0; i < count; ++i) {
+    double d;
+    std::memcpy(&d, from + 8 * i, 8);
+    const auto f = static_cast<float>(d);
+    if (std::isfinite(d) && !std::isfinite(f))
+      fail({.file = path}, "float64 value {} at flat index {} does not fit in float32", d, i);
+    std::memcpy(to + 4 * i, &f, 4);
   }
-  arr.data.assign(bytes + data_start, bytes + size);
-  return arr;
+}
+
+}  // namespace
+
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& path, bool f64_as_f32) {
+  NpyHeader h = parse_header(bytes, size, path, f64_as_f32);
+  const size_t have = size - h.data_start;
+  if (h.array.from_f64) {
+    h.array.data.resize(have / 2);
+    f64_to_f32(bytes + h.data_start, h.array.data.data(), have / 8, path);
+  } else {
+    h.array.data.assign(bytes + h.data_start, bytes + size);
+  }
+  return std::move(h.array);
 }
 
 NpyArray read_npy(const std::string& path, bool f64_as_f32) {
+  // The array's data is the file's bytes, moved down over the header (or converted down in
+  // place from float64), so a data set is never held twice while it loads.
   std::vector<uint8_t> bytes = read_file(path);
-  return parse_npy(bytes.data(), bytes.size(), path, f64_as_f32);
+  NpyHeader h = parse_header(bytes.data(), bytes.size(), path, f64_as_f32);
+  const size_t have = bytes.size() - h.data_start;
+  if (h.array.from_f64) {
+    f64_to_f32(bytes.data() + h.data_start, bytes.data(), have / 8, path);
+    bytes.resize(have / 2);
+  } else {
+    bytes.erase(bytes.begin(), bytes.begin() + ptrdiff_t(h.data_start));
+  }
+  h.array.data = std::move(bytes);
+  return std::move(h.array);
 }
 
 void write_npy(const std::string& path, DType dtype, const Shape& shape, const void* data) {

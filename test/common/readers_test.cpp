@@ -61,3 +61,26 @@ TEST_CASE("npy: float64 values float32 cannot hold are refused by index", "[comm
   short_file.resize(short_file.size() - 4);
   CHECK_THROWS_WITH(parse_npy(short_file.data(), short_file.size(), "x.npy", true), "x.npy: npy shape [2] needs more bytes than the file holds (12)");
 }
+
+TEST_CASE("npy: read_npy converts and moves the file's bytes in place, to what parse_npy gives", "[common]") {
+  const std::string path = "/tmp/of_readers_inplace.npy";
+  std::vector<double> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(double(i)) * 1e3;
+  const std::vector<uint8_t> f64 = npy_f64(values);
+  write_file_atomic(path, f64);
+  const NpyArray in_place = read_npy(path, true);
+  const NpyArray copied = parse_npy(f64.data(), f64.size(), path, true);
+  CHECK(in_place.from_f64);
+  CHECK(in_place.shape == Shape{1000});
+  CHECK(in_place.data.size() == 4000);
+  CHECK(in_place.data == copied.data);
+  // float32 files: the data moved down over the header.
+  std::vector<float> floats(values.begin(), values.end());
+  write_npy(path, DType::f32, {10, 100}, floats.data());
+  const NpyArray f32 = read_npy(path);
+  CHECK(f32.shape == Shape{10, 100});
+  REQUIRE(f32.data.size() == 4000);
+  CHECK(std::memcmp(f32.data.data(), floats.data(), 4000) == 0);
+  CHECK_THROWS_WITH(read_npy(path + ".missing"), Catch::Contains(path + ".missing"));
+  std::remove(path.c_str());
+}
