@@ -30,7 +30,10 @@ const char* name_of(DType t) {
 
 }  // namespace
 
-SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::string& path) {
+namespace {
+
+// The checked entries of the file image `bytes`, and where its data section starts.
+SafetensorsFile parse_entries(const uint8_t* bytes, size_t size, const std::string& path) {
   if (size < 8) fail({.file = path}, "not a safetensors file (shorter than its 8-byte header length)");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
@@ -114,14 +117,26 @@ SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::
   if (end != data_size)
     fail(previous ? Where{.file = path, .field = "tensor '" + *previous + "'"} : Where{.file = path},
          "the data section holds {} bytes, but the tensors end at {}", data_size, end);
-  file.data.assign(bytes + 8 + header_len, bytes + size);
+  file.data_start = 8 + header_len;
   return file;
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  std::vector<uint8_t> bytes = read_file(path);
-  return parse_safetensors(bytes.data(), bytes.size(), path);
+}  // namespace
+
+SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::string& path) {
+  SafetensorsFile file = parse_entries(bytes, size, path);
+  file.bytes.assign(bytes + file.data_start, bytes + size);
+  file.data_start = 0;
+  return file;
 }
+
+SafetensorsFile parse_safetensors(std::vector<uint8_t>&& bytes, const std::string& path) {
+  SafetensorsFile file = parse_entries(bytes.data(), bytes.size(), path);
+  file.bytes = std::move(bytes);
+  return file;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
 
 void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& shape, const void* data) {
   items_.push_back(Item{name, dtype, shape, data});

@@ -22,12 +22,18 @@ struct SafetensorsEntry {
 
 struct SafetensorsFile {
   std::map<std::string, SafetensorsEntry> entries;
-  std::vector<uint8_t> data;  // the data section
-  const uint8_t* ptr(const SafetensorsEntry& e) const { return data.data() + e.offset; }
+  // The data section from data_start on: the whole file when it was read or handed over, so
+  // that its tensors are not copied (a model's weights are not held twice while they load).
+  std::vector<uint8_t> bytes;
+  uint64_t data_start = 0;
+  const uint8_t* ptr(const SafetensorsEntry& e) const { return bytes.data() + data_start + e.offset; }
 };
 
 SafetensorsFile read_safetensors(const std::string& path);
+// Copies the data section out of `bytes`.
 SafetensorsFile parse_safetensors(const uint8_t* bytes, size_t size, const std::string& path);
+// Keeps `bytes` (a whole file) as the data section.
+SafetensorsFile parse_safetensors(std::vector<uint8_t>&& bytes, const std::string& path);
 
 class SafetensorsWriter {
  public:

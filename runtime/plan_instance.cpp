@@ -138,7 +138,7 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
   if (bytes.size() != plan_.weights_bytes)
     fail({.file = weights}, "weights file has {} bytes, the plan expects {} (was it replaced or truncated?)", bytes.size(), plan_.weights_bytes);
   if (crc32_of(bytes.data(), bytes.size()) != plan_.weights_crc32) fail({.file = weights}, "weights checksum mismatch: the file is corrupt or belongs to another plan");
-  SafetensorsFile file = parse_safetensors(bytes.data(), bytes.size(), weights);
+  SafetensorsFile file = parse_safetensors(std::move(bytes), weights);
   // Buffers take their shape from the weights file (checked above by size and checksum).
   buffers_.reserve(plan_.buffers.size() + plan_.carried.size());
   for (size_t i = 0; i < plan_.buffers.size() + plan_.carried.size(); ++i) {

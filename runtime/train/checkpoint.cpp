@@ -411,8 +411,7 @@ LoadedCheckpoint load_latest_checkpoint(const std::string& dir) {
     const std::string single = kind + ".safetensors", index_file = kind + ".safetensors.index.json";
     if (!files.is_object() || !files.contains(index_file)) {
       shown = (root / name / single).string();
-      std::vector<uint8_t> bytes = verified(single);
-      return parse_safetensors(bytes.data(), bytes.size(), shown);
+      return parse_safetensors(verified(single), shown);
     }
     // A sharded checkpoint: every shard the index names, verified, their tensors in one.
     shown = (root / name / index_file).string();
@@ -435,8 +434,8 @@ LoadedCheckpoint load_latest_checkpoint(const std::string& dir) {
     for (const std::string& file : shards) {
       std::vector<uint8_t> bytes = verified(file);
       const std::string path = (root / name / file).string();
-      SafetensorsFile part = parse_safetensors(bytes.data(), bytes.size(), path);
-      const uint64_t base = all.data.size();
+      SafetensorsFile part = parse_safetensors(std::move(bytes), path);
+      const uint64_t base = all.bytes.size();
       for (auto& [key, entry] : part.entries) {
         auto at = where.find(key);
         if (at == where.end() || at->second != file)
@@ -444,7 +443,7 @@ LoadedCheckpoint load_latest_checkpoint(const std::string& dir) {
         if (!all.entries.emplace(key, SafetensorsEntry{entry.dtype, entry.shape, entry.offset + base, entry.bytes}).second)
           fail({.file = path, .field = "tensor '" + key + "'"}, "is in two shards");
       }
-      all.data.insert(all.data.end(), part.data.begin(), part.data.end());
+      all.bytes.insert(all.bytes.end(), part.bytes.begin() + ptrdiff_t(part.data_start), part.bytes.end());
     }
     for (const auto& [key, file] : where)
       if (!all.entries.count(key)) fail({.file = shown, .field = "weight_map." + key}, "names {}, which does not hold it", file);

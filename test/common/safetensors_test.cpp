@@ -73,3 +73,24 @@ TEST_CASE("safetensors: the writer refuses a tensor name that is not UTF-8 with 
     CHECK(std::string(e.what()) == "tensor '\"z\\ufffd\"': a safetensors name must be UTF-8");
   }
 }
+
+TEST_CASE("safetensors: a file handed over keeps its bytes and reads the same tensors as a copy", "[common]") {
+  std::vector<uint8_t> b = with_header("{" + f32("a", 2, 0) + "," + f32("b", 3, 8) + "}", 20);
+  for (size_t i = b.size() - 20; i < b.size(); ++i) b[i] = uint8_t(i);
+  const SafetensorsFile copied = parse_safetensors(b.data(), b.size(), "w.safetensors");
+  std::vector<uint8_t> handed = b;
+  const uint8_t* whole = handed.data();
+  const SafetensorsFile kept = parse_safetensors(std::move(handed), "w.safetensors");
+  CHECK(kept.bytes.data() == whole);  // not copied
+  CHECK(kept.data_start == b.size() - 20);
+  CHECK(copied.data_start == 0);
+  CHECK(copied.bytes.size() == 20);
+  for (const char* name : {"a", "b"}) {
+    const SafetensorsEntry& e = kept.entries.at(name);
+    CHECK(std::memcmp(kept.ptr(e), copied.ptr(copied.entries.at(name)), e.bytes) == 0);
+  }
+  CHECK(std::memcmp(kept.ptr(kept.entries.at("b")), b.data() + (b.size() - 12), 12) == 0);
+  // Refusals name the file as before.
+  std::vector<uint8_t> bad = with_header("{" + f32("a", 2, 0) + "}", 12);
+  CHECK_THROWS_WITH(parse_safetensors(std::move(bad), "w.safetensors"), Catch::Contains("w.safetensors"));
+}

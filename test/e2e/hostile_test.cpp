@@ -258,7 +258,7 @@ const std::vector<Row>& rows() {
       {"init: NaN in a weight", init_row([](const std::string& weights) {
          of::SafetensorsFile f = of::parse_safetensors(reinterpret_cast<const uint8_t*>(weights.data()), weights.size(), "w");
          std::string out = weights;
-         const size_t data_start = weights.size() - f.data.size();
+         const size_t data_start = weights.size() - f.bytes.size();
          const float nan = std::numeric_limits<float>::quiet_NaN();
          std::memcpy(out.data() + data_start + f.entries.at("fc2.weight").offset + 4 * 7, &nan, 4);
          return out;
@@ -268,7 +268,7 @@ const std::vector<Row>& rows() {
          of::SafetensorsFile f = of::parse_safetensors(reinterpret_cast<const uint8_t*>(weights.data()), weights.size(), "w");
          std::string out = weights;
          const float inf = -std::numeric_limits<float>::infinity();
-         std::memcpy(out.data() + (weights.size() - f.data.size()) + f.entries.at("fc3.bias").offset, &inf, 4);
+         std::memcpy(out.data() + (weights.size() - f.bytes.size()) + f.entries.at("fc3.bias").offset, &inf, 4);
          return out;
        }),
        "ofrun: error: {d}/init.safetensors: tensor 'fc3.bias': holds -inf at flat index 0"},
