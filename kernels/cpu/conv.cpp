@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// conv (ONNX Conv, 2-D, NCHW): im2col (conv_geometry.h) into a workspace sized at prepare time,
+// conv (ONNX Conv, 2-D, NCHW): im2col (conv_geometry.h) into the thread's workspace,
 // then one dnnl_sgemm per (batch, group): Y_g[M/g, OH*OW] = W_g[M/g, C/g*kH*kW] * col[.., OH*OW].
 // A 1x1, stride-1, unpadded conv skips im2col: the input plane already is the column matrix.
 #include <oneapi/dnnl/dnnl.h>
@@ -9,6 +9,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/thread_workspace.h"
 
 namespace of::kernels::cpu {
 
@@ -18,11 +19,12 @@ class Conv final : public Kernel {
  public:
   Conv(const KernelConfig& cfg);
   void run(const RunCtx&, const void* const* in, void* const* out) override;
+  // The column matrix of one (batch, group), in the thread's workspace.
+  void reserve_columns() const { reserve_thread_workspace(g_.direct ? 0 : size_t(g_.kdim() * g_.spatial()) * sizeof(float)); }
 
  private:
   ConvGeometry g_;
   bool has_bias_ = false, relu_ = false;
-  std::vector<float> col_;  // im2col workspace for one (batch, group)
 };
 
 Conv::Conv(const KernelConfig& cfg) {
@@ -30,7 +32,6 @@ Conv::Conv(const KernelConfig& cfg) {
   g_ = f.g;
   has_bias_ = f.bias;
   relu_ = f.relu;
-  if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
 }
 
 void Conv::run(const RunCtx&, const void* const* in, void* const* out) {
@@ -40,9 +41,10 @@ void Conv::run(const RunCtx&, const void* const* in, void* const* out) {
   float* y = static_cast<float*>(out[0]);
   const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg;
   const float beta = has_bias_ ? 1.0f : 0.0f;
+  float* columns_at = g_.direct ? nullptr : static_cast<float*>(thread_workspace());
   for (int64_t b = 0; b < g_.n; ++b) {
     for (int64_t g = 0; g < g_.group; ++g) {
-      const float* col = columns(g_, x, b, g, col_.data());
+      const float* col = columns(g_, x, b, g, columns_at);
       // Bias and ReLU touch one (batch, group) block while it is still in cache.
       float* yg = y + (b * g_.m + g * mg) * spatial;
       if (bias)  // pre-fill with the bias so that sgemm adds to it (beta = 1)
@@ -60,6 +62,7 @@ std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg) {
   // taken for a configuration that passed them.
   auto checked = std::make_unique<Conv>(cfg);
   if (auto dnnl = make_dnnl_conv(cfg)) return dnnl;
+  checked->reserve_columns();
   return checked;
 }
 

@@ -2,7 +2,8 @@
 // Gradients of conv (2-D, NCHW, same attributes): per (batch, group),
 //   conv_grad_data:   col = W_g^T [kdim, M/g] * dY_g [M/g, OH*OW], then col2im adds col into dX;
 //   conv_grad_weight: dW_g [M/g, kdim] += dY_g * im2col(X)^T, accumulated over the batch.
-// Workspaces are sized at prepare time; a 1x1, stride-1, unpadded conv skips im2col/col2im.
+// The column matrix lies in the thread's workspace; a 1x1, stride-1, unpadded conv skips
+// im2col/col2im.
 // Outputs must not alias inputs.
 #include <oneapi/dnnl/dnnl.h>
 
@@ -11,6 +12,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/thread_workspace.h"
 
 namespace of::kernels::cpu {
 
@@ -18,15 +20,15 @@ namespace {
 
 class ConvGradData final : public Kernel {
  public:
-  ConvGradData(const KernelConfig& cfg)
-      : g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {
-    if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
-  }
+  explicit ConvGradData(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {}
+  // The column matrix of one (batch, group), in the thread's workspace.
+  void reserve_columns() const { reserve_thread_workspace(g_.direct ? 0 : size_t(g_.kdim() * g_.spatial()) * sizeof(float)); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* wt = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
     const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.h * g_.w;
+    float* col = g_.direct ? nullptr : static_cast<float*>(thread_workspace());
     for (int64_t b = 0; b < g_.n; ++b) {
       for (int64_t g = 0; g < g_.group; ++g) {
         const float* dyg = dy + (b * g_.m + g * mg) * spatial;
@@ -37,10 +39,9 @@ class ConvGradData final : public Kernel {
         } else if (g_.direct) {  // dX_g is the column matrix itself
           dnnl_sgemm('T', 'N', kdim, spatial, mg, 1.0f, wg, kdim, dyg, spatial, 0.0f, dxg, spatial);
         } else {
-          dnnl_sgemm('T', 'N', kdim, spatial, mg, 1.0f, wg, kdim, dyg, spatial, 0.0f, col_.data(),
-                     spatial);
+          dnnl_sgemm('T', 'N', kdim, spatial, mg, 1.0f, wg, kdim, dyg, spatial, 0.0f, col, spatial);
           std::fill(dxg, dxg + g_.cg * plane, 0.0f);
-          col2im_add(g_, col_.data(), dxg);
+          col2im_add(g_, col, dxg);
         }
       }
     }
@@ -48,15 +49,13 @@ class ConvGradData final : public Kernel {
 
  private:
   ConvGeometry g_;
-  std::vector<float> col_;  // [kdim, OH*OW] for one (batch, group)
 };
 
 class ConvGradWeight final : public Kernel {
  public:
-  ConvGradWeight(const KernelConfig& cfg)
-      : g_(conv_grad_geometry(cfg, "conv_grad_weight", false)) {
-    if (!g_.direct) col_.resize(g_.kdim() * g_.spatial());
-  }
+  explicit ConvGradWeight(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_weight", false)) {}
+  // The column matrix of one (batch, group), in the thread's workspace.
+  void reserve_columns() const { reserve_thread_workspace(g_.direct ? 0 : size_t(g_.kdim() * g_.spatial()) * sizeof(float)); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
@@ -66,10 +65,11 @@ class ConvGradWeight final : public Kernel {
       std::fill(dw, dw + g_.m * kdim, 0.0f);
       return;
     }
+    float* columns_at = g_.direct ? nullptr : static_cast<float*>(thread_workspace());
     for (int64_t b = 0; b < g_.n; ++b) {
       const float beta = b == 0 ? 0.0f : 1.0f;  // the first batch overwrites, the rest add
       for (int64_t g = 0; g < g_.group; ++g) {
-        const float* col = columns(g_, x, b, g, col_.data());
+        const float* col = columns(g_, x, b, g, columns_at);
         dnnl_sgemm('N', 'T', mg, kdim, spatial, 1.0f, dy + (b * g_.m + g * mg) * spatial, spatial,
                    col, spatial, beta, dw + g * mg * kdim, kdim);
       }
@@ -78,7 +78,6 @@ class ConvGradWeight final : public Kernel {
 
  private:
   ConvGeometry g_;
-  std::vector<float> col_;  // im2col workspace for one (batch, group)
 };
 
 }  // namespace
@@ -88,11 +87,13 @@ class ConvGradWeight final : public Kernel {
 std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg) {
   auto checked = std::make_unique<ConvGradData>(cfg);
   if (auto dnnl = make_dnnl_conv_grad_data(cfg)) return dnnl;
+  checked->reserve_columns();
   return checked;
 }
 std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg) {
   auto checked = std::make_unique<ConvGradWeight>(cfg);
   if (auto dnnl = make_dnnl_conv_grad_weight(cfg)) return dnnl;
+  checked->reserve_columns();
   return checked;
 }
 

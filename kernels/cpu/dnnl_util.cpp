@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernels/cpu/dnnl_util.h"
 
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
+
+#include "kernels/cpu/thread_workspace.h"
 
 namespace of::kernels::cpu {
 
@@ -30,34 +29,6 @@ dnnl::memory pack_weights(const dnnl::memory::desc& user, const void* data, cons
 
 dnnl::memory user_memory(const dnnl::memory::desc& md) { return dnnl::memory(md, cpu_engine(), DNNL_MEMORY_NONE); }
 
-namespace {
-
-constexpr size_t kWorkspaceAlignment = 64;
-
-// The most any sequence made so far needs: what each thread's workspace grows to.
-std::atomic<size_t> workspace_needed{0};
-
-struct Workspace {
-  void* data = nullptr;
-  size_t bytes = 0;
-  ~Workspace() { std::free(data); }
-};
-
-// This thread's workspace, at least as large as every sequence made so far needs.
-void* thread_workspace() {
-  thread_local Workspace w;
-  const size_t need = workspace_needed.load(std::memory_order_relaxed);
-  if (w.bytes < need) {
-    std::free(w.data);
-    w.data = std::aligned_alloc(kWorkspaceAlignment, need);
-    if (!w.data) throw std::bad_alloc();
-    w.bytes = need;
-  }
-  return w.data;
-}
-
-}  // namespace
-
 DnnlSequence::DnnlSequence() : stream_(cpu_engine()) {}
 
 dnnl::memory DnnlSequence::transient(const dnnl::memory::desc& md) {
@@ -65,9 +36,7 @@ dnnl::memory DnnlSequence::transient(const dnnl::memory::desc& md) {
   const size_t bytes = (md.get_size() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
   transients_.emplace_back(m, workspace_bytes_);
   workspace_bytes_ += bytes;
-  size_t most = workspace_needed.load(std::memory_order_relaxed);
-  while (most < workspace_bytes_ && !workspace_needed.compare_exchange_weak(most, workspace_bytes_)) {
-  }
+  reserve_thread_workspace(workspace_bytes_);
   bound_ = nullptr;  // bind again at the next run
   return m;
 }

@@ -29,12 +29,9 @@ dnnl::memory user_memory(const dnnl::memory::desc& md);
 // through the C API with preset argument arrays.
 //
 // The buffers that live only within one run() (reordered copies, scratchpads) are not the
-// kernel's own: they lie in its thread's workspace, one per thread, as large as the largest
-// sequence needs, so a CNN's many convolution kernels hold the workspace of one per thread, not
-// the sum of all (measured on the benchmarks' CNN: oneDNN held 9.7 MB of these buffers). A
-// thread allocates its workspace at its first run() after a larger sequence was made (once,
-// as kernels are all made before the first act); run() then only rebinds the handles when its
-// thread changed since the last act.
+// kernel's own: they lie in its thread's workspace (thread_workspace.h; measured on the
+// benchmarks' CNN: oneDNN held 9.7 MB of these buffers in its kernels). run() only rebinds the
+// handles when its thread (or its thread's workspace) changed since the last act.
 class DnnlSequence {
  public:
   DnnlSequence();
