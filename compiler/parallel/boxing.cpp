@@ -192,6 +192,13 @@ int64_t rank_group(const Placement& p, size_t l, const std::vector<int32_t>& ran
   return g;
 }
 
+// Whether every hop of `route` is one plan_hop can build.
+bool route_possible(const TensorDesc& logical, const std::vector<Layout>& route) {
+  for (size_t k = 0; k + 1 < route.size(); ++k)
+    if (!plan_hop(logical, route, k).possible) return false;
+  return true;
+}
+
 // An all-reduce, all-gather or reduce-scatter along a level whose devices span ranks, as the
 // hierarchy does it: the level seen as [ranks, devices of a rank]. An all-reduce reduce-scatters
 // within each rank, reduce-scatters and all-gathers those parts across ranks (device k of a rank
@@ -223,11 +230,6 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
     out.sbp.insert(out.sbp.begin() + std::ptrdiff_t(level) + 1, within);
     return out;
   };
-  auto possible = [&](const std::vector<Layout>& route) {
-    for (size_t k = 0; k + 1 < route.size(); ++k)
-      if (!plan_hop(logical, route, k).possible) return false;
-    return true;
-  };
   const Layout both = with(Sbp::P(), Sbp::P()), done = with(Sbp::B(), Sbp::B());
   // Its first and last hops only relabel the same data (a split over the level is the same split
   // over [ranks, devices], rank-major).
@@ -241,7 +243,7 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
     const Sbp s = all_gather ? was : becomes;
     std::vector<Layout> route = all_gather ? std::vector<Layout>{from, with(s, s), with(Sbp::B(), s), done, to}
                                            : std::vector<Layout>{from, both, with(Sbp::P(), s), with(s, s), to};
-    if (!splits_evenly(logical.shape, wide, with(s, s).sbp) || !relabels(route) || !possible(route)) return {};
+    if (!splits_evenly(logical.shape, wide, with(s, s).sbp) || !relabels(route) || !route_possible(logical, route)) return {};
     return route;
   }
   // The tensor split over all the level's devices where an axis divides; else each rank's sum
@@ -250,16 +252,16 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
     const Sbp s = Sbp::S(int64_t(a));
     if (!splits_evenly(logical.shape, wide, with(s, s).sbp)) continue;
     std::vector<Layout> route{from, both, with(Sbp::P(), s), with(s, s), with(Sbp::B(), s), done, to};
-    if (possible(route)) return route;
+    if (route_possible(logical, route)) return route;
   }
   for (size_t a = 0; a < logical.shape.size(); ++a) {
     const Sbp s = Sbp::S(int64_t(a));
     if (!splits_evenly(logical.shape, wide, with(Sbp::P(), s).sbp)) continue;
     std::vector<Layout> route{from, both, with(Sbp::P(), s), with(Sbp::B(), s), done, to};
-    if (possible(route)) return route;
+    if (route_possible(logical, route)) return route;
   }
   std::vector<Layout> route{from, both, with(Sbp::P(), Sbp::B()), done, to};
-  return possible(route) ? route : std::vector<Layout>{};
+  return route_possible(logical, route) ? route : std::vector<Layout>{};
 }
 
 }  // namespace
@@ -290,17 +292,12 @@ std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, 
   route.push_back(to);
   // A partial sum that no hop above can bring into the target in one piece (a (P, P) gradient
   // whose weight lives as (B, S(0))): sum it whole first, then cut the target from the whole.
-  auto possible = [&](const std::vector<Layout>& r) {
-    for (size_t k = 0; k + 1 < r.size(); ++k)
-      if (!plan_hop(logical, r, k).possible) return false;
-    return true;
-  };
-  if (has_partial(from.sbp) && from.placement == to.placement && !has_partial(to.sbp) && !possible(route)) {
+  if (has_partial(from.sbp) && from.placement == to.placement && !has_partial(to.sbp) && !route_possible(logical, route)) {
     Layout whole = from;
     for (Sbp& s : whole.sbp) s = Sbp::B();
     std::vector<Layout> via_whole{from, whole};
     if (!(whole == to)) via_whole.push_back(to);
-    if (possible(via_whole)) return via_whole;
+    if (route_possible(logical, via_whole)) return via_whole;
   }
   return route;
 }

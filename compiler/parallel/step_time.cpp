@@ -59,11 +59,9 @@ double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c) {
     }
     case TaskKind::compute: break;
   }
-  std::vector<TensorDesc> in, out;
+  std::vector<TensorDesc> in;
   for (const plan::TaskInput& i : t.inputs) in.push_back(input_desc(pp, i));
-  for (plan::RegstId r : t.out_regsts)
-    for (const plan::Blob& b : p.regsts[size_t(r)].blobs) out.push_back(b.desc);
-  const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
+  const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, plan::output_descs(p, t));
   const double work = w.measure();
   if (auto it = c.kernels.find(t.kernel); it != c.kernels.end()) return s + it->second.fixed_s + work / it->second.rate;
   return s + work / c.rates[size_t(w.kind)];
