@@ -16,7 +16,7 @@ bool streamed_per_piece(const Regst& r) { return !r.persistent && r.acts_per_pie
 }  // namespace
 
 GroupOrder::GroupOrder(const Plan& p, const std::vector<TaskId>& tasks)
-    : tasks_(tasks), place_(p.tasks.size(), -1), words_((tasks.size() + 63) / 64) {
+    : plan_(&p), tasks_(tasks), place_(p.tasks.size(), -1), words_((tasks.size() + 63) / 64) {
   for (size_t i = 0; i < tasks.size(); ++i) place_[size_t(tasks[i])] = int32_t(i);
   reach_.assign(tasks.size() * words_, 0);
   has_pred_.assign(tasks.size(), 0);
@@ -44,8 +44,30 @@ bool GroupOrder::reaches(TaskId from, TaskId to) const {
   return (reach_[size_t(i) * words_ + size_t(j) / 64] >> (size_t(j) % 64)) & 1;
 }
 
+bool GroupOrder::proxied(TaskId outside) const {
+  if (in_group(outside)) return false;
+  for (RegstId r : plan_->tasks[size_t(outside)].out_regsts) {
+    const Regst& x = plan_->regsts[size_t(r)];
+    if (x.producer == outside && streamed_per_piece(x) &&
+        std::any_of(x.consumers.begin(), x.consumers.end(), [&](TaskId d) { return in_group(d); }))
+      return true;
+  }
+  return false;
+}
+
+bool GroupOrder::read_before(TaskId c, TaskId to) const {
+  if (in_group(c)) return reaches(c, to);
+  for (RegstId r : plan_->tasks[size_t(c)].out_regsts) {
+    const Regst& x = plan_->regsts[size_t(r)];
+    if (x.producer != c || !streamed_per_piece(x)) continue;
+    for (TaskId d : x.consumers)
+      if (in_group(d) && (d == to || reaches(d, to))) return true;
+  }
+  return false;
+}
+
 bool GroupOrder::before(const Regst& x, const Regst& y) const {
-  return !x.consumers.empty() && std::all_of(x.consumers.begin(), x.consumers.end(), [&](TaskId c) { return reaches(c, y.producer); });
+  return !x.consumers.empty() && std::all_of(x.consumers.begin(), x.consumers.end(), [&](TaskId c) { return read_before(c, y.producer); });
 }
 
 std::vector<TaskId> GroupOrder::sources() const {
@@ -137,7 +159,8 @@ void check_shared_memory(const Plan& p, const std::string& path) {
         fail(at(".share_group"), "a shared register is streamed, has readers and its group's {} slots", g.slots);
       if (!order.in_group(r.producer)) fail(at(".producer"), "task {} is not in share group {}", r.producer, r.share_group);
       for (TaskId c : r.consumers)
-        if (!order.in_group(c)) fail(at(".consumers"), "task {} is not in share group {}", c, r.share_group);
+        if (!order.in_group(c) && !order.proxied(c))
+          fail(at(".consumers"), "task {} is not in share group {}, nor hands a streamed register to a task of it", c, r.share_group);
       if (p.arenas[size_t(r.arena)].device != p.tasks[size_t(g.tasks[0])].device)
         fail(at(".arena"), "a shared register lives on its group's device");
     }

@@ -13,6 +13,10 @@
 //   group's first task reaches every other, and its frame registers (at most `slots` slots each)
 //   join it to ends that every task reaches: it starts piece n + slots only after every task of
 //   the group has completed piece n, so frame j is free again before it is reused.
+// - A register of the group may also be read by tasks outside it (another device's collective
+//   part that reads it in place): each such reader must hand a streamed per-piece register to a
+//   task of the group (its *proxy*, which then acts only after the reader has completed), and
+//   counts as reaching what its proxy is or reaches. A proxy reaches an end, so frames stay safe.
 // Two buffers may then share bytes only when both are slot j of registers of one group and one is
 // before the other. `ofrun --slots` lowers every register's and frame's slot count alike, which
 // keeps both properties.
@@ -39,13 +43,21 @@ class GroupOrder {
   GroupOrder(const Plan& p, const std::vector<TaskId>& tasks);
   bool in_group(TaskId t) const { return place_[size_t(t)] >= 0; }
   bool reaches(TaskId from, TaskId to) const;
-  // Every reader of x reaches y's producer: y may take x's bytes.
+  // A task outside the group that hands a streamed per-piece register to a task of it.
+  bool proxied(TaskId outside) const;
+  // Every reader of x reaches y's producer (a reader outside the group through its proxies):
+  // y may take x's bytes.
   bool before(const Regst& x, const Regst& y) const;
   // Tasks of the group no other task of it reaches (its sources) or that reach none (its ends).
   std::vector<TaskId> sources() const;
   std::vector<TaskId> ends() const;
 
  private:
+  // Whether reader `c` has completed before `to` acts: c reaches it, or (outside the group) one
+  // of c's proxies is or reaches it.
+  bool read_before(TaskId c, TaskId to) const;
+
+  const Plan* plan_;
   std::vector<TaskId> tasks_;
   std::vector<int32_t> place_;         // per plan task: index into tasks_, -1 outside the group
   size_t words_;                       // 64-bit words per row

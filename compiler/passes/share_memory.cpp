@@ -42,15 +42,45 @@ int32_t arena_of_device(const TaskGraph& tg, int32_t device) {
   return -1;
 }
 
+// A compute or collective task of `device`.
+bool local_compute(const TaskGraph& tg, TaskId t, int32_t device) {
+  const Task& task = tg.tasks[size_t(t)];
+  return (task.kind == TaskKind::compute || task.kind == TaskKind::collective) && task.device == device;
+}
+
+int32_t rank_of(const TaskGraph& tg, int32_t device) {
+  return size_t(device) < tg.devices.size() ? tg.devices[size_t(device)].rank : 0;
+}
+
+// For `outside`, another device's collective part that reads register r in place: a task of r's
+// device that may wait for it (the shared-memory rule's proxy), or -1. That is a reader of what
+// r's own device's part makes of r (the update or accumulation after a reduction): it comes
+// after the local part anyway, and every part of the collective precedes the readers of every
+// part's output, so waiting closes no cycle (and the id order, which plans keep topological,
+// says so). Only within one rank: across ranks the reader reads a landed copy.
+TaskId proxy_of(const TaskGraph& tg, const Regst& r, TaskId outside) {
+  const int32_t device = tg.arenas[size_t(r.arena)].device;
+  const Task& o = tg.tasks[size_t(outside)];
+  if (o.kind != TaskKind::collective || o.device == device || rank_of(tg, o.device) != rank_of(tg, device)) return -1;
+  TaskId best = -1;
+  for (TaskId part : r.consumers) {
+    if (!local_compute(tg, part, device) || tg.tasks[size_t(part)].kind != TaskKind::collective) continue;
+    for (RegstId out : tg.tasks[size_t(part)].out_regsts) {
+      const Regst& x = tg.regsts[size_t(out)];
+      if (x.producer != part || !streamed_per_piece(x) || x.blobs.empty()) continue;
+      for (TaskId d : x.consumers)
+        if (d > outside && local_compute(tg, d, device) && (best < 0 || d < best)) best = d;
+    }
+  }
+  return best;
+}
+
 bool may_share(const TaskGraph& tg, const Regst& r) {
   if (!streamed_per_piece(r) || r.slot_bytes == 0 || r.blobs.empty() || r.consumers.empty()) return false;
-  const Task& producer = tg.tasks[size_t(r.producer)];
   const int32_t device = tg.arenas[size_t(r.arena)].device;
-  auto computes = [](const Task& t) { return t.kind == TaskKind::compute || t.kind == TaskKind::collective; };
-  if (!computes(producer) || producer.device != device) return false;
-  return std::all_of(r.consumers.begin(), r.consumers.end(), [&](TaskId c) {
-    return computes(tg.tasks[size_t(c)]) && tg.tasks[size_t(c)].device == device;
-  });
+  if (!local_compute(tg, r.producer, device)) return false;
+  return std::all_of(r.consumers.begin(), r.consumers.end(),
+                     [&](TaskId c) { return local_compute(tg, c, device) || proxy_of(tg, r, c) >= 0; });
 }
 
 struct Sets {
@@ -145,8 +175,27 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
     const std::pair<int32_t, int32_t> kind = by.first;
     const std::vector<RegstId>& regsts = by.second;
     Sets sets(tg.tasks.size());
+    // A register read by another device's part: its producer with its readers here and with
+    // the proxies of those elsewhere (which join the group in their stead).
+    auto local_readers = [&](RegstId r) {
+      std::vector<TaskId> out;
+      const Regst& x = tg.regsts[size_t(r)];
+      for (TaskId c : x.consumers) out.push_back(local_compute(tg, c, kind.first) ? c : proxy_of(tg, x, c));
+      return out;
+    };
     for (RegstId r : regsts)
-      for (TaskId c : tg.regsts[size_t(r)].consumers) sets.join(tg.regsts[size_t(r)].producer, c);
+      for (TaskId c : local_readers(r)) sets.join(tg.regsts[size_t(r)].producer, c);
+    // Tasks are also joined by the per-piece registers between them on this device that stay
+    // apart (a gradient that other devices' collective parts read in place): the collective
+    // part that reads it and the update that reads the part's output then join the backward
+    // pass's group, so the part's output shares bytes too (its order follows those registers,
+    // as the rule's does) instead of forming a group of its own that gains nothing.
+    for (const Regst& x : tg.regsts) {
+      if (!streamed_per_piece(x) || x.producer < 0 || tg.arenas[size_t(x.arena)].device != kind.first) continue;
+      if (!local_compute(tg, x.producer, kind.first)) continue;
+      for (TaskId c : x.consumers)
+        if (local_compute(tg, c, kind.first)) sets.join(x.producer, c);
+    }
     std::map<int32_t, std::vector<RegstId>> groups;
     for (RegstId r : regsts) groups[sets.find(tg.regsts[size_t(r)].producer)].push_back(r);
     // The tasks a group of these registers spans: their producers and readers, ascending.
@@ -154,7 +203,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       std::vector<TaskId> tasks;
       for (RegstId r : members) {
         tasks.push_back(tg.regsts[size_t(r)].producer);
-        for (TaskId c : tg.regsts[size_t(r)].consumers) tasks.push_back(c);
+        for (TaskId c : local_readers(r)) tasks.push_back(c);
       }
       std::sort(tasks.begin(), tasks.end());
       tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
@@ -168,6 +217,18 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, const std::function<boo
       const int32_t slots = most_frames > 0 ? std::min(kind.second, most_frames) : kind.second;
       const int32_t arena = arena_of_device(tg, kind.first);
       const size_t regsts_before = tg.regsts.size();
+      // Each reader elsewhere hands its proxy a control register: the proxy acts after it.
+      for (RegstId r : members)
+        for (TaskId c : std::vector<TaskId>(tg.regsts[size_t(r)].consumers))
+          if (!local_compute(tg, c, kind.first)) {
+            const TaskId proxy = proxy_of(tg, tg.regsts[size_t(r)], c);
+            const std::vector<RegstId>& outs = tg.tasks[size_t(c)].out_regsts;
+            const bool joined = std::any_of(outs.begin(), outs.end(), [&](RegstId o) {
+              const Regst& x = tg.regsts[size_t(o)];
+              return x.producer == c && streamed_per_piece(x) && x.consumers == std::vector<TaskId>{proxy};
+            });
+            if (!joined) add_control(tg, c, proxy, slots, arena_of_device(tg, tg.tasks[size_t(c)].device));
+          }
       add_order_edges(tg, tasks, slots, arena);
       const plan::GroupOrder order(tg, tasks);
       MemoryPlan layout = place_in_frame(tg, order, members);

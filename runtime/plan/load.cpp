@@ -51,7 +51,8 @@ bool distinct(std::vector<T> ids) {
 
 // Locality: a task touches only its own device's arenas (compiler/passes/insert_transfers.cpp).
 // A transfer task reads one register of another device; a collective task reads registers of
-// other devices of its rank; a snapshot task reads the weights its rank checkpoints, on any of
+// other devices of its rank; any task may wait on a control register of its rank; a snapshot
+// task reads the weights its rank checkpoints, on any of
 // its rank's devices (and only its rank's: checked with the snapshot's other rules below).
 template <typename At>
 void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& at) {
@@ -63,6 +64,15 @@ void refuse_foreign_memory(const plan::Plan& p, const plan::Task& t, const At& a
     if (t.kind == plan::TaskKind::collective) {
       if (p.devices[size_t(device)].rank != p.devices[size_t(t.device)].rank)
         fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "register {} lives on rank {}, the collective task on rank {}: a collective task reads its own rank's devices only",
+             t.in_regsts[k], p.devices[size_t(device)].rank, p.devices[size_t(t.device)].rank);
+      continue;
+    }
+    // A control register carries no bytes: it may order a task after one of another device of
+    // its rank (a share group's proxy waits for another device's collective part that reads a
+    // register of the group in place: schemas/shared_memory.h).
+    if (device != t.device && p.regsts[size_t(t.in_regsts[k])].blobs.empty()) {
+      if (p.devices[size_t(device)].rank != p.devices[size_t(t.device)].rank)
+        fail(at(fmt::format("tasks[{}].in_regsts[{}]", t.id, k)), "control register {} lives on rank {}, the task on rank {}: it orders tasks of one rank only",
              t.in_regsts[k], p.devices[size_t(device)].rank, p.devices[size_t(t.device)].rank);
       continue;
     }

@@ -69,6 +69,8 @@ void check_local(const TaskGraph& tg) {
       CHECK(std::count(reg.consumers.begin(), reg.consumers.end(), t.id) == 1);
       if (t.kind == TaskKind::transfer) CHECK(device_of(tg, r) != t.device);
       else if (t.kind == TaskKind::collective) CHECK(tg.devices[size_t(device_of(tg, r))].rank == tg.devices[size_t(t.device)].rank);
+      else if (reg.blobs.empty())  // a control register (a share group's proxy): ordering within one rank
+        CHECK(tg.devices[size_t(device_of(tg, r))].rank == tg.devices[size_t(t.device)].rank);
       else if (t.kind != TaskKind::snapshot && !reg.persistent) CHECK(device_of(tg, r) == t.device);
     }
   }

@@ -148,11 +148,11 @@ TEST_CASE("share memory: training plans share, in one device and parallel plans 
     int32_t devices, dp, tp, pp, micro;
     bool collectives = true;
   };
-  // tp=2 point to point: with collective tasks the tp MLP (alone or with dp) has nothing to share. Its partial sums
-  // are read in place by the other device's part, and no order on this device says when that read
-  // is done, so their bytes cannot be reused; what is left on each device is live together.
-  for (const Case& k : {Case{1, 1, 1, 1, 1}, Case{1, 1, 1, 1, 4}, Case{2, 2, 1, 1, 1}, Case{2, 1, 2, 1, 1, false}, Case{2, 1, 1, 2, 4},
-                        Case{4, 1, 1, 4, 4}}) {
+  // With collective tasks, a gradient or partial sum the other devices' parts read in place
+  // shares bytes too: each such part hands a control register to a task here after this
+  // device's part (its proxy), which orders the reuse.
+  for (const Case& k : {Case{1, 1, 1, 1, 1}, Case{1, 1, 1, 1, 4}, Case{2, 2, 1, 1, 1}, Case{2, 1, 2, 1, 1}, Case{2, 1, 2, 1, 1, false},
+                        Case{2, 1, 1, 2, 4}, Case{4, 1, 1, 4, 4}, Case{4, 2, 2, 1, 1}}) {
     INFO("devices " << k.devices << " dp " << k.dp << " tp " << k.tp << " pp " << k.pp << " micro-batches " << k.micro
                     << (k.collectives ? "" : " point to point"));
     CompileOptions o;
@@ -174,16 +174,23 @@ TEST_CASE("share memory: training plans share, in one device and parallel plans 
     CHECK(with < without);
     CHECK(refusal(shared.tasks).empty());
     // Every register sharing adds is a control register inside one group: from its first task
-    // (to the group's other sources, and its frames), or an order edge to a later task.
-    bool order_edge = false;
+    // (to the group's other sources, and its frames), or an order edge to a later task; or from
+    // another device's collective part to its proxy in a group.
+    bool order_edge = false, proxy = false;
     for (const Regst& r : shared.tasks.regsts) {
       if (r.id < RegstId(apart.tasks.regsts.size())) continue;
       CHECK(r.blobs.empty());
       REQUIRE(r.consumers.size() == 1);
       CHECK(r.consumers[0] > r.producer);
+      const Task& from = shared.tasks.tasks[size_t(r.producer)];
+      const Task& to = shared.tasks.tasks[size_t(r.consumers[0])];
+      if (from.device != to.device) {
+        CHECK(from.kind == TaskKind::collective);
+        proxy = true;
+      }
       CHECK(std::any_of(shared.tasks.share_groups.begin(), shared.tasks.share_groups.end(), [&](const ShareGroup& g) {
         auto in = [&](TaskId t) { return std::binary_search(g.tasks.begin(), g.tasks.end(), t); };
-        return in(r.producer) && in(r.consumers[0]);
+        return (in(r.producer) || from.device != to.device) && in(r.consumers[0]);
       }));
       order_edge = order_edge || std::none_of(shared.tasks.share_groups.begin(), shared.tasks.share_groups.end(),
                                               [&](const ShareGroup& g) { return g.tasks.front() == r.producer; });
@@ -191,7 +198,55 @@ TEST_CASE("share memory: training plans share, in one device and parallel plans 
     // A weight gradient's GEMM feeds only its update: an order edge makes it precede a later task
     // of the backward pass, so that the activation it reads can give its bytes to later ones.
     if (k.devices == 1 && k.micro == 1) CHECK(order_edge);
+    // dp and tp with collective tasks: gradients and partial sums the other device's part reads
+    // in place share bytes, ordered by proxies.
+    if ((k.dp > 1 || k.tp > 1) && k.collectives && k.pp == 1) CHECK(proxy);
   }
+}
+
+TEST_CASE("share memory: a register another device's part reads in place shares bytes only through that part's proxy", "[compiler]") {
+  CompileOptions o;
+  o.loss = "cross_entropy";
+  o.train = true;
+  o.devices = 2;
+  o.dp = 2;
+  o.optimizer = "sgd:lr=0.01,momentum=0.9";
+  const Compilation c = compile_model(std::string(OF_FIXTURES_DIR) + "/mlp.onnx", o);
+  const TaskGraph& tg = c.tasks;
+  REQUIRE(refusal(tg).empty());
+  // The shared gradients the other device's all-reduce part reads, each with the proxy control
+  // register that part hands to a task of the gradient's group.
+  std::vector<std::pair<RegstId, RegstId>> proxied;
+  for (const Regst& r : tg.regsts) {
+    if (r.share_group < 0 || r.blobs.empty()) continue;
+    const int32_t device = tg.arenas[size_t(r.arena)].device;
+    for (TaskId c : r.consumers) {
+      if (tg.tasks[size_t(c)].device == device) continue;
+      for (RegstId out : tg.tasks[size_t(c)].out_regsts) {
+        const Regst& x = tg.regsts[size_t(out)];
+        if (x.blobs.empty() && x.consumers.size() == 1 && tg.tasks[size_t(x.consumers[0])].device == device) proxied.emplace_back(r.id, out);
+      }
+    }
+  }
+  REQUIRE(!proxied.empty());
+  bool ordered = false;  // some later register of the group may take such a gradient's bytes
+  for (const auto& [gradient, control] : proxied) {
+    const Regst& x = tg.regsts[size_t(gradient)];
+    const of::plan::GroupOrder order(tg, tg.share_groups[size_t(x.share_group)].tasks);
+    CHECK(order.in_group(tg.regsts[size_t(control)].consumers[0]));
+    CHECK(order.proxied(tg.regsts[size_t(control)].producer));
+    for (const Regst& y : tg.regsts)
+      if (y.share_group == x.share_group && y.id != x.id && order.before(x, y)) ordered = true;
+  }
+  CHECK(ordered);
+  // Without the proxy's control register the other device's read is unordered: refused.
+  TaskGraph bad = tg;
+  const RegstId control = proxied[0].second;
+  Regst& ctl = bad.regsts[size_t(control)];
+  std::vector<RegstId>& ins = bad.tasks[size_t(ctl.consumers[0])].in_regsts;
+  ins.erase(std::remove(ins.begin(), ins.end(), control), ins.end());
+  ctl.consumers.clear();
+  CHECK_THAT(refusal(bad), Catch::Contains("nor hands a streamed register to a task of it"));
 }
 
 TEST_CASE("share memory: the rule refuses sharing nothing orders, naming the field", "[compiler]") {

@@ -343,6 +343,20 @@ TEST_CASE("verify_plan: a task that touches another device's arena is refused un
   CHECK_THAT(verify_error(p), Catch::Contains("arenas[1].device") && Catch::Contains("out of range"));
 }
 
+TEST_CASE("verify_plan: a control register may order a task after another device's, on one rank only", "[runtime]") {
+  plan::Plan p = two_device_plan();
+  // relu (device 1) hands a control register to the sink (device 0): it carries no bytes, so
+  // the sink touches no memory of device 1.
+  plan::Regst control{.id = 4, .producer = 2, .consumers = {4}, .slots = 2, .arena = 1, .offsets = {0, 0}};
+  p.regsts.push_back(control);
+  p.tasks[2].out_regsts.push_back(4);
+  p.tasks[4].in_regsts.push_back(4);
+  CHECK(verify_error(p).empty());
+  // (A register with bytes is still read on its own device only: the case above.)
+  p.devices[1].rank = 1;  // ofc adds them within a rank only (across ranks a reader reads a landed copy)
+  CHECK(verify_error(p) == "p.ofp: tasks[4].in_regsts[1]: control register 4 lives on rank 1, the task on rank 0: it orders tasks of one rank only");
+}
+
 TEST_CASE("verify_plan: a collective task reads other devices of its own rank only", "[runtime]") {
   plan::Plan p = two_device_plan();
   plan::Task& part = p.tasks[1];  // the transfer onto device 1, as one device's part of a gather
