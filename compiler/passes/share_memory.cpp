@@ -54,10 +54,10 @@ int32_t rank_of(const TaskGraph& tg, int32_t device) {
 
 // For `outside`, another device's collective part that reads register r in place: a task of r's
 // device that may wait for it (the shared-memory rule's proxy), or -1. That is a reader of what
-// r's own device's part makes of r (the update or accumulation after a reduction): it comes
-// after the local part anyway, and every part of the collective precedes the readers of every
-// part's output, so waiting closes no cycle (and the id order, which plans keep topological,
-// says so). Only within one rank: across ranks the reader reads a landed copy.
+// r's own device's part makes of r (the update or accumulation after a reduction), which waits
+// for that part anyway; it must come after `outside` in id order, which plans keep
+// topological, so the wait closes no cycle. Only within one rank: across ranks the reader reads
+// a landed copy.
 TaskId proxy_of(const TaskGraph& tg, const Regst& r, TaskId outside) {
   const int32_t device = tg.arenas[size_t(r.arena)].device;
   const Task& o = tg.tasks[size_t(outside)];
