@@ -16,9 +16,10 @@
 # steps, one step under a dispatch mode that reads glibc's bytes in use (mallinfo2: heap plus
 # mmapped blocks) after every aten op, while a thread also samples it every millisecond (as
 # ofrun's sampler does, so temporaries inside an op count on both sides); the figure is the
-# highest, less what was in use before the model was built. That counts tensors (parameters, gradients, optimizer state, activations,
-# temporaries) and what libtorch allocates for itself while training (caches), not the process's
-# RSS (libtorch's code and its allocator's free lists).
+# highest, less what was in use before the model was built. That counts tensors (parameters,
+# gradients, optimizer state, activations, temporaries) and what libtorch allocates for itself
+# while training (caches), not the process's RSS (libtorch's code and its allocator's free
+# lists).
 import argparse
 import ctypes
 import json
