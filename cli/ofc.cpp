@@ -62,20 +62,27 @@ int main(int argc, char** argv) {
       ->check(of::cli::between(0, 3))
       ->needs(train);
   bool no_sharing = false;
-  app.add_flag("--no-memory-sharing", no_sharing, "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
+  auto* no_sharing_opt = app.add_flag("--no-memory-sharing", no_sharing,
+                                      "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
+  app.add_flag("--tight-order", options.tight_order,
+               "order each weight gradient's reduction and update into the backward pass a few tasks on, so their bytes are "
+               "reused soon: less memory with data parallelism, less overlap of communication with compute (default: they run "
+               "beside it and their bytes are reused later)")
+      ->excludes(no_sharing_opt);
   std::string device_memory;
   app.add_option("--device-memory", device_memory,
                  "memory each device may use, e.g. 512MiB or 16GB (default: unlimited); a plan that does not fit is refused, "
-                 "naming what --recompute and --zero 3 would need");
+                 "naming what --recompute, --zero 3 and --tight-order would need");
   bool auto_parallel = false;
   app.add_flag("--auto", auto_parallel,
-               "choose --dp/--tp/--pp for --devices by predicted step time (degrees given are kept; --recompute and --zero 3 "
-               "are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
+               "choose --dp/--tp/--pp for --devices by predicted step time (degrees given are kept; --tight-order, --recompute "
+               "and --zero 3 are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
   std::string costs_file;
   app.add_option("--costs", costs_file, "machine costs for the predicted step time, as ofrun --calibrate FILE writes them (default: built-in)");
   bool record_options = false;
   app.add_flag("--memory-options", record_options,
-               "compile again with --recompute, --zero 3 and both, and record each device's peak under each in the plan (ofdump --memory)")
+               "compile again with --recompute, --zero 3, --tight-order and their combinations, and record each device's peak "
+               "under each in the plan (ofdump --memory)")
       ->needs(train);
   app.add_flag("--time-passes", options.time_passes, "print each compiler pass's wall time and the graph's size after it (stderr)");
   of::cli::add_version(app, "ofc");

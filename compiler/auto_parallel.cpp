@@ -14,6 +14,7 @@ std::string strategy_flags(const CompileOptions& o) {
   std::string s = fmt::format("--dp {} --tp {} --pp {}", o.dp, o.tp, o.pp);
   if (o.recompute) s += " --recompute";
   if (o.zero > 0) s += fmt::format(" --zero {}", o.zero);
+  if (o.tight_order) s += " --tight-order";
   return s;
 }
 
@@ -71,14 +72,21 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     }
   };
   for (const CompileOptions& o : splits) weigh(o);
-  // Nothing fits: the memory options, in the order of what they cost (recompute adds work, ZeRO
-  // adds gathers), each over every split.
+  // Nothing fits: the memory options, in the order of what they cost (a tight order costs
+  // overlap, recompute adds work, ZeRO adds gathers), each over every split.
   if (!best && base.train && base.device_memory > 0) {
-    for (const auto& [recompute, zero] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+    struct Option {
+      bool tight, recompute, zero;
+    };
+    for (const Option& m : {Option{true, false, false}, Option{false, true, false}, Option{false, false, true}, Option{false, true, true},
+                            Option{true, true, true}}) {
       for (CompileOptions o : splits) {
-        if ((recompute && base.recompute) || (zero && (base.zero > 0 || o.dp < 2))) continue;
-        o.recompute = base.recompute || recompute;
-        o.zero = zero ? 3 : base.zero;
+        if ((m.recompute && base.recompute) || (m.zero && (base.zero > 0 || o.dp < 2)) ||
+            (m.tight && (base.tight_order || !base.share_memory || o.dp < 2)))
+          continue;
+        o.recompute = base.recompute || m.recompute;
+        o.zero = m.zero ? 3 : base.zero;
+        o.tight_order = base.tight_order || m.tight;
         weigh(o);
       }
       if (best) break;

@@ -5,8 +5,9 @@
 // degrees the user gave held fixed, --parallel-config's hints applied to each; the micro-batches
 // stay as given (they are the step's samples: changing them would change the training). Each is
 // compiled in full and costed by its predicted step time (compiler/parallel/step_time.h) and its
-// largest device. Only when none fits the memory are --recompute, --zero 3 and both weighed, in
-// that order, as memory_options.h does for one plan.
+// largest device. Only when none fits the memory are --tight-order, --recompute, --zero 3, the
+// last two together and all three weighed, in that order (what each costs), as memory_options.h
+// does for one plan.
 //
 // Compiling every candidate is what makes the prediction honest (it plays the plan ofrun would
 // run) and what bounds the search: a few candidates per device count, each a compile. A cost of

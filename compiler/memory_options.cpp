@@ -13,21 +13,27 @@ namespace of::compiler {
 std::vector<plan::MemoryOption> memory_options(const std::string& model_path, const CompileOptions& o) {
   std::vector<plan::MemoryOption> out;
   if (!o.train) return out;
-  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1;
+  // --tight-order counts only where collectives' branches share bytes: dp over collectives.
+  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1,
+             can_tighten = !o.tight_order && o.share_memory && o.collectives && o.dp > 1;
   struct Variant {
-    bool recompute, zero;
+    bool recompute, zero, tight;
   };
   std::vector<Variant> variants;
-  if (can_recompute) variants.push_back({true, false});
-  if (can_zero) variants.push_back({false, true});
-  if (can_recompute && can_zero) variants.push_back({true, true});
+  if (can_recompute) variants.push_back({true, false, false});
+  if (can_zero) variants.push_back({false, true, false});
+  if (can_recompute && can_zero) variants.push_back({true, true, false});
+  if (can_tighten) variants.push_back({false, false, true});
+  if (can_tighten && (can_recompute || can_zero)) variants.push_back({can_recompute, can_zero, true});
   for (const Variant& v : variants) {
     CompileOptions x = o;
     x.device_memory = 0;  // the point is to see how much it needs
     x.recompute = o.recompute || v.recompute;
     x.zero = v.zero ? 3 : o.zero;
-    std::string flags = v.recompute ? "--recompute" : "";
-    if (v.zero) flags += flags.empty() ? "--zero 3" : " --zero 3";
+    x.tight_order = o.tight_order || v.tight;
+    std::string flags;
+    for (const auto& [on, flag] : {std::pair{v.recompute, "--recompute"}, std::pair{v.zero, "--zero 3"}, std::pair{v.tight, "--tight-order"}})
+      if (on) flags += flags.empty() ? flag : std::string(" ") + flag;
     try {
       const Compilation c = compile_model(model_path, x);
       plan::MemoryOption m{.flags = flags, .peaks = {}};

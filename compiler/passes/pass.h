@@ -22,6 +22,11 @@ struct CompileOptions {
   // Registers of one device whose uses can be ordered share bytes (plan-memory, share_memory.h);
   // false: every slot has bytes of its own (ofc --no-memory-sharing).
   bool share_memory = true;
+  // Where registers share bytes, the reduction and update of each weight's gradient (a
+  // collective's branch) are ordered into the backward pass a few tasks on, so their bytes are
+  // reused soon: less memory, less overlap of communication with compute (ofc --tight-order).
+  // Default: they run beside it, their bytes ordered 16 spine tasks on (share_memory.cpp).
+  bool tight_order = false;
   int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
   std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output
   std::string label = "label";  // the graph input the loss compares against

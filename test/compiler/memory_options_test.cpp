@@ -34,10 +34,12 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   std::vector<uint64_t> now;
   for (const auto& a : c.tasks.arenas) now.push_back(a.bytes);
   const auto options = memory_options(mlp(), o);
-  REQUIRE(options.size() == 3);
+  REQUIRE(options.size() == 5);
   CHECK(options[0].flags == "--recompute");
   CHECK(options[1].flags == "--zero 3");
   CHECK(options[2].flags == "--recompute --zero 3");
+  CHECK(options[3].flags == "--tight-order");
+  CHECK(options[4].flags == "--recompute --zero 3 --tight-order");
   for (const auto& m : options) {
     INFO(m.flags);
     REQUIRE(m.peaks.size() == now.size());
@@ -47,6 +49,9 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   // a third of that leaves each device, gathered copies counted.
   CHECK(largest(options[1].peaks) + (3ull << 20) < largest(now));
   CHECK(largest(options[2].peaks) <= largest(options[1].peaks));
+  // The tight order lets the gradients' reductions give their bytes back sooner.
+  CHECK(largest(options[3].peaks) < largest(now));
+  CHECK(largest(options[4].peaks) <= largest(options[2].peaks));
   // Exactly what compiling with the flag gives.
   CompileOptions zero = o;
   zero.zero = 3;
@@ -57,8 +62,10 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   CompileOptions recomputing = o;
   recomputing.recompute = true;
   const auto rest = memory_options(mlp(), recomputing);
-  REQUIRE(rest.size() == 1);
+  REQUIRE(rest.size() == 3);
   CHECK(rest[0].flags == "--zero 3");
+  CHECK(rest[1].flags == "--tight-order");
+  CHECK(rest[2].flags == "--zero 3 --tight-order");
   CompileOptions one = o;
   one.devices = one.dp = 1;
   const auto single = memory_options(mlp(), one);

@@ -356,14 +356,14 @@ TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, namin
   }
 }
 
-TEST_CASE("parallel: ofc --memory-options records what --recompute and --zero 3 need per device and ofdump --memory shows it", "[e2e][parallel]") {
+TEST_CASE("parallel: ofc --memory-options records what --recompute, --zero 3 and --tight-order need per device and ofdump --memory shows it", "[e2e][parallel]") {
   TempDir d;
   CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd + " --devices 2:cpu --dp 2 --memory-options", d);
   INFO(c.out << c.err);
   REQUIRE(c.exit_code == 0);
   CHECK(c.out.find("ofc: memory options: the largest device needs ") != std::string::npos);
   const json j = dump_json(d, d / "p.ofp");
-  REQUIRE(j.at("memory_options").size() == 3);
+  REQUIRE(j.at("memory_options").size() == 5);  // each of the three, recompute with ZeRO, all three
   uint64_t now = 0, zero = 0;
   for (const json& a : j.at("arenas")) now = std::max(now, a.at("peak").get<uint64_t>());
   for (const json& m : j.at("memory_options"))
@@ -373,6 +373,7 @@ TEST_CASE("parallel: ofc --memory-options records what --recompute and --zero 3 
   CHECK(zero < now);
   CmdResult dump = run_cmd(bin("ofdump") + " --memory " + (d / "p.ofp"), d);
   CHECK(dump.out.find("--recompute --zero 3") != std::string::npos);
+  CHECK(dump.out.find("--tight-order") != std::string::npos);
   CHECK(dump.out.find("each option's column") != std::string::npos);
   // Without the flag ofdump says how to get them; the plan is otherwise the same.
   const std::string plain = compile_mlp(d, "--devices 2:cpu --dp 2", "q.ofp");
