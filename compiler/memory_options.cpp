@@ -13,9 +13,7 @@ namespace of::compiler {
 std::vector<plan::MemoryOption> memory_options(const std::string& model_path, const CompileOptions& o) {
   std::vector<plan::MemoryOption> out;
   if (!o.train) return out;
-  // --tight-order counts only where collectives' branches share bytes: dp over collectives.
-  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1,
-             can_tighten = !o.tight_order && o.share_memory && o.collectives && o.dp > 1;
+  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1, can_tighten = !o.tight_order && o.share_memory;
   struct Variant {
     bool recompute, zero, tight;
   };

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What each memory option would do to a training plan, known before launch: the model compiled
-// again with --recompute, with --zero 3 (data-parallel plans), with both, with --tight-order
-// (data parallelism over collectives) and with all of them, wherever the options do not already
-// have them, and each device's peak read off those plans. Compiling is the only
+// again with --recompute, with --zero 3 (data-parallel plans), with both, with --tight-order and
+// with all of them, wherever the options do not already have them, and each device's peak read
+// off those plans. Compiling is the only
 // honest way to know: recompute's gain depends on which activations cheap ops make, ZeRO's on
 // which weights split and what their gathered copies cost.
 #pragma once

@@ -22,10 +22,10 @@ struct CompileOptions {
   // Registers of one device whose uses can be ordered share bytes (plan-memory, share_memory.h);
   // false: every slot has bytes of its own (ofc --no-memory-sharing).
   bool share_memory = true;
-  // Where registers share bytes, the reduction and update of each weight's gradient (a
-  // collective's branch) are ordered into the backward pass a few tasks on, so their bytes are
-  // reused soon: less memory, less overlap of communication with compute (ofc --tight-order).
-  // Default: they run beside it, their bytes ordered 16 spine tasks on (share_memory.cpp).
+  // Where registers share bytes, the tasks off the backward pass's chain (a weight's gradient,
+  // its reduction over the dp devices, its update) are ordered into it a few tasks on, so their
+  // bytes are reused soon: less memory, less overlap (ofc --tight-order). Default: they run
+  // beside it, ordered 16 tasks on (share_memory.cpp).
   bool tight_order = false;
   int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
   std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output

@@ -107,21 +107,25 @@ RegstId add_control(TaskGraph& tg, TaskId from, TaskId to, int32_t slots, int32_
   return c.id;
 }
 
-// Order edges: each task of the group precedes the kOrderSlack-th task after it (in id order) of
-// the group's spine (its tasks whose streamed outputs other tasks of the group read), unless it
-// already does. A task off the spine (a weight or bias gradient on its way to the update) would
-// otherwise precede nothing, so every register it reads would be live together with every later
-// one: a few tasks of slack keep it beside the next spine tasks (a layer's weight and input
-// gradients still run at once) while its inputs' bytes can go to what comes after. Ids follow
-// node order, so an edge to a later id never closes a cycle.
+// Order edges: each task of the group precedes a later task (in id order) of the group's spine
+// (its tasks whose streamed outputs other tasks of the group read), unless it already does. A task
+// that precedes nothing (a weight gradient on its way to its update, the update) would keep every
+// register it reads live together with every later one; preceding a spine task some way on lets
+// its inputs' bytes go to what comes after that. Ids follow node order, so an edge to a later id
+// never closes a cycle.
+//
+// How far on: the group's chain is a longest path through it (the forward pass, the loss, the
+// input gradients back to the first layer). A task on it precedes the kOrderSlack-th spine task
+// after it (tasks on paths as long run abreast). A task off it (a weight's gradient, its
+// reduction over the dp devices, its update) precedes the kBranchSlack-th: the chain must not
+// wait for it soon, since running beside the chain is what overlaps a reduction with the
+// backward pass, and an update with the gradients before it. With --tight-order every task
+// precedes the kOrderSlack-th spine task after it, off the chain too: memory first. Measured
+// (gpt_parallel.py's GPT; samples/s within noise of the plan with every register apart):
+// one device 73.2 -> 80.7 MiB against 154.1 apart, from 9% slower than apart; dp=2 63.7 MiB
+// either way; the MLP at dp=2 had run 20% slower than apart.
 constexpr size_t kOrderSlack = 3;
-// A collective's branch (the reduction of a weight's gradient, and the update after it) precedes
-// a spine task this far on instead, unless the order is tight: the reduction waits for the other
-// devices, and the backward pass must go on meanwhile (that overlap is what dp's speed is made
-// of). Measured on the MLP at dp=2: with kOrderSlack here it ran 20% slower than with no order;
-// on the GPT at dp=2, 16 keeps the bytes 3 kept (63.7 against 61.8 MiB; 83.2 with no edge from
-// the branch) at its speed within noise.
-constexpr size_t kCollectiveSlack = 16;
+constexpr size_t kBranchSlack = 16;
 // Unless the order is tight, a group keeps its order only if it saves at least 1/kLeastGain of
 // its registers' bytes: the order costs overlap (the MLP at dp=2, its groups saving 4%, ran 5%
 // slower than with its registers apart).
@@ -142,9 +146,7 @@ void add_order_edges(TaskGraph& tg, const std::vector<TaskId>& tasks, bool tight
     }
     return out;
   };
-  // The chain: the tasks on a longest path through the group (by tasks; ids are topological).
-  // A collective off it (the reduction of a weight's gradient) and what it feeds off it (the
-  // update) form a branch.
+  // The chain: the tasks on a longest path (counted in tasks; ids are topological).
   std::vector<size_t> from_start(tasks.size()), to_end(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i)
     for (size_t c : readers(i)) from_start[c] = std::max(from_start[c], from_start[i] + 1);
@@ -152,19 +154,12 @@ void add_order_edges(TaskGraph& tg, const std::vector<TaskId>& tasks, bool tight
     for (size_t c : readers(i)) to_end[i] = std::max(to_end[i], to_end[c] + 1);
   size_t longest = 0;
   for (size_t i = 0; i < tasks.size(); ++i) longest = std::max(longest, from_start[i] + to_end[i]);
-  std::vector<uint8_t> branch(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (from_start[i] + to_end[i] == longest) continue;
-    if (tg.tasks[size_t(tasks[i])].kind == TaskKind::collective) branch[i] = 1;
-    if (branch[i])
-      for (size_t c : readers(i))
-        if (from_start[c] + to_end[c] != longest) branch[c] = 1;
-  }
+  auto close = [&](size_t i) { return tight || from_start[i] + to_end[i] == longest; };
   std::vector<size_t> spine;  // indices into tasks
   for (size_t i = 0; i < tasks.size(); ++i)
-    if (!branch[i] && !readers(i).empty()) spine.push_back(i);
+    if (close(i) && !readers(i).empty()) spine.push_back(i);
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const size_t slack = branch[i] && !tight ? kCollectiveSlack : kOrderSlack;
+    const size_t slack = close(i) ? kOrderSlack : kBranchSlack;
     const auto next = std::upper_bound(spine.begin(), spine.end(), i);
     if (size_t(spine.end() - next) < slack) continue;
     const TaskId to = tasks[*(next + (slack - 1))];

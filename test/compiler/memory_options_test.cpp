@@ -69,8 +69,10 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   CompileOptions one = o;
   one.devices = one.dp = 1;
   const auto single = memory_options(mlp(), one);
-  REQUIRE(single.size() == 1);
+  REQUIRE(single.size() == 3);
   CHECK(single[0].flags == "--recompute");
+  CHECK(single[1].flags == "--tight-order");
+  CHECK(single[2].flags == "--recompute --tight-order");
   CompileOptions infer;
   CHECK(memory_options(mlp(), infer).empty());
 }
