@@ -64,24 +64,28 @@ int main(int argc, char** argv) {
   bool no_sharing = false;
   auto* no_sharing_opt = app.add_flag("--no-memory-sharing", no_sharing,
                                       "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
-  app.add_flag("--tight-order", options.tight_order,
-               "order each weight's gradient, its reduction over the dp devices and its update into the backward pass a few "
-               "tasks on, so their bytes are reused soon: less memory (about 10% on a GPT), less overlap, slower (default: they "
-               "run beside it and their bytes are reused later)")
+  std::string share_order = "overlap";
+  app.add_option("--share-order", share_order,
+                 "how soon the tasks off the backward pass's chain (a weight's gradient, its reduction over the dp devices, its "
+                 "update) must have run for bytes to be reused: tight (a few tasks on: least memory), overlap (default: as tight, "
+                 "but reductions over devices and their updates 16 tasks on, so communication overlaps the backward pass), "
+                 "loose (all of them 16 on: more memory, no waits where a device runs several tasks at once, as ofrun "
+                 "--threads above the device count does on CPU)")
+      ->check(CLI::IsMember({"tight", "overlap", "loose"}))
       ->excludes(no_sharing_opt);
   std::string device_memory;
   app.add_option("--device-memory", device_memory,
                  "memory each device may use, e.g. 512MiB or 16GB (default: unlimited); a plan that does not fit is refused, "
-                 "naming what --recompute, --zero 3 and --tight-order would need");
+                 "naming what --recompute, --zero 3 and --share-order tight would need");
   bool auto_parallel = false;
   app.add_flag("--auto", auto_parallel,
-               "choose --dp/--tp/--pp for --devices by predicted step time (degrees given are kept; --tight-order, --recompute "
-               "and --zero 3 are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
+               "choose --dp/--tp/--pp for --devices by predicted step time (degrees given are kept; --share-order tight, "
+               "--recompute and --zero 3 are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
   std::string costs_file;
   app.add_option("--costs", costs_file, "machine costs for the predicted step time, as ofrun --calibrate FILE writes them (default: built-in)");
   bool record_options = false;
   app.add_flag("--memory-options", record_options,
-               "compile again with --recompute, --zero 3, --tight-order and their combinations, and record each device's peak "
+               "compile again with --recompute, --zero 3, --share-order tight and their combinations, and record each device's peak "
                "under each in the plan (ofdump --memory)")
       ->needs(train);
   app.add_flag("--time-passes", options.time_passes, "print each compiler pass's wall time and the graph's size after it (stderr)");
@@ -98,6 +102,9 @@ int main(int argc, char** argv) {
     options.devices = spec.devices;
     options.ranks = spec.ranks;
     options.share_memory = !no_sharing;
+    options.share_order = share_order == "tight"   ? of::compiler::ShareOrder::tight
+                          : share_order == "loose" ? of::compiler::ShareOrder::loose
+                                                   : of::compiler::ShareOrder::overlap;
     options.collectives = !no_collectives;
     if (!costs_file.empty()) options.costs = of::read_machine_costs(costs_file);
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");

@@ -14,7 +14,8 @@ std::string strategy_flags(const CompileOptions& o) {
   std::string s = fmt::format("--dp {} --tp {} --pp {}", o.dp, o.tp, o.pp);
   if (o.recompute) s += " --recompute";
   if (o.zero > 0) s += fmt::format(" --zero {}", o.zero);
-  if (o.tight_order) s += " --tight-order";
+  if (o.share_order == ShareOrder::tight) s += " --share-order tight";
+  if (o.share_order == ShareOrder::loose) s += " --share-order loose";
   return s;
 }
 
@@ -82,11 +83,11 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
                             Option{true, true, true}}) {
       for (CompileOptions o : splits) {
         if ((m.recompute && base.recompute) || (m.zero && (base.zero > 0 || o.dp < 2)) ||
-            (m.tight && (base.tight_order || !base.share_memory)))
+            (m.tight && (base.share_order == ShareOrder::tight || !base.share_memory)))
           continue;
         o.recompute = base.recompute || m.recompute;
         o.zero = m.zero ? 3 : base.zero;
-        o.tight_order = base.tight_order || m.tight;
+        if (m.tight) o.share_order = ShareOrder::tight;
         weigh(o);
       }
       if (best) break;

@@ -5,7 +5,7 @@
 // degrees the user gave held fixed, --parallel-config's hints applied to each; the micro-batches
 // stay as given (they are the step's samples: changing them would change the training). Each is
 // compiled in full and costed by its predicted step time (compiler/parallel/step_time.h) and its
-// largest device. Only when none fits the memory are --tight-order, --recompute, --zero 3, the
+// largest device. Only when none fits the memory are --share-order tight, --recompute, --zero 3, the
 // last two together and all three weighed, in that order (what each costs), as memory_options.h
 // does for one plan.
 //

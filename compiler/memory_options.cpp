@@ -13,7 +13,7 @@ namespace of::compiler {
 std::vector<plan::MemoryOption> memory_options(const std::string& model_path, const CompileOptions& o) {
   std::vector<plan::MemoryOption> out;
   if (!o.train) return out;
-  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1, can_tighten = !o.tight_order && o.share_memory;
+  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1, can_tighten = o.share_order != ShareOrder::tight && o.share_memory;
   struct Variant {
     bool recompute, zero, tight;
   };
@@ -28,9 +28,9 @@ std::vector<plan::MemoryOption> memory_options(const std::string& model_path, co
     x.device_memory = 0;  // the point is to see how much it needs
     x.recompute = o.recompute || v.recompute;
     x.zero = v.zero ? 3 : o.zero;
-    x.tight_order = o.tight_order || v.tight;
+    if (v.tight) x.share_order = ShareOrder::tight;
     std::string flags;
-    for (const auto& [on, flag] : {std::pair{v.recompute, "--recompute"}, std::pair{v.zero, "--zero 3"}, std::pair{v.tight, "--tight-order"}})
+    for (const auto& [on, flag] : {std::pair{v.recompute, "--recompute"}, std::pair{v.zero, "--zero 3"}, std::pair{v.tight, "--share-order tight"}})
       if (on) flags += flags.empty() ? flag : std::string(" ") + flag;
     try {
       const Compilation c = compile_model(model_path, x);

@@ -17,16 +17,22 @@ inline constexpr int32_t kMaxMicroBatches = 65536;
 // The most an arena may hold: x86-64 and AArch64 give a process 2^47 bytes of address space.
 inline constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 47;
 
+// Where registers share bytes, how soon the tasks off the backward pass's chain (a weight's
+// gradient, its reduction over the dp devices, its update) must have run for the chain to go on.
+enum class ShareOrder : int8_t {
+  tight,    // all of them a few tasks on: their bytes are reused soonest (least memory)
+  overlap,  // reductions over devices and what follows them 16 tasks on, the rest a few
+  loose,    // all of them 16 tasks on: more memory, no wait on a device's own branches
+};
+
 struct CompileOptions {
   int32_t slots = 2;       // slots per streamed register
   // Registers of one device whose uses can be ordered share bytes (plan-memory, share_memory.h);
   // false: every slot has bytes of its own (ofc --no-memory-sharing).
   bool share_memory = true;
-  // Where registers share bytes, the tasks off the backward pass's chain (a weight's gradient,
-  // its reduction over the dp devices, its update) are ordered into it a few tasks on, so their
-  // bytes are reused soon: less memory, less overlap (ofc --tight-order). Default: they run
-  // beside it, ordered 16 tasks on (share_memory.cpp).
-  bool tight_order = false;
+  // How tightly sharing orders the tasks off a group's chain into it (share_memory.cpp; ofc
+  // --share-order).
+  ShareOrder share_order = ShareOrder::overlap;
   int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
   std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output
   std::string label = "label";  // the graph input the loss compares against

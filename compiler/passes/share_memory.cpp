@@ -116,14 +116,15 @@ RegstId add_control(TaskGraph& tg, TaskId from, TaskId to, int32_t slots, int32_
 //
 // How far on: the group's chain is a longest path through it (the forward pass, the loss, the
 // input gradients back to the first layer). A task on it precedes the kOrderSlack-th spine task
-// after it (tasks on paths as long run abreast). A task off it (a weight's gradient, its
-// reduction over the dp devices, its update) precedes the kBranchSlack-th: the chain must not
-// wait for it soon, since running beside the chain is what overlaps a reduction with the
-// backward pass, and an update with the gradients before it. With --tight-order every task
-// precedes the kOrderSlack-th spine task after it, off the chain too: memory first. Measured
-// (gpt_parallel.py's GPT; samples/s within noise of the plan with every register apart):
-// one device 73.2 -> 80.7 MiB against 154.1 apart, from 9% slower than apart; dp=2 63.7 MiB
-// either way; the MLP at dp=2 had run 20% slower than apart.
+// after it (tasks on paths as long run abreast). Off it, what ShareOrder says: beside the chain
+// means the kBranchSlack-th chain task on, so the chain does not wait for it soon. A reduction
+// over devices waits for the other devices, and running beside the backward pass is what
+// overlaps it (ShareOrder::overlap, the default: the MLP at dp=2 ran 20% slower than with its
+// registers apart when its reductions and updates went 3 tasks on; the GPT of gpt_parallel.py
+// at dp=2 takes 63.7 MiB, against 61.8 tight). A device's own off-chain tasks (a weight
+// gradient, an update) run beside the chain only when the device runs several tasks at once
+// (ofrun --threads above the devices on CPU): ShareOrder::loose, for speed (that GPT on one
+// device 73.2 -> 80.7 MiB, the one-device MLP at its speed with registers apart, 18% faster).
 constexpr size_t kOrderSlack = 3;
 constexpr size_t kBranchSlack = 16;
 // Unless the order is tight, a group keeps its order only if it saves at least 1/kLeastGain of
@@ -131,7 +132,7 @@ constexpr size_t kBranchSlack = 16;
 // slower than with its registers apart).
 constexpr uint64_t kLeastGain = 8;
 
-void add_order_edges(TaskGraph& tg, const std::vector<TaskId>& tasks, bool tight, int32_t slots, int32_t arena) {
+void add_order_edges(TaskGraph& tg, const std::vector<TaskId>& tasks, ShareOrder how, int32_t slots, int32_t arena) {
   const plan::GroupOrder order(tg, tasks);
   auto index = [&](TaskId t) { return size_t(std::lower_bound(tasks.begin(), tasks.end(), t) - tasks.begin()); };
   // The group's readers of task i's streamed outputs (later tasks only: ids are topological).
@@ -154,12 +155,21 @@ void add_order_edges(TaskGraph& tg, const std::vector<TaskId>& tasks, bool tight
     for (size_t c : readers(i)) to_end[i] = std::max(to_end[i], to_end[c] + 1);
   size_t longest = 0;
   for (size_t i = 0; i < tasks.size(); ++i) longest = std::max(longest, from_start[i] + to_end[i]);
-  auto close = [&](size_t i) { return tight || from_start[i] + to_end[i] == longest; };
+  auto on_chain = [&](size_t i) { return from_start[i] + to_end[i] == longest; };
+  // Off the chain and beside it: a reduction over devices (or, loose, any task) and what it feeds.
+  std::vector<uint8_t> beside(tasks.size());
+  for (size_t i = 0; i < tasks.size() && how != ShareOrder::tight; ++i) {
+    if (on_chain(i)) continue;
+    if (how == ShareOrder::loose || tg.tasks[size_t(tasks[i])].kind == TaskKind::collective) beside[i] = 1;
+    if (beside[i])
+      for (size_t c : readers(i))
+        if (!on_chain(c)) beside[c] = 1;
+  }
   std::vector<size_t> spine;  // indices into tasks
   for (size_t i = 0; i < tasks.size(); ++i)
-    if (close(i) && !readers(i).empty()) spine.push_back(i);
+    if (!beside[i] && !readers(i).empty()) spine.push_back(i);
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const size_t slack = close(i) ? kOrderSlack : kBranchSlack;
+    const size_t slack = beside[i] ? kBranchSlack : kOrderSlack;
     const auto next = std::upper_bound(spine.begin(), spine.end(), i);
     if (size_t(spine.end() - next) < slack) continue;
     const TaskId to = tasks[*(next + (slack - 1))];
@@ -193,7 +203,7 @@ MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, co
 
 }  // namespace
 
-Sharing share_memory(TaskGraph& tg, int32_t most_frames, bool tight_order, const std::function<bool(size_t)>& keep) {
+Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const std::function<bool(size_t)>& keep) {
   Sharing out;
   uint64_t order_bits = 0;  // what ofrun's check of the groups' orders will take (shared_memory.h)
   // Candidate groups: by (device, slots), tasks joined by the registers they share.
@@ -260,7 +270,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, bool tight_order, const
             });
             if (!joined) add_control(tg, c, proxy, slots, arena_of_device(tg, tg.tasks[size_t(c)].device));
           }
-      add_order_edges(tg, tasks, tight_order, slots, arena);
+      add_order_edges(tg, tasks, how, slots, arena);
       const plan::GroupOrder order(tg, tasks);
       MemoryPlan layout = place_in_frame(tg, order, members);
       uint64_t side_by_side = 0;
@@ -268,7 +278,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, bool tight_order, const
       // Too little to gain for bounding these tasks' pieces and ordering them: the order costs
       // overlap (measured: an MLP at dp=2 whose groups saved 4% ran 5% slower).
       const uint64_t gain = side_by_side - std::min(layout.total, side_by_side);
-      if (gain == 0 || (!tight_order && gain * kLeastGain < side_by_side)) {
+      if (gain == 0 || (how != ShareOrder::tight && gain * kLeastGain < side_by_side)) {
         remove_regsts_from(tg, regsts_before);
         return;
       }

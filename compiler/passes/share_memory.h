@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/ir/task_graph.h"
+#include "compiler/passes/pass.h"
 
 namespace of::compiler {
 
@@ -29,7 +30,7 @@ struct Sharing {
 // than its registers' bytes laid side by side becomes a share group of `tg`: control registers
 // from its first task to its other sources, and frame registers to its ends. `most_frames` > 0
 // caps a group's frames (and its registers' slots): 1 where pieces cannot overlap anyway.
-// `tight_order`: CompileOptions::tight_order.
-Sharing share_memory(TaskGraph& tg, int32_t most_frames, bool tight_order, const std::function<bool(size_t)>& keep);
+// `how`: CompileOptions::share_order.
+Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const std::function<bool(size_t)>& keep);
 
 }  // namespace of::compiler

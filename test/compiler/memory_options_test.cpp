@@ -38,8 +38,8 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   CHECK(options[0].flags == "--recompute");
   CHECK(options[1].flags == "--zero 3");
   CHECK(options[2].flags == "--recompute --zero 3");
-  CHECK(options[3].flags == "--tight-order");
-  CHECK(options[4].flags == "--recompute --zero 3 --tight-order");
+  CHECK(options[3].flags == "--share-order tight");
+  CHECK(options[4].flags == "--recompute --zero 3 --share-order tight");
   for (const auto& m : options) {
     INFO(m.flags);
     REQUIRE(m.peaks.size() == now.size());
@@ -64,15 +64,15 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   const auto rest = memory_options(mlp(), recomputing);
   REQUIRE(rest.size() == 3);
   CHECK(rest[0].flags == "--zero 3");
-  CHECK(rest[1].flags == "--tight-order");
-  CHECK(rest[2].flags == "--zero 3 --tight-order");
+  CHECK(rest[1].flags == "--share-order tight");
+  CHECK(rest[2].flags == "--zero 3 --share-order tight");
   CompileOptions one = o;
   one.devices = one.dp = 1;
   const auto single = memory_options(mlp(), one);
   REQUIRE(single.size() == 3);
   CHECK(single[0].flags == "--recompute");
-  CHECK(single[1].flags == "--tight-order");
-  CHECK(single[2].flags == "--recompute --tight-order");
+  CHECK(single[1].flags == "--share-order tight");
+  CHECK(single[2].flags == "--recompute --share-order tight");
   CompileOptions infer;
   CHECK(memory_options(mlp(), infer).empty());
 }

@@ -356,7 +356,7 @@ TEST_CASE("parallel: ofc refuses a plan that does not fit --device-memory, namin
   }
 }
 
-TEST_CASE("parallel: ofc --memory-options records what --recompute, --zero 3 and --tight-order need per device and ofdump --memory shows it", "[e2e][parallel]") {
+TEST_CASE("parallel: ofc --memory-options records what --recompute, --zero 3 and --share-order tight need per device and ofdump --memory shows it", "[e2e][parallel]") {
   TempDir d;
   CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "p.ofp") + kSgd + " --devices 2:cpu --dp 2 --memory-options", d);
   INFO(c.out << c.err);
@@ -373,7 +373,7 @@ TEST_CASE("parallel: ofc --memory-options records what --recompute, --zero 3 and
   CHECK(zero < now);
   CmdResult dump = run_cmd(bin("ofdump") + " --memory " + (d / "p.ofp"), d);
   CHECK(dump.out.find("--recompute --zero 3") != std::string::npos);
-  CHECK(dump.out.find("--tight-order") != std::string::npos);
+  CHECK(dump.out.find("--share-order tight") != std::string::npos);
   CHECK(dump.out.find("each option's column") != std::string::npos);
   // Without the flag ofdump says how to get them; the plan is otherwise the same.
   const std::string plain = compile_mlp(d, "--devices 2:cpu --dp 2", "q.ofp");

@@ -163,7 +163,7 @@ TEST_CASE("auto: when no split fits --device-memory the memory options are weigh
   REQUIRE(c.exit_code == 0);
   const json k = dump_json(d, d / "m.ofp").at("prediction").at("candidates");
   const std::string chosen = k[0].at("flags");
-  CHECK((chosen.find("--tight-order") != std::string::npos || chosen.find("--recompute") != std::string::npos ||
+  CHECK((chosen.find("--share-order tight") != std::string::npos || chosen.find("--recompute") != std::string::npos ||
          chosen.find("--zero 3") != std::string::npos));
   CHECK(k[0].at("peak_bytes").get<uint64_t>() < smallest);
   // Nothing fits at all: refused naming --auto, one line, nothing written.
