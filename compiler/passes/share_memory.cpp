@@ -232,7 +232,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
     // pass's group, so the part's output shares bytes too (its order follows those registers,
     // as the rule's does) instead of forming a group of its own that gains nothing.
     for (const Regst& x : tg.regsts) {
-      if (!streamed_per_piece(x) || x.producer < 0 || tg.arenas[size_t(x.arena)].device != kind.first) continue;
+      if (!streamed_per_piece(x) || tg.arenas[size_t(x.arena)].device != kind.first) continue;
       if (!local_compute(tg, x.producer, kind.first)) continue;
       for (TaskId c : x.consumers)
         if (local_compute(tg, c, kind.first)) sets.join(x.producer, c);

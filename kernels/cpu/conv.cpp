@@ -20,7 +20,7 @@ class Conv final : public Kernel {
   Conv(const KernelConfig& cfg);
   void run(const RunCtx&, const void* const* in, void* const* out) override;
   // The column matrix of one (batch, group), in the thread's workspace.
-  void reserve_columns() const { reserve_thread_workspace(g_.direct ? 0 : size_t(g_.kdim() * g_.spatial()) * sizeof(float)); }
+  void reserve_columns() const { reserve_thread_workspace(g_.column_bytes()); }
 
  private:
   ConvGeometry g_;

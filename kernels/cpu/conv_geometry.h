@@ -25,6 +25,8 @@ struct ConvGeometry {
 
   int64_t kdim() const { return cg * kh * kw; }  // rows of the column matrix
   int64_t spatial() const { return oh * ow; }    // its columns
+  // The thread workspace one block's im2col needs (none when direct).
+  size_t column_bytes() const { return direct ? 0 : size_t(kdim() * spatial()) * sizeof(float); }
   Shape y_shape() const { return {n, m, oh, ow}; }
 };
 

@@ -22,7 +22,7 @@ class ConvGradData final : public Kernel {
  public:
   explicit ConvGradData(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {}
   // The column matrix of one (batch, group), in the thread's workspace.
-  void reserve_columns() const { reserve_thread_workspace(g_.direct ? 0 : size_t(g_.kdim() * g_.spatial()) * sizeof(float)); }
+  void reserve_columns() const { reserve_thread_workspace(g_.column_bytes()); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* wt = static_cast<const float*>(in[1]);
@@ -55,7 +55,7 @@ class ConvGradWeight final : public Kernel {
  public:
   explicit ConvGradWeight(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_weight", false)) {}
   // The column matrix of one (batch, group), in the thread's workspace.
-  void reserve_columns() const { reserve_thread_workspace(g_.direct ? 0 : size_t(g_.kdim() * g_.spatial()) * sizeof(float)); }
+  void reserve_columns() const { reserve_thread_workspace(g_.column_bytes()); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
