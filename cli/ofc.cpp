@@ -64,11 +64,12 @@ int main(int argc, char** argv) {
   bool no_sharing = false;
   auto* no_sharing_opt = app.add_flag("--no-memory-sharing", no_sharing,
                                       "every register slot gets bytes of its own (default: registers whose uses one device orders share bytes)");
-  std::string share_order = "overlap";
+  std::string share_order;
   app.add_option("--share-order", share_order,
                  "how soon the tasks off the backward pass's chain (a weight's gradient, its reduction over the dp devices, its "
-                 "update) must have run for bytes to be reused: tight (a few tasks on: least memory), overlap (default: as tight, "
-                 "but reductions over devices and their updates 16 tasks on, so communication overlaps the backward pass), "
+                 "update) must have run for bytes to be reused: tight (a few tasks on: least memory; the default with --zero), overlap (the "
+                 "default otherwise: as tight, but reductions over devices and their updates 16 tasks on, so communication "
+                 "overlaps the backward pass), "
                  "loose (all of them 16 on: more memory, no waits where a device runs several tasks at once, as ofrun "
                  "--threads above the device count does on CPU)")
       ->check(CLI::IsMember({"tight", "overlap", "loose"}))
@@ -102,9 +103,10 @@ int main(int argc, char** argv) {
     options.devices = spec.devices;
     options.ranks = spec.ranks;
     options.share_memory = !no_sharing;
-    options.share_order = share_order == "tight"   ? of::compiler::ShareOrder::tight
-                          : share_order == "loose" ? of::compiler::ShareOrder::loose
-                                                   : of::compiler::ShareOrder::overlap;
+    if (!share_order.empty())
+      options.share_order = share_order == "tight"   ? of::compiler::ShareOrder::tight
+                            : share_order == "loose" ? of::compiler::ShareOrder::loose
+                                                     : of::compiler::ShareOrder::overlap;
     options.collectives = !no_collectives;
     if (!costs_file.empty()) options.costs = of::read_machine_costs(costs_file);
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");

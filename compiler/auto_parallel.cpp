@@ -83,7 +83,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
                             Option{true, true, true}}) {
       for (CompileOptions o : splits) {
         if ((m.recompute && base.recompute) || (m.zero && (base.zero > 0 || o.dp < 2)) ||
-            (m.tight && (base.share_order == ShareOrder::tight || !base.share_memory)))
+            (m.tight && (share_order_of(base) == ShareOrder::tight || !base.share_memory)))
           continue;
         o.recompute = base.recompute || m.recompute;
         o.zero = m.zero ? 3 : base.zero;

@@ -13,7 +13,7 @@ namespace of::compiler {
 std::vector<plan::MemoryOption> memory_options(const std::string& model_path, const CompileOptions& o) {
   std::vector<plan::MemoryOption> out;
   if (!o.train) return out;
-  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1, can_tighten = o.share_order != ShareOrder::tight && o.share_memory;
+  const bool can_recompute = !o.recompute, can_zero = o.zero == 0 && o.dp > 1, can_tighten = share_order_of(o) != ShareOrder::tight && o.share_memory;
   struct Variant {
     bool recompute, zero, tight;
   };

@@ -98,8 +98,9 @@ int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vect
   names.push_back("lr");
   names.push_back("step");
   const int inputs = int(names.size());
-  // One more output than the states: a copy of param' that ZeRO 1/2 gathers into every replica.
-  const int outputs = int(cfg.outputs.size()) == tensors ? tensors : tensors - 1;
+  const int64_t last = cfg.attrs.get_int("param_last", 0);
+  if (last != 0 && last != 1) fail(where_of(cfg), "{}: param_last must be 0 or 1, got {}", name, last);
+  const int outputs = tensors - 1;
   cpu::check_arity(cfg, name, inputs, inputs, outputs);
   cpu::check_dtypes(cfg, name, DType::f32);
   const Shape& p = cfg.inputs[0].shape;
@@ -111,6 +112,11 @@ int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vect
   }
   for (int i = 0; i < outputs; ++i) cpu::check_output_shape(cfg, name, i, p);
   return numel(p);
+}
+
+UpdateOutputs update_outputs(const KernelConfig& cfg) {
+  if (cfg.attrs.get_int("param_last", 0) == 0) return {};
+  return {.param = int(cfg.outputs.size()) - 1, .first_state = 0};
 }
 
 float float_attr_at_least(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo) {

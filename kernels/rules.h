@@ -34,11 +34,16 @@ struct ReduceGeometry {
 };
 ReduceGeometry reduce_geometry(const KernelConfig& cfg);
 
-// Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...) and
-// optionally one more, a copy of param' (ZeRO 1/2 gather it from there: a streamed register, where
-// param' itself is the weight's persistent shard); all f32, the tensors of param's shape and lr,
-// step scalars. Returns the element count.
+// Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...), or
+// with attribute param_last 1 (states'..., param'): ZeRO 1/2 update the states in place but
+// stream the new param shard on to be gathered into every replica, and a node's in-place outputs
+// come first. All f32, the tensors of param's shape and lr, step scalars. Returns the element count.
 int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vector<const char*>& states);
+// Where param' and the first state' lie among an update's outputs (see update_layout).
+struct UpdateOutputs {
+  int param = 0, first_state = 1;
+};
+UpdateOutputs update_outputs(const KernelConfig& cfg);
 // A float attribute that must be >= lo.
 float float_attr_at_least(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo);
 

@@ -111,7 +111,7 @@ std::vector<uint8_t> encode(const Plan& p) {
     tasks.push_back(fb::CreateTask(b, t.id, fb::TaskKind(t.kind), b.CreateString(t.name), b.CreateString(t.op),
                                    b.CreateString(t.kernel), &d, t.stream, b.CreateVector(inputs),
                                    b.CreateVector(t.in_regsts), b.CreateVector(t.out_regsts), b.CreateVector(attrs),
-                                   b.CreateVectorOfStrings(t.io_names), t.stage));
+                                   b.CreateVectorOfStrings(t.io_names), t.stage, t.once_per_version));
   }
   auto job = fb::CreateJob(b, fb::JobKind(p.job.kind), p.job.batch, p.job.pieces, p.job.seed, b.CreateString(p.job.label),
                            p.job.micro_batches, b.CreateString(p.job.optimizer), p.job.lr, b.CreateString(p.job.schedule),
@@ -232,7 +232,8 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
              .op = r.str(t->op(), f + ".op"), .kernel = r.str(t->kernel(), f + ".kernel"),
              .device = device_index(t->device(), f + ".device"),
              .stream = t->stream(), .in_regsts = r.vec(t->in_regsts(), f + ".in_regsts"),
-             .out_regsts = r.vec(t->out_regsts(), f + ".out_regsts"), .stage = t->stage()};
+             .out_regsts = r.vec(t->out_regsts(), f + ".out_regsts"), .stage = t->stage(),
+             .once_per_version = t->once_per_version()};
     for (const fb::TaskInput* in : *r.need(t->inputs(), f + ".inputs"))
     {
       if (int(in->kind()) < 0 || int(in->kind()) > 2) fail({.file = path, .field = f + ".inputs"}, "unknown input kind {}", int(in->kind()));

@@ -50,6 +50,7 @@ struct Task {
   std::vector<RegstId> out_regsts;
   std::vector<std::string> io_names;  // source: graph inputs; sink: graph outputs
   int32_t stage = 0;  // pipeline stage (its device's)
+  bool once_per_version = false;  // reads a persistent input's version for one piece (plan.fbs)
 };
 
 struct Blob {

@@ -46,7 +46,7 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
     In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst), landing), .persistent = regst.persistent,
-          .per_version = regst.pieces_per_version};
+          .per_version = t.once_per_version ? 1 : regst.pieces_per_version};
     in.ring.resize(size_t(slots_of(regst)));
     ins_.push_back(std::move(in));
   }

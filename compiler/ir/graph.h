@@ -46,10 +46,6 @@ struct Value {
   // checkpoints hold the logical tensors; each device loads and saves its box.
   ValueId logical = -1;
   std::vector<int64_t> shard_begin;
-  // ZeRO 1/2: a device's copy of a weight whose home is split over the data-parallel devices,
-  // written from the gathered shards once per step and read by the forward and backward passes.
-  // Loaded like any box of the weight; checkpoints save the shards, not it.
-  bool replica = false;
 
   // The bytes a constant holds here: its data when that is whole, else null (no contents, or
   // contents held elsewhere). A pass that reads a constant's values must use this.
@@ -83,6 +79,10 @@ struct Node {
   // The in-place state changes every piece (BatchNorm's running statistics), not once per
   // optimizer step: its register's readers read one version per piece.
   bool state_per_piece = false;
+  // Reads the weights it takes (persistent registers) once per version, paced by its streamed
+  // inputs once per optimizer step (ZeRO 1/2's slice of a replica for its update), not once per
+  // micro-batch as the model's readers do.
+  bool once_per_version = false;
   // The forward node a backward node was made for (autodiff), or -1.
   NodeId forward = -1;
   // A clone the recompute pass made of forward node `recompute_of` (whose `forward` it also is):

@@ -35,15 +35,7 @@ using Namer = std::function<std::string(const char* what, int32_t device)>;
 // `device`: sliced where it holds more, on its own device, then copied (a transfer task).
 ValueId move_piece(Graph& g, ValueId v, Region have, const Region& piece, int32_t src_device, int32_t device, DType dtype,
                    const Namer& fresh) {
-  for (size_t a = 0; a < have.begin.size(); ++a) {
-    if (have.begin[a] == piece.begin[a] && have.size[a] == piece.size[a]) continue;
-    Attrs attrs;
-    attrs.set_int("axis", int64_t(a));
-    attrs.set_int("start", piece.begin[a] - have.begin[a]);
-    have.begin[a] = piece.begin[a];
-    have.size[a] = piece.size[a];
-    v = add_device_node(g, fresh("slice", src_device), "Slice", "slice", std::move(attrs), {v}, TensorDesc{have.size, dtype}, src_device);
-  }
+  v = slice_region(g, v, have, piece, src_device, dtype, [&](size_t) { return fresh("slice", src_device); });
   if (src_device != device) v = add_device_node(g, fresh("copy", device), "Copy", "copy", {}, {v}, TensorDesc{piece.size, dtype}, device);
   return v;
 }
@@ -96,6 +88,20 @@ ValueId lower_part(Graph& g, const std::vector<std::vector<BoxingPiece>>& summan
 }
 
 }  // namespace
+
+ValueId slice_region(Graph& g, ValueId v, Region have, const Region& piece, int32_t device, DType dtype,
+                     const std::function<std::string(size_t axis)>& name) {
+  for (size_t a = 0; a < have.begin.size(); ++a) {
+    if (have.begin[a] == piece.begin[a] && have.size[a] == piece.size[a]) continue;
+    Attrs attrs;
+    attrs.set_int("axis", int64_t(a));
+    attrs.set_int("start", piece.begin[a] - have.begin[a]);
+    have.begin[a] = piece.begin[a];
+    have.size[a] = piece.size[a];
+    v = add_device_node(g, name(a), "Slice", "slice", std::move(attrs), {v}, TensorDesc{have.size, dtype}, device);
+  }
+  return v;
+}
 
 std::string collective_op(const std::string& kind) {
   if (kind == "all-reduce") return "AllReduce";

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,11 @@ std::vector<ValueId> lower_boxing(Graph& g, const BoxingPlan& plan, const Tensor
 // The op type of a collective part for a conversion of `boxing_kind`: "AllReduce", "ReduceScatter",
 // "AllGather", "AllToAll" (else "Boxing").
 std::string collective_op(const std::string& boxing_kind);
+
+// `piece` of value v, which holds `have` of its logical tensor on `device`: a slice node per axis
+// where they differ (named `name(axis)`), on that device; v itself where none does.
+ValueId slice_region(Graph& g, ValueId v, Region have, const Region& piece, int32_t device, DType dtype,
+                     const std::function<std::string(size_t axis)>& name);
 
 // Adds a node running `kernel` on `device` with one output of `desc`; returns the output.
 ValueId add_device_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs,

@@ -153,6 +153,7 @@ bool LowerToTasks::run(Compilation& c) {
     const TaskKind kind = node.kernel == "collective_part" ? TaskKind::collective : TaskKind::compute;
     Task t{.id = TaskId(tg.tasks.size()), .kind = kind, .name = node.name, .op = node.op_type,
            .kernel = node.kernel, .attrs = node.kernel_attrs, .device = node.device};
+    t.once_per_version = node.once_per_version;
     t.stage = c.parallel.stage_of_device[size_t(node.device)];
     OF_ASSERT(t.id == TaskId(n) + sources, "task ids follow node order");
     for (size_t k = 0; k < node.runtime_inputs.size(); ++k) {
@@ -246,11 +247,8 @@ bool LowerToTasks::run(Compilation& c) {
   std::unordered_map<std::string, int32_t> writer;  // tensor name -> the rank that checkpoints it
   std::map<Box, int32_t> first_holder;               // box -> the lowest rank holding it
   std::vector<std::set<Box>> held(devices_of_rank.size());
-  // A weight's whole replica that ZeRO 1/2 refresh from its shards every step is not saved: the
-  // shards are (with their optimizer state, the same version).
-  auto saved = [&](const Regst& r) {
-    return r.persistent && std::none_of(r.blobs.begin(), r.blobs.end(), [&](const Blob& b) { return g.values[size_t(b.tensor)].replica; });
-  };
+  // ZeRO 1/2's replicas are the weights (their shards are slices of them): saved as plain dp's are.
+  auto saved = [&](const Regst& r) { return r.persistent; };
   for (const Regst& r : tg.regsts)
     if (saved(r))
       for (const Blob& b : r.blobs) {

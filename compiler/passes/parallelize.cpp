@@ -18,12 +18,15 @@
 //    from the shards (an all-gather per piece), and its update then takes the shard, so the
 //    gradient is reduce-scattered rather than all-reduced and the optimizer state is a shard too.
 //    --zero 1 and 2 split the home alike (the update, its gradient and its state are the same
-//    shards), but the readers read a replica: per device a persistent copy of the weight, whole
-//    over the dp level, that each step's update refreshes once (refresh_replicas: the update hands
-//    a copy of its new shard on, and the gather's collective part writes the shards into the
-//    replica in place; an assign copies them in where the gather ends otherwise), not a gather
-//    per piece. Choosing a reader's signature still costs the weight as read from its shard. --zero 2 also accumulates micro-batches' gradients on the shard (a
-//    reduce-scatter per piece), --zero 1 sums them whole and reduce-scatters once per step.
+//    shards), but the weight itself is a replica: per device a persistent copy, whole over the
+//    dp level, that each step refreshes once (refresh_replicas: the update reads its shard as a
+//    slice of its device's replica, once per step, and streams the new shard on; the gather's
+//    collective part writes the shards into the replica in place, or an assign copies them in
+//    where the gather ends otherwise), not a gather per piece. So a device holds the weight once,
+//    as plain dp does, and a shard of its optimizer state. Choosing a reader's signature still
+//    costs the weight as read from its shard. --zero 2 also accumulates micro-batches' gradients
+//    on the shard (a reduce-scatter per piece), --zero 1 sums them whole and reduce-scatters once
+//    per step.
 // 3. Physical graph: per device a copy of each op with its local shapes; where a producer's
 //    layout differs from what a consumer needs, the boxing nodes in between.
 #include <algorithm>
@@ -221,6 +224,16 @@ void Parallelizer::place() {
       fail({.file = file, .field = file.empty() ? "--pp" : "stages"}, "pipeline stage {} of {} would hold no forward op", s, o_.pp);
 }
 
+// Whether each device's box of a tensor laid out as `part` lies inside its box laid out as `whole`.
+bool shards_inside(const Shape& shape, const Layout& part, const Layout& whole) {
+  for (size_t j = 0; j < part.placement.size(); ++j) {
+    const Region p = local_region(shape, part.placement, part.sbp, j), w = local_region(shape, whole.placement, whole.sbp, j);
+    for (size_t a = 0; a < shape.size(); ++a)
+      if (p.begin[a] < w.begin[a] || p.begin[a] + p.size[a] > w.begin[a] + w.size[a]) return false;
+  }
+  return true;
+}
+
 Layout Parallelizer::zero_home(ValueId v, const Layout& read) {
   const Shape& shape = g_.values[size_t(v)].desc.shape;
   size_t dp = levels_.size();
@@ -235,6 +248,9 @@ Layout Parallelizer::zero_home(ValueId v, const Layout& read) {
       Layout home = read;
       home.sbp[dp] = Sbp::S(int64_t(a));
       if (!splits_evenly(shape, home.placement, home.sbp)) continue;
+      // Stages 1 and 2 update each shard as a slice of its device's replica (`read`, whole over
+      // dp): it must lie inside it, which a split of the same axis at an inner level breaks.
+      if (o_.zero != 3 && !shards_inside(shape, home, read)) continue;
       ++c_.parallel.zero_sharded;
       return home;
     }
@@ -540,7 +556,6 @@ const Parallelizer::Replica& Parallelizer::replica(ValueId v) {
   whole.sbp[dp_level_] = Sbp::B();
   // Boxes of the stored weight: loaded from the weights file (or a checkpoint) like its shards.
   std::vector<ValueId> values = shards_at(v, whole);
-  for (ValueId x : values) phys_.values[size_t(x)].replica = true;
   replicas_.push_back(Replica{v, whole, std::move(values)});
   return replicas_.back();
 }
@@ -550,23 +565,50 @@ void Parallelizer::refresh_replicas() {
   std::map<ValueId, NodeId> updater;
   for (size_t n = 0; n < phys_.nodes.size(); ++n)
     for (int32_t k : phys_.nodes[n].inplace) updater[phys_.nodes[n].inputs[size_t(k)]] = NodeId(n);
+  const auto before = NodeId(phys_.nodes.size());
+  std::map<NodeId, std::vector<NodeId>> ahead;  // an update -> the slices it reads, placed right before it
   for (const Replica& r : replicas_) {
     const Value& val = g_.values[size_t(r.weight)];
     const Layout& home = *home_[size_t(r.weight)];
-    // Each shard's update also writes its new shard to a streamed output, once per step.
+    OF_ASSERT(home.placement == r.layout.placement, "a replica placed apart from its shards: " + val.name);
+    // The shard is the replica's slice, not a tensor of its own: each update reads its slice of
+    // the device's replica, once per step, and streams its new shard on to be gathered.
     std::vector<ValueId> updated;
-    for (ValueId shard : phys_of_[size_t(r.weight)]) {
+    for (size_t j = 0; j < home.placement.size(); ++j) {
+      const ValueId shard = phys_of_[size_t(r.weight)][j];
       const auto u = updater.find(shard);
       OF_ASSERT(u != updater.end(), "a replicated weight without an update: " + val.name);
-      const ValueId pv = phys_.add_value(phys_.values[size_t(shard)].name + "/updated");
-      Value& x = phys_.values[size_t(pv)];
-      x.desc = phys_.values[size_t(shard)].desc;
-      x.known = true;
-      x.producer = u->second;
-      x.logical = r.weight;
-      x.shard_begin = phys_.values[size_t(shard)].shard_begin;
-      phys_.nodes[size_t(u->second)].outputs.push_back(pv);
-      updated.push_back(pv);
+      const int32_t device = home.placement.devices[j];
+      const Region have = local_region(val.desc.shape, r.layout.placement, r.layout.sbp, j);
+      const Region want = local_region(val.desc.shape, home.placement, home.sbp, j);
+      const ValueId grad = phys_.nodes[size_t(u->second)].inputs[1];
+      const std::string at = home.placement.size() > 1 ? fmt::format("@{}", device) : "";
+      const auto first = NodeId(phys_.nodes.size());
+      const ValueId param = slice_region(phys_, r.values[j], have, want, device, val.desc.dtype,
+                                         [&](size_t a) { return fmt::format("shard/{}/{}{}", val.name, a, at); });
+      for (auto id = first; id < NodeId(phys_.nodes.size()); ++id) {
+        // Paced by the gradient (once per step, and not before it is ready: the slice is short-lived).
+        Node& slice = phys_.nodes[size_t(id)];
+        slice.once_per_version = true;
+        slice.slots = 1;  // once per step, as the update that reads it
+        slice.control_inputs.push_back(grad);
+        phys_.values[size_t(grad)].consumers.push_back(id);
+        ahead[u->second].push_back(id);
+      }
+      OF_ASSERT(param != r.values[j], "a shard that is its whole replica: " + val.name);
+      // The update: (slice, grad, state..., lr, step) -> (state'..., param'), the states in place.
+      Node& x = phys_.nodes[size_t(u->second)];
+      OF_ASSERT(!x.inplace.empty() && x.inplace[0] == 0 && x.inputs[0] == shard, "an update that does not own its weight: " + x.name);
+      x.inputs[0] = param;
+      std::replace(x.runtime_inputs.begin(), x.runtime_inputs.end(), shard, param);
+      phys_.values[size_t(param)].consumers.push_back(u->second);
+      auto& readers = phys_.values[size_t(shard)].consumers;
+      readers.erase(std::remove(readers.begin(), readers.end(), u->second), readers.end());
+      x.inplace.erase(x.inplace.begin());
+      std::rotate(x.outputs.begin(), x.outputs.begin() + 1, x.outputs.begin() + std::ptrdiff_t(x.inplace.size()) + 1);
+      x.kernel_attrs.set_int("param_last", 1);
+      x.slots = 1;  // the new shard, once per step: the gather frees it before the next forward pass
+      updated.push_back(x.outputs[x.inplace.size()]);
     }
     const std::string name = "refresh/" + val.name;
     const std::vector<ValueId> whole = box(r.weight, home, updated, r.layout, name, true, true, name);
@@ -599,6 +641,16 @@ void Parallelizer::refresh_replicas() {
       phys_.nodes.push_back(std::move(assign));
     }
   }
+  // Nodes stay in topological order: each slice right before its update, the gathers after all.
+  std::vector<NodeId> order;
+  std::set<NodeId> placed;
+  for (NodeId n = 0; n < before; ++n) {
+    for (NodeId a : ahead[n]) order.push_back(a), placed.insert(a);
+    order.push_back(n);
+  }
+  for (auto n = before; n < NodeId(phys_.nodes.size()); ++n)
+    if (!placed.count(n)) order.push_back(n);
+  reorder_nodes(phys_, order);
 }
 
 bool Parallelizer::read_by_backward(NodeId id) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,8 @@ struct CompileOptions {
   // false: every slot has bytes of its own (ofc --no-memory-sharing).
   bool share_memory = true;
   // How tightly sharing orders the tasks off a group's chain into it (share_memory.cpp; ofc
-  // --share-order).
-  ShareOrder share_order = ShareOrder::overlap;
+  // --share-order). Unset: share_order_of's default.
+  std::optional<ShareOrder> share_order;
   int64_t pieces = 0;      // default pieces to stream (0: as many as the input holds)
   std::string loss;        // "", "cross_entropy" or "mse": appended to the model's one output
   std::string label = "label";  // the graph input the loss compares against
@@ -76,6 +77,14 @@ struct CompileOptions {
   // Print each pass's wall time and the graph's size after it on stderr (ofc --time-passes).
   bool time_passes = false;
 };
+
+// The order sharing uses: as given, else tight under --zero (the user asked for memory first; with
+// micro-batches, zero 2's reductions beside the backward pass leave its groups too little to
+// gain under overlap), else overlap.
+inline ShareOrder share_order_of(const CompileOptions& o) {
+  if (o.share_order) return *o.share_order;
+  return o.zero > 0 ? ShareOrder::tight : ShareOrder::overlap;
+}
 
 // What autodiff and add-optimizer leave for the plan writer's job section.
 struct Training {

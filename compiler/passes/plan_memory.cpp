@@ -85,15 +85,15 @@ bool PlanMemory::run(Compilation& c) {
     // a second piece in a group would only wait; one frame holds the step.
     const bool one_stage = std::all_of(tg.tasks.begin(), tg.tasks.end(), [](const Task& t) { return t.stage == 0; });
     const int32_t most_frames = c.options.train && c.options.micro_batches == 1 && one_stage ? 1 : 0;
-    Sharing sharing = share_memory(tg, most_frames, c.options.share_order, [](size_t) { return true; });
+    Sharing sharing = share_memory(tg, most_frames, share_order_of(c.options), [](size_t) { return true; });
     if (!sharing.frames.empty() && stalls(tg)) {
       std::vector<bool> alone(sharing.candidates, false);
       for (size_t i = 0; i < sharing.candidates; ++i) {
         TaskGraph one = apart;
-        alone[i] = !share_memory(one, most_frames, c.options.share_order, [&](size_t k) { return k == i; }).frames.empty() && !stalls(one);
+        alone[i] = !share_memory(one, most_frames, share_order_of(c.options), [&](size_t k) { return k == i; }).frames.empty() && !stalls(one);
       }
       tg = apart;
-      sharing = share_memory(tg, most_frames, c.options.share_order, [&](size_t k) { return alone[k]; });
+      sharing = share_memory(tg, most_frames, share_order_of(c.options), [&](size_t k) { return alone[k]; });
       if (stalls(tg)) {
         tg = apart;
         sharing = Sharing{};

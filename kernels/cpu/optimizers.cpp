@@ -16,19 +16,16 @@ namespace of::kernels::cpu {
 
 namespace {
 
-// The shared layout: inputs (param, grad, state..., lr, step) and outputs (param', state'...).
-// Checks shapes and attributes; run() then splits the pointers.
+// The shared layout: inputs (param, grad, state..., lr, step) and outputs (param', state'...) or
+// (state'..., param') (rules.h). Checks shapes and attributes; run() then splits the pointers.
 class UpdateLayout {
  public:
   UpdateLayout(const KernelConfig& cfg, const char* name, std::vector<const char*> state_names)
-      : tensors_(int(state_names.size()) + 2), n_(update_layout(cfg, name, state_names)),
-        copy_(int(cfg.outputs.size()) == tensors_ ? tensors_ - 1 : -1) {}
+      : tensors_(int(state_names.size()) + 2), n_(update_layout(cfg, name, state_names)), outputs_(update_outputs(cfg)) {}
 
   int64_t n() const { return n_; }
-  // After the update: param' copied to the extra output, where there is one.
-  void emit_copy(void* const* out) const {
-    if (copy_ >= 0 && n_ > 0) std::memcpy(out[size_t(copy_)], out[0], size_t(n_) * sizeof(float));
-  }
+  float* param_out(void* const* out) const { return static_cast<float*>(out[size_t(outputs_.param)]); }
+  float* state_out(void* const* out, int k) const { return static_cast<float*>(out[size_t(outputs_.first_state + k)]); }
   float lr(const void* const* in) const { return scalar(in, 0); }
   float step(const void* const* in) const { return scalar(in, 1); }
 
@@ -36,7 +33,7 @@ class UpdateLayout {
   float scalar(const void* const* in, int k) const { return *static_cast<const float*>(in[size_t(tensors_ + k)]); }
   int tensors_ = 0;
   int64_t n_ = 0;
-  int copy_ = -1;  // the output index of param's copy, or -1
+  UpdateOutputs outputs_;
 };
 
 float float_attr(const KernelConfig& cfg, const char* name, const char* attr, float fallback, float lo) {
@@ -86,8 +83,8 @@ class SgdUpdate final : public Kernel {
     const float* buf = velocity_ ? static_cast<const float*>(in[2]) : nullptr;
     const float lr = layout_.lr(in);
     const bool first = layout_.step(in) < 1.5f;  // step counts from 1
-    float* p_out = static_cast<float*>(out[0]);
-    float* buf_out = velocity_ ? static_cast<float*>(out[1]) : nullptr;
+    float* p_out = layout_.param_out(out);
+    float* buf_out = velocity_ ? layout_.state_out(out, 0) : nullptr;
     const float mu = momentum_, wd = weight_decay_, keep = 1.0f - dampening_;
     if (mu == 0.0f) {
       if (buf_out != buf) std::memcpy(buf_out, buf, size_t(n) * sizeof(float));
@@ -97,7 +94,6 @@ class SgdUpdate final : public Kernel {
     } else {
       sgd_loop<true, false>(n, p, grad, buf, p_out, buf_out, mu, keep, wd, lr, first);
     }
-    layout_.emit_copy(out);
   }
 
  private:
@@ -134,9 +130,9 @@ class AdamUpdate final : public Kernel {
     const float* v = static_cast<const float*>(in[3]);
     const float lr = layout_.lr(in);
     const double t = std::max(1.0f, layout_.step(in));
-    float* p_out = static_cast<float*>(out[0]);
-    float* m_out = static_cast<float*>(out[1]);
-    float* v_out = static_cast<float*>(out[2]);
+    float* p_out = layout_.param_out(out);
+    float* m_out = layout_.state_out(out, 0);
+    float* v_out = layout_.state_out(out, 1);
     // Per-act scalars in double: b^t for large t loses nothing to f32 pow.
     const float step_size = static_cast<float>(lr / (1.0 - std::pow(double(beta1_), t)));
     const float inv_bc2_sqrt =
@@ -154,7 +150,6 @@ class AdamUpdate final : public Kernel {
       v_out[i] = vi;
       p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
     }
-    layout_.emit_copy(out);
   }
 
  private:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // sgd_update and adam_update, host side on the GPU: the CPU twin's layout (param, grad, state...,
-// lr, step) -> (param', state'... [, param' again]) and attribute rules; the arithmetic is in
-// optimizers.cu.
+// lr, step) -> (param', state'...) or (state'..., param') (rules.h) and attribute rules; the
+// arithmetic is in optimizers.cu.
 #include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
@@ -14,21 +14,14 @@ namespace {
 
 using cpu::where_of;
 
-// The optional last output (rules.h, update_layout): param' copied there after the update.
-// `tensors`: param, grad and the states; the copy is output tensors - 1 where there are that many.
-int copy_output(const KernelConfig& cfg, int tensors) { return int(cfg.outputs.size()) == tensors ? tensors - 1 : -1; }
-void emit_copy(const RunCtx& ctx, int copy_at, int64_t n, void* const* out) {
-  if (copy_at < 0 || n == 0) return;
-  const cudaError_t e = cudaMemcpyAsync(out[copy_at], out[0], size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, ctx.stream->stream);
-  if (e != cudaSuccess) ctx.stream->note_failure("update: cudaMemcpyAsync", int(e));
-}
+float* output(void* const* out, int k) { return static_cast<float*>(out[size_t(k)]); }
 
 class SgdUpdate final : public Kernel {
  public:
   SgdUpdate(const KernelConfig& cfg) : velocity_(cfg.inputs.size() != 4) {
     const char* name = "sgd_update";
     n_ = update_layout(cfg, name, velocity_ ? std::vector<const char*>{"velocity"} : std::vector<const char*>{});
-    copy_at_ = copy_output(cfg, velocity_ ? 3 : 2);
+    outputs_ = update_outputs(cfg);
     p_.momentum = float_attr_at_least(cfg, name, "momentum", 0.0f, 0.0f);
     if (!velocity_ && p_.momentum != 0.0f) fail(where_of(cfg), "sgd_update: momentum {} needs a velocity input", p_.momentum);
     const float dampening = cfg.attrs.get_float("dampening", 0.0f);
@@ -42,16 +35,15 @@ class SgdUpdate final : public Kernel {
     const int lr = velocity_ ? 3 : 2;
     launch_sgd_update(p_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                       velocity_ ? static_cast<const float*>(in[2]) : nullptr, static_cast<const float*>(in[lr]),
-                      static_cast<const float*>(in[lr + 1]), static_cast<float*>(out[0]),
-                      velocity_ ? static_cast<float*>(out[1]) : nullptr, n_, ctx.stream->stream);
+                      static_cast<const float*>(in[lr + 1]), output(out, outputs_.param),
+                      velocity_ ? output(out, outputs_.first_state) : nullptr, n_, ctx.stream->stream);
     ctx.stream->check_launch("sgd_update");
-    emit_copy(ctx, copy_at_, n_, out);
   }
 
  private:
   bool velocity_;
   int64_t n_ = 0;
-  int copy_at_ = -1;
+  UpdateOutputs outputs_;
   SgdParams p_;
 };
 
@@ -60,7 +52,7 @@ class AdamUpdate final : public Kernel {
   AdamUpdate(const KernelConfig& cfg) {
     const char* name = "adam_update";
     n_ = update_layout(cfg, name, {"m", "v"});
-    copy_at_ = copy_output(cfg, 4);
+    outputs_ = update_outputs(cfg);
     p_.beta1 = float_attr_at_least(cfg, name, "beta1", 0.9f, 0.0f);
     p_.beta2 = float_attr_at_least(cfg, name, "beta2", 0.999f, 0.0f);
     p_.eps = float_attr_at_least(cfg, name, "eps", 1e-8f, 0.0f);
@@ -74,15 +66,14 @@ class AdamUpdate final : public Kernel {
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_adam_update(p_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                        static_cast<const float*>(in[2]), static_cast<const float*>(in[3]),
-                       static_cast<const float*>(in[4]), static_cast<const float*>(in[5]), static_cast<float*>(out[0]),
-                       static_cast<float*>(out[1]), static_cast<float*>(out[2]), n_, ctx.stream->stream);
+                       static_cast<const float*>(in[4]), static_cast<const float*>(in[5]), output(out, outputs_.param),
+                       output(out, outputs_.first_state), output(out, outputs_.first_state + 1), n_, ctx.stream->stream);
     ctx.stream->check_launch("adam_update");
-    emit_copy(ctx, copy_at_, n_, out);
   }
 
  private:
   int64_t n_ = 0;
-  int copy_at_ = -1;
+  UpdateOutputs outputs_;
   AdamParams p_;
 };
 

@@ -202,7 +202,8 @@ std::string dump_json(const plan::Plan& p) {
       attrs[a.name] = !a.floats.empty() ? json(a.floats) : !a.str.empty() ? json(a.str) : json(a.ints);
     j["tasks"].push_back({{"id", t.id}, {"kind", kind_name(t.kind)}, {"name", t.name}, {"op", t.op}, {"kernel", t.kernel},
                           {"device", device(p.devices[size_t(t.device)])}, {"stream", t.stream}, {"inputs", inputs},
-                          {"in_regsts", t.in_regsts}, {"out_regsts", t.out_regsts}, {"attrs", attrs}, {"io_names", t.io_names}, {"stage", t.stage}});
+                          {"in_regsts", t.in_regsts}, {"out_regsts", t.out_regsts}, {"attrs", attrs}, {"io_names", t.io_names}, {"stage", t.stage},
+                          {"once_per_version", t.once_per_version}});
   }
   return j.dump(2) + "\n";
 }

@@ -2,6 +2,7 @@
 // sgd_update and adam_update: three consecutive steps (with a changing lr) against double
 // re-implementations of torch.optim.SGD / Adam / AdamW's documented algorithms, run both into
 // fresh buffers and in place (out == in), which must agree.
+#include <algorithm>
 #include <cmath>
 
 #include "grad_check.h"
@@ -74,11 +75,14 @@ void adam_ref(const AdamCfg& c, std::vector<double>& p, const std::vector<double
 
 // Runs `steps` updates of a kernel whose tensor inputs are `state` (param first, grad second,
 // then the optimizer state) and scalar inputs lr, step. In place: outputs are the input buffers.
-// Returns the final state tensors other than grad (param, then the optimizer state).
-std::vector<std::vector<float>> run_steps(const std::string& name, const Attrs& attrs,
+// param_last: the outputs are (state'..., param') (ZeRO 1/2's updates: the state in place, the
+// new param into a buffer of its own). Returns the final state tensors other than grad (param,
+// then the optimizer state).
+std::vector<std::vector<float>> run_steps(const std::string& name, Attrs attrs,
                                           std::vector<std::vector<float>> state,
                                           const std::vector<std::vector<float>>& grads,
-                                          bool in_place) {
+                                          bool in_place, bool param_last = false) {
+  if (param_last) attrs.set_int("param_last", 1);
   const size_t n_state = state.size();  // including grad at index 1
   std::vector<Shape> in_shapes(n_state, Shape{kN});
   in_shapes.push_back({});
@@ -96,6 +100,7 @@ std::vector<std::vector<float>> run_steps(const std::string& name, const Attrs& 
     std::vector<void*> out;
     for (size_t k = 0; k < n_state - 1; ++k)
       out.push_back(in_place ? state[k == 0 ? 0 : k + 1].data() : fresh[k].data());
+    if (param_last) std::rotate(out.begin(), out.begin() + 1, out.end());
     kernel->run({}, in.data(), out.data());
     if (!in_place)
       for (size_t k = 0; k < n_state - 1; ++k) state[k == 0 ? 0 : k + 1] = fresh[k];
@@ -120,12 +125,13 @@ void check_sgd(const SgdCfg& c) {
     sgd_ref(c, p, testing::to_double(grads[step - 1]), v, kLr[step - 1], step);
   INFO("momentum " << c.momentum << " dampening " << c.dampening << " wd " << c.weight_decay
                    << " nesterov " << c.nesterov);
-  for (bool in_place : {false, true}) {
-    INFO("in place " << in_place);
-    const auto got = run_steps("sgd_update", sgd_attrs(c), {p0, {}, v0}, grads, in_place);
-    testing::check_close(got[0], p);
-    testing::check_close(got[1], v);
-  }
+  for (bool in_place : {false, true})
+    for (bool param_last : {false, true}) {
+      INFO("in place " << in_place << " param last " << param_last);
+      const auto got = run_steps("sgd_update", sgd_attrs(c), {p0, {}, v0}, grads, in_place, param_last);
+      testing::check_close(got[0], p);
+      testing::check_close(got[1], v);
+    }
 }
 
 void check_adam(const AdamCfg& c) {
@@ -138,14 +144,14 @@ void check_adam(const AdamCfg& c) {
     adam_ref(c, p, testing::to_double(grads[step - 1]), m, v, kLr[step - 1], step);
   INFO("beta1 " << c.beta1 << " beta2 " << c.beta2 << " wd " << c.weight_decay << " decoupled "
                 << c.decoupled);
-  for (bool in_place : {false, true}) {
-    INFO("in place " << in_place);
-    const auto got =
-        run_steps("adam_update", adam_attrs(c), {p0, {}, zeros, zeros}, grads, in_place);
-    testing::check_close(got[0], p);
-    testing::check_close(got[1], m);
-    testing::check_close(got[2], v);
-  }
+  for (bool in_place : {false, true})
+    for (bool param_last : {false, true}) {
+      INFO("in place " << in_place << " param last " << param_last);
+      const auto got = run_steps("adam_update", adam_attrs(c), {p0, {}, zeros, zeros}, grads, in_place, param_last);
+      testing::check_close(got[0], p);
+      testing::check_close(got[1], m);
+      testing::check_close(got[2], v);
+    }
 }
 
 TEST_CASE("sgd_update: plain, momentum, dampening, nesterov and weight decay match torch's rule",
@@ -209,6 +215,10 @@ TEST_CASE("optimizers: bad configs throw of::Error", "[kernels]") {
   testing::check_rejects("adam_update", decoupled, {p, p, p, p, {}, {}}, {p, p, p});
   testing::check_rejects("adam_update", none, {p, p, p, {3}, {}, {}}, {p, p, p});  // v shape
   testing::check_rejects("adam_update", none, {p, p, p, p, {}, {}}, {p, p, {3}});   // out shape
+  Attrs last;
+  last.set_int("param_last", 2);
+  testing::check_rejects("adam_update", last, {p, p, p, p, {}, {}}, {p, p, p});
+  testing::check_rejects("sgd_update", none, {p, p, p, {}, {}}, {p, p, p});  // no copy output any more
 }
 
 }  // namespace

@@ -324,9 +324,17 @@ TEST_CASE("cuda twin: sgd_update (momentum, nesterov, weight decay, first step) 
       check_twin("adam_update", adam,
                  {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19), random_f32(p, 20, 0.0f, 1.0f), lr, st},
                  f32({p, p, p}), {}, 1, {{0, 0}, {1, 2}, {2, 3}});
+      // ZeRO 1/2: (m', v', param'), the states in place, param' into a buffer of its own.
+      adam.set_int("param_last", 1);
+      check_twin("adam_update", adam,
+                 {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19), random_f32(p, 20, 0.0f, 1.0f), lr, st},
+                 f32({p, p, p}), {}, 1, {{0, 2}, {1, 3}});
     }
     check_twin("sgd_update", mom, {random_f32(p, 14), random_f32(p, 15), random_f32(p, 16), lr, st}, f32({p, p}), {}, 1,
                {{0, 0}, {1, 2}});
+    mom.set_int("param_last", 1);
+    check_twin("sgd_update", mom, {random_f32(p, 14), random_f32(p, 15), random_f32(p, 16), lr, st}, f32({p, p}), {}, 1,
+               {{0, 2}});
   }
 }
 

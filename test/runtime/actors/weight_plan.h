@@ -9,6 +9,9 @@
 // With k micro-batches, an accumulator A (task 6) sits between G and U: it sums k pieces of g
 // into one slot (acts_per_piece k) and U runs once per k pieces; F and L read each version for k
 // pieces (pieces_per_version k). Then y[n] == z[n] == k * floor(n / k).
+//
+// With `once` (and k > 1), L reads A's sum instead of g, once per step, and w once per version
+// (Task::once_per_version), as ZeRO 1/2's slice of a replica does: z[s] == k * s for step s.
 #pragma once
 
 #include <atomic>
@@ -65,7 +68,7 @@ struct Accumulate final : Action {  // out[0] = sum of k consecutive in[0]
   }
 };
 
-inline plan::Plan weight_plan(int32_t k = 1) {
+inline plan::Plan weight_plan(int32_t k = 1, bool once = false) {
   using K = plan::InputKind;
   plan::Plan p;
   p.devices = {plan::DeviceRef{}};
@@ -91,6 +94,12 @@ inline plan::Plan weight_plan(int32_t k = 1) {
     p.tasks[3] = task(3, plan::TaskKind::compute, {{K::own, 3, 0}, {K::regst, 5, 0}}, {5}, {3});
     p.tasks.push_back(task(6, plan::TaskKind::compute, {{K::regst, 2, 0}}, {2}, {5}));
     p.arenas[0].bytes = offset;
+    if (once) {
+      p.regsts[2].consumers = {6};
+      p.regsts[5].consumers = {3, 4};
+      p.tasks[4] = task(4, plan::TaskKind::compute, {{K::regst, 5, 0}, {K::regst, 3, 0}}, {5, 3}, {4});
+      p.tasks[4].once_per_version = true;
+    }
   }
   return p;
 }
@@ -108,12 +117,12 @@ struct WeightRun {
   Accumulate a;
   std::vector<std::unique_ptr<TaskState>> tasks;
 
-  explicit WeightRun(int64_t pieces, int32_t k = 1)
-      : p(weight_plan(k)), arena(p.arenas[0].bytes, 0), y(size_t(pieces), -1), z(size_t(pieces), -1), a(k) {
+  explicit WeightRun(int64_t pieces, int32_t k = 1, bool once = false)
+      : p(weight_plan(k, once)), arena(p.arenas[0].bytes, 0), y(size_t(pieces), -1), z(size_t(once ? pieces / k : pieces), -1), a(k) {
     uint8_t* arenas[] = {arena.data()};
     source = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(zeros.data()), 1, 4}});
     sink = std::make_unique<SinkAction>(std::vector<SinkAction::Collect>{{reinterpret_cast<uint8_t*>(y.data()), pieces, 4},
-                                                                          {reinterpret_cast<uint8_t*>(z.data()), pieces, 4}});
+                                                                          {reinterpret_cast<uint8_t*>(z.data()), int64_t(z.size()), 4}});
     Action* actions[] = {source.get(), &f, &g, &u, &l, sink.get(), &a};
     for (int t = 0; t < int(p.tasks.size()); ++t) tasks.push_back(std::make_unique<TaskState>(p, t, actions[t], arenas, 2, pieces, 0));
   }

@@ -72,6 +72,7 @@ plan::Plan every_field_plan() {
   p.regsts[1].persistent = true;
   p.regsts[1].acts_per_piece = 2;
   p.regsts[1].pieces_per_version = 3;
+  p.tasks[1].once_per_version = true;
   p.regsts[1].arena = 1;
   p.regsts[1].blobs[0].offset = 64;
   p.regsts[1].blobs[0].tensor = 2;
@@ -143,6 +144,7 @@ TEST_CASE("plan_diff: a change to a field is found and named", "[runtime]") {
             .rfind("tasks[1].attrs[3].floats[1]: ", 0) == 0);
   CHECK(changed([](plan::Plan& q) { q.tasks[1].inputs[2].blob = 1; }) == "tasks[1].inputs[2].blob: 2 != 1");
   CHECK(changed([](plan::Plan& q) { q.regsts[1].pieces_per_version = 1; }) == "regsts[1].pieces_per_version: 3 != 1");
+  CHECK(changed([](plan::Plan& q) { q.tasks[1].once_per_version = false; }) == "tasks[1].once_per_version: 1 != 0");
   CHECK(changed([](plan::Plan& q) { q.regsts[0].blobs[0].desc.shape = {2, 5}; }) == "regsts[0].blobs[0].desc.shape: [2,4] != [2,5]");
   CHECK(changed([](plan::Plan& q) { q.boxings[0].backward = false; }) == "boxings[0].backward: 1 != 0");
   CHECK(changed([](plan::Plan& q) { q.layouts.clear(); }) == "layouts.size(): 1 != 0");

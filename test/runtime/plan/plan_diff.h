@@ -121,6 +121,7 @@ inline std::string plan_diff(const plan::Plan& a, const plan::Plan& b) {
     d.eq(at + ".out_regsts", x.out_regsts, y.out_regsts);
     d.eq(at + ".io_names", x.io_names, y.io_names);
     d.eq(at + ".stage", x.stage, y.stage);
+    d.eq(at + ".once_per_version", x.once_per_version, y.once_per_version);
   });
   d.each("regsts", a.regsts, b.regsts, [&](const std::string& at, const Regst& x, const Regst& y) {
     d.eq(at + ".id", x.id, y.id);
