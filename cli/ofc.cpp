@@ -175,8 +175,9 @@ int main(int argc, char** argv) {
                  c.tasks.memory_options.empty() ? " (every option is in use)"
                                                 : " as compiled, " + of::compiler::describe_largest(c.tasks.memory_options, options.device_memory));
     if (options.zero > 0)
-      fmt::print("ofc: --zero {}: {} weights sharded over {} data-parallel devices, {} left whole (no axis divides by {})\n", options.zero,
-                 c.parallel.zero_sharded, options.dp, c.parallel.zero_replicated, options.dp);
+      fmt::print("ofc: --zero {}: {} weights sharded over {} data-parallel devices, {} left whole (no axis divides by {}{})\n", options.zero,
+                 c.parallel.zero_sharded, options.dp, c.parallel.zero_replicated, options.dp,
+                 options.zero == 3 ? "" : " outside the axes other levels split");
     return 0;
   });
 }
