@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   app.add_option("--costs", costs_file, "machine costs for the predicted step time, as ofrun --calibrate FILE writes them (default: built-in)");
   bool record_options = false;
   app.add_flag("--memory-options", record_options,
-               "compile again with --recompute, --zero 3, --share-order tight and their combinations, and record each device's peak "
+               "compile again with --recompute, --zero 3, --share-order tight and their combinations, and --zero 1, and record each device's peak "
                "under each in the plan (ofdump --memory)")
       ->needs(train);
   app.add_flag("--time-passes", options.time_passes, "print each compiler pass's wall time and the graph's size after it (stderr)");

@@ -74,19 +74,21 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
   };
   for (const CompileOptions& o : splits) weigh(o);
   // Nothing fits: the memory options, in the order of what they cost (a tight order costs
-  // overlap, recompute adds work, ZeRO adds gathers), each over every split.
+  // overlap, recompute adds work, ZeRO adds gathers: stage 1 one per weight and step, stage 3 one
+  // per use), each over every split.
   if (!best && base.train && base.device_memory > 0) {
     struct Option {
-      bool tight, recompute, zero;
+      bool tight, recompute;
+      int32_t zero;
     };
-    for (const Option& m : {Option{true, false, false}, Option{false, true, false}, Option{false, false, true}, Option{false, true, true},
-                            Option{true, true, true}}) {
+    for (const Option& m : {Option{true, false, 0}, Option{false, true, 0}, Option{false, false, 1}, Option{false, false, 3},
+                            Option{false, true, 3}, Option{true, true, 3}}) {
       for (CompileOptions o : splits) {
-        if ((m.recompute && base.recompute) || (m.zero && (base.zero > 0 || o.dp < 2)) ||
+        if ((m.recompute && base.recompute) || (m.zero > 0 && (base.zero > 0 || o.dp < 2)) ||
             (m.tight && (share_order_of(base) == ShareOrder::tight || !base.share_memory)))
           continue;
         o.recompute = base.recompute || m.recompute;
-        o.zero = m.zero ? 3 : base.zero;
+        o.zero = m.zero > 0 ? m.zero : base.zero;
         if (m.tight) o.share_order = ShareOrder::tight;
         weigh(o);
       }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What each memory option would do to a training plan, known before launch: the model compiled
-// again with --recompute, with --zero 3 (data-parallel plans), with both, with --share-order tight and
-// with all of them, wherever the options do not already have them, and each device's peak read
+// again with --recompute, with --zero 3 (data-parallel plans), with both, with --share-order tight,
+// with all of them and with --zero 1, wherever the options do not already have them, and each device's peak read
 // off those plans. Compiling is the only
 // honest way to know: recompute's gain depends on which activations cheap ops make, ZeRO's on
 // which weights split and what their gathered copies cost.

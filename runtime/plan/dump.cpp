@@ -269,7 +269,7 @@ std::string dump_memory(const plan::Plan& p) {
   // The gain of each memory option, where ofc compiled the plan again with it.
   if (p.memory_options.empty()) {
     if (p.job.kind == plan::JobKind::train)
-      out += "\nofc --memory-options records here each device's peak with --recompute, --zero 3 and --share-order tight\n";
+      out += "\nofc --memory-options records here each device's peak with --recompute, --zero 3, --zero 1 and --share-order tight\n";
     return out;
   }
   out += fmt::format("\n{:<16} {:>14}", "device", "as compiled");

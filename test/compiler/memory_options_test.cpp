@@ -34,12 +34,13 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   std::vector<uint64_t> now;
   for (const auto& a : c.tasks.arenas) now.push_back(a.bytes);
   const auto options = memory_options(mlp(), o);
-  REQUIRE(options.size() == 5);
+  REQUIRE(options.size() == 6);
   CHECK(options[0].flags == "--recompute");
   CHECK(options[1].flags == "--zero 3");
   CHECK(options[2].flags == "--recompute --zero 3");
   CHECK(options[3].flags == "--share-order tight");
   CHECK(options[4].flags == "--recompute --zero 3 --share-order tight");
+  CHECK(options[5].flags == "--zero 1");
   for (const auto& m : options) {
     INFO(m.flags);
     REQUIRE(m.peaks.size() == now.size());
@@ -52,6 +53,9 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   // The tight order lets the gradients' reductions give their bytes back sooner.
   CHECK(largest(options[3].peaks) < largest(now));
   CHECK(largest(options[4].peaks) <= largest(options[2].peaks));
+  // ZeRO 1 splits the moments only (the weights stay whole): between plain dp and stage 3.
+  CHECK(largest(options[5].peaks) + (1ull << 20) < largest(now));
+  CHECK(largest(options[5].peaks) > largest(options[1].peaks));
   // Exactly what compiling with the flag gives.
   CompileOptions zero = o;
   zero.zero = 3;
@@ -62,10 +66,11 @@ TEST_CASE("memory_options: each option not in use compiled again, with every dev
   CompileOptions recomputing = o;
   recomputing.recompute = true;
   const auto rest = memory_options(mlp(), recomputing);
-  REQUIRE(rest.size() == 3);
+  REQUIRE(rest.size() == 4);
   CHECK(rest[0].flags == "--zero 3");
   CHECK(rest[1].flags == "--share-order tight");
   CHECK(rest[2].flags == "--zero 3 --share-order tight");
+  CHECK(rest[3].flags == "--zero 1");
   CompileOptions one = o;
   one.devices = one.dp = 1;
   const auto single = memory_options(mlp(), one);

@@ -363,7 +363,7 @@ TEST_CASE("parallel: ofc --memory-options records what --recompute, --zero 3 and
   REQUIRE(c.exit_code == 0);
   CHECK(c.out.find("ofc: memory options: the largest device needs ") != std::string::npos);
   const json j = dump_json(d, d / "p.ofp");
-  REQUIRE(j.at("memory_options").size() == 5);  // each of the three, recompute with ZeRO, all three
+  REQUIRE(j.at("memory_options").size() == 6);  // each of the three, recompute with ZeRO, all three, ZeRO 1
   uint64_t now = 0, zero = 0;
   for (const json& a : j.at("arenas")) now = std::max(now, a.at("peak").get<uint64_t>());
   for (const json& m : j.at("memory_options"))
