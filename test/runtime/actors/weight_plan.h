@@ -11,7 +11,9 @@
 // pieces (pieces_per_version k). Then y[n] == z[n] == k * floor(n / k).
 //
 // With `once` (and k > 1), L reads A's sum instead of g, once per step, and w once per version
-// (Task::once_per_version), as ZeRO 1/2's slice of a replica does: z[s] == k * s for step s.
+// (Task::once_per_version), as ZeRO 1/2's slice of a replica does, and records what it read
+// itself (no z register: the sink would wait for z[n] beside y[n], which only comes k pieces on):
+// z[s] == k * s for step s.
 #pragma once
 
 #include <atomic>
@@ -29,6 +31,12 @@ struct CopyInput final : Action {  // out[0] = in[k]
   size_t k;
   explicit CopyInput(size_t input) : k(input) {}
   void act(int64_t, const void* const* in, void* const* out) override { *static_cast<float*>(out[0]) = *static_cast<const float*>(in[k]); }
+};
+struct Record final : Action {  // (*out)[piece] = in[k]
+  std::vector<float>* out;
+  size_t k;
+  Record(std::vector<float>* to, size_t input) : out(to), k(input) {}
+  void act(int64_t piece, const void* const* in, void* const*) override { (*out)[size_t(piece)] = *static_cast<const float*>(in[k]); }
 };
 struct One final : Action {
   void act(int64_t, const void* const*, void* const* out) override { *static_cast<float*>(out[0]) = 1.0f; }
@@ -96,9 +104,11 @@ inline plan::Plan weight_plan(int32_t k = 1, bool once = false) {
     p.arenas[0].bytes = offset;
     if (once) {
       p.regsts[2].consumers = {6};
+      p.regsts[4].consumers = {};
       p.regsts[5].consumers = {3, 4};
-      p.tasks[4] = task(4, plan::TaskKind::compute, {{K::regst, 5, 0}, {K::regst, 3, 0}}, {5, 3}, {4});
+      p.tasks[4] = task(4, plan::TaskKind::compute, {{K::regst, 5, 0}, {K::regst, 3, 0}}, {5, 3}, {});
       p.tasks[4].once_per_version = true;
+      p.tasks[5] = task(5, plan::TaskKind::sink, {{K::regst, 1, 0}}, {1}, {});
     }
   }
   return p;
@@ -112,6 +122,7 @@ struct WeightRun {
   std::unique_ptr<SourceAction> source;
   std::unique_ptr<SinkAction> sink;
   CopyInput f{1}, l{1};
+  Record record{&z, 1};  // L with `once`
   One g;
   AddInPlace u;
   Accumulate a;
@@ -121,9 +132,10 @@ struct WeightRun {
       : p(weight_plan(k, once)), arena(p.arenas[0].bytes, 0), y(size_t(pieces), -1), z(size_t(once ? pieces / k : pieces), -1), a(k) {
     uint8_t* arenas[] = {arena.data()};
     source = std::make_unique<SourceAction>(std::vector<SourceAction::Feed>{{reinterpret_cast<const uint8_t*>(zeros.data()), 1, 4}});
-    sink = std::make_unique<SinkAction>(std::vector<SinkAction::Collect>{{reinterpret_cast<uint8_t*>(y.data()), pieces, 4},
-                                                                          {reinterpret_cast<uint8_t*>(z.data()), int64_t(z.size()), 4}});
-    Action* actions[] = {source.get(), &f, &g, &u, &l, sink.get(), &a};
+    std::vector<SinkAction::Collect> collect{{reinterpret_cast<uint8_t*>(y.data()), pieces, 4}};
+    if (!once) collect.push_back({reinterpret_cast<uint8_t*>(z.data()), pieces, 4});
+    sink = std::make_unique<SinkAction>(std::move(collect));
+    Action* actions[] = {source.get(), &f, &g, &u, once ? static_cast<Action*>(&record) : &l, sink.get(), &a};
     for (int t = 0; t < int(p.tasks.size()); ++t) tasks.push_back(std::make_unique<TaskState>(p, t, actions[t], arenas, 2, pieces, 0));
   }
   float weight() const { return *reinterpret_cast<const float*>(arena.data() + p.regsts[3].offsets[0]); }
