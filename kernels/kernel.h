@@ -45,6 +45,10 @@ struct RunCtx {
   // CUDA kernels only (null on the CPU): run() enqueues its work on this stream and returns; the
   // act completes when the stream reaches it.
   DeviceStream* stream = nullptr;
+  // CPU kernels only: where this act may keep workspace_bytes() of scratch, 64-byte aligned, or
+  // null for the thread's own workspace (kernels/cpu/thread_workspace.h). The runtime sets it to
+  // bytes of the task's share group that nothing uses while the task acts (plan::scratch_room).
+  void* workspace = nullptr;
 };
 
 class Kernel {
@@ -52,6 +56,9 @@ class Kernel {
   virtual ~Kernel() = default;
   // in[i] / out[i] point at buffers of the shapes given to prepare().
   virtual void run(const RunCtx& ctx, const void* const* in, void* const* out) = 0;
+  // The scratch one act uses (reordered copies, column matrices) beyond its buffers: what
+  // RunCtx::workspace must hold when it is set.
+  virtual size_t workspace_bytes() const { return 0; }
 };
 
 // Throws of::Error (naming cfg.node) when the configuration is not supported.

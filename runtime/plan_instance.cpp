@@ -318,7 +318,55 @@ std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, in
   // and beside other actors' kernels oversubscribes them.
   kernels::set_kernel_threads(kernel_threads);
   auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, outs[0].dtype, cfg);
-  return std::make_unique<KernelAction>(std::move(kernel), kernel_threads, base);
+  ScratchRooms rooms = scratch_rooms(t, kernel->workspace_bytes());
+  return std::make_unique<KernelAction>(std::move(kernel), kernel_threads, base, std::move(rooms));
+}
+
+ScratchRooms PlanInstance::scratch_rooms(const plan::Task& t, uint64_t bytes) const {
+  if (bytes == 0) return {};
+  orders_.resize(plan_.share_groups.size());
+  placed_.resize(plan_.share_groups.size());
+  for (size_t g = 0; g < plan_.share_groups.size(); ++g) {
+    const plan::ShareGroup& group = plan_.share_groups[g];
+    if (!std::binary_search(group.tasks.begin(), group.tasks.end(), t.id)) continue;
+    // One of t's arguments in a register of the group tells an act which slot it is in.
+    ScratchRooms rooms;
+    const plan::Regst* member = nullptr;
+    uint64_t blob_offset = 0;
+    size_t arg = 0;
+    for (plan::RegstId r : t.out_regsts)
+      for (const plan::Blob& b : plan_.regsts[size_t(r)].blobs) {
+        if (!member && plan_.regsts[size_t(r)].share_group == int32_t(g)) {
+          member = &plan_.regsts[size_t(r)];
+          blob_offset = b.offset;
+          rooms.output = true;
+          rooms.arg = arg;
+        }
+        ++arg;
+      }
+    for (size_t k = 0; k < t.inputs.size() && !member; ++k) {
+      const plan::TaskInput& in = t.inputs[k];
+      if (in.kind == plan::InputKind::variable || plan_.regsts[size_t(in.id)].share_group != int32_t(g)) continue;
+      member = &plan_.regsts[size_t(in.id)];
+      blob_offset = member->blobs[size_t(in.blob)].offset;
+      rooms.arg = k;
+    }
+    if (!member || !arena_ptrs_[size_t(member->arena)] || plan_.arenas[size_t(member->arena)].device < 0 ||
+        plan_.devices[size_t(plan_.arenas[size_t(member->arena)].device)].kind != 0)
+      continue;
+    if (!orders_[g]) orders_[g] = std::make_unique<plan::GroupOrder>(plan_, group.tasks);
+    // Tasks that may act at once get rooms apart.
+    const std::optional<std::vector<uint64_t>> room = plan::scratch_room(plan_, *orders_[g], int32_t(g), t.id, bytes, placed_[g]);
+    if (!room || room->size() > member->offsets.size()) continue;
+    placed_[g].push_back(plan::Scratch{t.id, bytes, *room});
+    uint8_t* arena = arena_ptrs_[size_t(member->arena)];
+    for (size_t s = 0; s < room->size(); ++s) {
+      rooms.at.push_back(arena + member->offsets[s] + blob_offset);
+      rooms.room.push_back(arena + (*room)[s]);
+    }
+    return rooms;
+  }
+  return {};
 }
 
 }  // namespace of::runtime

@@ -12,9 +12,11 @@
 #include "common/safetensors.h"
 #include "common/shape.h"
 #include "kernels/kernel.h"
+#include "runtime/actors/actions.h"
 #include "runtime/actors/protocol.h"
 #include "runtime/transport/routes.h"
 #include "schemas/plan_model.h"
+#include "schemas/shared_memory.h"
 
 namespace of::runtime {
 
@@ -116,6 +118,9 @@ class PlanInstance {
 
   // A prepared kernel for compute task t (shapes checked, workspace allocated).
   // `base`: the run's seed and first piece (see KernelAction).
+  // Where task t's kernel may keep `bytes` of scratch per act: room in a share group of t that
+  // nothing uses while t acts (plan::scratch_room), or none (the thread's workspace).
+  ScratchRooms scratch_rooms(const plan::Task& t, uint64_t bytes) const;
   std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm,
                                              kernels::RunCtx base = {}) const;
   // The copy of transfer task t (in one process every device's arena is here).
@@ -131,6 +136,9 @@ class PlanInstance {
   std::string path_;
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
   std::vector<uint8_t*> arena_ptrs_;
+  // Share groups' orders, made when a kernel first asks for scratch room in one (scratch_rooms).
+  mutable std::vector<std::unique_ptr<plan::GroupOrder>> orders_;
+  mutable std::vector<std::vector<plan::Scratch>> placed_;  // per group: the rooms given so far
   std::vector<StoredTensor> stored_;
   std::vector<const plan::Task*> snapshots_;
   std::vector<std::vector<uint8_t>> buffers_;  // the contents of the buffer tensors

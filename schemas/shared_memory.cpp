@@ -66,8 +66,54 @@ bool GroupOrder::read_before(TaskId c, TaskId to) const {
   return false;
 }
 
-bool GroupOrder::before(const Regst& x, const Regst& y) const {
-  return !x.consumers.empty() && std::all_of(x.consumers.begin(), x.consumers.end(), [&](TaskId c) { return read_before(c, y.producer); });
+bool GroupOrder::read_before_task(const Regst& x, TaskId t) const {
+  return !x.consumers.empty() && std::all_of(x.consumers.begin(), x.consumers.end(), [&](TaskId c) { return read_before(c, t); });
+}
+
+bool GroupOrder::before(const Regst& x, const Regst& y) const { return read_before_task(x, y.producer); }
+
+std::optional<std::vector<uint64_t>> scratch_room(const Plan& p, const GroupOrder& order, int32_t group, TaskId t, uint64_t bytes,
+                                                  const std::vector<Scratch>& placed) {
+  if (group < 0 || size_t(group) >= p.share_groups.size() || !order.in_group(t) || bytes == 0) return std::nullopt;
+  using Span = std::pair<uint64_t, uint64_t>;  // [begin, end)
+  auto merged = [](std::vector<Span> v) {
+    std::sort(v.begin(), v.end());
+    std::vector<Span> out;
+    for (const Span& x : v)
+      if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
+      else out.push_back(x);
+    return out;
+  };
+  std::vector<uint64_t> rooms;
+  for (int32_t s = 0; s < p.share_groups[size_t(group)].slots; ++s) {
+    std::vector<Span> apart, busy;  // the bytes of registers not in use while t acts, and of those in use
+    for (const Regst& r : p.regsts) {
+      if (r.share_group != group || r.slot_bytes == 0 || size_t(s) >= r.offsets.size()) continue;
+      const bool unused = order.read_before_task(r, t) || (r.producer != t && order.reaches(t, r.producer));
+      (unused ? apart : busy).push_back({r.offsets[size_t(s)], r.offsets[size_t(s)] + r.slot_bytes});
+    }
+    for (const Scratch& x : placed)
+      if (size_t(s) < x.offsets.size() && (x.task == t || (!order.reaches(x.task, t) && !order.reaches(t, x.task))))
+        busy.push_back({x.offsets[size_t(s)], x.offsets[size_t(s)] + x.bytes});
+    const std::vector<Span> taken = merged(std::move(busy));
+    std::optional<uint64_t> found;
+    for (const Span& a : merged(std::move(apart))) {
+      // The pieces of `a` between the busy spans, lowest first.
+      uint64_t from = a.first;
+      for (size_t k = 0; k <= taken.size() && !found; ++k) {
+        const uint64_t to = k < taken.size() ? std::min(a.second, taken[k].first) : a.second;
+        if (k < taken.size() && taken[k].second <= from) continue;
+        const uint64_t begin = align_up(from);
+        if (to >= begin && to - begin >= bytes) found = begin;
+        if (k < taken.size()) from = std::max(from, taken[k].second);
+        if (from >= a.second) break;
+      }
+      if (found) break;
+    }
+    if (!found) return std::nullopt;
+    rooms.push_back(*found);
+  }
+  return rooms;
 }
 
 std::vector<TaskId> GroupOrder::sources() const {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ class GroupOrder {
   // Every reader of x reaches y's producer (a reader outside the group through its proxies):
   // y may take x's bytes.
   bool before(const Regst& x, const Regst& y) const;
+  // Every reader of x has completed before task `t` acts.
+  bool read_before_task(const Regst& x, TaskId t) const;
   // Tasks of the group no other task of it reaches (its sources) or that reach none (its ends).
   std::vector<TaskId> sources() const;
   std::vector<TaskId> ends() const;
@@ -64,6 +67,25 @@ class GroupOrder {
   std::vector<uint64_t> reach_;        // row i: the tasks task i reaches
   std::vector<uint8_t> has_pred_;      // per group task: some group task reaches it
 };
+
+// Scratch room a task of a share group was given (scratch_room): per slot, its offset.
+struct Scratch {
+  TaskId task = 0;
+  uint64_t bytes = 0;
+  std::vector<uint64_t> offsets;
+};
+
+// Room for `bytes` of scratch that task `t` of share group `group` uses only while it acts (a
+// kernel's reordered copies, its column matrix): per slot of the group, an arena offset (aligned)
+// inside that slot's bytes of the group's registers, where none of them is in use while t acts
+// (each is read before t acts, or written after t has completed), nor the scratch `placed` gave
+// a task of the group that may act at the same time as t (one t neither reaches nor is reached
+// by). That is the rule above with the scratch as a register t alone writes and reads, so it
+// needs no room of its own in the plan. Nothing when t is not in the group or some slot has no
+// such room. Needs a plan check_shared_memory accepted (so no buffer outside the group lies in
+// those bytes).
+std::optional<std::vector<uint64_t>> scratch_room(const Plan& p, const GroupOrder& order, int32_t group, TaskId t, uint64_t bytes,
+                                                  const std::vector<Scratch>& placed = {});
 
 // Refuses, in one line naming the file and field, a plan whose share groups are not ordered as
 // above or whose buffers share bytes the rule does not allow. Needs task and register ids that

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// conv (ONNX Conv, 2-D, NCHW): im2col (conv_geometry.h) into the thread's workspace,
+// conv (ONNX Conv, 2-D, NCHW): im2col (conv_geometry.h) into the act's workspace,
 // then one dnnl_sgemm per (batch, group): Y_g[M/g, OH*OW] = W_g[M/g, C/g*kH*kW] * col[.., OH*OW].
 // A 1x1, stride-1, unpadded conv skips im2col: the input plane already is the column matrix.
 #include <oneapi/dnnl/dnnl.h>
@@ -19,8 +19,8 @@ class Conv final : public Kernel {
  public:
   Conv(const KernelConfig& cfg);
   void run(const RunCtx&, const void* const* in, void* const* out) override;
-  // The column matrix of one (batch, group), in the thread's workspace.
-  void reserve_columns() const { reserve_thread_workspace(g_.column_bytes()); }
+  // The column matrix of one (batch, group).
+  size_t workspace_bytes() const override { return g_.column_bytes(); }
 
  private:
   ConvGeometry g_;
@@ -34,14 +34,14 @@ Conv::Conv(const KernelConfig& cfg) {
   relu_ = f.relu;
 }
 
-void Conv::run(const RunCtx&, const void* const* in, void* const* out) {
+void Conv::run(const RunCtx& ctx, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
   const float* wt = static_cast<const float*>(in[1]);
   const float* bias = has_bias_ ? static_cast<const float*>(in[2]) : nullptr;
   float* y = static_cast<float*>(out[0]);
   const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg;
   const float beta = has_bias_ ? 1.0f : 0.0f;
-  float* columns_at = g_.direct ? nullptr : static_cast<float*>(thread_workspace());
+  float* columns_at = g_.direct ? nullptr : static_cast<float*>(act_workspace(ctx, g_.column_bytes()));
   for (int64_t b = 0; b < g_.n; ++b) {
     for (int64_t g = 0; g < g_.group; ++g) {
       const float* col = columns(g_, x, b, g, columns_at);
@@ -62,7 +62,6 @@ std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg) {
   // taken for a configuration that passed them.
   auto checked = std::make_unique<Conv>(cfg);
   if (auto dnnl = make_dnnl_conv(cfg)) return dnnl;
-  checked->reserve_columns();
   return checked;
 }
 

@@ -101,14 +101,16 @@ class DnnlConv final : public Kernel {
     }
     seq_.add(dnnl::convolution_forward(pd), std::move(args), pd.scratchpad_desc());
   }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     set_handle(x_, in[0]);
     if (w_) set_handle(w_, in[1]);
     if (has_bias_) set_handle(b_, in[2]);
     set_handle(y_, out[0]);
-    seq_.run();
+    seq_.run(ctx);
     if (relu_) relu_inplace(static_cast<float*>(out[0]), size_);
   }
+
+  size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
 
  private:
   DnnlSequence seq_;
@@ -136,12 +138,14 @@ class DnnlConvGradData final : public Kernel {
              {{DNNL_ARG_DIFF_DST, dy.get()}, {DNNL_ARG_WEIGHTS, w.get()}, {DNNL_ARG_DIFF_SRC, dx.get()}},
              pd.scratchpad_desc());
   }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     set_handle(dy_, in[0]);
     set_handle(w_, in[1]);
     set_handle(dx_, out[0]);
-    seq_.run();
+    seq_.run(ctx);
   }
+
+  size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
 
  private:
   DnnlSequence seq_;
@@ -166,12 +170,14 @@ class DnnlConvGradWeight final : public Kernel {
              {{DNNL_ARG_DIFF_DST, dy.get()}, {DNNL_ARG_SRC, x.get()}, {DNNL_ARG_DIFF_WEIGHTS, dw.get()}},
              pd.scratchpad_desc());
   }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     set_handle(dy_, in[0]);
     set_handle(x_, in[1]);
     set_handle(dw_, out[0]);
-    seq_.run();
+    seq_.run(ctx);
   }
+
+  size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
 
  private:
   DnnlSequence seq_;

@@ -2,7 +2,7 @@
 // Gradients of conv (2-D, NCHW, same attributes): per (batch, group),
 //   conv_grad_data:   col = W_g^T [kdim, M/g] * dY_g [M/g, OH*OW], then col2im adds col into dX;
 //   conv_grad_weight: dW_g [M/g, kdim] += dY_g * im2col(X)^T, accumulated over the batch.
-// The column matrix lies in the thread's workspace; a 1x1, stride-1, unpadded conv skips
+// The column matrix lies in the act's workspace; a 1x1, stride-1, unpadded conv skips
 // im2col/col2im.
 // Outputs must not alias inputs.
 #include <oneapi/dnnl/dnnl.h>
@@ -21,14 +21,14 @@ namespace {
 class ConvGradData final : public Kernel {
  public:
   explicit ConvGradData(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {}
-  // The column matrix of one (batch, group), in the thread's workspace.
-  void reserve_columns() const { reserve_thread_workspace(g_.column_bytes()); }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  // The column matrix of one (batch, group).
+  size_t workspace_bytes() const override { return g_.column_bytes(); }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* wt = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
     const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.h * g_.w;
-    float* col = g_.direct ? nullptr : static_cast<float*>(thread_workspace());
+    float* col = g_.direct ? nullptr : static_cast<float*>(act_workspace(ctx, g_.column_bytes()));
     for (int64_t b = 0; b < g_.n; ++b) {
       for (int64_t g = 0; g < g_.group; ++g) {
         const float* dyg = dy + (b * g_.m + g * mg) * spatial;
@@ -54,9 +54,9 @@ class ConvGradData final : public Kernel {
 class ConvGradWeight final : public Kernel {
  public:
   explicit ConvGradWeight(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_weight", false)) {}
-  // The column matrix of one (batch, group), in the thread's workspace.
-  void reserve_columns() const { reserve_thread_workspace(g_.column_bytes()); }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  // The column matrix of one (batch, group).
+  size_t workspace_bytes() const override { return g_.column_bytes(); }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
     float* dw = static_cast<float*>(out[0]);
@@ -65,7 +65,7 @@ class ConvGradWeight final : public Kernel {
       std::fill(dw, dw + g_.m * kdim, 0.0f);
       return;
     }
-    float* columns_at = g_.direct ? nullptr : static_cast<float*>(thread_workspace());
+    float* columns_at = g_.direct ? nullptr : static_cast<float*>(act_workspace(ctx, g_.column_bytes()));
     for (int64_t b = 0; b < g_.n; ++b) {
       const float beta = b == 0 ? 0.0f : 1.0f;  // the first batch overwrites, the rest add
       for (int64_t g = 0; g < g_.group; ++g) {
@@ -87,13 +87,11 @@ class ConvGradWeight final : public Kernel {
 std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg) {
   auto checked = std::make_unique<ConvGradData>(cfg);
   if (auto dnnl = make_dnnl_conv_grad_data(cfg)) return dnnl;
-  checked->reserve_columns();
   return checked;
 }
 std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg) {
   auto checked = std::make_unique<ConvGradWeight>(cfg);
   if (auto dnnl = make_dnnl_conv_grad_weight(cfg)) return dnnl;
-  checked->reserve_columns();
   return checked;
 }
 

@@ -36,7 +36,6 @@ dnnl::memory DnnlSequence::transient(const dnnl::memory::desc& md) {
   const size_t bytes = (md.get_size() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
   transients_.emplace_back(m, workspace_bytes_);
   workspace_bytes_ += bytes;
-  reserve_thread_workspace(workspace_bytes_);
   bound_ = nullptr;  // bind again at the next run
   return m;
 }
@@ -71,9 +70,9 @@ void DnnlSequence::add(const dnnl::primitive& prim, std::vector<dnnl_exec_arg_t>
   steps_.push_back(std::move(s));
 }
 
-void DnnlSequence::run() {
+void DnnlSequence::run(const RunCtx& ctx) {
   if (!transients_.empty()) {
-    void* base = thread_workspace();
+    void* base = act_workspace(ctx, workspace_bytes_);
     if (base != bound_) {
       for (const auto& [m, offset] : transients_) dnnl_memory_set_data_handle(m.get(), static_cast<uint8_t*>(base) + offset);
       bound_ = base;

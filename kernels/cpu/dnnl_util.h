@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "kernels/kernel.h"
+
 namespace of::kernels::cpu {
 
 const dnnl::engine& cpu_engine();
@@ -29,9 +31,9 @@ dnnl::memory user_memory(const dnnl::memory::desc& md);
 // through the C API with preset argument arrays.
 //
 // The buffers that live only within one run() (reordered copies, scratchpads) are not the
-// kernel's own: they lie in its thread's workspace (thread_workspace.h; measured on the
+// kernel's own: they lie in the act's workspace (thread_workspace.h; measured on the
 // benchmarks' CNN: oneDNN held 9.7 MB of these buffers in its kernels). run() only rebinds the
-// handles when its thread (or its thread's workspace) changed since the last act.
+// handles when the workspace moved since the last act.
 class DnnlSequence {
  public:
   DnnlSequence();
@@ -45,7 +47,9 @@ class DnnlSequence {
   const dnnl::memory& keep(dnnl::memory m);
   // `args` without the scratchpad, which lies in the workspace, sized by `scratchpad`.
   void add(const dnnl::primitive& prim, std::vector<dnnl_exec_arg_t> args, const dnnl::memory::desc& scratchpad);
-  void run();
+  // The workspace one run() takes (the kernel's Kernel::workspace_bytes()).
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  void run(const RunCtx& ctx);
 
  private:
   struct Step {

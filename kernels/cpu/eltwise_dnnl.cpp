@@ -29,11 +29,13 @@ class DnnlEltwise final : public Kernel {
     y_ = user_memory(row(n));
     seq_.add(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, x_.get()}, {DNNL_ARG_DST, y_.get()}}, pd.scratchpad_desc());
   }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     set_handle(x_, in[0]);
     set_handle(y_, out[0]);
-    seq_.run();
+    seq_.run(ctx);
   }
+
+  size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
 
  private:
   DnnlSequence seq_;
@@ -53,12 +55,14 @@ class DnnlEltwiseGrad final : public Kernel {
     seq_.add(dnnl::eltwise_backward(pd), {{DNNL_ARG_DIFF_DST, dy_.get()}, {DNNL_ARG_SRC, x_.get()}, {DNNL_ARG_DIFF_SRC, dx_.get()}},
              pd.scratchpad_desc());
   }
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     set_handle(dy_, in[0]);
     set_handle(x_, in[1]);
     set_handle(dx_, out[0]);
-    seq_.run();
+    seq_.run(ctx);
   }
+
+  size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
 
  private:
   DnnlSequence seq_;

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernels/cpu/thread_workspace.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
 namespace of::kernels::cpu {
 namespace {
-
-// The most any kernel made so far needs: what each thread's workspace grows to.
-std::atomic<size_t> workspace_needed{0};
 
 struct Workspace {
   void* data = nullptr;
@@ -19,17 +16,10 @@ struct Workspace {
 
 }  // namespace
 
-void reserve_thread_workspace(size_t bytes) {
-  bytes = (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
-  size_t most = workspace_needed.load(std::memory_order_relaxed);
-  while (most < bytes && !workspace_needed.compare_exchange_weak(most, bytes, std::memory_order_relaxed)) {
-  }
-}
-
-void* thread_workspace() {
+void* thread_workspace(size_t bytes) {
   thread_local Workspace w;
-  const size_t need = workspace_needed.load(std::memory_order_relaxed);
-  if (w.bytes < need) {
+  if (w.bytes < bytes || !w.data) {
+    const size_t need = (std::max<size_t>(bytes, 1) + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
     std::free(w.data);
     w.data = std::aligned_alloc(kWorkspaceAlignment, need);
     if (!w.data) throw std::bad_alloc();

@@ -14,7 +14,13 @@ void KernelAction::act(int64_t piece, const void* const* in, void* const* out) {
     kernels::set_kernel_threads(kernel_threads_);
     threads_set = kernel_threads_;
   }
-  kernel_->run(kernels::RunCtx{.piece = base_.piece + piece, .seed = base_.seed, .stream = base_.stream}, in, out);
+  kernels::RunCtx ctx{.piece = base_.piece + piece, .seed = base_.seed, .stream = base_.stream};
+  if (!rooms_.at.empty()) {
+    const void* arg = rooms_.output ? out[rooms_.arg] : in[rooms_.arg];
+    for (size_t s = 0; s < rooms_.at.size(); ++s)
+      if (rooms_.at[s] == arg) ctx.workspace = rooms_.room[s];
+  }
+  kernel_->run(ctx, in, out);
 }
 
 void SourceAction::act(int64_t piece, const void* const*, void* const* out) {

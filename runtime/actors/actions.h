@@ -12,18 +12,30 @@
 
 namespace of::runtime {
 
+// Where a kernel's acts keep their scratch (RunCtx::workspace) when the plan has room for it
+// (plan::scratch_room): per slot of the task's share group, the address one of the task's
+// arguments has in that slot, and the room in that slot. An act finds its slot by that
+// argument's address. Empty: the thread's workspace.
+struct ScratchRooms {
+  bool output = false;  // the argument is out[arg], else in[arg]
+  size_t arg = 0;
+  std::vector<const void*> at;
+  std::vector<void*> room;
+};
+
 // `base`: the run's seed and the index of its first piece (a resumed run's steps times its
 // micro-batches), so that kernels see the piece's index in the whole training run.
 class KernelAction final : public Action {
  public:
-  KernelAction(std::unique_ptr<kernels::Kernel> kernel, int kernel_threads, kernels::RunCtx base = {})
-      : kernel_(std::move(kernel)), kernel_threads_(kernel_threads), base_(base) {}
+  KernelAction(std::unique_ptr<kernels::Kernel> kernel, int kernel_threads, kernels::RunCtx base = {}, ScratchRooms rooms = {})
+      : kernel_(std::move(kernel)), kernel_threads_(kernel_threads), base_(base), rooms_(std::move(rooms)) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;
 
  private:
   std::unique_ptr<kernels::Kernel> kernel_;
   int kernel_threads_;
   kernels::RunCtx base_;
+  ScratchRooms rooms_;
 };
 
 // Piece p of blob i is bytes [(p % pieces_i) * piece_bytes_i + begin_i, + bytes_i) of feeds[i]

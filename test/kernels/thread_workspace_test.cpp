@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-thread workspace CPU kernels keep their per-act scratch in: as large as every
-// reservation, aligned, one per thread; a kernel made after another act ran (a larger
-// reservation moves the workspace) still computes what it did, and so does the earlier one.
+// The per-thread workspace CPU kernels keep their per-act scratch in when the runtime gave them no
+// room in the arena: as large as the largest act asked, aligned, one per thread; a kernel whose
+// act grows it (moves the workspace) still computes what it did, and so does the earlier one;
+// and a kernel given its room (RunCtx::workspace) computes the same there.
 #include <thread>
 
 #include "kernel_test_util.h"
@@ -10,30 +11,39 @@
 namespace of::kernels {
 namespace {
 
-TEST_CASE("thread workspace: at least every reservation, aligned, one per thread", "[kernels]") {
-  cpu::reserve_thread_workspace(1000);
-  auto* mine = static_cast<uint8_t*>(cpu::thread_workspace());
+TEST_CASE("thread workspace: at least what an act asks, aligned, one per thread", "[kernels]") {
+  auto* mine = static_cast<uint8_t*>(cpu::thread_workspace(1000));
   REQUIRE(mine != nullptr);
   CHECK(reinterpret_cast<uintptr_t>(mine) % cpu::kWorkspaceAlignment == 0);
   mine[999] = 7;  // ASan names an overflow here if the workspace were smaller
-  CHECK(cpu::thread_workspace() == mine);  // no new reservation: the same buffer
+  CHECK(cpu::thread_workspace(1000) == mine);  // no larger ask: the same buffer
+  CHECK(cpu::thread_workspace(10) == mine);
   void* other = nullptr;
-  std::thread([&] { other = cpu::thread_workspace(); }).join();
+  std::thread([&] { other = cpu::thread_workspace(1000); }).join();
   CHECK(other != nullptr);
   CHECK(other != static_cast<void*>(mine));
-  cpu::reserve_thread_workspace(1 << 22);
-  auto* grown = static_cast<uint8_t*>(cpu::thread_workspace());
+  auto* grown = static_cast<uint8_t*>(cpu::thread_workspace(1 << 22));
   grown[(1 << 22) - 1] = 7;
-  CHECK(cpu::thread_workspace() == grown);
+  CHECK(cpu::thread_workspace(1000) == grown);
+  RunCtx given;
+  given.workspace = mine;
+  CHECK(cpu::act_workspace(given, 1 << 22) == mine);  // the runtime's room, whatever the thread holds
 }
 
 // Runs `kernel` (one output) on `in` and returns its output.
-std::vector<float> run(Kernel& kernel, const std::vector<std::vector<float>>& in, int64_t out_size) {
+// Runs `kernel` (one output) on `in` and returns its output; with `room`, its scratch lies there
+// (filled with NaN first, as stale bytes of another buffer could be).
+std::vector<float> run(Kernel& kernel, const std::vector<std::vector<float>>& in, int64_t out_size, std::vector<float>* room = nullptr) {
   std::vector<float> y(size_t(out_size), std::nanf(""));
   std::vector<const void*> ins;
   for (const auto& d : in) ins.push_back(d.data());
   void* outs[] = {y.data()};
-  kernel.run({}, ins.data(), outs);
+  RunCtx ctx;
+  if (room) {
+    room->assign(kernel.workspace_bytes() / sizeof(float) + 1, std::nanf(""));
+    ctx.workspace = room->data();
+  }
+  kernel.run(ctx, ins.data(), outs);
   return y;
 }
 
@@ -59,6 +69,10 @@ TEST_CASE("thread workspace: convolutions made after others ran move it, and eve
     std::vector<float> other_thread;
     std::thread([&] { other_thread = run(*kernels[k], inputs[k], numel(shapes[k][2])); }).join();
     CHECK(other_thread == first[k]);
+    CHECK(kernels[k]->workspace_bytes() > 0);
+    std::vector<float> room;
+    CHECK(run(*kernels[k], inputs[k], numel(shapes[k][2]), &room) == first[k]);
+    CHECK(run(*kernels[k], inputs[k], numel(shapes[k][2])) == first[k]);  // and back in the thread's
   }
   // The first kernel against a kernel made fresh now, with the workspace at its largest.
   auto fresh = testing::prepare("conv", attrs, {shapes[0][0], shapes[0][1]}, {shapes[0][2]});
