@@ -70,9 +70,10 @@ void DnnlSequence::add(const dnnl::primitive& prim, std::vector<dnnl_exec_arg_t>
   steps_.push_back(std::move(s));
 }
 
-void DnnlSequence::run(const RunCtx& ctx) {
+void DnnlSequence::run(const RunCtx& ctx) { run(transients_.empty() ? nullptr : act_workspace(ctx, workspace_bytes_)); }
+
+void DnnlSequence::run(void* base) {
   if (!transients_.empty()) {
-    void* base = act_workspace(ctx, workspace_bytes_);
     if (base != bound_) {
       for (const auto& [m, offset] : transients_) dnnl_memory_set_data_handle(m.get(), static_cast<uint8_t*>(base) + offset);
       bound_ = base;

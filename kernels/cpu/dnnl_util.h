@@ -50,6 +50,9 @@ class DnnlSequence {
   // The workspace one run() takes (the kernel's Kernel::workspace_bytes()).
   size_t workspace_bytes() const { return workspace_bytes_; }
   void run(const RunCtx& ctx);
+  // With the workspace at `base` (workspace_bytes() there, aligned), for a kernel that keeps
+  // more of its own scratch after it.
+  void run(void* base);
 
  private:
   struct Step {

@@ -96,6 +96,38 @@ TEST_CASE("conv_grad: 16 and more input channels (oneDNN) match finite differenc
   check_conv_grads({{1, 16, 7, 7}, {3, 16, 3, 2}, {1, 2}, {0, 2, 1, 0}, {2, 1}, 1});
 }
 
+// oneDNN's conv_grad_weight works through a large batch in chunks (its copies of dY and X take
+// at most 1 MiB per chunk) and sums their dW: against the sum over the whole batch, in double.
+TEST_CASE("conv_grad_weight: a batch too large for one chunk sums its chunks' gradients", "[kernels]") {
+  for (const ConvCase& c : {ConvCase{{6, 16, 40, 40}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},     // 2 chunks of 3
+                            ConvCase{{3, 16, 128, 128}, {16, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1}}) {  // 3 of 1
+    std::mt19937 rng(5);
+    const Shape y = y_shape(c);
+    const auto x = testing::random_floats(numel(c.x), rng);
+    const auto dy = testing::random_floats(numel(y), rng);
+    std::vector<double> want(size_t(numel(c.w)), 0.0);
+    for (int64_t b = 0; b < c.x[0]; ++b)
+      for (int64_t m = 0; m < c.w[0]; ++m)
+        for (int64_t ci = 0; ci < c.w[1]; ++ci)
+          for (int64_t i = 0; i < c.w[2]; ++i)
+            for (int64_t j = 0; j < c.w[3]; ++j) {
+              double s = 0;
+              for (int64_t oy = 0; oy < y[2]; ++oy)
+                for (int64_t ox = 0; ox < y[3]; ++ox) {
+                  const int64_t iy = oy - c.pads[0] + i, ix = ox - c.pads[1] + j;
+                  if (iy < 0 || iy >= c.x[2] || ix < 0 || ix >= c.x[3]) continue;
+                  s += double(dy[size_t(((b * y[1] + m) * y[2] + oy) * y[3] + ox)]) *
+                       double(x[size_t(((b * c.x[1] + ci) * c.x[2] + iy) * c.x[3] + ix)]);
+                }
+              want[size_t(((m * c.w[1] + ci) * c.w[2] + i) * c.w[3] + j)] += s;
+            }
+    const auto got = testing::run_f32("conv_grad_weight", conv_attrs(c), {y, c.x}, {dy, x}, c.w);
+    INFO("X " << shape_str(c.x));
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < got.size(); ++k) CHECK(std::abs(double(got[k]) - want[k]) <= 1e-3 * (1.0 + std::abs(want[k])));
+  }
+}
+
 TEST_CASE("conv_grad_data: input rows no window reads get zero", "[kernels]") {
   // 8 rows, 3x3 kernel, stride 2, no padding: 3 output rows read rows 0..6; row 7 is unread.
   const ConvCase c{{1, 2, 8, 8}, {2, 2, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1};
