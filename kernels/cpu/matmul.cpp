@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // matmul (ONNX MatMul, numpy semantics): 1-D operands are promoted and then squeezed, batch
-// dimensions broadcast. One dnnl_sgemm per batch, with offsets precomputed at prepare time.
+// dimensions broadcast. One product per batch (oneDNN's matmul primitive, gemm_dnnl.cpp, or
+// dnnl_sgemm), with offsets precomputed at prepare time.
 // matmul_tb: A [..., M, K] times the transpose of a 2-D B [N, K] (a linear layer's weight as
 // torch stores it), one sgemm over all rows: the weight is read transposed, never copied.
 #include <oneapi/dnnl/dnnl.h>
@@ -50,11 +51,21 @@ void MatMul::run(const RunCtx&, const void* const* in, void* const* out) {
 
 }  // namespace
 
+// oneDNN's matmul primitive where it applies (gemm_dnnl.cpp: no per-call mallocs), else sgemm
+// per batch; the OpenBLAS backend's matmuls stay on dnnl_sgemm, as before.
 std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg) {
-  return std::make_unique<MatMul>(cfg);
+  const MatMulGeometry g = matmul_geometry(cfg);
+  if (cfg.gemm == GemmBackend::onednn)
+    if (auto primitive = make_dnnl_matmul(cfg, g)) return primitive;
+  return std::make_unique<MatMul>(g);
 }
 
 // matmul_tb: the rows of A (all but its last dim) are one M; B is [N, K], read as its transpose.
-std::unique_ptr<Kernel> make_matmul_tb(const KernelConfig& cfg) { return std::make_unique<MatMul>(matmul_tb_geometry(cfg)); }
+std::unique_ptr<Kernel> make_matmul_tb(const KernelConfig& cfg) {
+  const MatMulGeometry g = matmul_tb_geometry(cfg);
+  if (cfg.gemm == GemmBackend::onednn)
+    if (auto primitive = make_dnnl_matmul(cfg, g)) return primitive;
+  return std::make_unique<MatMul>(g);
+}
 
 }  // namespace of::kernels::cpu
