@@ -116,11 +116,9 @@ class PlanInstance {
   // versions kept without momentum) that this plan, keeping none, may skip.
   bool unused_zero_momentum(const SafetensorsFile& file, const std::string& key) const;
 
-  // A prepared kernel for compute task t (shapes checked, workspace allocated).
+  // A prepared kernel for compute task t (shapes checked; its scratch in arena room where some is
+  // free while it acts, scratch_rooms).
   // `base`: the run's seed and first piece (see KernelAction).
-  // Where task t's kernel may keep `bytes` of scratch per act: room in a share group of t that
-  // nothing uses while t acts (plan::scratch_room), or none (the thread's workspace).
-  ScratchRooms scratch_rooms(const plan::Task& t, uint64_t bytes) const;
   std::unique_ptr<Action> make_kernel_action(const plan::Task& t, int kernel_threads, kernels::GemmBackend gemm,
                                              kernels::RunCtx base = {}) const;
   // The copy of transfer task t (in one process every device's arena is here).
@@ -136,6 +134,9 @@ class PlanInstance {
   std::string path_;
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> arenas_;
   std::vector<uint8_t*> arena_ptrs_;
+  // Where task t's kernel may keep `bytes` of scratch per act: room in a share group of t that
+  // nothing uses while t acts (plan::scratch_room), or none (the thread's workspace).
+  ScratchRooms scratch_rooms(const plan::Task& t, uint64_t bytes) const;
   // Share groups' orders, made when a kernel first asks for scratch room in one (scratch_rooms).
   mutable std::vector<std::unique_ptr<plan::GroupOrder>> orders_;
   mutable std::vector<std::vector<plan::Scratch>> placed_;  // per group: the rooms given so far
