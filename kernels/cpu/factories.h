@@ -62,8 +62,9 @@ std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
 // nullptr unless B is constant and the gemm is a plain Linear layer (then a packed oneDNN matmul).
 std::unique_ptr<Kernel> make_packed_gemm(const KernelConfig& cfg);
-// matmul / matmul_tb through oneDNN's matmul primitive (matmul_dnnl.cpp), or nothing where it
-// does not apply.
+// gemm, matmul / matmul_tb through oneDNN's matmul primitive (matmul_dnnl.cpp), or nothing
+// where it does not apply.
+std::unique_ptr<Kernel> make_dnnl_gemm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dnnl_matmul(const KernelConfig& cfg, const MatMulGeometry& g);
 std::unique_ptr<Kernel> make_global_average_pool(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_global_average_pool_grad(const KernelConfig& cfg);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // gemm (ONNX Gemm): Y[M,N] = alpha * op(A) * op(B) + beta * C, with C unidirectionally
-// broadcast to [M,N]. oneDNN's row-major dnnl_sgemm does the product, or OpenBLAS's when the
-// configuration asks for PyTorch's summation order (GemmBackend::openblas).
+// broadcast to [M,N]. oneDNN's matmul primitive does the product (matmul_dnnl.cpp), or here
+// OpenBLAS's sgemm when the configuration asks for PyTorch's summation order
+// (GemmBackend::openblas); an empty product (M, N or K zero) stays here too.
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -77,9 +78,12 @@ void Gemm::run(const RunCtx&, const void* const* in, void* const* out) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg) {
-  if (cfg.gemm == GemmBackend::onednn)
+  auto checked = std::make_unique<Gemm>(cfg);  // checks every shape and attribute
+  if (cfg.gemm == GemmBackend::onednn) {
     if (auto packed = make_packed_gemm(cfg)) return packed;
-  return std::make_unique<Gemm>(cfg);
+    if (auto primitive = make_dnnl_gemm(cfg)) return primitive;
+  }
+  return checked;
 }
 
 }  // namespace of::kernels::cpu

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// matmul and matmul_tb through oneDNN's matmul primitive on the tensors' own layouts (A
-// row-major, B row-major or read transposed, Y row-major), one product per batch. dnnl_sgemm
-// packs its operands into buffers it mallocs on every call (measured: 1.8 MB for
-// [64,784]x[784,1024]), outside any plan; the primitive packs into its scratchpad, which lies in
-// the act's workspace (thread_workspace.h: the arena's room for it, where ofrun found some), and
-// was faster besides (one core: 1.16 against 1.28 ms for that product, 1.0 against 1.7 ms for
-// [32,4096]x[4096,256]). gemm stays on dnnl_sgemm (gemm.cpp): through the primitive, ZeRO 2's
-// losses at dp=2 with 3 micro-batches left plain dp's in the last bits (cause not found).
+// gemm, matmul and matmul_tb through oneDNN's matmul primitive on the tensors' own layouts (Y
+// row-major), one product per batch. dnnl_sgemm packs its operands into buffers it mallocs on
+// every call (measured: 1.8 MB for [64,784]x[784,1024]), outside any plan; the primitive packs
+// into its scratchpad, which lies in the act's workspace (thread_workspace.h: the arena's room
+// for it, where ofrun found some), and was faster besides (one core: 1.16 against 1.28 ms for
+// that product, 1.0 against 1.7 ms for [32,4096]x[4096,256]; the MLP trains 10.4k -> 14.4k
+// samples/s).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu/dnnl_util.h"
@@ -22,6 +21,49 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
+
+// gemm (gemm.cpp's geometry): Y = alpha * op(A) op(B) + beta * C, A and B row-major with their
+// leading dimensions or read transposed. alpha is the primitive's output scale; beta * C is added
+// once the product is whole, as an accumulation of that product would add it (the primitive's
+// sum post-op would start its sums from C).
+class DnnlGemm final : public Kernel {
+ public:
+  explicit DnnlGemm(const GemmGeometry& g) : g_(g) {
+    // Row-major with leading dimensions lda / ldb, or read transposed.
+    const memory::desc a({g.m, g.k}, dt::f32, g.trans_a ? memory::dims{1, g.lda} : memory::dims{g.lda, 1});
+    const memory::desc b({g.k, g.n}, dt::f32, g.trans_b ? memory::dims{1, g.ldb} : memory::dims{g.ldb, 1});
+    const memory::desc y({g.m, g.n}, dt::f32, tag::ab);
+    dnnl::primitive_attr attr = primitive_attr();
+    if (g.alpha != 1.0f) attr.set_output_scales(0, {g.alpha});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, y), attr, cpu_engine());
+    a_ = user_memory(a);
+    b_ = user_memory(b);
+    y_ = user_memory(y);
+    seq_.add(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_.get()}, {DNNL_ARG_WEIGHTS, b_.get()}, {DNNL_ARG_DST, y_.get()}}, pd.scratchpad_desc());
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    float* y = static_cast<float*>(out[0]);
+    dnnl_memory_set_data_handle(a_.get(), const_cast<void*>(in[0]));
+    dnnl_memory_set_data_handle(b_.get(), const_cast<void*>(in[1]));
+    dnnl_memory_set_data_handle(y_.get(), y);
+    seq_.run(ctx);
+    if (g_.has_c) {  // Y (no input's buffer) += beta * C, after the whole product
+      const float* c = static_cast<const float*>(in[2]);
+      for (int64_t i = 0; i < g_.m; ++i) {
+        const float* c_row = c + i * g_.c_row_stride;
+        float* y_row = y + i * g_.n;
+        for (int64_t j = 0; j < g_.n; ++j) y_row[j] += g_.beta * c_row[j * g_.c_col_stride];
+      }
+    }
+    if (g_.relu) relu_inplace(y, g_.m * g_.n);
+  }
+  size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
+
+ private:
+  GemmGeometry g_;
+  DnnlSequence seq_;
+  memory a_, b_, y_;
+};
 
 // matmul / matmul_tb (matmul.cpp's geometry): the primitive on one batch's [M,K] x [K,N], run
 // once per batch with the operands' offsets.
@@ -65,6 +107,17 @@ std::unique_ptr<Kernel> make_dnnl_matmul(const KernelConfig& cfg, const MatMulGe
     for (const TensorDesc& d : *list)
       if (d.dtype != DType::f32) return nullptr;
   return std::make_unique<DnnlMatMul>(g);
+}
+
+std::unique_ptr<Kernel> make_dnnl_gemm(const KernelConfig& cfg) {
+  const GemmGeometry g = gemm_geometry(cfg);
+  // Every gemm with a product to make takes the primitive, whatever its leading dimensions: one
+  // kernel for all, so a product gives the same bits in every plan that makes it.
+  if (g.m == 0 || g.n == 0 || g.k == 0) return nullptr;
+  for (const auto* list : {&cfg.inputs, &cfg.outputs})
+    for (const TensorDesc& d : *list)
+      if (d.dtype != DType::f32) return nullptr;
+  return std::make_unique<DnnlGemm>(g);
 }
 
 }  // namespace of::kernels::cpu

@@ -181,7 +181,10 @@ TEST_CASE("parallel: --zero 3 shards weights and gradients and Adam state over d
                                   "--devices 2x2:cpu --dp 2 --tp 2"}) {
     INFO(flags);
     const auto [plain, plain_out] = compile(flags, "plain.ofp");
-    // Stages 1 and 2 on two of the configurations: the same sums in the same order again.
+    // Stages 1 and 2 on two of the configurations: the same sums in the same order again, but
+    // for stage 2 with micro-batches, which adds each micro-batch's reduced shard in turn where
+    // plain dp sums the micro-batches first and then reduces (another association: its weights
+    // differ from plain dp's in the last bits).
     const bool all_stages = flags == "--devices 2:cpu --dp 2 --micro-batches 3" || flags == "--devices 4:cpu --dp 2 --tp 2";
     for (const char* stage : {"1", "2"}) {
       if (!all_stages) break;
@@ -189,7 +192,13 @@ TEST_CASE("parallel: --zero 3 shards weights and gradients and Adam state over d
       const std::string name = std::string("zero") + stage + ".ofp";
       const auto [staged, staged_out] = compile(flags + " --zero " + stage, name);
       CHECK(staged_out.find("weights sharded over") != std::string::npos);
-      CHECK(train_losses(d, staged, 6) == train_losses(d, plain, 6));
+      const std::vector<double> got = train_losses(d, staged, 6), want = train_losses(d, plain, 6);
+      if (std::string(stage) == "2" && flags.find("--micro-batches") != std::string::npos) {
+        REQUIRE(got.size() == want.size());
+        for (size_t s = 0; s < got.size(); ++s) CHECK(std::abs(got[s] - want[s]) <= 1e-6 * std::abs(want[s]));
+      } else {
+        CHECK(got == want);
+      }
     }
     const auto [zero, zero_out] = compile(flags + " --zero 3", "zero.ofp");
     CHECK(zero_out.find("weights sharded over") != std::string::npos);
