@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # ofc's compile time and peak memory, against the size of the graph and the number of devices.
 #   /usr/bin/python3 benchmarks/bench_compile.py [--build build] [--blocks 30,120,480,1920,7700]
-#       [--devices 1,2,4,8,16,32,64,8x8] [--repeats 3] [--timeout 300]
+#       [--devices 1,8,64,8x8,32x8,128x8] [--repeats 3] [--timeout 300]
 # Ops table: the residual MLP of make_residual_mlp.py (torch.nn modules, width 16, batch 64) for
 # training with SGD on one device, --blocks setting its size (7700 blocks: the scale issue's
-# ~77k-task graph). Devices table: the GPT of bench_train.py (torch.nn, AdamW) data-parallel over
-# N CPU devices of one rank. Columns: ONNX ops, plan tasks, plan file size, ofc's wall time (median
-# of the repeats, check-plan included), ofc's peak RSS (the child's rusage) next to the model's
-# weights, which ofc holds once (optimizer state it holds not at all). The last column is the
-# growth rate: ofc's tasks per second, and how RSS grows per added task or device.
+# ~77k-task graph). Devices table: the GPT of bench_train.py (torch.nn, AdamW, one sequence per
+# device) data-parallel over N CPU devices of one rank or R ranks of D. Columns: ONNX ops, plan
+# tasks (and per device), plan file size, ofc's wall time (median of the repeats, check-plan
+# included), ofc's peak RSS (the child's rusage) next to the model's weights, which ofc holds once
+# (optimizer state it holds not at all). The last column is the growth rate: ofc's tasks per
+# second, how RSS grows per added task, and how tasks and time grow from the row before.
 import argparse
 import os
 import statistics
@@ -110,39 +111,54 @@ def ops_table(a, tmp):
     print_table(["blocks", "ONNX ops", "tasks", "plan", "ofc time", "ofc peak RSS", "weights", "growth"], rows)
 
 
+GPT_EXPORT = """
+import sys, torch
+from bench_train import gpt_module
+gpt = gpt_module()
+torch.manual_seed(0)
+torch.onnx.export(gpt.GPT().train(), torch.zeros(int(sys.argv[2]), gpt.SEQ, dtype=torch.int64), sys.argv[1],
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=14,
+                  input_names=["input"], output_names=["logits"])
+"""
+
+
 def devices_table(a, tmp):
-    model = python("import sys; from bench_train import workloads; print(workloads(sys.argv[1], ['gpt'])[0].model)", tmp).strip()
+    specs = a.devices.split(",")
+    counts = [(lambda r, d: r * d)(*[int(x) for x in s.split("x")]) if "x" in s else int(s) for s in specs]
+    # bench_train.py's GPT, exported with one sequence per device at the most devices (batch 8 at
+    # least), so that --dp N splits the batch on every row.
+    batch = max(8, max(counts))
+    model = os.path.join(tmp, f"gpt_b{batch}.onnx")
+    python(GPT_EXPORT, model, str(batch))
     weights = model_facts(model)[1]
-    rows, first = [], None
-    for spec in a.devices.split(","):
-        # "N": N devices of one rank; "RxD": R ranks of D devices (conversions between ranks are
-        # point to point, so they grow with the square of the ranks).
-        ranks, per_rank = (int(x) for x in spec.split("x")) if "x" in spec else (1, int(spec))
-        n = ranks * per_rank
+    rows, prev = [], None
+    for spec, n in zip(specs, counts):
+        # "N": N devices of one rank; "RxD": R ranks of D devices (all-reduces between ranks halve
+        # and double pairwise: R log R).
         plan = os.path.join(tmp, f"gpt{spec}.ofp")
         cmd = [os.path.join(a.build, "cli", "ofc"), model, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
                "--optimizer", "adamw", "--devices", f"{spec}:cpu", "--dp", str(n)]
         m = measure(cmd, plan, a.repeats, a.timeout)
         if isinstance(m, str):
-            rows.append([spec, f"n/a ({m})", "", "", "", "", ""])
+            rows.append([spec, f"n/a ({m})", "", "", "", "", "", ""])
             continue
         tasks, plan_mib, secs, rss = m
-        growth = ""
-        if first and n > first[0]:
-            growth = f"{(rss - first[1]) / (n - first[0]) / MiB:.1f} MiB RSS per added device"
-        first = first or (n, rss)
-        rows.append([spec, str(tasks), f"{plan_mib:.1f} MiB", f"{secs:.2f} s", f"{rss / MiB:.0f} MiB",
-                     f"{weights / MiB:.1f} MiB", f"{tasks / secs / 1000:.0f}k tasks/s" + (f"; {growth}" if growth else "")])
+        growth = f"{tasks / secs / 1000:.0f}k tasks/s"
+        if prev and n > prev[0]:
+            growth += f"; x{n / prev[0]:g} devices: x{tasks / prev[1]:.2f} tasks, x{secs / prev[2]:.2f} time"
+        prev = (n, tasks, secs)
+        rows.append([spec, str(tasks), f"{tasks / n:.0f}", f"{plan_mib:.1f} MiB", f"{secs:.2f} s", f"{rss / MiB:.0f} MiB",
+                     f"{weights / MiB:.1f} MiB", growth])
         os.remove(plan)
-    print("\nofc --train --optimizer adamw --dp N, GPT of bench_train.py\n")
-    print_table(["devices", "tasks", "plan", "ofc time", "ofc peak RSS", "weights", "growth"], rows)
+    print(f"\nofc --train --optimizer adamw --dp N, GPT of bench_train.py at batch {batch}\n")
+    print_table(["devices", "tasks", "per device", "plan", "ofc time", "ofc peak RSS", "weights", "growth"], rows)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--blocks", default="30,120,480,1920,7700")
-    ap.add_argument("--devices", default="1,2,4,8,16,32,64,8x8", help="N (one rank) or RxD (R ranks of D devices), comma-separated")
+    ap.add_argument("--devices", default="1,8,64,8x8,32x8,128x8", help="N (one rank) or RxD (R ranks of D devices), comma-separated")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=int, default=300, help="seconds one ofc run may take")
     a = ap.parse_args()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "schemas/plan_codec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -153,7 +154,12 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   if (crc32_of(buf, fb_size) != crc) fail(file, "checksum mismatch: the plan is corrupt");
   // The buffer is copied so that FlatBuffers reads aligned data.
   std::vector<uint8_t> aligned(buf, buf + fb_size);
-  flatbuffers::Verifier verifier(aligned.data(), aligned.size());
+  // The verifier's default cap of a million tables (a guard against a buffer that claims more
+  // than it can hold) is below what a plan over a thousand devices has; every table takes at
+  // least 4 bytes, so the buffer's size bounds the count as well.
+  flatbuffers::Verifier::Options options;
+  options.max_tables = flatbuffers::uoffset_t(std::max<uint64_t>(options.max_tables, fb_size / 4));
+  flatbuffers::Verifier verifier(aligned.data(), aligned.size(), options);
   if (!fb::VerifyPlanBuffer(verifier)) fail(file, "FlatBuffers verification failed: the plan is corrupt");
   const fb::Plan* root = fb::GetPlan(aligned.data());
 

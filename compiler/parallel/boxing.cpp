@@ -111,21 +111,52 @@ std::string collective_op(const std::string& kind) {
   return "Boxing";
 }
 
+namespace {
+
+// For each device of `b`, its position in `a`; empty unless `b` lists the same devices as `a` in
+// some order (the tree route's placement lists a level's devices in another order).
+std::vector<size_t> positions_in(const Placement& a, const Placement& b) {
+  if (a.size() != b.size()) return {};
+  std::vector<size_t> out(b.size());
+  if (a.devices == b.devices) {
+    for (size_t j = 0; j < b.size(); ++j) out[j] = j;
+    return out;
+  }
+  int32_t most = -1;
+  for (int32_t d : a.devices) most = std::max(most, d);
+  std::vector<int64_t> at(size_t(most) + 1, -1);
+  for (size_t j = 0; j < a.size(); ++j) at[size_t(a.devices[j])] = int64_t(j);
+  for (size_t j = 0; j < b.size(); ++j) {
+    const int32_t d = b.devices[j];
+    if (d < 0 || d > most || at[size_t(d)] < 0) return {};
+    out[j] = size_t(at[size_t(d)]);
+    at[size_t(d)] = -1;  // each device once
+  }
+  return out;
+}
+
+}  // namespace
+
+// Whether every device holds the same box and summand under both layouts: a relabelling (one level
+// seen as two, or a level's devices listed in another order), where nothing moves.
 bool same_data(const TensorDesc& logical, const Layout& a, const Layout& b) {
-  if (a.placement.devices != b.placement.devices) return false;
-  for (size_t j = 0; j < a.placement.size(); ++j)
-    if (local_region(logical.shape, a.placement, a.sbp, j) != local_region(logical.shape, b.placement, b.sbp, j) ||
-        partial_index(a.placement, a.sbp, j) != partial_index(b.placement, b.sbp, j) || has_partial(a.sbp) != has_partial(b.sbp))
+  if (has_partial(a.sbp) != has_partial(b.sbp)) return false;
+  const std::vector<size_t> at = positions_in(a.placement, b.placement);
+  if (at.size() != b.placement.size()) return false;
+  for (size_t j = 0; j < b.placement.size(); ++j)
+    if (local_region(logical.shape, a.placement, a.sbp, at[j]) != local_region(logical.shape, b.placement, b.sbp, j) ||
+        partial_index(a.placement, a.sbp, at[j]) != partial_index(b.placement, b.sbp, j))
       return false;
   return true;
 }
 
 BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup) {
   BoxingPlan plan;
-  if (same_data(logical, from, to)) {  // a relabelling (one level seen as two): nothing moves
+  if (same_data(logical, from, to)) {  // a relabelling: nothing moves
+    const std::vector<size_t> at = positions_in(from.placement, to.placement);
     plan.pieces.resize(to.placement.size());
     for (size_t j = 0; j < to.placement.size(); ++j)
-      plan.pieces[j] = {{BoxingPiece{local_region(logical.shape, from.placement, from.sbp, j), j}}};
+      plan.pieces[j] = {{BoxingPiece{local_region(logical.shape, to.placement, to.sbp, j), at[j]}}};
     return plan;
   }
   // A partial sum stays one only at levels where it already is, on the same placement: each
@@ -143,19 +174,31 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
   // Source devices by summand; within a summand, devices holding the same region are replicas.
   std::map<int64_t, std::vector<size_t>> summands;
   for (size_t s = 0; s < from.placement.size(); ++s) summands[partial_index(from.placement, from.sbp, s)].push_back(s);
+  // Said once, not per destination: plans over a thousand devices ask this a million times.
+  std::vector<Region> have(from.placement.size());
+  for (size_t s = 0; s < from.placement.size(); ++s) have[s] = local_region(logical.shape, from.placement, from.sbp, s);
+  std::vector<std::vector<int64_t>> entry_coords;  // per summand: the coordinates of its first device
+  for (const auto& entry : summands) entry_coords.push_back(from.placement.coords(entry.second.front()));
+  auto overlaps = [](const Region& a, const Region& b) {
+    for (size_t k = 0; k < a.begin.size(); ++k)
+      if (std::min(a.begin[k] + a.size[k], b.begin[k] + b.size[k]) <= std::max(a.begin[k], b.begin[k])) return false;
+    return true;
+  };
   plan.pieces.resize(to.placement.size());
   for (size_t j = 0; j < to.placement.size(); ++j) {
     const Region want = local_region(logical.shape, to.placement, to.sbp, j);
     const int32_t device = to.placement.devices[j];
     const std::vector<int64_t> at = to.placement.coords(j);
-    for (const auto& entry : summands) {
+    size_t e = 0;
+    for (auto it = summands.begin(); it != summands.end(); ++it, ++e) {
+      const auto& entry = *it;
       // Devices of one summand share their coordinates at every level partial in `from`.
-      const std::vector<int64_t> theirs = from.placement.coords(entry.second.front());
+      const std::vector<int64_t>& theirs = entry_coords[e];
       if (std::any_of(kept.begin(), kept.end(), [&](size_t l) { return theirs[l] != at[l]; })) continue;
       std::vector<BoxingPiece> pieces;
       for (size_t s : entry.second) {
         Region part;
-        if (!intersect(want, local_region(logical.shape, from.placement, from.sbp, s), part)) continue;
+        if (!overlaps(want, have[s]) || !intersect(want, have[s], part)) continue;
         auto same = std::find_if(pieces.begin(), pieces.end(), [&](const BoxingPiece& p) { return p.region == part; });
         if (same == pieces.end()) {
           pieces.push_back(BoxingPiece{part, s});
@@ -172,9 +215,11 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
 }
 
 BoxingPlan plan_hop(const TensorDesc& logical, const std::vector<Layout>& route, size_t k) {
-  // Only the rank view rank_route makes (a level seen as two) has partial sums regrouped.
-  const bool rank_view = route[k + 1].placement.hierarchy.size() > route.front().placement.hierarchy.size();
-  return plan_boxing(logical, route[k], route[k + 1], rank_view);
+  // Only the rank views rank_route makes (a level seen as two or more) have partial sums
+  // regrouped: hops onto more levels than the route's fewest.
+  size_t fewest = route.front().placement.hierarchy.size();
+  for (const Layout& l : route) fewest = std::min(fewest, l.placement.hierarchy.size());
+  return plan_boxing(logical, route[k], route[k + 1], route[k + 1].placement.hierarchy.size() > fewest);
 }
 
 namespace {
@@ -205,13 +250,127 @@ bool route_possible(const TensorDesc& logical, const std::vector<Layout>& route)
   return true;
 }
 
+// `from` with level `level` seen as two, [ranks, g devices of a rank], laid out `across` and
+// `within` there (the other levels as they are).
+Layout by_rank(const Layout& from, size_t level, int64_t g, Sbp across, Sbp within) {
+  Layout out = from;
+  out.placement.hierarchy[level] /= g;
+  out.placement.hierarchy.insert(out.placement.hierarchy.begin() + std::ptrdiff_t(level) + 1, g);
+  out.sbp[level] = across;
+  out.sbp.insert(out.sbp.begin() + std::ptrdiff_t(level) + 1, within);
+  return out;
+}
+
+// Whether along level `l` of `p` every line's devices are on distinct ranks: a level of one device
+// per rank (dp over ranks, tp within each).
+bool ranks_apart(const Placement& p, size_t l, const std::vector<int32_t>& rank_of_device) {
+  int64_t stride = 1;
+  for (size_t k = l + 1; k < p.hierarchy.size(); ++k) stride *= p.hierarchy[k];
+  std::vector<int32_t> line;
+  for (size_t j = 0; j < p.size(); ++j) {
+    if (p.coords(j)[l] != 0) continue;
+    line.clear();
+    for (int64_t c = 0; c < p.hierarchy[l]; ++c) line.push_back(rank_of_device[size_t(p.devices[j + size_t(c * stride)])]);
+    std::sort(line.begin(), line.end());
+    if (std::adjacent_find(line.begin(), line.end()) != line.end()) return false;
+  }
+  return p.hierarchy[l] > 1;
+}
+
+// An all-reduce along level `level` of `from`, whose n devices are R = 2^k >= 4 rank groups of g
+// devices each (g = 1: one device per rank), across ranks by recursive halving, then doubling
+// (Rabenseifner's): within each rank a reduce-scatter gives device d chunk d of its rank's sum
+// (g > 1); then k pairwise hops, each with the device d of another rank, halve what device d
+// sums until it holds 1/R of chunk d summed over all ranks; k more pairwise hops double it back to
+// chunk d whole; within each rank an all-gather. Each device trades what the direct route trades
+// across ranks (2(R-1)/(R*g) of the tensor), in 2k pieces instead of 2(R-1): a plan of R ranks
+// grows with R log R, not R^2. The halving hops run on the level seen as [g, 2, ..., 2] with its
+// devices listed chunk by chunk (device d of every rank together), so that the binary levels
+// split chunk d; the hops into and out of that view only relabel. Empty where it does not apply:
+// R not a power of two of at least 4 (two ranks: the direct route is already one piece).
+std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, const Layout& to, size_t level, int64_t g) {
+  const std::vector<int64_t>& hier = from.placement.hierarchy;
+  const int64_t n = hier[level], ranks = n / g;
+  int k = 0;
+  while ((int64_t(1) << k) < ranks) ++k;
+  if (ranks < 4 || (int64_t(1) << k) != ranks || ranks * g != n) return {};
+  Placement tree;
+  tree.hierarchy.assign(hier.begin(), hier.begin() + std::ptrdiff_t(level));
+  if (g > 1) tree.hierarchy.push_back(g);
+  tree.hierarchy.insert(tree.hierarchy.end(), size_t(k), 2);
+  tree.hierarchy.insert(tree.hierarchy.end(), hier.begin() + std::ptrdiff_t(level) + 1, hier.end());
+  tree.devices.resize(from.placement.size());
+  for (size_t j = 0; j < tree.size(); ++j) {
+    const std::vector<int64_t> c = tree.coords(j);
+    size_t at = level;
+    const int64_t d = g > 1 ? c[at++] : 0;
+    int64_t r = 0;
+    for (int b = 0; b < k; ++b) r = r * 2 + c[at++];
+    size_t pos = 0;
+    for (size_t l = 0; l < hier.size(); ++l) {
+      const int64_t coord = l < level ? c[l] : l == level ? r * g + d : c[at + (l - level - 1)];
+      pos = pos * size_t(hier[l]) + size_t(coord);
+    }
+    tree.devices[j] = from.placement.devices[pos];
+  }
+  // [ranks, g]: the within-rank hops' view, rank by rank.
+  auto on_wide = [&](Sbp across, Sbp within) { return by_rank(from, level, g, across, within); };
+  auto on_tree = [&](Sbp chunk, const std::vector<Sbp>& bits) {
+    Layout out{tree, {}};
+    out.sbp.assign(from.sbp.begin(), from.sbp.begin() + std::ptrdiff_t(level));
+    if (g > 1) out.sbp.push_back(chunk);
+    out.sbp.insert(out.sbp.end(), bits.begin(), bits.end());
+    out.sbp.insert(out.sbp.end(), from.sbp.begin() + std::ptrdiff_t(level) + 1, from.sbp.end());
+    return out;
+  };
+  // Candidates, best first: chunks halved across ranks (an axis splits over all n devices); each
+  // rank's chunk (split over its g devices) or its whole sum, all-reduced across ranks by
+  // recursive doubling (k pairwise sums of what each device holds: k times its bytes across ranks,
+  // not R - 1 times as the direct route moves them; small tensors, like biases, come here).
+  std::vector<std::pair<Sbp, bool>> candidates;  // (the chunk's SBP within a rank, halved across ranks)
+  for (size_t a = 0; a < logical.shape.size(); ++a) candidates.emplace_back(Sbp::S(int64_t(a)), true);
+  if (g > 1)
+    for (size_t a = 0; a < logical.shape.size(); ++a) candidates.emplace_back(Sbp::S(int64_t(a)), false);
+  candidates.emplace_back(Sbp::B(), false);
+  for (const auto& [chunk, halved] : candidates) {
+    if (g == 1 && chunk.is_split() && !halved) continue;
+    std::vector<Sbp> bits(size_t(k), Sbp::P());
+    if (!splits_evenly(logical.shape, tree, on_tree(chunk, std::vector<Sbp>(size_t(k), halved ? chunk : Sbp::P())).sbp)) continue;
+    std::vector<Layout> route{from};
+    auto add = [&](const Layout& l) {
+      if (!(l == route.back())) route.push_back(l);
+    };
+    if (g > 1) {
+      add(on_wide(Sbp::P(), Sbp::P()));
+      add(on_wide(Sbp::P(), chunk));
+    }
+    add(on_tree(chunk, bits));
+    for (int b = 0; halved && b < k; ++b) {
+      bits[size_t(b)] = chunk;
+      add(on_tree(chunk, bits));
+    }
+    for (int b = k; b-- > 0;) {
+      bits[size_t(b)] = Sbp::B();
+      add(on_tree(chunk, bits));
+    }
+    if (g > 1) {
+      add(on_wide(Sbp::B(), chunk));
+      add(on_wide(Sbp::B(), Sbp::B()));
+    }
+    add(to);
+    if (route_possible(logical, route)) return route;
+  }
+  return {};
+}
+
 // An all-reduce, all-gather or reduce-scatter along a level whose devices span ranks, as the
 // hierarchy does it: the level seen as [ranks, devices of a rank]. An all-reduce reduce-scatters
 // within each rank, reduce-scatters and all-gathers those parts across ranks (device k of a rank
 // trades 1/g of the tensor with the other ranks), and all-gathers within each rank; the other two
-// take their halves. Empty where it does not apply.
+// take their halves. An all-reduce over 2^k >= 4 rank groups goes by tree_route instead. Empty
+// where it does not apply (with `tree_only`, where tree_route does not).
 std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, const Layout& to,
-                               const std::vector<int32_t>& rank_of_device) {
+                               const std::vector<int32_t>& rank_of_device, bool tree_only = false) {
   if (!(from.placement == to.placement)) return {};
   size_t level = from.sbp.size();
   for (size_t l = 0; l < from.sbp.size(); ++l) {
@@ -226,16 +385,13 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
   const bool reduce_scatter = was.is_partial() && becomes.is_split();
   if (!all_reduce && !all_gather && !reduce_scatter) return {};
   const int64_t g = rank_group(from.placement, level, rank_of_device);
-  if (g == 0) return {};
-  Placement wide = from.placement;
-  wide.hierarchy[level] /= g;
-  wide.hierarchy.insert(wide.hierarchy.begin() + std::ptrdiff_t(level) + 1, g);
-  auto with = [&](Sbp across, Sbp within) {
-    Layout out{wide, from.sbp};
-    out.sbp[level] = across;
-    out.sbp.insert(out.sbp.begin() + std::ptrdiff_t(level) + 1, within);
-    return out;
-  };
+  if (all_reduce && (g > 0 || ranks_apart(from.placement, level, rank_of_device))) {
+    std::vector<Layout> tree = tree_route(logical, from, to, level, std::max<int64_t>(g, 1));
+    if (!tree.empty() || tree_only) return tree;
+  }
+  if (g == 0 || tree_only) return {};
+  const Placement wide = by_rank(from, level, g, Sbp::B(), Sbp::B()).placement;
+  auto with = [&](Sbp across, Sbp within) { return by_rank(from, level, g, across, within); };
   const Layout both = with(Sbp::P(), Sbp::P()), done = with(Sbp::B(), Sbp::B());
   // Its first and last hops only relabel the same data (a split over the level is the same split
   // over [ranks, devices], rank-major).
@@ -270,12 +426,51 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
   return route_possible(logical, route) ? route : std::vector<Layout>{};
 }
 
+// An all-reduce along several adjacent levels at once (a gradient partial over dp across ranks
+// and tp within each: (P, P) -> (B, B)) as one along the level they make together, by the tree
+// over its ranks (tree_route): summed within each rank first, then across on 1/g of it, instead
+// of point to point between every pair of devices.
+std::vector<Layout> merged_route(const TensorDesc& logical, const Layout& from, const Layout& to,
+                                 const std::vector<int32_t>& rank_of_device) {
+  if (!(from.placement == to.placement)) return {};
+  size_t first = from.sbp.size(), last = 0;
+  for (size_t l = 0; l < from.sbp.size(); ++l) {
+    if (from.sbp[l] == to.sbp[l]) continue;
+    if (!from.sbp[l].is_partial() || to.sbp[l].kind != Sbp::Kind::broadcast) return {};
+    first = std::min(first, l);
+    last = l;
+  }
+  if (first >= last) return {};
+  for (size_t l = first; l <= last; ++l)
+    if (from.sbp[l] == to.sbp[l]) return {};
+  Layout a{from.placement, {}}, b{from.placement, {}};
+  a.placement.hierarchy.erase(a.placement.hierarchy.begin() + std::ptrdiff_t(first) + 1,
+                              a.placement.hierarchy.begin() + std::ptrdiff_t(last) + 1);
+  for (size_t l = first + 1; l <= last; ++l) a.placement.hierarchy[first] *= from.placement.hierarchy[l];
+  b.placement = a.placement;
+  for (size_t l = 0; l < from.sbp.size(); ++l) {
+    if (l > first && l <= last) continue;
+    a.sbp.push_back(l == first ? Sbp::P() : from.sbp[l]);
+    b.sbp.push_back(l == first ? Sbp::B() : to.sbp[l]);
+  }
+  if (!same_data(logical, from, a) || !same_data(logical, b, to)) return {};
+  // Over 2 ranks (or 3) the grouped sums would only change the bits of today's plans (a dp x tp
+  // plan on 2x2 is ZeRO's bit for bit): only where the tree applies.
+  std::vector<Layout> inner = rank_route(logical, a, b, rank_of_device, true);
+  if (inner.empty()) return {};
+  std::vector<Layout> route{from};
+  route.insert(route.end(), inner.begin(), inner.end());
+  route.push_back(to);
+  return route_possible(logical, route) ? route : std::vector<Layout>{};
+}
+
 }  // namespace
 
 std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to,
                                  const std::vector<int32_t>* rank_of_device) {
   if (rank_of_device) {
     std::vector<Layout> route = rank_route(logical, from, to, *rank_of_device);
+    if (route.empty()) route = merged_route(logical, from, to, *rank_of_device);
     if (!route.empty()) return route;
   }
   std::vector<Layout> route{from};

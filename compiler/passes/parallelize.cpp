@@ -34,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/ranges.h>
 
@@ -119,6 +120,10 @@ class Parallelizer {
   std::vector<std::optional<Layout>> home_;        // per logical value
   std::vector<std::vector<Signature>> chosen_;     // per logical node: one signature per level
   std::vector<std::vector<ValueId>> phys_of_;      // per logical value, per device of its home
+  // route_cost by (tensor, from, to): the choice asks the same conversions of every layer's
+  // weights and of every candidate signature, and over many devices a route costs O(devices^2).
+  RouteCost cached_route_cost(const TensorDesc& desc, const Layout& from, const Layout& to);
+  std::unordered_map<std::string, RouteCost> route_costs_;
   std::map<std::pair<ValueId, std::string>, std::vector<ValueId>> boxed_;
   std::set<std::pair<ValueId, std::string>> wanted_;  // layouts chosen consumers need (boxed once)
   std::map<ValueId, std::vector<Layout>> wants_;       // the same, per value, for deferred producers
@@ -258,6 +263,15 @@ Layout Parallelizer::zero_home(ValueId v, const Layout& read) {
   return read;
 }
 
+RouteCost Parallelizer::cached_route_cost(const TensorDesc& desc, const Layout& from, const Layout& to) {
+  std::string key = fmt::format("{} {} {}|{}", fmt::join(desc.shape, ","), int(desc.dtype), layout_key(from), layout_key(to));
+  const auto it = route_costs_.find(key);
+  if (it != route_costs_.end()) return it->second;
+  const RouteCost cost = route_cost(desc, from, to, &rank_of_device_);
+  route_costs_.emplace(std::move(key), cost);
+  return cost;
+}
+
 // A graph input arrives from its sources (input_home, settled after every choice); for costing, it
 // is as if it came split by rows over the data-parallel level, which is what every choice there
 // starts from.
@@ -380,7 +394,7 @@ void Parallelizer::choose(NodeId id) {
       }
       if (wanted_.count({v, layout_key(want)})) continue;  // an earlier consumer already pays for it
       const Layout from = val.graph_input ? input_hint(v, p) : *home_[size_t(v)];
-      const RouteCost route = route_cost(val.desc, from, want, &rank_of_device_);
+      const RouteCost route = cached_route_cost(val.desc, from, want);
       ok = route.possible;
       cost += double(route.bytes) * kSecondsPerByte;
       // Re-laying out a weight is not streamed work: it is done once per read, so steer away.
@@ -393,7 +407,7 @@ void Parallelizer::choose(NodeId id) {
       if (w == wants_.end()) continue;
       for (const Layout& want : w->second)
         if (!(want == Layout{p, outs[o]})) {
-          const RouteCost route = route_cost(g_.values[size_t(n.outputs[o])].desc, Layout{p, outs[o]}, want, &rank_of_device_);
+          const RouteCost route = cached_route_cost(g_.values[size_t(n.outputs[o])].desc, Layout{p, outs[o]}, want);
           cost += route.possible ? double(route.bytes) * kSecondsPerByte : 1e30;
         }
     }

@@ -17,7 +17,11 @@ TEST_CASE("parse_devices: N:cpu and RxD:cpu", "[compiler]") {
     INFO(bad);
     CHECK_THROWS_AS(parse_devices(bad), of::Error);
   }
-  CHECK_THROWS_WITH(parse_devices("16x8:cpu"), Catch::Contains("at most 64 devices"));
+  CHECK(parse_devices("128x8:cpu").devices == 1024);
+  CHECK(parse_devices("1024x1:cpu").ranks == 1024);
+  CHECK_THROWS_WITH(parse_devices("2048x1:cpu"), Catch::Contains("at most 1024 devices"));
+  CHECK_THROWS_WITH(parse_devices("128:cpu"), Catch::Contains("at most 64 devices per rank"));
+  CHECK_THROWS_WITH(parse_devices("2x128:cpu"), Catch::Contains("at most 64 devices per rank"));
 }
 
 TEST_CASE("parse_bytes: sizes with units", "[compiler]") {

@@ -43,10 +43,15 @@ CONFIGS = {  # name: (ofc flags, micro-batches)
     # crosses ranks.
     "dp4-2x2-zero1": ("--devices 2x2:cpu --dp 4 --zero 1", 2),
     "tp4-2x2": ("--devices 2x2:cpu --tp 4", 1),
+    # Four ranks: gradients are halved and doubled across ranks (boxing_route's tree route), pairwise.
+    "dp8-4x2": ("--devices 4x2:cpu --dp 8", 1),
+    # dp over four ranks, tp within each: gradients partial over both levels go as one all-reduce
+    # over them (boxing_route's merged route), summed within each rank, then by the tree.
+    "dp4xtp2-4x2": ("--devices 4x2:cpu --dp 4 --tp 2", 1),
 }
 # Configurations whose plan for one rank sums in another order: its losses agree within this
 # relative tolerance, not bit for bit (the ranks still train to one process's bits).
-ROUNDING = {c: 1e-5 for c in ("dp4-2x2", "dp8-2x4", "dp4-2x2-zero3", "dp4-2x2-zero1", "tp4-2x2")}
+ROUNDING = {c: 1e-5 for c in ("dp4", "dp4-2x2", "dp8-2x4", "dp4-2x2-zero3", "dp4-2x2-zero1", "tp4-2x2", "dp8-4x2", "dp4xtp2-4x2")}
 STEPS = 6
 
 
@@ -593,6 +598,8 @@ CHECKS.update({
     "cnn:dp2xpp2-4ranks": lambda a: check_config(a, "cnn", "dp2xpp2-4ranks"),
     "lm:dp2xtp2-4ranks": lambda a: check_config(a, "lm", "dp2xtp2-4ranks"),
     "mlp:dp4": lambda a: check_config(a, "mlp", "dp4"),
+    "mlp:dp8-4x2": lambda a: check_config(a, "mlp", "dp8-4x2"),
+    "lm:dp4xtp2-4x2": lambda a: check_config(a, "lm", "dp4xtp2-4x2"),
     "mlp:dp4-2x2": lambda a: check_config(a, "mlp", "dp4-2x2"),
     "cnn:dp4-2x2": lambda a: check_config(a, "cnn", "dp4-2x2"),
     "cnn:dp8-2x4": lambda a: check_config(a, "cnn", "dp8-2x4"),

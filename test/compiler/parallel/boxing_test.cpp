@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "compiler/parallel/boxing.h"
@@ -165,8 +166,214 @@ TEST_CASE("boxing: an all-reduce over ranks of several devices sums within each 
     for (size_t j = 0; j < 8; ++j) CHECK(h.reads[j] == f.reads[j]);
     CHECK(h.copies < f.copies);
   }
-  // Flat where the hierarchy has nothing to group: one rank, one device per rank, ranks interleaved.
-  for (const std::vector<int32_t>& ranks : {std::vector<int32_t>(8, 0), std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7},
-                                            std::vector<int32_t>{0, 1, 0, 1, 0, 1, 0, 1}})
+  // Flat where the hierarchy has nothing to group: one rank, ranks interleaved. One device per
+  // rank halves and doubles across ranks (the next case).
+  for (const std::vector<int32_t>& ranks : {std::vector<int32_t>(8, 0), std::vector<int32_t>{0, 1, 0, 1, 0, 1, 0, 1}})
     CHECK(boxing_route(grad, partial, whole, &ranks).size() == 3);
+  const std::vector<int32_t> apart{0, 1, 2, 3, 4, 5, 6, 7};
+  CHECK(boxing_route(grad, partial, whole, &apart).size() == 9);
+}
+
+namespace {
+
+// A tensor of the evaluator below: row-major floats.
+struct Dense {
+  of::Shape shape;
+  std::vector<float> data;
+};
+
+std::vector<int64_t> strides(const of::Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t a = s.size(); a-- > 1;) st[a - 1] = st[a] * s[a];
+  return st;
+}
+
+// Copies (or adds) the box of `size` at `from` in x to `to` in y.
+void copy_box(const Dense& x, const std::vector<int64_t>& from, Dense& y, const std::vector<int64_t>& to, const of::Shape& size, bool add) {
+  const std::vector<int64_t> xs = strides(x.shape), ys = strides(y.shape);
+  std::vector<int64_t> idx(size.size(), 0);
+  for (int64_t n = of::numel(size), i = 0; i < n; ++i) {
+    int64_t xo = 0, yo = 0;
+    for (size_t a = 0; a < size.size(); ++a) {
+      xo += (from[a] + idx[a]) * xs[a];
+      yo += (to[a] + idx[a]) * ys[a];
+    }
+    y.data[size_t(yo)] = add ? y.data[size_t(yo)] + x.data[size_t(xo)] : x.data[size_t(xo)];
+    for (size_t a = size.size(); a-- > 0;)
+      if (++idx[a] < size[a]) break; else idx[a] = 0;
+  }
+}
+
+// Runs the nodes lower_boxing made (slice, copy, concat, add, collective_part) on `in`.
+std::map<ValueId, Dense> evaluate(const Graph& g, std::map<ValueId, Dense> in) {
+  for (const Node& n : g.nodes) {
+    const of::Shape& shape = g.values[size_t(n.outputs[0])].desc.shape;
+    Dense y{shape, std::vector<float>(size_t(of::numel(shape)), 0.0f)};
+    const std::vector<int64_t> zero(shape.size(), 0);
+    if (n.kernel == "slice") {
+      std::vector<int64_t> start = zero;
+      start[size_t(n.kernel_attrs.get_int("axis", 0))] = n.kernel_attrs.get_int("start", 0);
+      copy_box(in.at(n.inputs[0]), start, y, zero, shape, false);
+    } else if (n.kernel == "copy") {
+      y = in.at(n.inputs[0]);
+    } else if (n.kernel == "concat") {
+      const auto axis = size_t(n.kernel_attrs.get_int("axis", 0));
+      std::vector<int64_t> at = zero;
+      for (ValueId v : n.inputs) {
+        const Dense& x = in.at(v);
+        copy_box(x, zero, y, at, x.shape, false);
+        at[axis] += x.shape[axis];
+      }
+    } else if (n.kernel == "add") {
+      y = in.at(n.inputs[0]);
+      copy_box(in.at(n.inputs[1]), zero, y, zero, shape, true);
+    } else {
+      REQUIRE(n.kernel == "collective_part");
+      const std::vector<int64_t> p = n.kernel_attrs.get_ints("pieces");
+      const size_t rank = shape.size(), per = 2 + 3 * rank;
+      for (size_t b = 0; b < p.size(); b += per)
+        copy_box(in.at(n.inputs[size_t(p[b + 1])]), {p.begin() + std::ptrdiff_t(b + 2), p.begin() + std::ptrdiff_t(b + 2 + rank)}, y,
+                 {p.begin() + std::ptrdiff_t(b + 2 + rank), p.begin() + std::ptrdiff_t(b + 2 + 2 * rank)},
+                 {p.begin() + std::ptrdiff_t(b + 2 + 2 * rank), p.begin() + std::ptrdiff_t(b + 2 + 3 * rank)}, p[b] > 0);
+    }
+    in[n.outputs[0]] = std::move(y);
+  }
+  return in;
+}
+
+// Lowers `from` -> `to` with the ranks as parallelize does and runs it: each source device holds
+// its box of summand s as values (s + 1) * 1000 + element index (exact in float), and each
+// destination must hold its box of their sum (of summand 0 alone when `from` has no partial).
+// Returns the nodes per destination device.
+double check_values(const of::TensorDesc& logical, const Layout& from, const Layout& to, const std::vector<int32_t>& ranks) {
+  Graph g;
+  const std::vector<ValueId> src = sources(g, logical, from);
+  std::map<ValueId, Dense> in;
+  int64_t summands = 1;
+  for (size_t j = 0; j < from.placement.size(); ++j) summands = std::max(summands, partial_index(from.placement, from.sbp, j) + 1);
+  auto value = [&](int64_t s, int64_t i) { return float((s + 1) * 1000 + i); };
+  const std::vector<int64_t> whole = strides(logical.shape);
+  for (size_t j = 0; j < src.size(); ++j) {
+    const Region r = local_region(logical.shape, from.placement, from.sbp, j);
+    Dense x{r.size, std::vector<float>(size_t(r.numel()))};
+    const std::vector<int64_t> st = strides(r.size);
+    for (int64_t i = 0; i < r.numel(); ++i) {
+      int64_t flat = 0, rest = i;
+      for (size_t a = 0; a < r.size.size(); ++a) {
+        flat += (r.begin[a] + rest / st[a]) * whole[a];
+        rest %= st[a];
+      }
+      x.data[size_t(i)] = value(partial_index(from.placement, from.sbp, j), flat);
+    }
+    in[src[j]] = std::move(x);
+  }
+  const std::vector<Layout> route = boxing_route(logical, from, to, &ranks);
+  std::vector<ValueId> v = src;
+  for (size_t k = 0; k + 1 < route.size(); ++k) {
+    const BoxingPlan plan = plan_hop(logical, route, k);
+    REQUIRE(plan.possible);
+    v = lower_boxing(g, plan, logical, route[k], route[k + 1], v, "x/boxing", &ranks);
+  }
+  const std::map<ValueId, Dense> out = evaluate(g, std::move(in));
+  for (size_t j = 0; j < v.size(); ++j) {
+    const Region r = local_region(logical.shape, to.placement, to.sbp, j);
+    const Dense& y = out.at(v[j]);
+    REQUIRE(y.shape == r.size);
+    const std::vector<int64_t> st = strides(r.size);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < r.numel(); ++i) {
+      int64_t flat = 0, rest = i;
+      for (size_t a = 0; a < r.size.size(); ++a) {
+        flat += (r.begin[a] + rest / st[a]) * whole[a];
+        rest %= st[a];
+      }
+      float want = 0;
+      for (int64_t s = 0; s < summands; ++s) want += value(s, flat);
+      wrong += y.data[size_t(i)] != want;
+    }
+    CHECK(wrong == 0);
+  }
+  return double(g.nodes.size()) / double(to.placement.size());
+}
+
+}  // namespace
+
+TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then doubles, with the exact sum on every device", "[compiler]") {
+  const of::TensorDesc grad{{64, 6}, of::DType::f32};
+  auto ranks_of = [](int64_t r, int64_t g) {
+    std::vector<int32_t> out;
+    for (int64_t d = 0; d < r * g; ++d) out.push_back(int32_t(d / g));
+    return out;
+  };
+  auto flat = [](int64_t n) {
+    Placement p{{}, {n}};
+    for (int32_t d = 0; d < int32_t(n); ++d) p.devices.push_back(d);
+    return p;
+  };
+  // 8 ranks of 2: within each rank a reduce-scatter, 3 halving and 3 doubling hops across ranks,
+  // an all-gather within; the hops into and out of the halving view only relabel.
+  const Placement sixteen = flat(16);
+  const std::vector<int32_t> eight_by_two = ranks_of(8, 2);
+  const std::vector<Layout> route = boxing_route(grad, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, &eight_by_two);
+  REQUIRE(route.size() == 13);
+  CHECK(route[3].placement.hierarchy == std::vector<int64_t>{2, 2, 2, 2});
+  CHECK(route[3].placement.devices == std::vector<int32_t>{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15});
+  CHECK(route[6].sbp == NdSbp{Sbp::S(0), Sbp::S(0), Sbp::S(0), Sbp::S(0)});
+  for (size_t k : {size_t(0), size_t(2), size_t(9), size_t(11)}) CHECK(plan_hop(grad, route, k).bytes_moved == 0);
+  // The same bytes cross ranks as on the direct route of the rank view; one piece a hop.
+  uint64_t bytes = 0;
+  for (size_t k = 0; k + 1 < route.size(); ++k) {
+    const BoxingPlan plan = plan_hop(grad, route, k);
+    bytes += plan.bytes_moved;
+    if (k >= 3 && k < 9)
+      for (const auto& summands : plan.pieces) {
+        size_t pieces = 0;
+        for (const auto& s : summands) pieces += s.size();
+        CHECK(pieces == 2);
+      }
+  }
+  const uint64_t tensor = 64 * 6 * 4;
+  CHECK(bytes == 16 * (tensor / 2 + 2 * (tensor / 2) * 7 / 8 + tensor / 2));
+  CHECK(check_values(grad, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, eight_by_two) < 3 * 3 * 2 + 3);
+  // One device per rank (dp over ranks): 16 ranks, 4 halving and 4 doubling hops.
+  const std::vector<int32_t> sixteen_ranks = ranks_of(16, 1);
+  CHECK(boxing_route(grad, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, &sixteen_ranks).size() == 11);
+  CHECK(check_values(grad, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, sixteen_ranks) <= 4 * 3 * 2);
+  // dp over 4 ranks x tp 2 within each: the dp level's all-reduce of a tensor split or partial over tp.
+  const Placement mesh{{0, 1, 2, 3, 4, 5, 6, 7}, {4, 2}};
+  const std::vector<int32_t> four_by_two = ranks_of(4, 2);
+  for (const Sbp tp : {Sbp::S(1), Sbp::B()}) {
+    const Layout a{mesh, {Sbp::P(), tp}}, b{mesh, {Sbp::B(), tp}};
+    CHECK(boxing_route(grad, a, b, &four_by_two).size() == 7);
+    check_values(grad, a, b, four_by_two);
+  }
+  // 4 ranks of 4 and 4 of 1 along a level of a 2-D mesh, ranks outermost.
+  check_values(grad, Layout{flat(16), {Sbp::P()}}, Layout{flat(16), {Sbp::B()}}, ranks_of(4, 4));
+  check_values(grad, Layout{flat(4), {Sbp::P()}}, Layout{flat(4), {Sbp::B()}}, ranks_of(4, 1));
+  // A tensor no axis of which splits over the devices (a bias) is summed whole across ranks by
+  // recursive doubling: one pairwise sum per binary level, a copy and a part each.
+  const of::TensorDesc bias{{10}, of::DType::f32};
+  CHECK(boxing_route(bias, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, &sixteen_ranks).size() == 7);
+  CHECK(check_values(bias, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, sixteen_ranks) == 4 * 2);
+  check_values(bias, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, eight_by_two);
+  check_values(of::TensorDesc{{2, 5}, of::DType::f32}, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, eight_by_two);
+  // A gradient partial over dp across ranks and tp within each ((P, P) -> (B, B)) goes as one
+  // all-reduce over the levels together: summed within each rank, then across by the tree.
+  const Placement dp_tp{flat(32).devices, {4, 8}};
+  const std::vector<int32_t> four_by_eight = ranks_of(4, 8);
+  const Layout pp{dp_tp, {Sbp::P(), Sbp::P()}}, bb{dp_tp, {Sbp::B(), Sbp::B()}};
+  CHECK(boxing_route(grad, pp, bb, &four_by_eight).size() == 1 + 12);
+  CHECK(check_values(grad, pp, bb, four_by_eight) <= 1 + 2 * 3 + 2 * 2 + 1);
+  check_values(bias, pp, bb, four_by_eight);
+  const Placement square{{0, 1, 2, 3}, {2, 2}};
+  check_values(grad, Layout{square, {Sbp::P(), Sbp::P()}}, Layout{square, {Sbp::B(), Sbp::B()}}, ranks_of(2, 2));
+  // Not for 2 or 3 ranks: the rank view's direct route.
+  const std::vector<int32_t> two_by_two = ranks_of(2, 2);
+  CHECK(boxing_route(grad, Layout{flat(4), {Sbp::P()}}, Layout{flat(4), {Sbp::B()}}, &two_by_two).size() == 7);
+  const of::TensorDesc odd{{3, 5}, of::DType::f32};
+  check_values(odd, Layout{flat(8), {Sbp::P()}}, Layout{flat(8), {Sbp::B()}}, ranks_of(4, 2));
+  check_values(grad, Layout{flat(6), {Sbp::P()}}, Layout{flat(6), {Sbp::B()}}, ranks_of(3, 2));
+  // Other conversions over such ranks still take their direct routes, with the same values.
+  check_values(grad, Layout{flat(16), {Sbp::P()}}, Layout{flat(16), {Sbp::S(0)}}, eight_by_two);
+  check_values(grad, Layout{flat(16), {Sbp::S(0)}}, Layout{flat(16), {Sbp::B()}}, eight_by_two);
 }
