@@ -123,6 +123,10 @@ struct Compilation {
   TaskGraph tasks;
   CompileOptions options;
   Training training;
+  // Plan-memory played `tasks` as they are to the end (the deadlock check, with its share
+  // groups' order): check-plan need not play the same graph again (a million-task plan's play
+  // takes seconds). Any later change to `tasks` must clear it.
+  bool played_to_end = false;
 };
 
 class Pass {

@@ -72,10 +72,9 @@ bool PlanMemory::run(Compilation& c) {
     // it where the plan without it does not, only the groups that stall on their own are left
     // out (and all of them, if the rest still stall together).
     const TaskGraph apart = tg;
-    const int64_t pieces = deadlock_check_pieces(tg, c.options);
-    auto stalls = [&](const TaskGraph& t) {
+    auto stalls = [&](const TaskGraph& t) {  // the check check-plan makes
       try {
-        check_no_deadlock(t, pieces);
+        check_no_deadlock(t, deadlock_check_pieces(t, c.options));
         return false;
       } catch (const Error&) {
         return true;
@@ -86,7 +85,9 @@ bool PlanMemory::run(Compilation& c) {
     const bool one_stage = std::all_of(tg.tasks.begin(), tg.tasks.end(), [](const Task& t) { return t.stage == 0; });
     const int32_t most_frames = c.options.train && c.options.micro_batches == 1 && one_stage ? 1 : 0;
     Sharing sharing = share_memory(tg, most_frames, share_order_of(c.options), [](size_t) { return true; });
+    c.played_to_end = !sharing.frames.empty();
     if (!sharing.frames.empty() && stalls(tg)) {
+      c.played_to_end = false;
       std::vector<bool> alone(sharing.candidates, false);
       for (size_t i = 0; i < sharing.candidates; ++i) {
         TaskGraph one = apart;
@@ -97,6 +98,8 @@ bool PlanMemory::run(Compilation& c) {
       if (stalls(tg)) {
         tg = apart;
         sharing = Sharing{};
+      } else {
+        c.played_to_end = true;
       }
     }
     frames = std::move(sharing.frames);

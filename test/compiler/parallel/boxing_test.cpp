@@ -171,7 +171,7 @@ TEST_CASE("boxing: an all-reduce over ranks of several devices sums within each 
   for (const std::vector<int32_t>& ranks : {std::vector<int32_t>(8, 0), std::vector<int32_t>{0, 1, 0, 1, 0, 1, 0, 1}})
     CHECK(boxing_route(grad, partial, whole, &ranks).size() == 3);
   const std::vector<int32_t> apart{0, 1, 2, 3, 4, 5, 6, 7};
-  CHECK(boxing_route(grad, partial, whole, &apart).size() == 9);
+  CHECK(boxing_route(grad, partial, whole, &apart).size() == 6);  // 2 KiB: summed whole, 3 pairwise steps
 }
 
 namespace {
@@ -299,7 +299,7 @@ double check_values(const of::TensorDesc& logical, const Layout& from, const Lay
 }  // namespace
 
 TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then doubles, with the exact sum on every device", "[compiler]") {
-  const of::TensorDesc grad{{64, 6}, of::DType::f32};
+  const of::TensorDesc grad{{1024, 64}, of::DType::f32};  // 256 KiB: halved (a tensor of at most 64 KiB goes whole)
   auto ranks_of = [](int64_t r, int64_t g) {
     std::vector<int32_t> out;
     for (int64_t d = 0; d < r * g; ++d) out.push_back(int32_t(d / g));
@@ -332,7 +332,7 @@ TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then double
         CHECK(pieces == 2);
       }
   }
-  const uint64_t tensor = 64 * 6 * 4;
+  const uint64_t tensor = 1024 * 64 * 4;
   CHECK(bytes == 16 * (tensor / 2 + 2 * (tensor / 2) * 7 / 8 + tensor / 2));
   CHECK(check_values(grad, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, eight_by_two) < 3 * 3 * 2 + 3);
   // One device per rank (dp over ranks): 16 ranks, 4 halving and 4 doubling hops.
@@ -350,10 +350,14 @@ TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then double
   // 4 ranks of 4 and 4 of 1 along a level of a 2-D mesh, ranks outermost.
   check_values(grad, Layout{flat(16), {Sbp::P()}}, Layout{flat(16), {Sbp::B()}}, ranks_of(4, 4));
   check_values(grad, Layout{flat(4), {Sbp::P()}}, Layout{flat(4), {Sbp::B()}}, ranks_of(4, 1));
-  // A tensor no axis of which splits over the devices (a bias) is summed whole across ranks by
-  // recursive doubling: one pairwise sum per binary level, a copy and a part each.
+  // A tensor no axis of which splits over the devices, or of at most 64 KiB (a bias), is summed
+  // whole across ranks by recursive doubling: one pairwise sum per binary level, a copy and a
+  // part each.
   const of::TensorDesc bias{{10}, of::DType::f32};
   CHECK(boxing_route(bias, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, &sixteen_ranks).size() == 7);
+  const of::TensorDesc small{{1024}, of::DType::f32};  // splits over 16, but 4 KiB
+  CHECK(boxing_route(small, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, &sixteen_ranks).size() == 7);
+  check_values(small, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, sixteen_ranks);
   CHECK(check_values(bias, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, sixteen_ranks) == 4 * 2);
   check_values(bias, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, eight_by_two);
   check_values(of::TensorDesc{{2, 5}, of::DType::f32}, Layout{sixteen, {Sbp::P()}}, Layout{sixteen, {Sbp::B()}}, eight_by_two);
