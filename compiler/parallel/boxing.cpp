@@ -184,6 +184,37 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       if (std::min(a.begin[k] + a.size[k], b.begin[k] + b.size[k]) <= std::max(a.begin[k], b.begin[k])) return false;
     return true;
   };
+  // A summand of many devices: its boxes sorted by their start along the axis where they start
+  // at the most places, so that each destination tries only the boxes that can overlap it there
+  // (a hop over a thousand devices would otherwise try a million pairs).
+  struct ByStart {
+    size_t axis = 0;
+    int64_t widest = 0;
+    std::vector<std::pair<int64_t, size_t>> starts;  // (start along axis, source), ascending
+  };
+  std::vector<ByStart> by_start(summands.size());
+  {
+    size_t e = 0;
+    for (auto it = summands.begin(); it != summands.end(); ++it, ++e) {
+      const std::vector<size_t>& sources = it->second;
+      if (sources.size() < 64 || logical.shape.empty()) continue;
+      ByStart& b = by_start[e];
+      size_t most = 0;
+      for (size_t a = 0; a < logical.shape.size(); ++a) {
+        std::vector<int64_t> starts;
+        for (size_t src : sources) starts.push_back(have[src].begin[a]);
+        std::sort(starts.begin(), starts.end());
+        const auto distinct = size_t(std::unique(starts.begin(), starts.end()) - starts.begin());
+        if (distinct > most) most = distinct, b.axis = a;
+      }
+      for (size_t src : sources) {
+        b.starts.emplace_back(have[src].begin[b.axis], src);
+        b.widest = std::max(b.widest, have[src].size[b.axis]);
+      }
+      std::sort(b.starts.begin(), b.starts.end());
+    }
+  }
+  std::vector<size_t> near;  // a destination's candidate sources of one summand, ascending
   plan.pieces.resize(to.placement.size());
   for (size_t j = 0; j < to.placement.size(); ++j) {
     const Region want = local_region(logical.shape, to.placement, to.sbp, j);
@@ -195,8 +226,21 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       // Devices of one summand share their coordinates at every level partial in `from`.
       const std::vector<int64_t>& theirs = entry_coords[e];
       if (std::any_of(kept.begin(), kept.end(), [&](size_t l) { return theirs[l] != at[l]; })) continue;
+      const ByStart& b = by_start[e];
+      const std::vector<size_t>* sources = &entry.second;
+      if (!b.starts.empty()) {
+        // Boxes that overlap `want` along the axis start after want's start less the widest box
+        // and before its end; in source order, as the full scan takes them.
+        near.clear();
+        const int64_t lo = want.begin[b.axis] - b.widest, hi = want.begin[b.axis] + want.size[b.axis];
+        for (auto at_start = std::upper_bound(b.starts.begin(), b.starts.end(), std::make_pair(lo, SIZE_MAX));
+             at_start != b.starts.end() && at_start->first < hi; ++at_start)
+          near.push_back(at_start->second);
+        std::sort(near.begin(), near.end());
+        sources = &near;
+      }
       std::vector<BoxingPiece> pieces;
-      for (size_t s : entry.second) {
+      for (size_t s : *sources) {
         Region part;
         if (!overlaps(want, have[s]) || !intersect(want, have[s], part)) continue;
         auto same = std::find_if(pieces.begin(), pieces.end(), [&](const BoxingPiece& p) { return p.region == part; });

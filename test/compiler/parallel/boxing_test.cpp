@@ -377,6 +377,14 @@ TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then double
   const of::TensorDesc odd{{3, 5}, of::DType::f32};
   check_values(odd, Layout{flat(8), {Sbp::P()}}, Layout{flat(8), {Sbp::B()}}, ranks_of(4, 2));
   check_values(grad, Layout{flat(6), {Sbp::P()}}, Layout{flat(6), {Sbp::B()}}, ranks_of(3, 2));
+  // 128 devices (16 ranks of 8): plan_boxing finds a destination's sources by their boxes' starts
+  // once a summand has 64 devices or more; the values are the same.
+  const of::TensorDesc wide{{2048, 16}, of::DType::f32};  // 128 KiB: halved
+  const std::vector<int32_t> sixteen_by_eight = ranks_of(16, 8);
+  check_values(wide, Layout{flat(128), {Sbp::P()}}, Layout{flat(128), {Sbp::B()}}, sixteen_by_eight);
+  check_values(wide, Layout{flat(128), {Sbp::S(0)}}, Layout{flat(128), {Sbp::B()}}, sixteen_by_eight);
+  const of::TensorDesc square_tensor{{128, 128}, of::DType::f32};
+  check_values(square_tensor, Layout{flat(128), {Sbp::S(1)}}, Layout{flat(128), {Sbp::S(0)}}, sixteen_by_eight);
   // Other conversions over such ranks still take their direct routes, with the same values.
   check_values(grad, Layout{flat(16), {Sbp::P()}}, Layout{flat(16), {Sbp::S(0)}}, eight_by_two);
   check_values(grad, Layout{flat(16), {Sbp::S(0)}}, Layout{flat(16), {Sbp::B()}}, eight_by_two);
