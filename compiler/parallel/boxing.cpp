@@ -377,11 +377,12 @@ std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, co
   // latency more than its bytes (about 10 us against 64 KiB at 10 GB/s), so the route with fewer
   // steps is the faster, and the plan has fewer tasks.
   constexpr uint64_t kWholeBytes = 64 * 1024;
-  if (uint64_t(numel(logical.shape)) * uint64_t(dtype_size(logical.dtype)) <= kWholeBytes) candidates.emplace_back(Sbp::B(), false);
+  const bool small = uint64_t(numel(logical.shape)) * uint64_t(dtype_size(logical.dtype)) <= kWholeBytes;
+  if (small) candidates.emplace_back(Sbp::B(), false);
   for (size_t a = 0; a < logical.shape.size(); ++a) candidates.emplace_back(Sbp::S(int64_t(a)), true);
   if (g > 1)
     for (size_t a = 0; a < logical.shape.size(); ++a) candidates.emplace_back(Sbp::S(int64_t(a)), false);
-  candidates.emplace_back(Sbp::B(), false);
+  if (!small) candidates.emplace_back(Sbp::B(), false);
   for (const auto& [chunk, halved] : candidates) {
     if (g == 1 && chunk.is_split() && !halved) continue;
     std::vector<Sbp> bits(size_t(k), Sbp::P());
