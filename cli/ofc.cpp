@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"train", "freeze"}))
       ->needs(train);
   app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable")->needs(train);
-  app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices) or RxD:cpu (R ranks of D CPU devices)")->capture_default_str();
+  app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices), RxD:cpu (R ranks of D CPU devices), N:cuda or RxD:cuda (GPUs)")->capture_default_str();
   auto* dp_opt = app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(of::cli::between(1, 4096));
   auto* tp_opt = app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));
   auto* pp_opt = app.add_option("--pp", options.pp, "pipeline stages (micro-batches stream through them)")->check(of::cli::between(1, 4096));
@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
     const of::compiler::DeviceSpec spec = of::compiler::parse_devices(devices);
     options.devices = spec.devices;
     options.ranks = spec.ranks;
+    options.device_kind = spec.kind;
     options.share_memory = !no_sharing;
     if (!share_order.empty())
       options.share_order = share_order == "tight"   ? of::compiler::ShareOrder::tight
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
                                                      : of::compiler::ShareOrder::overlap;
     options.collectives = !no_collectives;
     if (!costs_file.empty()) options.costs = of::read_machine_costs(costs_file);
+    else if (spec.kind == 1) options.costs = of::builtin_cuda_costs();
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");
     // Left unsaid, the parallel degrees fill the devices with data parallelism.
     if (!auto_parallel && options.devices > 1 && options.dp * options.tp * options.pp == 1) options.dp = options.devices;

@@ -21,6 +21,18 @@ MachineCosts builtin_costs() {
   return c;
 }
 
+MachineCosts builtin_cuda_costs() {
+  MachineCosts c;
+  c.rates = {5e13, 4e13, 1e13, 2.5e12};
+  c.task_overhead_s = 8e-6;  // an actor's act and a kernel launch
+  c.copy_bytes_per_s = 3e11;
+  c.rank_bytes_per_s = 4e10;
+  c.rank_latency_s = 1e-5;
+  c.host_bytes_per_s = 4e10;
+  c.source = "built-in (cuda)";
+  return c;
+}
+
 MachineCosts read_machine_costs(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file(path);
   const nlohmann::json j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
@@ -40,6 +52,7 @@ MachineCosts read_machine_costs(const std::string& path) {
   c.copy_bytes_per_s = number("copy_bytes_per_s", 1e3, 1e15);
   c.rank_bytes_per_s = number("rank_bytes_per_s", 1e3, 1e15);
   c.rank_latency_s = number("rank_latency_s", 0, 10);
+  c.host_bytes_per_s = j.contains("host_bytes_per_s") ? number("host_bytes_per_s", 1e3, 1e15) : c.copy_bytes_per_s;
   if (j.contains("kernels")) {
     if (!j["kernels"].is_object()) fail({.file = path, .field = "kernels"}, "not an object of kernel names");
     for (const auto& item : j["kernels"].items()) {
@@ -72,6 +85,7 @@ void write_machine_costs(const MachineCosts& c, const std::string& path) {
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;
   j["rank_bytes_per_s"] = c.rank_bytes_per_s;
   j["rank_latency_s"] = c.rank_latency_s;
+  j["host_bytes_per_s"] = c.host_bytes_per_s;
   j["kernels"] = nlohmann::json::object();
   for (const auto& [name, k] : c.kernels) j["kernels"][name] = {{"rate", k.rate}, {"fixed_s", k.fixed_s}};
   const std::string text = j.dump(2) + "\n";

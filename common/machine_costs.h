@@ -25,6 +25,9 @@ struct MachineCosts {
   double copy_bytes_per_s = 5e9;    // a copy between devices of one process (transfer, collective)
   double rank_bytes_per_s = 2e9;    // between processes (UCX): bandwidth ...
   double rank_latency_s = 2e-5;     // ... and the latency of one message
+  // Between a host and its GPUs (PCIe: a cuda plan's h2d and d2h transfers); optional in the file,
+  // whose readers before it have none: copy_bytes_per_s then.
+  double host_bytes_per_s = 5e9;
   // Kernels measured by name; others cost their work at rates[kind].
   std::map<std::string, KernelRate> kernels;
   std::string source;               // "built-in" or the file it came from (for people)
@@ -32,6 +35,10 @@ struct MachineCosts {
 };
 
 MachineCosts builtin_costs();
+// Rough figures for one datacenter GPU (an H100's float32 without TF32, HBM3, NVLink between the
+// GPUs of a rank, a 400 Gb/s NIC between ranks, PCIe 5 to the host), for plans on cuda devices
+// without --costs; a GPU run's calibration replaces them.
+MachineCosts builtin_cuda_costs();
 
 // Fails naming the file and the field for anything but a complete file of positive, finite rates.
 MachineCosts read_machine_costs(const std::string& path);

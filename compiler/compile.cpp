@@ -33,7 +33,7 @@ uint64_t parse_bytes(const std::string& text, const std::string& option) {
 DeviceSpec parse_devices(const std::string& spec) {
   const auto colon = spec.find(':');
   const std::string count = spec.substr(0, colon), kind = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (kind != "cpu") fail({.field = "--devices"}, "'{}': expected N:cpu or RxD:cpu (only CPU devices so far)", spec);
+  if (kind != "cpu" && kind != "cuda") fail({.field = "--devices"}, "'{}': expected N:cpu, RxD:cpu, N:cuda or RxD:cuda", spec);
   auto number = [&](const std::string& digits) {
     int64_t n = 0;
     for (char ch : digits) {
@@ -42,7 +42,7 @@ DeviceSpec parse_devices(const std::string& spec) {
       n = n * 10 + (ch - '0');
     }
     if (n < 1 || n > 4096)
-      fail({.field = "--devices"}, "'{}': expected N:cpu or RxD:cpu (R ranks of D devices) with numbers in [1, 4096]", spec);
+      fail({.field = "--devices"}, "'{}': expected N:{} or RxD:{} (R ranks of D devices) with numbers in [1, 4096]", spec, kind, kind);
     return n;
   };
   const auto x = count.find('x');
@@ -58,7 +58,7 @@ DeviceSpec parse_devices(const std::string& spec) {
   if (n / ranks > kMaxDevicesPerRank)
     fail({.field = "--devices"}, "'{}': at most {} devices per rank for now (a rank's collectives grow with the square of its devices)",
          spec, kMaxDevicesPerRank);
-  return DeviceSpec{.ranks = int32_t(ranks), .devices = int32_t(n)};
+  return DeviceSpec{.ranks = int32_t(ranks), .devices = int32_t(n), .kind = int8_t(kind == "cuda" ? 1 : 0)};
 }
 
 }  // namespace of::compiler

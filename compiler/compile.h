@@ -17,10 +17,12 @@ Compilation compile_model(const std::string& model_path, const CompileOptions& o
 inline constexpr int64_t kMaxDevices = 1024;
 inline constexpr int64_t kMaxDevicesPerRank = 64;
 
-// --devices: "N:cpu" (N devices on one rank) or "RxD:cpu" (R ranks of D devices each).
+// --devices: "N:KIND" (N devices on one rank) or "RxD:KIND" (R ranks of D devices each), KIND
+// cpu or cuda.
 struct DeviceSpec {
   int32_t ranks = 1;
   int32_t devices = 1;  // in all: ranks x devices per rank, at most kMaxDevices (kMaxDevicesPerRank per rank)
+  int8_t kind = 0;      // plan::DeviceRef's kind: 0 cpu, 1 cuda
 };
 // Fails naming --devices for anything else.
 DeviceSpec parse_devices(const std::string& spec);

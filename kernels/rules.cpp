@@ -501,4 +501,97 @@ TransposeGeometry transpose_geometry(const KernelConfig& cfg) {
   return g;
 }
 
+SliceGeometry slice_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "slice", 1, 1, 1);
+  const Shape& x = cfg.inputs[0].shape;
+  const Shape& y = cfg.outputs[0].shape;
+  if (cfg.outputs[0].dtype != cfg.inputs[0].dtype)
+    fail(where_of(cfg), "slice: output dtype {} differs from the input's {}", dtype_name(cfg.outputs[0].dtype), dtype_name(cfg.inputs[0].dtype));
+  const int64_t rank = int64_t(x.size());
+  const int64_t axis = cfg.attrs.get_int("axis", -1);
+  const int64_t start = cfg.attrs.get_int("start", -1);
+  if (axis < 0 || axis >= rank || int64_t(y.size()) != rank)
+    fail(where_of(cfg), "slice: axis {} does not fit input {} and output {}", axis, shape_str(x), shape_str(y));
+  for (int64_t k = 0; k < rank; ++k)
+    if (k != axis && x[size_t(k)] != y[size_t(k)])
+      fail(where_of(cfg), "slice: output {} differs from input {} off axis {}", shape_str(y), shape_str(x), axis);
+  if (start < 0 || start > x[size_t(axis)] || y[size_t(axis)] > x[size_t(axis)] - start)
+    fail(where_of(cfg), "slice: [{}, +{}) is outside axis {} of {}", start, y[size_t(axis)], axis, shape_str(x));
+  SliceGeometry g;
+  size_t inner = size_t(dtype_size(cfg.inputs[0].dtype));
+  for (int64_t k = axis + 1; k < rank; ++k) inner *= size_t(x[size_t(k)]);
+  for (int64_t k = 0; k < axis; ++k) g.outer *= x[size_t(k)];
+  g.in_row = inner * size_t(x[size_t(axis)]);
+  g.out_row = inner * size_t(y[size_t(axis)]);
+  g.offset = inner * size_t(start);
+  return g;
+}
+
+std::vector<int64_t> strides_of(const Shape& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t a = shape.size(); a-- > 1;) st[a - 1] = st[a] * shape[a];
+  return st;
+}
+
+std::vector<CollectiveBox> collective_boxes(const KernelConfig& cfg) {
+  constexpr std::string_view kName = "collective_part";
+  if (cfg.inputs.empty() || cfg.outputs.size() != 1)
+    fail(where_of(cfg), "{}: expected >= 1 inputs and 1 output, got {} and {}", kName, cfg.inputs.size(), cfg.outputs.size());
+  const TensorDesc& y = cfg.outputs[0];
+  for (size_t k = 0; k < cfg.inputs.size(); ++k)
+    if (cfg.inputs[k].dtype != y.dtype || cfg.inputs[k].shape.size() != y.shape.size())
+      fail(where_of(cfg), "{}: input {} ({} {}) does not match the output's dtype and rank ({} {})", kName, k,
+           dtype_name(cfg.inputs[k].dtype), shape_str(cfg.inputs[k].shape), dtype_name(y.dtype), shape_str(y.shape));
+  const size_t rank = y.shape.size();
+  const std::vector<int64_t> pieces = cfg.attrs.get_ints("pieces");
+  const size_t per = 2 + 3 * rank;
+  if (pieces.empty() || pieces.size() % per != 0)
+    fail(where_of(cfg), "{}: attribute 'pieces' has {} ints, not a positive multiple of {}", kName, pieces.size(), per);
+  std::vector<CollectiveBox> boxes;
+  int64_t summand = -1, covered = 0;
+  std::vector<std::vector<int64_t>> lo, hi;  // the current summand's boxes in the output, to refuse overlaps
+  for (size_t p = 0; p < pieces.size(); p += per) {
+    const int64_t s = pieces[p];
+    const int64_t input = pieces[p + 1];
+    const int64_t* src = pieces.data() + p + 2;  // one past the end for a scalar: never read
+    const int64_t* dst = src + rank;
+    const int64_t* size = dst + rank;
+    if (s < 0 || (s != summand && s != summand + 1))
+      fail(where_of(cfg), "{}: box {} is of summand {} after summand {}; boxes go by summand from 0", kName, p / per, s, summand);
+    if (s != summand) {
+      if (summand >= 0 && covered != numel(y.shape))
+        fail(where_of(cfg), "{}: summand {} covers {} of the output's {} elements", kName, summand, covered, numel(y.shape));
+      if (s > 0 && y.dtype != DType::f32) fail(where_of(cfg), "{}: only f32 parts are summed, not {}", kName, dtype_name(y.dtype));
+      summand = s;
+      covered = 0;
+      lo.clear();
+      hi.clear();
+    }
+    if (input < 0 || size_t(input) >= cfg.inputs.size())
+      fail(where_of(cfg), "{}: box {} reads input {} of {}", kName, p / per, input, cfg.inputs.size());
+    const Shape& x = cfg.inputs[size_t(input)].shape;
+    int64_t n = 1;
+    for (size_t a = 0; a < rank; ++a) {
+      if (size[a] < 0 || src[a] < 0 || dst[a] < 0 || src[a] > x[a] - size[a] || dst[a] > y.shape[a] - size[a])
+        fail(where_of(cfg), "{}: box {} (axis {}: from {}, to {}, {} long) lies outside input {} or the output {}", kName, p / per,
+             a, src[a], dst[a], size[a], shape_str(x), shape_str(y.shape));
+      n *= size[a];
+    }
+    std::vector<int64_t> b(dst, dst + rank), e(rank);
+    for (size_t a = 0; a < rank; ++a) e[a] = dst[a] + size[a];
+    for (size_t o = 0; o < lo.size(); ++o) {
+      bool overlap = n > 0;
+      for (size_t a = 0; a < rank && overlap; ++a) overlap = b[a] < hi[o][a] && lo[o][a] < e[a];
+      if (overlap) fail(where_of(cfg), "{}: box {} overlaps another box of summand {}", kName, p / per, s);
+    }
+    lo.push_back(b);
+    hi.push_back(e);
+    covered += n;
+    boxes.push_back(CollectiveBox{.input = int32_t(input), .add = s > 0, .src = {src, src + rank}, .dst = {dst, dst + rank}, .size = {size, size + rank}});
+  }
+  if (covered != numel(y.shape))
+    fail(where_of(cfg), "{}: summand {} covers {} of the output's {} elements", kName, summand, covered, numel(y.shape));
+  return boxes;
+}
+
 }  // namespace of::kernels

@@ -98,6 +98,28 @@ struct SplitGeometry {
 };
 SplitGeometry split_geometry(const KernelConfig& cfg);
 
+// slice along `axis` from `start`, Y's extent along it (any dtype): per each of `outer` rows of
+// in_row bytes of X, Y's row of out_row bytes begins `offset` bytes in.
+struct SliceGeometry {
+  int64_t outer = 1;
+  size_t in_row = 0, out_row = 0, offset = 0;
+};
+SliceGeometry slice_geometry(const KernelConfig& cfg);
+
+// Row-major element strides of a tensor of `shape`.
+std::vector<int64_t> strides_of(const Shape& shape);
+
+// collective_part's boxes (attribute "pieces": per box, summand, input, then its start in that
+// input, its start in the output and its extent, one int each per axis), checked: boxes go by
+// summand from 0, lie inside their input and the output, and each summand tiles the output
+// exactly; only f32 is summed. A box of a later summand is added onto what is there.
+struct CollectiveBox {
+  int32_t input = 0;
+  bool add = false;
+  std::vector<int64_t> src, dst, size;
+};
+std::vector<CollectiveBox> collective_boxes(const KernelConfig& cfg);
+
 // where (cond ? a : b; cond bool, a and b f32, all three broadcast numpy-style, rank <= 8):
 // checks the config and returns the output's shape.
 Shape where_shape(const KernelConfig& cfg);

@@ -139,6 +139,7 @@ MachineCosts calibrate(double budget) {
   const Shape big = {1 << 22};
   c.rates[size_t(kernels::WorkKind::memory)] = kernel_rate("add", none, {f32(big), f32(big)}, {f32(big)}, budget);
   c.copy_bytes_per_s = kernel_rate("copy", none, {f32(big)}, {f32(big)}, budget) / 2;  // bytes copied, not read + written
+  c.host_bytes_per_s = c.copy_bytes_per_s;  // no GPU measured: a host copy
   // An act receives a message per register it reads and sends one per register it writes; two
   // messages is the typical act of a chain.
   c.task_overhead_s = 2 * message_seconds(budget);

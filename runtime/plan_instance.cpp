@@ -42,6 +42,12 @@ void StoredTensor::gather(uint8_t* whole) const {
 
 PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool canary)
     : heap_before_(canary ? heap_in_use() : 0), plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
+  // ofc places plans on GPUs (--devices N:cuda) and the CUDA kernels exist, but the runtime's
+  // half is not built: arenas in device memory, streams and events, h2d/d2h transfers (issue 15).
+  for (const plan::DeviceRef& d : plan_.devices)
+    if (d.kind != 0)
+      fail({.file = path_}, "places tasks on GPUs ({}); this ofrun runs plans on CPU devices only so far: compile with --devices N:cpu",
+           plan::device_label(plan_, int32_t(&d - plan_.devices.data())));
   const int32_t ranks = transport::plan_ranks(plan_);
   if (ranks > 1 && rank < 0)  // said once per plan, so that nobody mistakes this for a multi-process run
     fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (ofrun --launch-local runs one process per rank)\n",

@@ -48,9 +48,11 @@ double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c) {
     case TaskKind::snapshot: return s;
     case TaskKind::transfer: {
       const Regst& from = p.regsts[size_t(t.in_regsts.at(0))];
-      const bool other_rank = p.devices[size_t(p.tasks[size_t(from.producer)].device)].rank != p.devices[size_t(t.device)].rank;
+      const plan::DeviceRef& there = p.devices[size_t(p.tasks[size_t(from.producer)].device)];
+      const plan::DeviceRef& here = p.devices[size_t(t.device)];
       const double bytes = double(out_bytes(p, t));
-      return s + (other_rank ? c.rank_latency_s + bytes / c.rank_bytes_per_s : bytes / c.copy_bytes_per_s);
+      if (there.rank != here.rank) return s + c.rank_latency_s + bytes / c.rank_bytes_per_s;
+      return s + bytes / (there.kind != here.kind ? c.host_bytes_per_s : c.copy_bytes_per_s);  // h2d, d2h or within a kind
     }
     case TaskKind::collective: {
       double bytes = double(out_bytes(p, t));
@@ -76,10 +78,15 @@ class Play {
  public:
   Play(const PlayedPlan& pp, const MachineCosts& costs, int64_t pieces) : pp_(pp), task_free_(pp.plan.tasks.size(), 0.0) {
     const Plan& p = pp.plan;
-    // One worker per device of a rank (ofrun --threads D in a process of D devices).
+    // A rank's CPU devices share its workers, one per device (ofrun --threads D in a process of D
+    // devices); a GPU is its own worker (its stream), beside them.
+    int32_t ranks = 0;
+    for (const plan::DeviceRef& d : p.devices) ranks = std::max(ranks, d.rank + 1);
+    workers_.resize(size_t(ranks));
     for (const plan::DeviceRef& d : p.devices) {
-      if (size_t(d.rank) >= workers_.size()) workers_.resize(size_t(d.rank) + 1);
-      workers_[size_t(d.rank)].push(0.0);
+      worker_of_.push_back(d.kind == 0 ? d.rank : int32_t(workers_.size()));
+      if (d.kind != 0) workers_.emplace_back();
+      workers_[size_t(worker_of_.back())].push(0.0);
     }
     cost_.reserve(p.tasks.size());
     for (const Task& t : p.tasks) cost_.push_back(act_seconds(pp, t, costs));
@@ -150,7 +157,7 @@ class Play {
   void submit(plan::TaskId task) {
     const Task& t = pp_.plan.tasks[size_t(task)];
     // The worker that frees first runs it, once the task's own act before it has ended.
-    auto& workers = workers_[size_t(pp_.plan.devices[size_t(t.device)].rank)];
+    auto& workers = workers_[size_t(worker_of_[size_t(t.device)])];
     const double start = std::max({now_, workers.top(), task_free_[size_t(task)]});
     workers.pop();
     const double end = start + cost_[size_t(task)];
@@ -170,8 +177,9 @@ class Play {
 
   const PlayedPlan& pp_;
   std::vector<double> cost_, task_free_, busy_;
-  // Per rank, when each of its workers is free (a min-heap).
+  // Per rank (its CPU devices) and per GPU, when each of its workers is free (a min-heap).
   std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> workers_;
+  std::vector<int32_t> worker_of_;  // per device, its entry in workers_
   std::vector<std::unique_ptr<TimedAction>> actions_;
   std::vector<std::unique_ptr<protocol::TaskState>> tasks_;
   Queue out_;

@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "compiler/passes/pass.h"
+#include "kernels/catalog.h"
 #include "schemas/shared_memory.h"
 #include "schemas/task_state.h"
 
@@ -135,8 +136,28 @@ void check_no_deadlock(const TaskGraph& tg, int64_t pieces) {
   fail({.field = "plan"}, "would deadlock after {} of {} tasks finished: {}", finished, views.size(), protocol::describe_stall(tg, views));
 }
 
+namespace {
+
+// Every kernel the plan runs exists for its device's kind (kernels/kernel_list.def): a plan on GPUs
+// with an op the CUDA backend lacks is refused here, naming the task, not when ofrun loads it.
+void check_kernels_exist(const Compilation& c) {
+  const TaskGraph& tg = c.tasks;
+  for (const Task& t : tg.tasks) {
+    if (t.kernel.empty() || (t.kind != TaskKind::compute && t.kind != TaskKind::collective)) continue;
+    const auto& blobs = tg.regsts[size_t(t.out_regsts.at(0))].blobs;
+    const DType dtype = blobs.empty() ? DType::f32 : blobs[0].desc.dtype;  // the loader's rule (runtime/plan/load.cpp)
+    const int8_t kind = tg.devices[size_t(t.device)].kind;
+    if (!kernels::kernel_exists(t.kernel, kernels::DeviceKind(kind), dtype))
+      fail({.file = c.graph.source_file, .node = t.name, .op = t.op}, "no {} kernel '{}' for {} yet{}", kind == 0 ? "cpu" : "cuda", t.kernel,
+           dtype_name(dtype), kind == 0 ? "" : " (the CUDA backend lacks it; --devices N:cpu has it)");
+  }
+}
+
+}  // namespace
+
 bool CheckPlan::run(Compilation& c) {
   const TaskGraph& tg = c.tasks;
+  check_kernels_exist(c);
   for (const Arena& a : tg.arenas) {
     if (a.bytes <= kMaxArenaBytes) continue;
     const Regst* largest = nullptr;  // what to blame: the register with the largest slot there
@@ -151,7 +172,8 @@ bool CheckPlan::run(Compilation& c) {
   }
   if (c.options.device_memory > 0)
     for (const Arena& a : tg.arenas)
-      if (a.bytes > c.options.device_memory) {
+      // On GPUs --device-memory is each GPU's; the ranks' host devices hold only batches and outputs.
+      if (tg.devices[size_t(a.device)].kind == c.options.device_kind && a.bytes > c.options.device_memory) {
         // What the user can do about it, where the plan says how much it would give.
         std::string options;
         if (c.options.train && c.options.dp > 1 && c.options.zero == 0) {

@@ -65,9 +65,21 @@ bool LowerToTasks::run(Compilation& c) {
   std::vector<int32_t> devices_of_rank(rank.empty() ? 0 : size_t(*std::max_element(rank.begin(), rank.end()) + 1), 0);
   for (int32_t d = 0; d < c.parallel.devices; ++d) {
     // A device's index counts the devices of its rank before it.
-    tg.devices.push_back(DeviceRef{.rank = rank[size_t(d)], .kind = 0, .index = devices_of_rank[size_t(rank[size_t(d)])]++});
+    tg.devices.push_back(DeviceRef{.rank = rank[size_t(d)], .kind = c.options.device_kind, .index = devices_of_rank[size_t(rank[size_t(d)])]++});
     tg.arenas.push_back(Arena{.id = d, .device = d, .bytes = 0});
   }
+  // A plan on GPUs gives each rank a host device after all of them (cpu:0 of that rank): sources
+  // read batches, the sink hands outputs to ofrun and snapshots write checkpoints in host memory,
+  // so what crosses between host and GPU does so in transfer tasks (insert-transfers), never
+  // inside a kernel. A CPU plan's host is the device itself.
+  auto host_of = [&, gpus = c.options.device_kind != 0](int32_t d) {
+    return gpus ? c.parallel.devices + rank[size_t(std::max(d, 0))] : d;
+  };
+  if (c.options.device_kind != 0)
+    for (int32_t r = 0; r < int32_t(devices_of_rank.size()); ++r) {
+      tg.devices.push_back(DeviceRef{.rank = r, .kind = 0, .index = 0});
+      tg.arenas.push_back(Arena{.id = int32_t(tg.arenas.size()), .device = int32_t(tg.devices.size()) - 1, .bytes = 0});
+    }
   const int32_t slots = c.options.slots;
   if (slots < 1) fail({}, "--slots must be at least 1, got {}", slots);
   // A training step of one piece on unstaged devices runs one piece at a time: every task of piece
@@ -105,9 +117,9 @@ bool LowerToTasks::run(Compilation& c) {
   std::vector<RegstId> source_of_rank(devices_of_rank.size(), 0);  // paces tasks with no pieces of their own
   for (TaskId s = 0; s < sources; ++s) {
     const int32_t d = source_devices[size_t(s)];
-    Task source{.id = s, .kind = TaskKind::source, .name = s == 0 ? "source" : fmt::format("source@{}", d), .op = "Source", .device = d};
+    Task source{.id = s, .kind = TaskKind::source, .name = s == 0 ? "source" : fmt::format("source@{}", d), .op = "Source", .device = host_of(d)};
     for (ValueId v : source_values[size_t(s)]) source.io_names.push_back(g.values[v].name);
-    const Regst r = make_regst(tg, s, g, source_values[size_t(s)], slots, d);
+    const Regst r = make_regst(tg, s, g, source_values[size_t(s)], slots, host_of(d));
     source.out_regsts.push_back(r.id);
     for (size_t i = 0; i < source_values[size_t(s)].size(); ++i) home[source_values[size_t(s)][i]] = {InputKind::regst, r.id, int32_t(i)};
     if (s > 0) {
@@ -213,7 +225,7 @@ bool LowerToTasks::run(Compilation& c) {
     tg.tasks.push_back(std::move(t));
   }
 
-  Task sink{.id = TaskId(tg.tasks.size()), .kind = TaskKind::sink, .name = "sink", .op = "Sink"};
+  Task sink{.id = TaskId(tg.tasks.size()), .kind = TaskKind::sink, .name = "sink", .op = "Sink", .device = host_of(0)};
   for (ValueId v : g.outputs) {
     // An output folded into a constant (Shape(x)) or naming an initializer has no home here.
     auto found = home.find(v);
@@ -277,6 +289,7 @@ bool LowerToTasks::run(Compilation& c) {
         }
       }
       if (snap.inputs.empty()) continue;  // this rank checkpoints nothing
+      snap.device = host_of(snap.device);
       const RegstId pace = at == loss_rank ? last_output : source_of_rank[size_t(at)];
       snap.in_regsts.push_back(pace);
       tg.regsts[size_t(pace)].consumers.push_back(snap.id);

@@ -46,9 +46,12 @@ struct CompileOptions {
   // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"
   // instead of the mean loss.
   bool eval_metrics = false;
-  // Parallel plans (compiler/passes/parallelize.cpp): `devices` CPU devices, split as data x
-  // tensor x pipeline parallel (their product must be `devices`).
+  // Parallel plans (compiler/passes/parallelize.cpp): `devices` devices of `device_kind`, split as
+  // data x tensor x pipeline parallel (their product must be `devices`).
   int32_t devices = 1;
+  // plan::DeviceRef's kind: 0 cpu, 1 cuda. A cuda plan's ranks each get a host device too, which
+  // holds what the host does (sources, the sink, checkpoints; lower_to_tasks.cpp).
+  int8_t device_kind = 0;
   int32_t ranks = 1;  // the devices are split evenly over ranks, rank-major: device d is on rank d / (devices / ranks)
   int32_t dp = 1, tp = 1, pp = 1;
   uint64_t device_memory = 0;  // bytes each device may hold (check-plan); 0: unlimited

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// concat and split on the GPU, any dtype: the CPU twins' geometry (kernels/rules.h), each input's
+// concat, split and slice on the GPU, any dtype: the CPU twins' geometry (kernels/rules.h), each input's
 // (or output's) blocks moved by one strided device-to-device copy over the outer rows
 // (cudaMemcpy2DAsync), no kernel of our own.
 #include "kernels/cuda/device_stream.h"
@@ -54,9 +54,26 @@ class Split final : public Kernel {
   SplitGeometry g_;
 };
 
+class Slice final : public Kernel {
+ public:
+  Slice(const KernelConfig& cfg) : g_(slice_geometry(cfg)) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    if (g_.out_row == 0 || g_.outer == 0) return;
+    const auto* x = static_cast<const char*>(in[0]) + g_.offset;
+    const cudaError_t e = g_.outer == 1 ? cudaMemcpyAsync(out[0], x, g_.out_row, cudaMemcpyDeviceToDevice, ctx.stream->stream)
+                                        : cudaMemcpy2DAsync(out[0], g_.out_row, x, g_.in_row, g_.out_row, size_t(g_.outer),
+                                                            cudaMemcpyDeviceToDevice, ctx.stream->stream);
+    if (e != cudaSuccess) ctx.stream->note_failure("slice: device copy", int(e));
+  }
+
+ private:
+  SliceGeometry g_;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg) { return std::make_unique<Concat>(cfg); }
 std::unique_ptr<Kernel> make_split(const KernelConfig& cfg) { return std::make_unique<Split>(cfg); }
+std::unique_ptr<Kernel> make_slice(const KernelConfig& cfg) { return std::make_unique<Slice>(cfg); }
 
 }  // namespace of::kernels::cuda

@@ -14,6 +14,8 @@ namespace of::kernels::cuda {
 std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_collective_part(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_concat(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg);
@@ -41,6 +43,7 @@ std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_slice(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg);

@@ -146,4 +146,19 @@ struct TransposeSpace {
 };
 void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void* x, void* y, cudaStream_t stream);
 
+// collective_part's box: y[dst + i] = (or +=) x[src + i] over `rank` box dims with per-tensor
+// element strides; elem_size 4 or 8 (only f32 boxes add). x may be another GPU's memory: the
+// runtime enables peer access between the GPUs of a rank before any collective runs.
+struct BoxSpace {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {}, src_strides[kMaxRank] = {}, dst_strides[kMaxRank] = {};
+  int64_t src = 0, dst = 0, total = 0;  // element offsets of the box's corner, its element count
+};
+void launch_box(const BoxSpace& space, int64_t elem_size, bool add, const void* x, void* y, cudaStream_t stream);
+
+// classify_metrics: per row of x [n, c], nll = logsumexp(x) - x[label] and correct = (the first
+// maximum, NaN above all, is the label); both 0 for a label outside [0, c).
+void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c,
+                             cudaStream_t stream);
+
 }  // namespace of::kernels::cuda

@@ -68,6 +68,26 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
   float n_f_ = 1;
 };
 
+class ClassifyMetrics final : public Kernel {
+ public:
+  ClassifyMetrics(const KernelConfig& cfg) {
+    const char* name = "classify_metrics";
+    cpu::check_arity(cfg, name, 2, 2, 2);
+    cpu::check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    std::tie(n_, c_) = xent_dims(cfg, name, 0);
+    cpu::check_output_shape(cfg, name, 0, {n_});
+    cpu::check_output_shape(cfg, name, 1, {n_});
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_classify_metrics(static_cast<const float*>(in[0]), static_cast<const int64_t*>(in[1]), static_cast<float*>(out[0]),
+                            static_cast<float*>(out[1]), n_, c_, ctx.stream->stream);
+    ctx.stream->check_launch("classify_metrics");
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg) {
@@ -76,5 +96,7 @@ std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg) {
 std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg) {
   return std::make_unique<SoftmaxCrossEntropyGrad>(cfg);
 }
+
+std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg) { return std::make_unique<ClassifyMetrics>(cfg); }
 
 }  // namespace of::kernels::cuda

@@ -76,4 +76,32 @@ void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64
   softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f);
 }
 
+namespace {
+
+// One thread per row, the CPU twin's loop as it is (evaluation only: rows are few, and the first
+// maximum with NaN above all is then plainly torch.argmax's).
+__global__ void classify_metrics_rows(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c) {
+  for (int64_t r = first_index(); r < n; r += grid_stride()) {
+    const float* xr = x + r * c;
+    int64_t best = 0;
+    for (int64_t k = 1; k < c && !isnan(xr[best]); ++k)
+      if (isnan(xr[k]) || xr[k] > xr[best]) best = k;
+    const float m = c > 0 ? xr[best] : 0.0f;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < c; ++k) sum += expf(xr[k] - m);
+    const int64_t label = labels[r];
+    const bool valid = label >= 0 && label < c;
+    nll[r] = valid ? logf(sum) - (xr[label] - m) : 0.0f;
+    correct[r] = valid && best == label ? 1.0f : 0.0f;
+  }
+}
+
+}  // namespace
+
+void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c,
+                             cudaStream_t stream) {
+  if (n <= 0) return;
+  classify_metrics_rows<<<blocks_for(n), kThreads, 0, stream>>>(x, labels, nll, correct, n, c);
+}
+
 }  // namespace of::kernels::cuda

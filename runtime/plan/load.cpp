@@ -104,6 +104,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
   const auto n_tasks = int32_t(p.tasks.size()), n_regsts = int32_t(p.regsts.size());
   const auto n_vars = int32_t(p.variables.size()), n_arenas = int32_t(p.arenas.size());
   if (p.devices.empty()) fail(at("cluster.devices"), "empty");
+  for (size_t i = 0; i < p.devices.size(); ++i)
+    if (p.devices[i].kind != 0 && p.devices[i].kind != 1) fail(at(fmt::format("cluster.devices[{}].kind", i)), "{} is neither cpu (0) nor cuda (1)", int(p.devices[i].kind));
   if (p.job.batch < 1) fail(at("job.batch"), "must be at least 1, is {}", p.job.batch);
   if (p.job.pieces < 0) fail(at("job.pieces"), "negative ({})", p.job.pieces);
   if (p.job.kind != plan::JobKind::infer && p.job.kind != plan::JobKind::train && p.job.kind != plan::JobKind::eval)
@@ -119,7 +121,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
     if (a.id != i) fail(at(fmt::format("arenas[{}].id", i)), "is {}, expected {}", a.id, i);
     if (a.device < 0 || size_t(a.device) >= p.devices.size())
       fail(at(fmt::format("arenas[{}].device", i)), "{} out of range ({} devices)", a.device, p.devices.size());
-    if (a.bytes > memory) fail(at(fmt::format("arenas[{}].bytes", i)), "{} bytes exceed this machine's memory ({})", a.bytes, memory);
+    // A GPU's arena is in its own memory, which the loader does not know (ofrun checks it there).
+    if (p.devices[size_t(a.device)].kind == 0 && a.bytes > memory) fail(at(fmt::format("arenas[{}].bytes", i)), "{} bytes exceed this machine's memory ({})", a.bytes, memory);
   }
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const plan::LogicalTensor& t = p.tensors[i];
@@ -318,8 +321,9 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
         const auto& blobs = p.regsts[size_t(t.out_regsts[0])].blobs;
         if (blobs.empty()) fail(at(f + ".out_regsts"), "the output register has no blobs");
         DType dtype = blobs[0].desc.dtype;
-        if (!kernels::find_kernel(t.kernel, kernels::DeviceKind::cpu, dtype))
-          fail(at(f + ".kernel"), "no kernel '{}' for cpu:{}", t.kernel, dtype_name(dtype));
+        const bool cuda = p.devices[size_t(t.device)].kind != 0;
+        if (!kernels::find_kernel(t.kernel, cuda ? kernels::DeviceKind::cuda : kernels::DeviceKind::cpu, dtype))
+          fail(at(f + ".kernel"), "no kernel '{}' for {}:{}", t.kernel, cuda ? "cuda" : "cpu", dtype_name(dtype));
         break;
       }
     }

@@ -30,12 +30,31 @@ TEST_CASE("machine costs: written and read back", "[common]") {
   CHECK(r.copy_bytes_per_s == c.copy_bytes_per_s);
   CHECK(r.rank_bytes_per_s == c.rank_bytes_per_s);
   CHECK(r.rank_latency_s == c.rank_latency_s);
+  CHECK(r.host_bytes_per_s == c.host_bytes_per_s);
   CHECK(r.measured_on == "host, today");
   REQUIRE(r.kernels.size() == 1);
   CHECK(r.kernels.at("conv").rate == 3e10);
   CHECK(r.kernels.at("conv").fixed_s == 2e-5);
   CHECK(r.source == path);
   CHECK(builtin_costs().source == "built-in");
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("machine costs: a file without host_bytes_per_s (before GPU plans) reads it as copy_bytes_per_s", "[common]") {
+  MachineCosts c = builtin_costs();
+  c.copy_bytes_per_s = 7e9;
+  c.host_bytes_per_s = 3e10;
+  const std::string path = temp_path("host.json");
+  write_machine_costs(c, path);
+  CHECK(read_machine_costs(path).host_bytes_per_s == 3e10);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("\"host_bytes_per_s\"");
+  REQUIRE(at != std::string::npos);
+  text.erase(at, text.find('\n', at) - at + 1);
+  write_text(path, text);
+  CHECK(read_machine_costs(path).host_bytes_per_s == 7e9);
+  CHECK(builtin_cuda_costs().host_bytes_per_s < builtin_cuda_costs().copy_bytes_per_s);  // PCIe below NVLink
   std::filesystem::remove(path);
 }
 

@@ -24,6 +24,19 @@ TEST_CASE("parse_devices: N:cpu and RxD:cpu", "[compiler]") {
   CHECK_THROWS_WITH(parse_devices("2x128:cpu"), Catch::Contains("at most 64 devices per rank"));
 }
 
+TEST_CASE("parse_devices: N:cuda and RxD:cuda are GPUs", "[compiler]") {
+  CHECK(parse_devices("8:cpu").kind == 0);
+  const DeviceSpec gpus = parse_devices("128x8:cuda");
+  CHECK(gpus.kind == 1);
+  CHECK(gpus.ranks == 128);
+  CHECK(gpus.devices == 1024);
+  CHECK(parse_devices("1:cuda").kind == 1);
+  for (const char* bad : {"4:CUDA", "4:cuda:0", "4:gpu", "0:cuda"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_devices(bad), of::Error);
+  }
+}
+
 TEST_CASE("parse_bytes: sizes with units", "[compiler]") {
   CHECK(parse_bytes("512MiB", "--device-memory") == 512ull << 20);
   CHECK(parse_bytes("16GB", "--device-memory") == 16000000000ull);

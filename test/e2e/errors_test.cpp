@@ -58,6 +58,19 @@ TEST_CASE("errors: ofc on an unsupported operator names it, its node and the sup
   CHECK_FALSE(std::filesystem::exists(dir / "p.safetensors"));
 }
 
+TEST_CASE("errors: a plan on GPUs compiles, ofdump shows it, and ofrun refuses it in one line", "[e2e]") {
+  TempDir dir;
+  const std::string plan = dir / "gpu.ofp";
+  const CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + plan + " --devices 1:cuda", dir);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const CmdResult d = run_cmd(bin("ofdump") + " " + plan, dir);
+  CHECK(d.exit_code == 0);
+  CHECK(d.out.find("cuda:0") != std::string::npos);
+  expect_clean_error(run_cmd(bin("ofrun") + " " + plan + " --input input=" + fixture("mlp_input.npy"), dir), {"gpu.ofp", "GPUs", "--devices N:cpu"});
+  expect_clean_error(run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + plan + " --devices 1:gpu", dir), {"--devices", "N:cuda"});
+}
+
 TEST_CASE("errors: ofrun on a missing plan", "[e2e]") {
   TempDir dir;
   expect_clean_error(run_cmd(bin("ofrun") + " " + (dir / "none.ofp") + " --input input=x.npy", dir), {"none.ofp", "cannot open"});

@@ -106,6 +106,32 @@ TEST_CASE("step time: a transfer between ranks pays the latency and the ranks' b
   CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(copy)], round_costs()) == Approx(1e-6 + 1e-5 + 80e-6).epsilon(1e-9));
 }
 
+TEST_CASE("step time: a transfer between a host and its GPU pays the host link, and GPUs are workers of their own", "[compiler]") {
+  Builder b(3);
+  b.p.devices[0].kind = 1;  // two GPUs and their host
+  b.p.devices[1].kind = 1;
+  const plan::TaskId src = b.task(plan::TaskKind::source, "", 2, {});
+  const plan::RegstId x = b.regst(src, 1000);
+  const plan::TaskId h2d = b.task(plan::TaskKind::transfer, "", 0, {x});
+  const plan::RegstId on_gpu = b.regst(h2d, 1000);
+  MachineCosts c = round_costs();
+  c.host_bytes_per_s = 4.0 / 40e-9;  // 4 bytes per 40 ns: 40 us for 1000 floats
+  CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(h2d)], c) == Approx(1e-6 + 40e-6).epsilon(1e-9));
+  // Two GPUs' work after it overlaps (each its own worker), however few CPU workers the rank has.
+  const plan::TaskId d2d = b.task(plan::TaskKind::transfer, "", 1, {on_gpu});
+  const plan::RegstId there = b.regst(d2d, 1000);
+  CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(d2d)], c) == Approx(1e-6 + 8e-6).epsilon(1e-9));  // between GPUs: the copy rate
+  const plan::TaskId a = b.task(plan::TaskKind::compute, "relu", 0, {on_gpu});
+  const plan::RegstId ya = b.regst(a, 1000);
+  const plan::TaskId d = b.task(plan::TaskKind::compute, "relu", 1, {there});
+  const plan::RegstId yd = b.regst(d, 1000);
+  b.task(plan::TaskKind::sink, "", 2, {ya, yd});
+  const StepPrediction s = predict_step(PlayedPlan{b.p, b.tensors, 1}, c);
+  REQUIRE(s.busy_seconds.size() == 3);
+  CHECK(s.busy_seconds[0] == Approx(41e-6 + 17e-6).epsilon(1e-9));
+  CHECK(s.busy_seconds[1] == Approx(9e-6 + 17e-6).epsilon(1e-9));
+}
+
 TEST_CASE("step time: a matrix product costs its flops at the matrix rate", "[compiler]") {
   Builder b(1);
   const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});

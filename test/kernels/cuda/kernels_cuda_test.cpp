@@ -4,6 +4,8 @@
 // of range, momentum's first step, several acts of a stateful kernel.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "twin.h"
 
 namespace of::kernels::testing {
@@ -352,6 +354,47 @@ TEST_CASE("cuda twin: accumulate sums k micro-batches and passes the step's scal
 TEST_CASE("cuda twin: copy moves the bytes of f32 and i64 tensors", "[cuda]") {
   check_twin("copy", {}, {random_f32({31, 17}, 22)}, f32({{31 * 17}}));
   check_twin("copy", {}, {i64_tensor({3}, {1, -2, 1LL << 40})}, {{{3}, DType::i64}});
+}
+
+TEST_CASE("cuda twin: slice along the first, a middle and the last axis, f32 and i64", "[cuda]") {
+  for (int64_t axis : {0, 1, 2}) {
+    INFO("axis " << axis);
+    Shape part = {4, 5, 6};
+    part[size_t(axis)] = 2;
+    Attrs attrs = ints({{"axis", axis}, {"start", 1}});
+    check_twin("slice", attrs, {random_f32({4, 5, 6}, 60 + unsigned(axis))}, f32({part}));
+  }
+  std::vector<int64_t> v(12);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t(i) << 35;
+  check_twin("slice", ints({{"axis", 1}, {"start", 2}}), {i64_tensor({3, 4}, v)}, {{{3, 2}, DType::i64}});
+}
+
+TEST_CASE("cuda twin: collective_part copies and sums boxes in summand order", "[cuda]") {
+  // An all-reduce part of device 1 of 2 over a [4, 6] tensor split by rows: its rows 2..3 of both
+  // inputs summed, then an all-gather part: both halves copied in.
+  Attrs reduce;
+  reduce.set_ints("pieces", {0, 0, 2, 0, 0, 0, 2, 6, 1, 1, 2, 0, 0, 0, 2, 6});
+  check_twin("collective_part", reduce, {random_f32({4, 6}, 70), random_f32({4, 6}, 71)}, f32({{2, 6}}));
+  Attrs gather;
+  gather.set_ints("pieces", {0, 0, 0, 0, 0, 0, 2, 6, 0, 1, 0, 0, 2, 0, 2, 6});
+  check_twin("collective_part", gather, {random_f32({2, 6}, 72), random_f32({2, 6}, 73)}, f32({{4, 6}}));
+  // Boxes cut across the inner axis (an all-to-all's), i64.
+  std::vector<int64_t> a(12), b(12);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = int64_t(i) << 33, b[i] = -int64_t(i);
+  Attrs swap;
+  swap.set_ints("pieces", {0, 0, 0, 0, 0, 0, 3, 2, 0, 1, 0, 2, 0, 2, 3, 2});
+  check_twin("collective_part", swap, {i64_tensor({3, 4}, a), i64_tensor({3, 4}, b)}, {{{3, 4}, DType::i64}});
+}
+
+TEST_CASE("cuda twin: classify_metrics, labels out of range and a NaN row included", "[cuda]") {
+  const int64_t n = 40, c = 13;
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) labels[size_t(i)] = (i * 7) % c;
+  labels[3] = -1;
+  labels[5] = c;
+  HostTensor x = random_f32({n, c}, 80, -4, 4);
+  reinterpret_cast<float*>(x.bytes.data())[2 * c + 4] = std::numeric_limits<float>::quiet_NaN();
+  check_twin("classify_metrics", {}, {x, i64_tensor({n}, labels)}, f32({{n}, {n}}));
 }
 
 }  // namespace
