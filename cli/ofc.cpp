@@ -82,6 +82,12 @@ int main(int argc, char** argv) {
   app.add_flag("--auto", auto_parallel,
                "choose --dp/--tp/--pp for --devices by predicted step time (degrees given are kept; --share-order tight, "
                "--recompute and --zero 3 are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
+  int32_t auto_compile = 3;
+  app.add_option("--auto-compile", auto_compile,
+                 "with --auto: compile and play at most this many splits, those a closed-form estimate ranks best (refused ones do "
+                 "not count); more weighs more in full")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   std::string costs_file;
   app.add_option("--costs", costs_file, "machine costs for the predicted step time, as ofrun --calibrate FILE writes them (default: built-in)");
   bool record_options = false;
@@ -120,13 +126,15 @@ int main(int argc, char** argv) {
         if (dp_opt->count()) fixed.dp = options.dp;
         if (tp_opt->count()) fixed.tp = options.tp;
         if (pp_opt->count()) fixed.pp = options.pp;
+        fixed.compiled = auto_compile;
         of::compiler::AutoChoice choice = of::compiler::choose_parallel(model, options, fixed);
         options = choice.best.options;
         const auto& k = choice.candidates;
         std::string others;
         for (size_t i = 1; i < k.size() && i < 4 && k[i].refused.empty(); ++i)
           others += fmt::format("{}{} {:.3f} ms", others.empty() ? "; next: " : ", ", k[i].flags, 1e3 * k[i].step_seconds);
-        fmt::print("ofc: --auto weighed {} strategies and chose {} ({:.3f} ms predicted{})\n", k.size(), k[0].flags,
+        const std::string ranked = choice.ranked > int32_t(k.size()) ? fmt::format(" (the best of {} by estimate)", choice.ranked) : "";
+        fmt::print("ofc: --auto weighed {} strategies{} and chose {} ({:.3f} ms predicted{})\n", k.size(), ranked, k[0].flags,
                    1e3 * k[0].step_seconds, others);
         return std::move(choice.best);
       }

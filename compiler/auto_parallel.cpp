@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "compiler/compile.h"
+#include "compiler/parallel/strategy_cost.h"
 
 namespace of::compiler {
 
@@ -53,6 +54,22 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
   }
   if (splits.empty())
     fail({.field = "--auto"}, "no split of {} devices has the degrees given (--dp x --tp x --pp must be the device count)", n);
+  // More splits than are worth compiling: ordered by their estimate, the first few compiled.
+  const size_t ranked = splits.size();
+  if (splits.size() > size_t(fixed.compiled)) {
+    const Compilation logical = compile_before_parallelize(model_path, base);
+    std::vector<std::pair<double, size_t>> order;
+    for (size_t i = 0; i < splits.size(); ++i) {
+      const CompileOptions& o = splits[i];
+      const StrategyShape shape{.dp = o.dp, .tp = o.tp, .pp = o.pp, .micro_batches = o.train ? o.micro_batches : 1,
+                                .ranks = o.ranks, .devices = o.devices, .zero = o.zero > 0};
+      order.emplace_back(estimate_strategy(logical.graph, shape, base.costs).step_seconds(), i);
+    }
+    std::stable_sort(order.begin(), order.end());
+    std::vector<CompileOptions> sorted;
+    for (const auto& [seconds, i] : order) sorted.push_back(splits[i]);
+    splits = std::move(sorted);
+  }
   std::vector<plan::Candidate> weighed, refused;
   std::optional<Compilation> best;
   int32_t compiled = 0;
@@ -72,7 +89,8 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
       refused.push_back(std::move(k));
     }
   };
-  for (const CompileOptions& o : splits) weigh(o);
+  for (const CompileOptions& o : splits)
+    if (weighed.size() < size_t(fixed.compiled)) weigh(o);
   // Nothing fits: the memory options, in the order of what they cost (a tight order costs
   // overlap, recompute adds work, ZeRO adds gathers: stage 1 one per weight and step, stage 3 one
   // per use), each over every split.
@@ -84,6 +102,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     for (const Option& m : {Option{true, false, 0}, Option{false, true, 0}, Option{false, false, 1}, Option{false, false, 3},
                             Option{false, true, 3}, Option{true, true, 3}}) {
       for (CompileOptions o : splits) {
+        if (weighed.size() >= size_t(fixed.compiled)) break;
         if ((m.recompute && base.recompute) || (m.zero > 0 && (base.zero > 0 || o.dp < 2)) ||
             (m.tight && (share_order_of(base) == ShareOrder::tight || !base.share_memory)))
           continue;
@@ -101,7 +120,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     fail({.field = "--auto"}, "none of the {} strategies weighed compiles{}: {}", compiled, base.device_memory > 0 ? " and fits" : "", why);
   }
   std::stable_sort(weighed.begin(), weighed.end(), [](const plan::Candidate& a, const plan::Candidate& b) { return a.step_seconds < b.step_seconds; });
-  AutoChoice out{.best = std::move(*best), .candidates = std::move(weighed)};
+  AutoChoice out{.best = std::move(*best), .candidates = std::move(weighed), .ranked = int32_t(ranked)};
   out.candidates.insert(out.candidates.end(), refused.begin(), refused.end());
   out.best.tasks.prediction.candidates = out.candidates;
   return out;

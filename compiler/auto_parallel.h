@@ -9,10 +9,12 @@
 // last two together and all three weighed, in that order (what each costs), as memory_options.h
 // does for one plan.
 //
-// Compiling every candidate is what makes the prediction honest (it plays the plan ofrun would
-// run) and what bounds the search: a few candidates per device count, each a compile. A cost of
-// a strategy before it is materialised (issue 13's strategy/cost split) would let the search
-// weigh per-op SBP and many more candidates; it is not built.
+// Compiling a candidate is what makes the prediction honest (it plays the plan ofrun would run),
+// and what costs: a GPT on 8x8 devices has 28 splits, 53 s of compiles. So when there are more
+// splits than AutoConstraints::compiled, they are first ordered by a closed-form estimate
+// (compiler/parallel/strategy_cost.h: compute, dp and tp all-reduces, pipeline fill and
+// transfers, per link kind) and only the best few that compile are compiled and played; the
+// plan's candidates list those. Per-op SBP is still chosen by parallelize, not searched.
 #pragma once
 
 #include <optional>
@@ -26,11 +28,15 @@ namespace of::compiler {
 struct AutoConstraints {
   std::optional<int32_t> dp, tp, pp;  // degrees the user gave
   int32_t max_candidates = 128;       // compiles at most this many (a bound by count: deterministic)
+  // Splits compiled in full: more than this many are first ordered by their estimate
+  // (strategy_cost.h) and only the best ones that compile are compiled (refused ones do not count).
+  int32_t compiled = 3;
 };
 
 struct AutoChoice {
   Compilation best;                        // compiled with best.options
   std::vector<plan::Candidate> candidates; // best first: weighed ones by predicted time, then refused ones
+  int32_t ranked = 0;                      // splits considered (ordered by estimate when more than compiled)
 };
 
 // Fails (naming --auto) when no candidate compiles and fits, with the first candidates' reasons.

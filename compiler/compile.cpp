@@ -6,12 +6,22 @@
 
 namespace of::compiler {
 
-Compilation compile_model(const std::string& model_path, const CompileOptions& options) {
+namespace {
+
+Compilation compile_to(const std::string& model_path, const CompileOptions& options, const std::string& stop_before) {
   Compilation c{.graph = import_onnx_file(model_path), .logical = {}, .parallel = {}, .tasks = {}, .options = options};
   c.graph.training = options.train || options.gradients;
   c.graph.train_folded = options.folded == "train";
-  build_pipeline(options).run(c);
+  build_pipeline(options).run(c, stop_before);
   return c;
+}
+
+}  // namespace
+
+Compilation compile_model(const std::string& model_path, const CompileOptions& options) { return compile_to(model_path, options, {}); }
+
+Compilation compile_before_parallelize(const std::string& model_path, const CompileOptions& options) {
+  return compile_to(model_path, options, "parallelize");
 }
 
 uint64_t parse_bytes(const std::string& text, const std::string& option) {

@@ -10,6 +10,8 @@ namespace of::compiler {
 
 // Imports the model and runs the pass pipeline; throws of::Error for bad input.
 Compilation compile_model(const std::string& model_path, const CompileOptions& options);
+// The passes before parallelize only: the graph every split of the devices starts from.
+Compilation compile_before_parallelize(const std::string& model_path, const CompileOptions& options);
 
 // Within a rank each device's collective task lists every peer's register (plans grow with the
 // square of a rank's devices); across ranks, all-reduces go by recursive halving and doubling

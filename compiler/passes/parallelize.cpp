@@ -44,6 +44,7 @@
 #include "compiler/parallel/cost_model.h"
 #include "compiler/parallel/parallel_config.h"
 #include "compiler/parallel/signatures.h"
+#include "compiler/parallel/stages.h"
 #include "compiler/passes/pass.h"
 
 namespace of::compiler {
@@ -190,37 +191,7 @@ void Parallelizer::place() {
     for (const Level& l : levels_) p.hierarchy.push_back(l.size);
     stages_.push_back(std::move(p));
   }
-  // Forward ops: contiguous stages, each cut where the running work crosses its share.
-  stage_of_.assign(g_.nodes.size(), 0);
-  double total = 0;
-  std::vector<double> work(g_.nodes.size(), 0);
-  for (size_t n = 0; n < g_.nodes.size(); ++n)
-    if (g_.nodes[n].forward < 0 && g_.nodes[n].inplace.empty()) total += work[n] = flops_of(g_, g_.nodes[n]);
-  double before = 0;
-  int32_t forward_left = 0;  // forward ops not yet placed
-  for (const Node& node : g_.nodes) forward_left += node.forward < 0 && node.inplace.empty();
-  int32_t last_stage = -1;  // the stage of the forward op placed last
-  for (size_t n = 0; n < g_.nodes.size(); ++n) {
-    const Node& node = g_.nodes[n];
-    if (node.forward >= 0) {
-      stage_of_[n] = stage_of_[size_t(node.forward)];
-    } else if (!node.inplace.empty()) {
-      // An update runs where its weight is first read.
-      const Value& w = g_.values[size_t(node.inputs[size_t(node.inplace[0])])];
-      stage_of_[n] = w.consumers.empty() ? 0 : stage_of_[size_t(w.consumers[0])];
-    } else if (!starts.empty()) {
-      stage_of_[n] = int32_t(std::upper_bound(starts.begin(), starts.end(), NodeId(n)) - starts.begin());
-    } else {
-      const double mid = total > 0 ? (before + work[n] / 2) / total : 0;
-      int32_t s = std::min(o_.pp - 1, int32_t(mid * o_.pp));
-      // No stage left empty: never skip one, and leave an op for each stage still to come.
-      s = last_stage < 0 ? 0 : std::clamp(s, last_stage, std::min(o_.pp - 1, last_stage + 1));
-      s = std::max(s, o_.pp - forward_left);
-      stage_of_[n] = last_stage = s;
-      --forward_left;
-      before += work[n];
-    }
-  }
+  stage_of_ = pipeline_stages(g_, o_.pp, starts);
   std::vector<int32_t> ops_in(size_t(o_.pp), 0);
   for (size_t n = 0; n < g_.nodes.size(); ++n)
     if (g_.nodes[n].forward < 0 && g_.nodes[n].inplace.empty()) ++ops_in[size_t(stage_of_[n])];

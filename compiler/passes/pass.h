@@ -143,7 +143,9 @@ class Pipeline {
  public:
   template <typename P>
   void add() { passes_.push_back(std::make_unique<P>()); }
-  void run(Compilation& c) const;
+  // Runs every pass, or those before the pass named `stop_before` (the graph a strategy
+  // estimate costs: before "parallelize").
+  void run(Compilation& c, const std::string& stop_before = {}) const;
   std::vector<std::string> names() const;
 
  private:

@@ -30,8 +30,9 @@ Pipeline build_pipeline(const CompileOptions&) {
   return p;
 }
 
-void Pipeline::run(Compilation& c) const {
+void Pipeline::run(Compilation& c, const std::string& stop_before) const {
   for (const auto& pass : passes_) {
+    if (!stop_before.empty() && pass->name() == stop_before) return;
     const auto start = std::chrono::steady_clock::now();
     if (pass->run(c)) verify(c.graph, pass->name());
     if (c.options.time_passes)

@@ -103,7 +103,7 @@ TEST_CASE("predict: ofrun --calibrate writes the costs ofc --costs reads and a r
 
 TEST_CASE("auto: ofc --auto weighs every split of the devices and keeps the least predicted step time", "[e2e][parallel]") {
   TempDir d;
-  CmdResult c = ofc_mlp(d, "a.ofp", "--devices 4:cpu --auto");
+  CmdResult c = ofc_mlp(d, "a.ofp", "--devices 4:cpu --auto --auto-compile 6");
   INFO(c.out << c.err);
   REQUIRE(c.exit_code == 0);
   CHECK(c.out.find("ofc: --auto weighed 6 strategies and chose --dp ") != std::string::npos);
@@ -132,11 +132,17 @@ TEST_CASE("auto: ofc --auto weighs every split of the devices and keeps the leas
   REQUIRE(same.exit_code == 0);
   CHECK(dump_json(d, d / "b.ofp").at("tasks") == j.at("tasks"));
   // Deterministic: the same search makes the same plan and weighs the same candidates.
-  REQUIRE(ofc_mlp(d, "c.ofp", "--devices 4:cpu --auto").exit_code == 0);
+  REQUIRE(ofc_mlp(d, "c.ofp", "--devices 4:cpu --auto --auto-compile 6").exit_code == 0);
   const json again = dump_json(d, d / "c.ofp");
   CHECK(again.at("tasks") == j.at("tasks"));
   CHECK(again.at("prediction") == j.at("prediction"));
   CHECK(run_cmd(bin("ofdump") + " " + (d / "a.ofp"), d).out.find("strategies weighed") != std::string::npos);
+  // By default the splits are ranked by estimate and the best few compiled: the same choice here.
+  CmdResult ranked = ofc_mlp(d, "r.ofp", "--devices 4:cpu --auto");
+  INFO(ranked.out);
+  REQUIRE(ranked.exit_code == 0);
+  CHECK(ranked.out.find("(the best of 6 by estimate) and chose " + chosen + " ") != std::string::npos);
+  CHECK(dump_json(d, d / "r.ofp").at("tasks") == j.at("tasks"));
   // Degrees given are held.
   CmdResult tp = ofc_mlp(d, "t.ofp", "--devices 4:cpu --auto --tp 2");
   REQUIRE(tp.exit_code == 0);
