@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   app.add_option("--late-completion", o.late_threads,
                  "testing: every kernel and copy completes after it returns, on N threads of a CPU test device (results must not change)")
       ->check(of::cli::at_least(1));
+  app.add_flag("--emulate-gpus", o.emulate_gpus,
+               "testing: run a plan for GPUs (ofc --devices N:cuda) on this CPU, each GPU a device whose kernels (their CPU twins) and "
+               "copies complete late on a thread of its own, as on a stream (results must equal the CPU plan's)");
   app.add_flag("--memory-report", o.memory_report, "after the run, print how much of each device's arena it touched");
   app.add_option("--trace", o.trace_path, "write a Chrome-trace JSON of actor activity (training: the first 10000 pieces)");
   auto* data = app.add_option("--data", t.data, "training data: idx:DIR[,split=] | npy:FEATURES.npy,LABELS.npy | tokens:FILE[,dtype=]")
@@ -191,6 +194,7 @@ int main(int argc, char** argv) {
       t.memory_report = o.memory_report;
       t.stall_seconds = o.stall_seconds;
       t.late_threads = o.late_threads;
+      t.emulate_gpus = o.emulate_gpus;
       if (seed_opt->count() > 0) t.seed = seed;
       t.shuffle = !no_shuffle;
       t.pad_last = last_batch == "pad";

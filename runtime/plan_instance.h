@@ -62,7 +62,9 @@ class PlanInstance {
   // every rank.
   // `canary`: arenas start filled with runtime/memory/high_water.h's kCanary instead of zeros, so
   // that a memory report can see which bytes a run touched.
-  explicit PlanInstance(const std::string& plan_path, int32_t rank = -1, bool canary = false);
+  // `emulate_gpus` (ofrun --emulate-gpus, testing): a plan for GPUs loads here, its GPUs'
+  // arenas in host memory and their kernels the CPU twins (stream.h runs their acts as a stream).
+  explicit PlanInstance(const std::string& plan_path, int32_t rank = -1, bool canary = false, bool emulate_gpus = false);
 
   const plan::Plan& plan() const { return plan_; }
   const std::string& path() const { return path_; }

@@ -41,7 +41,7 @@ kernels::GemmBackend gemm_backend(const std::string& name) {
 }
 
 RunResult run(const RunOptions& o) {
-  PlanInstance inst(o.plan_path, o.rank, o.memory_report);
+  PlanInstance inst(o.plan_path, o.rank, o.memory_report, o.emulate_gpus);
   const plan::Plan& p = inst.plan();
   if (p.job.kind == plan::JobKind::train)
     fail({.file = o.plan_path}, "is a training plan: give ofrun --data (and --epochs or --steps) to train it");
@@ -152,7 +152,8 @@ RunResult run(const RunOptions& o) {
   const StreamResult ran = stream(inst, actions, pieces,
                                   StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds,
                                                 .slot_limit = slot_limit, .trace_path = o.trace_path, .trace_pieces = pieces,
-                                                .memory_report = o.memory_report, .late_threads = o.late_threads, .boot = o.boot});
+                                                .memory_report = o.memory_report, .late_threads = o.late_threads,
+                                                .emulate_gpus = o.emulate_gpus, .boot = o.boot});
 
   RunResult result{.reported = collects_here, .pieces = pieces, .seconds = ran.seconds, .acts = ran.acts};
   for (const auto& [name, file] : o.outputs) {

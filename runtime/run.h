@@ -27,6 +27,7 @@ struct RunOptions {
   bool memory_report = false;  // print each arena's high-water mark after the run
   double stall_seconds = 0;    // > 0: fail a run in which nothing happens for this long (actor_system.h)
   int late_threads = 0;        // > 0: the CPU test device that completes acts late (stream.h)
+  bool emulate_gpus = false;   // a plan for GPUs on this CPU (stream.h)
   // A multi-process run: this process is rank `rank` (-1: one process runs every rank). The
   // source's rank reads the inputs, the sink's writes the outputs.
   int32_t rank = -1;

@@ -45,11 +45,19 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
   if (o.slot_limit > 0) slots = std::min(slots, o.slot_limit);
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : std::min(pieces, o.trace_pieces);
-  if (o.late_threads > 0) {
-    auto pool = std::make_shared<LatePool>(o.late_threads);
-    for (const plan::Task& t : p.tasks)
-      if (actions[size_t(t.id)] && (t.kind == plan::TaskKind::compute || t.kind == plan::TaskKind::collective || t.kind == plan::TaskKind::transfer))
-        actions[size_t(t.id)] = std::make_unique<LateAction>(std::move(actions[size_t(t.id)]), pool, p, t.id, slots);
+  if (o.late_threads > 0 || o.emulate_gpus) {
+    std::shared_ptr<LatePool> pool = o.late_threads > 0 ? std::make_shared<LatePool>(o.late_threads) : nullptr;
+    std::vector<std::shared_ptr<LatePool>> stream_of(p.devices.size());  // per emulated GPU
+    for (const plan::Task& t : p.tasks) {
+      if (!actions[size_t(t.id)] || (t.kind != plan::TaskKind::compute && t.kind != plan::TaskKind::collective && t.kind != plan::TaskKind::transfer))
+        continue;
+      std::shared_ptr<LatePool> on = pool;
+      if (o.emulate_gpus && p.devices[size_t(t.device)].kind != 0) {
+        if (!stream_of[size_t(t.device)]) stream_of[size_t(t.device)] = std::make_shared<LatePool>(1);
+        on = stream_of[size_t(t.device)];
+      }
+      if (on) actions[size_t(t.id)] = std::make_unique<LateAction>(std::move(actions[size_t(t.id)]), on, p, t.id, slots);
+    }
   }
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)

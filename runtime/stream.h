@@ -38,6 +38,10 @@ struct StreamOptions {
   // The CPU test device (runtime/actors/late_action.h): every compute and transfer act completes
   // late, on this many threads (0: off). The results must not change.
   int late_threads = 0;
+  // Testing without a GPU (ofrun --emulate-gpus): a plan's GPUs are CPU devices whose compute,
+  // collective and transfer acts (the CPU twins) complete late on one thread per GPU, in order,
+  // as on its stream; the host's acts as usual. The results must be the CPU plan's, bit for bit.
+  bool emulate_gpus = false;
   // A multi-process run (the instance is one rank's): how the ranks meet. `identity` is of's
   // version; the plan's checksum is added here.
   transport::BootstrapOptions boot;

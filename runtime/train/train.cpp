@@ -195,7 +195,8 @@ double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& ac
   return runtime::stream(inst, actions, pieces,
                          StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
                                        .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report,
-                                       .late_threads = o.late_threads, .boot = o.boot, .failed = failed})
+                                       .late_threads = o.late_threads, .emulate_gpus = o.emulate_gpus, .boot = o.boot,
+                                       .failed = failed})
       .seconds;
 }
 
@@ -250,7 +251,7 @@ EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, co
   const plan::Plan& tp = train_plan.plan();
   if (tp.job.eval_plan.empty()) fail({.file = o.plan_path, .field = "job.eval_plan"}, "the plan has no evaluation plan");
   const std::string path = (std::filesystem::path(o.plan_path).parent_path() / tp.job.eval_plan).string();
-  PlanInstance ev(path);
+  PlanInstance ev(path, -1, false, o.emulate_gpus);
   if (ev.plan().job.kind != plan::JobKind::eval) fail({.file = path, .field = "job.kind"}, "is not an evaluation plan");
   if (from.trained) {
     for (const StoredTensor& e : ev.stored()) {
@@ -308,7 +309,7 @@ void check_resumable(const LoadedCheckpoint& c, const plan::Plan& p, const Train
 }  // namespace
 
 Report run_training(const TrainOptions& o) {
-  PlanInstance inst(o.plan_path, o.rank, o.memory_report);
+  PlanInstance inst(o.plan_path, o.rank, o.memory_report, o.emulate_gpus);
   const plan::Plan& p = inst.plan();
   // In a multi-process run each rank does its tasks' part: the sink's rank logs and writes
   // metrics, each rank with a snapshot task writes its shard of every checkpoint, and the first

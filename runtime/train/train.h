@@ -40,6 +40,7 @@ struct TrainOptions {
   bool memory_report = false;      // print each arena's high-water mark after training
   double stall_seconds = 0;        // > 0: fail a run in which no task acts for this long
   int late_threads = 0;            // > 0: the CPU test device that completes acts late (stream.h)
+  bool emulate_gpus = false;       // a plan for GPUs on this CPU (stream.h)
   std::string gemm = "onednn";     // or "openblas": PyTorch's summation order
   // A multi-process run: this process is rank `rank` (-1: one process runs every rank); the
   // ranks meet as `boot` says. Each rank runs its own tasks; the source's rank streams the data,
