@@ -71,18 +71,31 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     splits = std::move(sorted);
   }
   std::vector<plan::Candidate> weighed, refused;
-  std::optional<Compilation> best;
+  // One plan in memory at a time (a GPT over 1024 devices is gigabytes of ofc's memory): the last
+  // one compiled is kept; the best is known by its options, and compiled again at the end if it
+  // is not the one kept (compiles are deterministic: the same plan).
+  std::optional<Compilation> held;
+  std::optional<CompileOptions> best;
+  double best_seconds = 0;
+  bool held_is_best = false;
   int32_t compiled = 0;
   auto weigh = [&](const CompileOptions& o) {
     if (compiled >= fixed.max_candidates) return;
     ++compiled;
     plan::Candidate k{.flags = strategy_flags(o), .step_seconds = 0, .peak_bytes = 0, .refused = {}};
+    held.reset();
+    held_is_best = false;
     try {
       Compilation c = compile_model(model_path, o);
       k.step_seconds = c.tasks.prediction.step_seconds;
       k.peak_bytes = largest_arena(c);
-      // Ties keep the first in the order of the splits (dp ascending, then tp).
-      if (!best || k.step_seconds < best->tasks.prediction.step_seconds) best = std::move(c);
+      // Ties keep the first in the order weighed (the estimate's, else dp ascending, then tp).
+      if (!best || k.step_seconds < best_seconds) {
+        best = o;
+        best_seconds = k.step_seconds;
+        held_is_best = true;
+      }
+      held = std::move(c);
       weighed.push_back(std::move(k));
     } catch (const Error& e) {
       k.refused = one_line(e.what());
@@ -120,7 +133,11 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     fail({.field = "--auto"}, "none of the {} strategies weighed compiles{}: {}", compiled, base.device_memory > 0 ? " and fits" : "", why);
   }
   std::stable_sort(weighed.begin(), weighed.end(), [](const plan::Candidate& a, const plan::Candidate& b) { return a.step_seconds < b.step_seconds; });
-  AutoChoice out{.best = std::move(*best), .candidates = std::move(weighed), .ranked = int32_t(ranked)};
+  if (!held_is_best) {
+    held.reset();
+    held = compile_model(model_path, *best);
+  }
+  AutoChoice out{.best = std::move(*held), .candidates = std::move(weighed), .ranked = int32_t(ranked)};
   out.candidates.insert(out.candidates.end(), refused.begin(), refused.end());
   out.best.tasks.prediction.candidates = out.candidates;
   return out;
