@@ -56,6 +56,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     fail({.field = "--auto"}, "no split of {} devices has the degrees given (--dp x --tp x --pp must be the device count)", n);
   // More splits than are worth compiling: ordered by their estimate, the first few compiled.
   const size_t ranked = splits.size();
+  std::vector<double> estimated;  // per split, when ranked
   if (splits.size() > size_t(fixed.compiled)) {
     const Compilation logical = compile_before_parallelize(model_path, base);
     std::vector<std::pair<double, size_t>> order;
@@ -65,10 +66,17 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
                                 .ranks = o.ranks, .devices = o.devices, .zero = o.zero > 0};
       order.emplace_back(estimate_strategy(logical.graph, shape, base.costs).step_seconds(), i);
     }
+    estimated.resize(splits.size());
+    for (const auto& [seconds, i] : order) estimated[i] = seconds;
     std::stable_sort(order.begin(), order.end());
     std::vector<CompileOptions> sorted;
-    for (const auto& [seconds, i] : order) sorted.push_back(splits[i]);
+    std::vector<double> sorted_estimates;
+    for (const auto& [seconds, i] : order) {
+      sorted.push_back(splits[i]);
+      sorted_estimates.push_back(seconds);
+    }
     splits = std::move(sorted);
+    estimated = std::move(sorted_estimates);
   }
   std::vector<plan::Candidate> weighed, refused;
   // One plan in memory at a time (a GPT over 1024 devices is gigabytes of ofc's memory): the last
@@ -102,8 +110,12 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
       refused.push_back(std::move(k));
     }
   };
-  for (const CompileOptions& o : splits)
-    if (weighed.size() < size_t(fixed.compiled)) weigh(o);
+  for (size_t i = 0; i < splits.size() && weighed.size() < size_t(fixed.compiled); ++i) {
+    if (base.time_passes)  // at scale a compile takes minutes: say which
+      fmt::print(stderr, "ofc: --auto compiles {}{}\n", strategy_flags(splits[i]),
+                 estimated.empty() ? "" : fmt::format(" (estimated {:.3f} ms)", 1e3 * estimated[i]));
+    weigh(splits[i]);
+  }
   // Nothing fits: the memory options, in the order of what they cost (a tight order costs
   // overlap, recompute adds work, ZeRO adds gathers: stage 1 one per weight and step, stage 3 one
   // per use), each over every split.

@@ -50,7 +50,11 @@ StrategyEstimate estimate_strategy(const Graph& g, const StrategyShape& s, const
       grad_bytes[st] += double(g.values[size_t(node.inputs[size_t(node.inplace[0])])].desc.bytes());
       continue;
     }
-    piece_s[st] += c.task_overhead_s + work / shared;
+    // Under tp an op's layout conversions (boxing: slices, collective parts, copies) add acts on
+    // its path, about 1 + log2(tp) of them (what the played plans of the GPT over 16x8 GPUs show:
+    // 4x the tasks per device at tp 2; their step time follows the acts, not the bytes).
+    const double boxing_acts = s.tp > 1 ? 1 + std::log2(double(s.tp)) : 0;
+    piece_s[st] += c.task_overhead_s * (1 + boxing_acts) + work / shared;
     if (node.forward < 0 && matrix_product(node) && !node.outputs.empty())
       tp_bytes[st] += double(g.values[size_t(node.outputs[0])].desc.bytes()) / double(s.dp);
   }

@@ -8,7 +8,8 @@
 //   compute   each forward and backward op's work (kernels/kernel_work.h at the costs' rates) over
 //             the dp x tp devices sharing it, m times; updates over tp (zero: over dp x tp), once;
 //             pipeline stages run (m + pp - 1) pieces of the slowest stage (the fill and drain);
-//             every op a task, each act costing the task overhead;
+//             every op a task, each act costing the task overhead, and under tp 1 + log2(tp)
+//             more acts per op for its layout conversions;
 //   dp        each stage's gradients all-reduced over dp once a step: 2(dp-1)/dp of its bytes / tp
 //             at the bandwidth of the slowest link the group spans, plus 2 log2(dp) latencies;
 //   tp        the output of each forward matrix product reduced over tp, forward and backward
