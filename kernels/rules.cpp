@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "kernels/cpu/check.h"
 
@@ -525,6 +527,24 @@ SliceGeometry slice_geometry(const KernelConfig& cfg) {
   g.out_row = inner * size_t(y[size_t(axis)]);
   g.offset = inner * size_t(start);
   return g;
+}
+
+float pointwise_float_attr(const KernelConfig& cfg, const char* kernel, const char* attr, float fallback) {
+  const float v = cfg.attrs.get_float(attr, fallback);
+  if (std::isnan(v)) fail(where_of(cfg), "{}: attribute '{}' is NaN", kernel, attr);
+  return v;
+}
+
+float pow_exponent(const KernelConfig& cfg, const char* kernel) {
+  const Attr* a = cfg.attrs.find("exponent");
+  if (!a || a->floats.size() != 1) fail(where_of(cfg), "{}: attribute 'exponent' (one float) is required", kernel);
+  if (!std::isfinite(a->floats[0])) fail(where_of(cfg), "{}: exponent {} is not finite", kernel, a->floats[0]);
+  return a->floats[0];
+}
+
+std::pair<float, float> clip_bounds(const KernelConfig& cfg, const char* kernel) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  return {pointwise_float_attr(cfg, kernel, "min", -inf), pointwise_float_attr(cfg, kernel, "max", inf)};
 }
 
 std::vector<int64_t> strides_of(const Shape& shape) {

@@ -106,6 +106,13 @@ struct SliceGeometry {
 };
 SliceGeometry slice_geometry(const KernelConfig& cfg);
 
+// The attributes of the pointwise ops (pointwise_ops.h): a float with a default (NaN refused:
+// every comparison with it is false), pow's exponent (required, finite), clip's bounds (unbounded
+// by default).
+float pointwise_float_attr(const KernelConfig& cfg, const char* kernel, const char* attr, float fallback);
+float pow_exponent(const KernelConfig& cfg, const char* kernel);
+std::pair<float, float> clip_bounds(const KernelConfig& cfg, const char* kernel);
+
 // Row-major element strides of a tensor of `shape`.
 std::vector<int64_t> strides_of(const Shape& shape);
 

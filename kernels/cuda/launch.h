@@ -8,6 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/pointwise_ops.h"
+
 namespace of::kernels::cuda {
 
 inline constexpr int kMaxRank = 8;
@@ -145,6 +147,14 @@ struct TransposeSpace {
   int64_t total = 0;
 };
 void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void* x, void* y, cudaStream_t stream);
+
+// The pointwise ops of kernels/pointwise_ops.h (the CPU kernels' own definitions) over n floats:
+// y = op(x); dx = op(dy, x), x the forward input. dx may alias dy or x. Instantiated for each op
+// in pointwise_math.cu.
+template <class Op>
+void launch_map(const Op& op, const float* x, float* y, int64_t n, cudaStream_t stream);
+template <class Op>
+void launch_map_grad(const Op& op, const float* dy, const float* x, float* dx, int64_t n, cudaStream_t stream);
 
 // collective_part's box: y[dst + i] = (or +=) x[src + i] over `rank` box dims with per-tensor
 // element strides; elem_size 4 or 8 (only f32 boxes add). x may be another GPU's memory: the

@@ -397,5 +397,50 @@ TEST_CASE("cuda twin: classify_metrics, labels out of range and a NaN row includ
   check_twin("classify_metrics", {}, {x, i64_tensor({n}, labels)}, f32({{n}, {n}}));
 }
 
+TEST_CASE("cuda twin: the pointwise math erf, sqrt, reciprocal, exp, neg, pow, clip, leaky_relu, hard_sigmoid, hard_swish and their gradients", "[cuda]") {
+  const Shape shape = {7, 129};
+  const HostTensor x = random_f32(shape, 90, -4, 4), dy = random_f32(shape, 91);
+  const HostTensor positive = random_f32(shape, 92, 0.05f, 4);  // sqrt, reciprocal, fractional powers
+  Attrs none;
+  for (const char* k : {"erf", "exp", "neg", "hard_swish"}) {
+    INFO(k);
+    check_twin(k, none, {x}, f32({shape}));
+  }
+  for (const char* k : {"sqrt", "reciprocal"}) {
+    INFO(k);
+    check_twin(k, none, {positive}, f32({shape}));
+  }
+  check_twin("erf_grad", none, {dy, x}, f32({shape}));
+  check_twin("hard_swish_grad", none, {dy, x}, f32({shape}));
+  for (float p : {2.0f, 1.0f, 0.5f, 3.0f, 0.0f, 1.7f, -1.5f}) {
+    INFO("exponent " << p);
+    Attrs e;
+    e.set_floats("exponent", {p});
+    if (p != 0.0f) check_twin("pow", e, {positive}, f32({shape}));
+    check_twin("pow_grad", e, {dy, positive}, f32({shape}));
+  }
+  Attrs clip;
+  clip.set_float("min", -1.0f);
+  clip.set_float("max", 2.0f);
+  check_twin("clip", clip, {x}, f32({shape}));
+  check_twin("clip_grad", clip, {dy, x}, f32({shape}));
+  Attrs leaky;
+  leaky.set_float("alpha", 0.1f);
+  check_twin("leaky_relu", leaky, {x}, f32({shape}));
+  check_twin("leaky_relu_grad", leaky, {dy, x}, f32({shape}));
+  Attrs hard;  // torch.nn.Hardsigmoid's export, then another form
+  hard.set_float("alpha", 1.0f / 6.0f);
+  hard.set_float("beta", 0.5f);
+  check_twin("hard_sigmoid", hard, {x}, f32({shape}));
+  check_twin("hard_sigmoid_grad", hard, {dy, x}, f32({shape}));
+  hard.set_float("alpha", 0.2f);
+  check_twin("hard_sigmoid", hard, {x}, f32({shape}));
+  check_twin("hard_sigmoid_grad", hard, {dy, x}, f32({shape}));
+  // A NaN stays NaN through clip on both devices (torch.clamp), in place.
+  HostTensor nan = x;
+  reinterpret_cast<float*>(nan.bytes.data())[5] = std::numeric_limits<float>::quiet_NaN();
+  check_twin("clip", clip, {nan}, f32({shape}), {}, 1, {{0, 0}});
+}
+
 }  // namespace
 }  // namespace of::kernels::testing

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pointwise ops (erf, sqrt, reciprocal, exp, neg, pow, clip, leaky_relu, hard_sigmoid,
+// hard_swish) and their gradients on the GPU, host side: configs checked and attributes read by
+// the CPU twins' rules (kernels/rules.h), the math the CPU twins' own (kernels/pointwise_ops.h).
+#include "kernels/cuda/device_stream.h"
+#include "kernels/cuda/factories.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
+
+namespace of::kernels::cuda {
+
+namespace {
+
+using namespace pointwise;
+
+template <class Op>
+class Map final : public Kernel {
+ public:
+  Map(const KernelConfig& cfg, const char* name, Op op) : op_(op), n_(unary_count(cfg, name)) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_map(op_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n_, ctx.stream->stream);
+    ctx.stream->check_launch("pointwise");
+  }
+
+ private:
+  Op op_;
+  int64_t n_ = 0;
+};
+
+template <class Op>
+class MapGrad final : public Kernel {
+ public:
+  MapGrad(const KernelConfig& cfg, const char* name, Op op) : op_(op), n_(unary_grad_count(cfg, name, "x")) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_map_grad(op_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out[0]), n_,
+                    ctx.stream->stream);
+    ctx.stream->check_launch("pointwise_grad");
+  }
+
+ private:
+  Op op_;
+  int64_t n_ = 0;
+};
+
+template <class Op>
+std::unique_ptr<Kernel> map(const KernelConfig& cfg, const char* name, Op op = Op{}) {
+  return std::make_unique<Map<Op>>(cfg, name, op);
+}
+template <class Op>
+std::unique_ptr<Kernel> map_grad(const KernelConfig& cfg, const char* name, Op op = Op{}) {
+  return std::make_unique<MapGrad<Op>>(cfg, name, op);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_erf(const KernelConfig& cfg) { return map<ErfOp>(cfg, "erf"); }
+std::unique_ptr<Kernel> make_erf_grad(const KernelConfig& cfg) { return map_grad<ErfGradOp>(cfg, "erf_grad"); }
+std::unique_ptr<Kernel> make_sqrt(const KernelConfig& cfg) { return map<SqrtOp>(cfg, "sqrt"); }
+std::unique_ptr<Kernel> make_reciprocal(const KernelConfig& cfg) { return map<ReciprocalOp>(cfg, "reciprocal"); }
+std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg) { return map<ExpOp>(cfg, "exp"); }
+std::unique_ptr<Kernel> make_neg(const KernelConfig& cfg) { return map<NegOp>(cfg, "neg"); }
+std::unique_ptr<Kernel> make_pow(const KernelConfig& cfg) {
+  return with_pow_op(pow_exponent(cfg, "pow"), [&](auto op) -> std::unique_ptr<Kernel> { return map(cfg, "pow", op); });
+}
+std::unique_ptr<Kernel> make_pow_grad(const KernelConfig& cfg) {
+  return with_pow_grad_op(pow_exponent(cfg, "pow_grad"), [&](auto op) -> std::unique_ptr<Kernel> { return map_grad(cfg, "pow_grad", op); });
+}
+std::unique_ptr<Kernel> make_clip(const KernelConfig& cfg) {
+  const auto [lo, hi] = clip_bounds(cfg, "clip");
+  return map(cfg, "clip", ClipOp{lo, hi});
+}
+std::unique_ptr<Kernel> make_clip_grad(const KernelConfig& cfg) {
+  const auto [lo, hi] = clip_bounds(cfg, "clip_grad");
+  return map_grad(cfg, "clip_grad", ClipGradOp{lo, hi});
+}
+std::unique_ptr<Kernel> make_leaky_relu(const KernelConfig& cfg) {
+  return map(cfg, "leaky_relu", LeakyReluOp{pointwise_float_attr(cfg, "leaky_relu", "alpha", 0.01f)});
+}
+std::unique_ptr<Kernel> make_leaky_relu_grad(const KernelConfig& cfg) {
+  return map_grad(cfg, "leaky_relu_grad", LeakyReluGradOp{pointwise_float_attr(cfg, "leaky_relu_grad", "alpha", 0.01f)});
+}
+std::unique_ptr<Kernel> make_hard_sigmoid(const KernelConfig& cfg) {
+  return map(cfg, "hard_sigmoid",
+             HardSigmoidOp{pointwise_float_attr(cfg, "hard_sigmoid", "alpha", 0.2f), pointwise_float_attr(cfg, "hard_sigmoid", "beta", 0.5f)});
+}
+std::unique_ptr<Kernel> make_hard_sigmoid_grad(const KernelConfig& cfg) {
+  return map_grad(cfg, "hard_sigmoid_grad",
+                  HardSigmoidGradOp{pointwise_float_attr(cfg, "hard_sigmoid_grad", "alpha", 0.2f),
+                                    pointwise_float_attr(cfg, "hard_sigmoid_grad", "beta", 0.5f)});
+}
+std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg) { return map<HardSwishOp>(cfg, "hard_swish"); }
+std::unique_ptr<Kernel> make_hard_swish_grad(const KernelConfig& cfg) { return map_grad<HardSwishGradOp>(cfg, "hard_swish_grad"); }
+
+}  // namespace of::kernels::cuda

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pointwise math of one tensor (erf, sqrt, reciprocal, exp, gelu, neg, pow, clip, leaky_relu,
+// hard_sigmoid, hard_swish) and of their gradients, which take (dy, x) with x the forward INPUT:
+// one definition for the CPU kernels (cpu/pointwise.cpp) and their CUDA twins
+// (cuda/pointwise_math.cu), which compile it for the device. On the host each op calls what it
+// always called (std::erf, std::max, ...), so the CPU's results are unchanged; on the device the
+// same expressions with CUDA's float functions, and min/max written as std::min/std::max are
+// (a NaN x stays NaN, as torch.clamp), not as fminf/fmaxf (which drop a NaN).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#ifdef __CUDACC__
+#define OF_HD __host__ __device__
+#else
+#define OF_HD
+#endif
+
+namespace of::kernels::pointwise {
+
+namespace math {
+#ifdef __CUDA_ARCH__
+__device__ inline float erf(float x) { return erff(x); }
+__device__ inline float sqrt(float x) { return sqrtf(x); }
+__device__ inline float exp(float x) { return expf(x); }
+__device__ inline float pow(float x, float p) { return powf(x, p); }
+__device__ inline float max(float a, float b) { return (a < b) ? b : a; }  // std::max's definition
+__device__ inline float min(float a, float b) { return (b < a) ? b : a; }  // std::min's
+#else
+inline float erf(float x) { return std::erf(x); }
+inline float sqrt(float x) { return std::sqrt(x); }
+inline float exp(float x) { return std::exp(x); }
+inline float pow(float x, float p) { return std::pow(x, p); }
+inline float max(float a, float b) { return std::max(a, b); }
+inline float min(float a, float b) { return std::min(a, b); }
+#endif
+}  // namespace math
+
+// Forward ops: y = op(x).
+
+struct ErfOp {
+  OF_HD float operator()(float x) const { return math::erf(x); }
+};
+struct SqrtOp {
+  OF_HD float operator()(float x) const { return math::sqrt(x); }
+};
+struct ReciprocalOp {
+  OF_HD float operator()(float x) const { return 1.0f / x; }
+};
+struct ExpOp {
+  OF_HD float operator()(float x) const { return math::exp(x); }
+};
+// GELU with the exact (erf) CDF, as torch.nn.GELU(): 0.5 x (1 + erf(x / sqrt 2)).
+struct GeluOp {
+  OF_HD float operator()(float x) const { return 0.5f * x * (1.0f + math::erf(x * 0.70710678118654752f)); }
+};
+struct NegOp {
+  OF_HD float operator()(float x) const { return -x; }
+};
+struct IdentityOp {
+  OF_HD float operator()(float x) const { return x; }
+};
+struct SquareOp {
+  OF_HD float operator()(float x) const { return x * x; }
+};
+struct CubeOp {
+  OF_HD float operator()(float x) const { return x * x * x; }
+};
+struct PowOp {
+  float p;
+  OF_HD float operator()(float x) const { return math::pow(x, p); }
+};
+// std::max/min in this order propagate a NaN x, as torch.clamp does.
+struct ClipOp {
+  float lo, hi;
+  OF_HD float operator()(float x) const { return math::min(math::max(x, lo), hi); }
+};
+struct LeakyReluOp {
+  float alpha;
+  OF_HD float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
+};
+// torch.nn.Hardsigmoid exports as HardSigmoid(alpha = 1/6 in float, beta = 0.5) but computes
+// clamp(x + 3, 0, 6) / 6: near x = -3, alpha * x + 0.5 cancels to a value only ~1e-3 accurate
+// relatively (3000 ulp at x = -2.9997), where x + 3 is exact. Those attributes get torch's form.
+OF_HD inline bool is_torch_hardsigmoid(float alpha, float beta) { return alpha == 1.0f / 6.0f && beta == 0.5f; }
+struct HardSigmoidOp {
+  float alpha, beta;
+  bool torch_form = is_torch_hardsigmoid(alpha, beta);
+  // x first in each std::min/max, so a NaN x stays NaN (torch.nn.functional.hardsigmoid).
+  OF_HD float operator()(float x) const {
+    if (torch_form) return math::min(math::max(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    return math::max(math::min(alpha * x + beta, 1.0f), 0.0f);
+  }
+};
+struct HardSwishOp {
+  OF_HD float operator()(float x) const { return x * math::min(math::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+};
+
+// Gradient ops: dx = op(dy, x).
+
+constexpr float two_over_sqrt_pi = 1.12837916709551257f;
+
+struct ErfGradOp {
+  OF_HD float operator()(float dy, float x) const { return dy * two_over_sqrt_pi * math::exp(-x * x); }
+};
+// d/dx x Phi(x) = Phi(x) + x phi(x), phi the standard normal density (torch's gelu backward).
+struct GeluGradOp {
+  OF_HD float operator()(float dy, float x) const {
+    const float cdf = 0.5f * (1.0f + math::erf(x * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * math::exp(-0.5f * x * x);
+    return dy * (cdf + x * pdf);
+  }
+};
+// PyTorch returns zeros for exponent 0, so x == 0 gives 0 rather than 0 * inf.
+struct ZeroGradOp {
+  OF_HD float operator()(float, float) const { return 0.0f; }
+};
+struct PassGradOp {
+  OF_HD float operator()(float dy, float) const { return dy; }
+};
+struct SquareGradOp {
+  OF_HD float operator()(float dy, float x) const { return 2.0f * x * dy; }
+};
+struct CubeGradOp {
+  OF_HD float operator()(float dy, float x) const { return 3.0f * x * x * dy; }
+};
+struct SqrtGradOp {
+  OF_HD float operator()(float dy, float x) const { return dy * 0.5f / math::sqrt(x); }
+};
+struct PowGradOp {
+  float p;
+  OF_HD float operator()(float dy, float x) const { return dy * p * math::pow(x, p - 1.0f); }
+};
+// Strict bounds: PyTorch's hardtanh_backward (nn.ReLU6, nn.Hardtanh) passes no gradient at
+// x == min or x == max.
+struct ClipGradOp {
+  float lo, hi;
+  OF_HD float operator()(float dy, float x) const { return x > lo && x < hi ? dy : 0.0f; }
+};
+// x == 0 takes the alpha branch, as PyTorch's leaky_relu_backward does.
+struct LeakyReluGradOp {
+  float alpha;
+  OF_HD float operator()(float dy, float x) const { return x > 0.0f ? dy : alpha * dy; }
+};
+struct HardSigmoidGradOp {
+  float alpha, beta;
+  bool torch_form = is_torch_hardsigmoid(alpha, beta);
+  OF_HD float operator()(float dy, float x) const {
+    if (torch_form) return x > -3.0f && x < 3.0f ? dy / 6.0f : 0.0f;  // torch's hardsigmoid_backward
+    const float t = alpha * x + beta;
+    return t > 0.0f && t < 1.0f ? dy * alpha : 0.0f;
+  }
+};
+// PyTorch's hardswish_backward, boundaries included: x == -3 and x == 3 take the middle branch.
+struct HardSwishGradOp {
+  OF_HD float operator()(float dy, float x) const {
+    if (x < -3.0f) return 0.0f;
+    if (x <= 3.0f) return dy * (2.0f * x + 3.0f) / 6.0f;
+    return dy;
+  }
+};
+
+// pow and its gradient by exponent: the common ones get exact loops (x*x rather than powf(x, 2)),
+// as PyTorch's pow does. `make` is called with the op.
+template <class Make>
+auto with_pow_op(float p, Make&& make) {
+  if (p == 2.0f) return make(SquareOp{});
+  if (p == 1.0f) return make(IdentityOp{});
+  if (p == 0.5f) return make(SqrtOp{});
+  if (p == 3.0f) return make(CubeOp{});
+  return make(PowOp{p});
+}
+template <class Make>
+auto with_pow_grad_op(float p, Make&& make) {
+  if (p == 2.0f) return make(SquareGradOp{});
+  if (p == 1.0f) return make(PassGradOp{});
+  if (p == 0.0f) return make(ZeroGradOp{});
+  if (p == 0.5f) return make(SqrtGradOp{});
+  if (p == 3.0f) return make(CubeGradOp{});
+  return make(PowGradOp{p});
+}
+
+}  // namespace of::kernels::pointwise
