@@ -547,6 +547,105 @@ std::pair<float, float> clip_bounds(const KernelConfig& cfg, const char* kernel)
   return {pointwise_float_attr(cfg, kernel, "min", -inf), pointwise_float_attr(cfg, kernel, "max", inf)};
 }
 
+namespace {
+
+// Checks X's rank and that inputs [first, last] are [C] vectors (`names` index by input).
+ChannelView channel_view(const KernelConfig& cfg, const char* kernel, int x_index, int first, int last, const char* const* names) {
+  const Shape& x = cfg.inputs[size_t(x_index)].shape;
+  if (x.size() < 2) fail(where_of(cfg), "{}: X {} needs rank >= 2", kernel, shape_str(x));
+  ChannelView v;
+  v.n = x[0];
+  v.c = x[1];
+  for (size_t i = 2; i < x.size(); ++i) v.inner *= x[i];
+  for (int i = first; i <= last; ++i) cpu::check_input_shape(cfg, kernel, i, names[i], Shape{v.c});
+  return v;
+}
+
+// PyTorch refuses this too: the unbiased variance would divide by m - 1 = 0.
+void check_values_per_channel(const KernelConfig& cfg, const char* kernel, const ChannelView& v) {
+  if (v.m() < 2)
+    fail(where_of(cfg), "{}: X {} has {} values per channel, needs more than 1", kernel, shape_str(cfg.inputs[0].shape), v.m());
+}
+
+double epsilon_of(const KernelConfig& cfg, const char* kernel) {
+  const double e = cfg.attrs.get_float("epsilon", 1e-5f);
+  if (!(e >= 0) || !std::isfinite(e)) fail(where_of(cfg), "{}: epsilon {} must be finite and >= 0", kernel, e);
+  return e;
+}
+
+}  // namespace
+
+std::pair<ChannelView, double> batch_norm_stats_config(const KernelConfig& cfg, const char* kernel) {
+  const bool train = std::string_view(kernel) == "batch_norm_train";
+  cpu::check_arity(cfg, kernel, train ? 3 : 1, train ? 3 : 1, train ? 4 : 3);
+  cpu::check_dtypes(cfg, kernel, DType::f32);
+  static const char* const names[] = {"x", "scale", "bias"};
+  const ChannelView v = channel_view(cfg, kernel, 0, 1, train ? 2 : 0, names);
+  check_values_per_channel(cfg, kernel, v);
+  if (train) cpu::check_output_shape(cfg, kernel, 0, cfg.inputs[0].shape);
+  for (int i = train ? 1 : 0; i < (train ? 4 : 3); ++i) cpu::check_output_shape(cfg, kernel, i, Shape{v.c});
+  return {v, epsilon_of(cfg, kernel)};
+}
+
+std::pair<ChannelView, bool> batch_norm_apply_config(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "batch_norm_apply", 5, 5, 1);
+  cpu::check_dtypes(cfg, "batch_norm_apply", DType::f32);
+  static const char* const names[] = {"x", "scale", "bias", "saved_mean", "saved_invstd"};
+  const ChannelView v = channel_view(cfg, "batch_norm_apply", 0, 1, 4, names);
+  cpu::check_output_shape(cfg, "batch_norm_apply", 0, cfg.inputs[0].shape);
+  const std::string act = cfg.attrs.get_str("activation", "");
+  if (!act.empty() && act != "relu") fail(where_of(cfg), "batch_norm_apply: activation '{}' is not relu", act);
+  return {v, act == "relu"};
+}
+
+ChannelView batch_norm_train_grad_config(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "batch_norm_train_grad", 5, 5, 3);
+  cpu::check_dtypes(cfg, "batch_norm_train_grad", DType::f32);
+  static const char* const names[] = {"dy", "x", "scale", "saved_mean", "saved_invstd"};
+  const ChannelView v = channel_view(cfg, "batch_norm_train_grad", 1, 2, 4, names);
+  cpu::check_input_shape(cfg, "batch_norm_train_grad", 0, "dy", cfg.inputs[1].shape);
+  cpu::check_output_shape(cfg, "batch_norm_train_grad", 0, cfg.inputs[1].shape);
+  cpu::check_output_shape(cfg, "batch_norm_train_grad", 1, Shape{v.c});
+  cpu::check_output_shape(cfg, "batch_norm_train_grad", 2, Shape{v.c});
+  return v;
+}
+
+std::pair<int64_t, double> batch_norm_stats_update_config(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "batch_norm_stats_update", 5, 5, 3);
+  const int64_t c = cfg.inputs[0].shape.size() == 1 ? cfg.inputs[0].shape[0] : -1;
+  if (c < 0) fail(where_of(cfg), "batch_norm_stats_update: input 0 {} is not [C]", shape_str(cfg.inputs[0].shape));
+  for (int i = 0; i < 4; ++i) {
+    cpu::check_input_shape(cfg, "batch_norm_stats_update", i, "statistic", Shape{c});
+    if (cfg.inputs[size_t(i)].dtype != DType::f32) fail(where_of(cfg), "batch_norm_stats_update: input {} is not f32", i);
+  }
+  if (cfg.inputs[4].dtype != DType::i64 || numel(cfg.inputs[4].shape) != 1)
+    fail(where_of(cfg), "batch_norm_stats_update: input 4 (num_batches_tracked) must be one i64");
+  cpu::check_output_shape(cfg, "batch_norm_stats_update", 0, Shape{c});
+  cpu::check_output_shape(cfg, "batch_norm_stats_update", 1, Shape{c});
+  if (cfg.outputs[2].dtype != DType::i64 || numel(cfg.outputs[2].shape) != 1)
+    fail(where_of(cfg), "batch_norm_stats_update: output 2 (num_batches_tracked) must be one i64");
+  const double momentum = cfg.attrs.get_float("momentum", 0.1f);
+  if (!std::isfinite(momentum)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum);
+  return {c, momentum};
+}
+
+std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "batch_norm", 5, 5, 1);
+  cpu::check_dtypes(cfg, "batch_norm", DType::f32);
+  const Shape& x = cfg.inputs[0].shape;
+  if (x.size() < 2) fail(where_of(cfg), "batch_norm: X {} needs rank >= 2", shape_str(x));
+  ChannelView v;
+  v.n = x[0];
+  v.c = x[1];
+  for (size_t i = 2; i < x.size(); ++i) v.inner *= x[i];
+  static const char* const names[] = {"", "scale", "B", "mean", "var"};
+  for (int i = 1; i < 5; ++i)
+    if (cfg.inputs[size_t(i)].shape != Shape{v.c})
+      fail(where_of(cfg), "batch_norm: {} has shape {}, expected [{}]", names[i], shape_str(cfg.inputs[size_t(i)].shape), v.c);
+  cpu::check_output_shape(cfg, "batch_norm", 0, x);
+  return {v, cfg.attrs.get_float("epsilon", 1e-5f)};
+}
+
 std::vector<int64_t> strides_of(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (size_t a = shape.size(); a-- > 1;) st[a - 1] = st[a] * shape[a];

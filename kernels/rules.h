@@ -113,6 +113,25 @@ float pointwise_float_attr(const KernelConfig& cfg, const char* kernel, const ch
 float pow_exponent(const KernelConfig& cfg, const char* kernel);
 std::pair<float, float> clip_bounds(const KernelConfig& cfg, const char* kernel);
 
+// The batch norm family over X [N,C,*spatial], seen as N blocks of C channels of `inner`
+// contiguous values; each *_config checks a kernel's config and returns what its loops need.
+struct ChannelView {
+  int64_t n = 0, c = 0, inner = 1;
+  int64_t m() const { return n * inner; }  // values per channel
+};
+// batch_norm_stats (X -> mean, invstd, unbiased var) and batch_norm_train (X, scale, bias -> Y and
+// those three), as `kernel`: the view and epsilon.
+std::pair<ChannelView, double> batch_norm_stats_config(const KernelConfig& cfg, const char* kernel);
+// batch_norm_apply (X, scale, bias, saved mean, saved invstd -> Y): the view and whether a ReLU follows.
+std::pair<ChannelView, bool> batch_norm_apply_config(const KernelConfig& cfg);
+// batch_norm_train_grad (dY, X, scale, saved mean, saved invstd -> dX, dscale, dbias).
+ChannelView batch_norm_train_grad_config(const KernelConfig& cfg);
+// batch_norm_stats_update (mean, var, running mean, running var, count -> the last three): C and
+// the momentum.
+std::pair<int64_t, double> batch_norm_stats_update_config(const KernelConfig& cfg);
+// batch_norm, inference form (X, scale, B, mean, var -> Y): the view and epsilon.
+std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg);
+
 // Row-major element strides of a tensor of `shape`.
 std::vector<int64_t> strides_of(const Shape& shape);
 

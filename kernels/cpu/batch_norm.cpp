@@ -3,9 +3,11 @@
 // X [N,C,...]. Weights may change between runs, so the per-channel a, b are recomputed in run()
 // into member buffers sized at prepare time.
 #include <cmath>
+#include <tuple>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -23,22 +25,13 @@ class BatchNorm final : public Kernel {
 };
 
 BatchNorm::BatchNorm(const KernelConfig& cfg) {
-  check_arity(cfg, "batch_norm", 5, 5, 1);
-  check_dtypes(cfg, "batch_norm", DType::f32);
-  const Shape& x = cfg.inputs[0].shape;
-  if (x.size() < 2) fail(where_of(cfg), "batch_norm: X {} needs rank >= 2", shape_str(x));
-  n_ = x[0];
-  c_ = x[1];
-  for (size_t i = 2; i < x.size(); ++i) inner_ *= x[i];
-  static const char* const names[] = {"", "scale", "B", "mean", "var"};
-  for (int i = 1; i < 5; ++i)
-    if (cfg.inputs[i].shape != Shape{c_})
-      fail(where_of(cfg), "batch_norm: {} has shape {}, expected [{}]", names[i],
-           shape_str(cfg.inputs[i].shape), c_);
-  check_output_shape(cfg, "batch_norm", 0, x);
-  epsilon_ = cfg.attrs.get_float("epsilon", 1e-5f);
-  a_.resize(c_);
-  b_.resize(c_);
+  ChannelView v;
+  std::tie(v, epsilon_) = batch_norm_config(cfg);
+  n_ = v.n;
+  c_ = v.c;
+  inner_ = v.inner;
+  a_.resize(size_t(c_));
+  b_.resize(size_t(c_));
 }
 
 void BatchNorm::run(const RunCtx&, const void* const* in, void* const* out) {

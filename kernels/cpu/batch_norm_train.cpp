@@ -11,32 +11,15 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
 namespace {
-
-// X [N,C,*spatial] seen as N blocks of C channels of `inner` contiguous values.
-struct ChannelView {
-  int64_t n = 0, c = 0, inner = 1;
-  int64_t m() const { return n * inner; }  // values per channel
-};
-
-// Checks X's rank and that inputs [first, last] are [C] vectors (`names` index by input).
-ChannelView channel_view(const KernelConfig& cfg, const char* kernel, int x_index, int first,
-                         int last, const char* const* names) {
-  const Shape& x = cfg.inputs[size_t(x_index)].shape;
-  if (x.size() < 2) fail(where_of(cfg), "{}: X {} needs rank >= 2", kernel, shape_str(x));
-  ChannelView v;
-  v.n = x[0];
-  v.c = x[1];
-  for (size_t i = 2; i < x.size(); ++i) v.inner *= x[i];
-  for (int i = first; i <= last; ++i) check_input_shape(cfg, kernel, i, names[i], Shape{v.c});
-  return v;
-}
 
 // Channel c's batch statistics. Two passes (mean, then squared deviations): no cancellation when
 // |mean| >> std.
@@ -64,29 +47,10 @@ Stats channel_stats(const float* x, const ChannelView& v, int64_t c, double epsi
   return Stats{mean, 1.0 / std::sqrt(var + epsilon), var * m / (m - 1)};
 }
 
-// PyTorch refuses this too: the unbiased variance would divide by m - 1 = 0.
-void check_values_per_channel(const KernelConfig& cfg, const char* kernel, const ChannelView& v) {
-  if (v.m() < 2)
-    fail(where_of(cfg), "{}: X {} has {} values per channel, needs more than 1", kernel, shape_str(cfg.inputs[0].shape), v.m());
-}
-
-double epsilon_of(const KernelConfig& cfg, const char* kernel) {
-  const double e = cfg.attrs.get_float("epsilon", 1e-5f);
-  if (!(e >= 0) || !std::isfinite(e)) fail(where_of(cfg), "{}: epsilon {} must be finite and >= 0", kernel, e);
-  return e;
-}
-
 // X -> (saved mean, saved inverse std, unbiased batch variance), each [C].
 class BatchNormStats final : public Kernel {
  public:
-  explicit BatchNormStats(const KernelConfig& cfg) {
-    check_arity(cfg, "batch_norm_stats", 1, 1, 3);
-    check_dtypes(cfg, "batch_norm_stats", DType::f32);
-    v_ = channel_view(cfg, "batch_norm_stats", 0, 1, 0, nullptr);
-    check_values_per_channel(cfg, "batch_norm_stats", v_);
-    for (int i = 0; i < 3; ++i) check_output_shape(cfg, "batch_norm_stats", i, Shape{v_.c});
-    epsilon_ = epsilon_of(cfg, "batch_norm_stats");
-  }
+  explicit BatchNormStats(const KernelConfig& cfg) { std::tie(v_, epsilon_) = batch_norm_stats_config(cfg, "batch_norm_stats"); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     for (int64_t c = 0; c < v_.c; ++c) {
@@ -107,16 +71,7 @@ class BatchNormStats final : public Kernel {
 // activation = "relu", max(Y, 0).
 class BatchNormApply final : public Kernel {
  public:
-  explicit BatchNormApply(const KernelConfig& cfg) {
-    check_arity(cfg, "batch_norm_apply", 5, 5, 1);
-    check_dtypes(cfg, "batch_norm_apply", DType::f32);
-    static const char* const names[] = {"x", "scale", "bias", "saved_mean", "saved_invstd"};
-    v_ = channel_view(cfg, "batch_norm_apply", 0, 1, 4, names);
-    check_output_shape(cfg, "batch_norm_apply", 0, cfg.inputs[0].shape);
-    const std::string act = cfg.attrs.get_str("activation", "");
-    if (!act.empty() && act != "relu") fail(where_of(cfg), "batch_norm_apply: activation '{}' is not relu", act);
-    relu_ = act == "relu";
-  }
+  explicit BatchNormApply(const KernelConfig& cfg) { std::tie(v_, relu_) = batch_norm_apply_config(cfg); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     const float* scale = static_cast<const float*>(in[1]);
@@ -153,16 +108,7 @@ class BatchNormTrain final : public Kernel {
   double epsilon_ = 1e-5;
 };
 
-BatchNormTrain::BatchNormTrain(const KernelConfig& cfg) {
-  check_arity(cfg, "batch_norm_train", 3, 3, 4);
-  check_dtypes(cfg, "batch_norm_train", DType::f32);
-  static const char* const names[] = {"x", "scale", "bias"};
-  v_ = channel_view(cfg, "batch_norm_train", 0, 1, 2, names);
-  check_values_per_channel(cfg, "batch_norm_train", v_);
-  check_output_shape(cfg, "batch_norm_train", 0, cfg.inputs[0].shape);
-  for (int i = 1; i < 4; ++i) check_output_shape(cfg, "batch_norm_train", i, Shape{v_.c});
-  epsilon_ = epsilon_of(cfg, "batch_norm_train");
-}
+BatchNormTrain::BatchNormTrain(const KernelConfig& cfg) { std::tie(v_, epsilon_) = batch_norm_stats_config(cfg, "batch_norm_train"); }
 
 void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* x = static_cast<const float*>(in[0]);
@@ -189,24 +135,7 @@ void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out)
 // batch_norm_cpu_update_stats computes it (in double), and num_batches_tracked + 1.
 class BatchNormStatsUpdate final : public Kernel {
  public:
-  explicit BatchNormStatsUpdate(const KernelConfig& cfg) {
-    check_arity(cfg, "batch_norm_stats_update", 5, 5, 3);
-    const int64_t c = cfg.inputs[0].shape.size() == 1 ? cfg.inputs[0].shape[0] : -1;
-    if (c < 0) fail(where_of(cfg), "batch_norm_stats_update: input 0 {} is not [C]", shape_str(cfg.inputs[0].shape));
-    for (int i = 0; i < 4; ++i) {
-      check_input_shape(cfg, "batch_norm_stats_update", i, "statistic", Shape{c});
-      if (cfg.inputs[size_t(i)].dtype != DType::f32) fail(where_of(cfg), "batch_norm_stats_update: input {} is not f32", i);
-    }
-    if (cfg.inputs[4].dtype != DType::i64 || numel(cfg.inputs[4].shape) != 1)
-      fail(where_of(cfg), "batch_norm_stats_update: input 4 (num_batches_tracked) must be one i64");
-    check_output_shape(cfg, "batch_norm_stats_update", 0, Shape{c});
-    check_output_shape(cfg, "batch_norm_stats_update", 1, Shape{c});
-    if (cfg.outputs[2].dtype != DType::i64 || numel(cfg.outputs[2].shape) != 1)
-      fail(where_of(cfg), "batch_norm_stats_update: output 2 (num_batches_tracked) must be one i64");
-    c_ = c;
-    momentum_ = cfg.attrs.get_float("momentum", 0.1f);
-    if (!std::isfinite(momentum_)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum_);
-  }
+  explicit BatchNormStatsUpdate(const KernelConfig& cfg) { std::tie(c_, momentum_) = batch_norm_stats_update_config(cfg); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* mean = static_cast<const float*>(in[0]);
     const float* var = static_cast<const float*>(in[1]);
@@ -239,16 +168,7 @@ class BatchNormTrainGrad final : public Kernel {
   ChannelView v_;
 };
 
-BatchNormTrainGrad::BatchNormTrainGrad(const KernelConfig& cfg) {
-  check_arity(cfg, "batch_norm_train_grad", 5, 5, 3);
-  check_dtypes(cfg, "batch_norm_train_grad", DType::f32);
-  static const char* const names[] = {"dy", "x", "scale", "saved_mean", "saved_invstd"};
-  v_ = channel_view(cfg, "batch_norm_train_grad", 1, 2, 4, names);
-  check_input_shape(cfg, "batch_norm_train_grad", 0, "dy", cfg.inputs[1].shape);
-  check_output_shape(cfg, "batch_norm_train_grad", 0, cfg.inputs[1].shape);
-  check_output_shape(cfg, "batch_norm_train_grad", 1, Shape{v_.c});
-  check_output_shape(cfg, "batch_norm_train_grad", 2, Shape{v_.c});
-}
+BatchNormTrainGrad::BatchNormTrainGrad(const KernelConfig& cfg) : v_(batch_norm_train_grad_config(cfg)) {}
 
 void BatchNormTrainGrad::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* dy = static_cast<const float*>(in[0]);

@@ -14,6 +14,12 @@ namespace of::kernels::cuda {
 std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_apply(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_stats(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_stats_update(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_train(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_batch_norm_train_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_clip(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_clip_grad(const KernelConfig& cfg);

@@ -156,6 +156,21 @@ void launch_map(const Op& op, const float* x, float* y, int64_t n, cudaStream_t 
 template <class Op>
 void launch_map_grad(const Op& op, const float* dy, const float* x, float* dx, int64_t n, cudaStream_t stream);
 
+// The batch norm family over X seen as [n, c, inner] (kernels/rules.h, ChannelView), the CPU
+// twins' math: statistics and the gradient one block per channel (sums in double over a fixed
+// tree: the same bits every run), the normalisations one thread per element.
+void launch_batch_norm_stats(const float* x, int64_t n, int64_t c, int64_t inner, double epsilon, float* mean, float* invstd,
+                             float* unbiased_var, cudaStream_t stream);
+void launch_batch_norm_apply(const float* x, const float* scale, const float* bias, const float* mean, const float* invstd, float* y,
+                             int64_t n, int64_t c, int64_t inner, bool relu, cudaStream_t stream);
+void launch_batch_norm_infer(const float* x, const float* scale, const float* bias, const float* mean, const float* var, float epsilon,
+                             float* y, int64_t n, int64_t c, int64_t inner, cudaStream_t stream);
+void launch_batch_norm_train_grad(const float* dy, const float* x, const float* scale, const float* mean, const float* invstd, float* dx,
+                                  float* dscale, float* dbias, int64_t n, int64_t c, int64_t inner, cudaStream_t stream);
+void launch_batch_norm_stats_update(const float* mean, const float* var, const float* running_mean, const float* running_var,
+                                    const int64_t* count, float* running_mean_out, float* running_var_out, int64_t* count_out, int64_t c,
+                                    double momentum, cudaStream_t stream);
+
 // collective_part's box: y[dst + i] = (or +=) x[src + i] over `rank` box dims with per-tensor
 // element strides; elem_size 4 or 8 (only f32 boxes add). x may be another GPU's memory: the
 // runtime enables peer access between the GPUs of a rank before any collective runs.

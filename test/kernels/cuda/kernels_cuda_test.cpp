@@ -442,5 +442,29 @@ TEST_CASE("cuda twin: the pointwise math erf, sqrt, reciprocal, exp, neg, pow, c
   check_twin("clip", clip, {nan}, f32({shape}), {}, 1, {{0, 0}});
 }
 
+TEST_CASE("cuda twin: the batch norm family: statistics, apply with and without ReLU, train, its gradient, the running update, inference", "[cuda]") {
+  for (const Shape& x_shape : std::vector<Shape>{{8, 6, 5, 7}, {16, 10}, {2, 3, 300}}) {
+    INFO(shape_str(x_shape));
+    const int64_t c = x_shape[1];
+    const HostTensor x = random_f32(x_shape, 100, -3, 5), dy = random_f32(x_shape, 101);
+    const HostTensor scale = random_f32({c}, 102, 0.5f, 1.5f), bias = random_f32({c}, 103);
+    Attrs eps;
+    eps.set_float("epsilon", 1e-5f);
+    const auto stats = check_twin("batch_norm_stats", eps, {x}, f32({{c}, {c}, {c}}));
+    check_twin("batch_norm_train", eps, {x, scale, bias}, f32({x_shape, {c}, {c}, {c}}), {3e-5, 3e-4});
+    check_twin("batch_norm_apply", {}, {x, scale, bias, stats[0], stats[1]}, f32({x_shape}));
+    Attrs relu;
+    relu.set_str("activation", "relu");
+    check_twin("batch_norm_apply", relu, {x, scale, bias, stats[0], stats[1]}, f32({x_shape}));
+    check_twin("batch_norm_train_grad", {}, {dy, x, scale, stats[0], stats[1]}, f32({x_shape, {c}, {c}}), {1e-4, 1e-3});
+    const HostTensor var = random_f32({c}, 104, 0.5f, 2);
+    check_twin("batch_norm", eps, {x, scale, bias, stats[0], var}, f32({x_shape}));
+    Attrs momentum;
+    momentum.set_float("momentum", 0.1f);
+    check_twin("batch_norm_stats_update", momentum, {stats[0], stats[2], random_f32({c}, 105), var, i64_tensor({}, {41})},
+               {{{c}, DType::f32}, {{c}, DType::f32}, {{}, DType::i64}});
+  }
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
