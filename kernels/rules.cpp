@@ -646,6 +646,21 @@ std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg) {
   return {v, cfg.attrs.get_float("epsilon", 1e-5f)};
 }
 
+std::pair<int64_t, int64_t> global_average_pool_config(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "global_average_pool_grad" : "global_average_pool";
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  const Shape& x = grad ? cfg.outputs[0].shape : cfg.inputs[0].shape;
+  if (x.size() < 3) fail(where_of(cfg), "{}: {} {} needs rank >= 3", name, grad ? "dX" : "X", shape_str(x));
+  Shape y(x.size(), 1);
+  y[0] = x[0];
+  y[1] = x[1];
+  if (grad) cpu::check_input_shape(cfg, name, 0, "dy", y);
+  else cpu::check_output_shape(cfg, name, 0, y);
+  const int64_t planes = x[0] * x[1];
+  return {planes, numel(x) / std::max<int64_t>(1, planes)};
+}
+
 std::vector<int64_t> strides_of(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (size_t a = shape.size(); a-- > 1;) st[a - 1] = st[a] * shape[a];

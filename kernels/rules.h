@@ -132,6 +132,10 @@ std::pair<int64_t, double> batch_norm_stats_update_config(const KernelConfig& cf
 // batch_norm, inference form (X, scale, B, mean, var -> Y): the view and epsilon.
 std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg);
 
+// global_average_pool (X [N,C,...] -> Y [N,C,1,..]) or, with `grad`, its gradient (dY -> dX): the
+// planes (N*C) and the values each averages.
+std::pair<int64_t, int64_t> global_average_pool_config(const KernelConfig& cfg, bool grad);
+
 // Row-major element strides of a tensor of `shape`.
 std::vector<int64_t> strides_of(const Shape& shape);
 

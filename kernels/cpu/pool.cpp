@@ -4,10 +4,12 @@
 // taps land inside the input (pool_window.h), so run() has no bounds checks and padding never
 // takes part.
 #include <algorithm>
+#include <tuple>
 #include <limits>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 #include "kernels/cpu/pool_window.h"
 #include "kernels/cpu/vector_clones.h"
 
@@ -146,19 +148,7 @@ class AveragePool final : public Pool {
 
 class GlobalAveragePool final : public Kernel {
  public:
-  GlobalAveragePool(const KernelConfig& cfg) {
-    check_arity(cfg, "global_average_pool", 1, 1, 1);
-    check_dtypes(cfg, "global_average_pool", DType::f32);
-    const Shape& x = cfg.inputs[0].shape;
-    if (x.size() < 3)
-      fail(where_of(cfg), "global_average_pool: X {} needs rank >= 3", shape_str(x));
-    Shape y(x.size(), 1);
-    y[0] = x[0];
-    y[1] = x[1];
-    check_output_shape(cfg, "global_average_pool", 0, y);
-    planes_ = x[0] * x[1];
-    spatial_ = numel(x) / std::max<int64_t>(1, planes_);
-  }
+  GlobalAveragePool(const KernelConfig& cfg) { std::tie(planes_, spatial_) = global_average_pool_config(cfg, false); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);

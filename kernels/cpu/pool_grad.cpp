@@ -4,10 +4,12 @@
 // average_pool_grad spreads dy / count over the window, global_average_pool_grad broadcasts
 // dy / (H*W). dx is zeroed and then accumulated into, so it must not alias an input.
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 #include "kernels/cpu/pool_window.h"
 #include "kernels/cpu/vector_clones.h"
 
@@ -169,19 +171,7 @@ class AveragePoolGrad final : public PoolGrad {
 // (dy [N,C,1,..]) -> dx [N,C,...]: every position of a plane gets dy / (its size).
 class GlobalAveragePoolGrad final : public Kernel {
  public:
-  GlobalAveragePoolGrad(const KernelConfig& cfg) {
-    check_arity(cfg, "global_average_pool_grad", 1, 1, 1);
-    check_dtypes(cfg, "global_average_pool_grad", DType::f32);
-    const Shape& x = cfg.outputs[0].shape;
-    if (x.size() < 3)
-      fail(where_of(cfg), "global_average_pool_grad: dX {} needs rank >= 3", shape_str(x));
-    Shape y(x.size(), 1);
-    y[0] = x[0];
-    y[1] = x[1];
-    check_input_shape(cfg, "global_average_pool_grad", 0, "dy", y);
-    planes_ = x[0] * x[1];
-    spatial_ = numel(x) / std::max<int64_t>(1, planes_);
-  }
+  GlobalAveragePoolGrad(const KernelConfig& cfg) { std::tie(planes_, spatial_) = global_average_pool_config(cfg, true); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     float* dx = static_cast<float*>(out[0]);

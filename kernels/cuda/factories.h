@@ -38,6 +38,8 @@ std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_global_average_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_global_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_sigmoid_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg);

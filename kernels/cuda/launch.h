@@ -171,6 +171,11 @@ void launch_batch_norm_stats_update(const float* mean, const float* var, const f
                                     const int64_t* count, float* running_mean_out, float* running_var_out, int64_t* count_out, int64_t c,
                                     double momentum, cudaStream_t stream);
 
+// global_average_pool: y[p] = the mean of plane p's `spatial` values (a block per plane, the sum in
+// double); its gradient: dx[p, i] = dy[p] / spatial.
+void launch_global_average_pool(const float* x, float* y, int64_t planes, int64_t spatial, cudaStream_t stream);
+void launch_global_average_pool_grad(const float* dy, float* dx, int64_t planes, int64_t spatial, cudaStream_t stream);
+
 // collective_part's box: y[dst + i] = (or +=) x[src + i] over `rank` box dims with per-tensor
 // element strides; elem_size 4 or 8 (only f32 boxes add). x may be another GPU's memory: the
 // runtime enables peer access between the GPUs of a rank before any collective runs.

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// max_pool and max_pool_grad, host side on the GPU: the CPU twins' window rules
+// max_pool, max_pool_grad, global_average_pool and its gradient, host side on the GPU: the CPU twins' window rules
 // (kernels/cpu/pool_window.h: kernel_shape, strides, pads, dilations, the pooled shape); the
 // gradient keeps each window's argmax in a scratch buffer of its own, allocated when prepared.
 #include <algorithm>
+#include <tuple>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/pool_window.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cuda {
 
@@ -64,9 +66,35 @@ class MaxPoolGrad final : public Kernel {
   std::unique_ptr<DeviceBuffer> argmax_;
 };
 
+class GlobalAveragePool final : public Kernel {
+ public:
+  explicit GlobalAveragePool(const KernelConfig& cfg) { std::tie(planes_, spatial_) = global_average_pool_config(cfg, false); }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_global_average_pool(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), planes_, spatial_, ctx.stream->stream);
+    ctx.stream->check_launch("global_average_pool");
+  }
+
+ private:
+  int64_t planes_ = 0, spatial_ = 0;
+};
+
+class GlobalAveragePoolGrad final : public Kernel {
+ public:
+  explicit GlobalAveragePoolGrad(const KernelConfig& cfg) { std::tie(planes_, spatial_) = global_average_pool_config(cfg, true); }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_global_average_pool_grad(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), planes_, spatial_, ctx.stream->stream);
+    ctx.stream->check_launch("global_average_pool_grad");
+  }
+
+ private:
+  int64_t planes_ = 0, spatial_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_max_pool(const KernelConfig& cfg) { return std::make_unique<MaxPool>(cfg); }
 std::unique_ptr<Kernel> make_max_pool_grad(const KernelConfig& cfg) { return std::make_unique<MaxPoolGrad>(cfg); }
+std::unique_ptr<Kernel> make_global_average_pool(const KernelConfig& cfg) { return std::make_unique<GlobalAveragePool>(cfg); }
+std::unique_ptr<Kernel> make_global_average_pool_grad(const KernelConfig& cfg) { return std::make_unique<GlobalAveragePoolGrad>(cfg); }
 
 }  // namespace of::kernels::cuda

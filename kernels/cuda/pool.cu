@@ -2,8 +2,10 @@
 // max_pool and max_pool_grad on the GPU (the CPU twins: kernels/cpu/pool.cpp, pool_grad.cpp):
 // one thread per output window for the forward pass and the argmax; the gradient then gathers,
 // per input element, the dy of every window that chose it, in window order (no atomics).
+// global_average_pool: a block per plane; its gradient a thread per element.
 #include <cmath>
 
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
@@ -97,6 +99,38 @@ void launch_max_pool_grad(const PoolGeometry& p, const float* dy, const float* x
   if (total <= 0) return;
   if (windows > 0) argmax_kernel<<<blocks_for(windows), kThreads, 0, stream>>>(p, x, argmax);
   max_pool_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, dy, argmax, dx);
+}
+
+}  // namespace of::kernels::cuda
+
+namespace of::kernels::cuda {
+
+namespace {
+
+__global__ void global_average_pool_planes(const float* x, float* y, int64_t spatial, float inv) {
+  __shared__ double shared[kRowThreads];
+  const int64_t p = blockIdx.x;
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) sum += x[p * spatial + i];
+  sum = block_reduce(sum, shared, SumD{});
+  if (threadIdx.x == 0) y[p] = float(sum) * inv;
+}
+
+__global__ void global_average_pool_grad_kernel(const float* dy, float* dx, int64_t total, int64_t spatial, float inv) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) dx[i] = dy[i / spatial] * inv;
+}
+
+}  // namespace
+
+void launch_global_average_pool(const float* x, float* y, int64_t planes, int64_t spatial, cudaStream_t stream) {
+  const float inv = spatial > 0 ? 1.0f / float(spatial) : 0.0f;
+  if (planes > 0) global_average_pool_planes<<<unsigned(planes), kRowThreads, 0, stream>>>(x, y, spatial, inv);
+}
+
+void launch_global_average_pool_grad(const float* dy, float* dx, int64_t planes, int64_t spatial, cudaStream_t stream) {
+  const float inv = spatial > 0 ? 1.0f / float(spatial) : 0.0f;
+  const int64_t total = planes * spatial;
+  if (total > 0) global_average_pool_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(dy, dx, total, spatial, inv);
 }
 
 }  // namespace of::kernels::cuda

@@ -466,5 +466,16 @@ TEST_CASE("cuda twin: the batch norm family: statistics, apply with and without 
   }
 }
 
+TEST_CASE("cuda twin: global_average_pool and its gradient, 2-D and 1-D planes", "[cuda]") {
+  for (const Shape& x_shape : std::vector<Shape>{{4, 8, 7, 7}, {3, 5, 1000}, {2, 3, 1, 1}}) {
+    INFO(shape_str(x_shape));
+    Shape y_shape(x_shape.size(), 1);
+    y_shape[0] = x_shape[0];
+    y_shape[1] = x_shape[1];
+    check_twin("global_average_pool", {}, {random_f32(x_shape, 110)}, f32({y_shape}));
+    check_twin("global_average_pool_grad", {}, {random_f32(y_shape, 111)}, f32({x_shape}));
+  }
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
