@@ -31,7 +31,9 @@ std::string latest(const std::string& dir) {
 }
 
 // Trains `model` compiled with `flags` on CPU devices and on GPUs (emulated) and compares.
-void check_same(const std::string& model, const std::string& flags, const std::string& data, const std::string& gpu_devices) {
+// `gpu_run`: more flags for the GPU plan's run (--launch-local: one process per rank).
+void check_same(const std::string& model, const std::string& flags, const std::string& data, const std::string& gpu_devices,
+                const std::string& gpu_run = "") {
   TempDir d;
   std::string cpu_devices = gpu_devices;
   cpu_devices.replace(cpu_devices.find(":cuda"), 5, ":cpu");
@@ -41,7 +43,7 @@ void check_same(const std::string& model, const std::string& flags, const std::s
     INFO(c.err);
     REQUIRE(c.exit_code == 0);
     CmdResult r = run_cmd(bin("ofrun") + " " + plan + " --data " + data + " --steps 4 --no-shuffle --log-every 1 --metrics " + (d / (name + ".jsonl")) +
-                              " --checkpoint " + (d / ("ck_" + name)) + (name == "gpu" ? " --emulate-gpus" : ""),
+                              " --checkpoint " + (d / ("ck_" + name)) + (name == "gpu" ? " --emulate-gpus " + gpu_run : ""),
                           d);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
@@ -66,4 +68,8 @@ TEST_CASE("gpu plans: the MLP on 1 and 2 GPUs and on 2 ranks of 2 trains as on C
 
 TEST_CASE("gpu plans: the language model tensor-parallel over 2 GPUs trains as on CPU devices, bit for bit", "[e2e][parallel]") {
   check_same("lm.onnx", "--optimizer adamw --tp 2", "tokens:" + fixture("lm_corpus.u16"), "2:cuda");
+}
+
+TEST_CASE("gpu plans: 2 ranks of 2 GPUs in one process per rank train as on CPU devices, bit for bit", "[e2e][parallel]") {
+  check_same("mlp.onnx", "--optimizer adamw", kFashion, "2x2:cuda", "--launch-local");
 }
