@@ -661,6 +661,23 @@ std::pair<int64_t, int64_t> global_average_pool_config(const KernelConfig& cfg, 
   return {planes, numel(x) / std::max<int64_t>(1, planes)};
 }
 
+DropoutGeometry dropout_geometry(const KernelConfig& cfg, const char* name) {
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  cpu::check_output_shape(cfg, name, 0, cfg.inputs[0].shape);
+  DropoutGeometry g;
+  g.n = numel(cfg.inputs[0].shape);
+  const float ratio = cfg.attrs.get_float("ratio", -1.0f);
+  if (!(ratio > 0.0f && ratio < 1.0f)) fail(where_of(cfg), "{}: ratio {} is outside (0, 1)", name, ratio);
+  g.offset = cfg.attrs.get_int("offset", 0);
+  if (g.offset < 0) fail(where_of(cfg), "{}: offset {} is negative", name, g.offset);
+  g.stream = uint32_t(cfg.attrs.get_int("stream", 0));
+  // An element is kept when its 24-bit uniform is at least the ratio (ratio < 1: some survive).
+  g.threshold = uint32_t(std::ceil(double(ratio) * double(1u << 24)));
+  g.scale = 1.0f / (1.0f - ratio);
+  return g;
+}
+
 std::vector<int64_t> strides_of(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (size_t a = shape.size(); a-- > 1;) st[a - 1] = st[a] * shape[a];

@@ -136,6 +136,16 @@ std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg);
 // planes (N*C) and the values each averages.
 std::pair<int64_t, int64_t> global_average_pool_config(const KernelConfig& cfg, bool grad);
 
+// dropout and dropout_grad (as `kernel`): n elements of a box starting `offset` elements into the
+// whole logical tensor, the node's Philox stream, the 24-bit threshold an element's uniform must
+// reach to be kept, and 1 / (1 - ratio).
+struct DropoutGeometry {
+  int64_t n = 0, offset = 0;
+  uint32_t stream = 0, threshold = 0;
+  float scale = 1.0f;
+};
+DropoutGeometry dropout_geometry(const KernelConfig& cfg, const char* kernel);
+
 // Row-major element strides of a tensor of `shape`.
 std::vector<int64_t> strides_of(const Shape& shape);
 

@@ -176,6 +176,12 @@ void launch_batch_norm_stats_update(const float* mean, const float* var, const f
 void launch_global_average_pool(const float* x, float* y, int64_t planes, int64_t spatial, cudaStream_t stream);
 void launch_global_average_pool_grad(const float* dy, float* dx, int64_t planes, int64_t spatial, cudaStream_t stream);
 
+// dropout (and its gradient, the same on dY): y[i] = x[i] * scale where element offset + i of the
+// whole tensor draws a kept 24-bit uniform from Philox (kernels/philox.h) under key (k0, k1) and
+// the piece's counter, else 0: the CPU twin's mask, bit for bit.
+void launch_dropout(const float* x, float* y, int64_t n, int64_t offset, uint32_t k0, uint32_t k1, uint64_t piece, uint32_t threshold,
+                    float scale, cudaStream_t stream);
+
 // collective_part's box: y[dst + i] = (or +=) x[src + i] over `rank` box dims with per-tensor
 // element strides; elem_size 4 or 8 (only f32 boxes add). x may be another GPU's memory: the
 // runtime enables peer access between the GPUs of a rank before any collective runs.

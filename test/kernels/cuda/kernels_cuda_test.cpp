@@ -477,5 +477,18 @@ TEST_CASE("cuda twin: global_average_pool and its gradient, 2-D and 1-D planes",
   }
 }
 
+TEST_CASE("cuda twin: dropout and its gradient draw the CPU's mask from the same Philox counters, bit for bit", "[cuda]") {
+  for (int64_t offset : {0, 3, 1001}) {
+    INFO("offset " << offset);
+    Attrs a;
+    a.set_float("ratio", 0.3f);
+    a.set_int("offset", offset);
+    a.set_int("stream", 7);
+    const Shape shape = {5, 333};
+    check_twin("dropout", a, {random_f32(shape, 120)}, f32({shape}), {0, 0}, 3);
+    check_twin("dropout_grad", a, {random_f32(shape, 121)}, f32({shape}), {0, 0}, 3);
+  }
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
