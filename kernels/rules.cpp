@@ -678,6 +678,33 @@ DropoutGeometry dropout_geometry(const KernelConfig& cfg, const char* name) {
   return g;
 }
 
+bool broadcasts_to(const Shape& x, const Shape& y) {
+  if (x.size() > y.size()) return false;
+  const size_t off = y.size() - x.size();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != 1 && x[i] != y[i + off]) return false;
+  return true;
+}
+
+std::pair<int64_t, double> mse_loss_config(const KernelConfig& cfg, bool grad) {
+  if (!grad) {
+    cpu::check_arity(cfg, "mse_loss", 2, 2, 1);
+    cpu::check_dtypes(cfg, "mse_loss", DType::f32);
+    cpu::check_input_shape(cfg, "mse_loss", 1, "target", cfg.inputs[0].shape);
+    cpu::check_output_shape(cfg, "mse_loss", 0, {});
+    const int64_t n = numel(cfg.inputs[0].shape);
+    return {n, loss_denominator(cfg, n)};
+  }
+  cpu::check_arity(cfg, "mse_loss_grad", 3, 3, 1);
+  cpu::check_dtypes(cfg, "mse_loss_grad", DType::f32);
+  if (numel(cfg.inputs[0].shape) != 1 || cfg.inputs[0].shape.size() > 1)
+    fail(where_of(cfg), "mse_loss_grad: dloss {} must be a scalar", shape_str(cfg.inputs[0].shape));
+  cpu::check_input_shape(cfg, "mse_loss_grad", 2, "target", cfg.inputs[1].shape);
+  cpu::check_output_shape(cfg, "mse_loss_grad", 0, cfg.inputs[1].shape);
+  const int64_t n = numel(cfg.inputs[1].shape);
+  return {n, loss_denominator(cfg, std::max<int64_t>(n, 1))};
+}
+
 std::vector<int64_t> strides_of(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (size_t a = shape.size(); a-- > 1;) st[a - 1] = st[a] * shape[a];

@@ -146,6 +146,13 @@ struct DropoutGeometry {
 };
 DropoutGeometry dropout_geometry(const KernelConfig& cfg, const char* kernel);
 
+// True when x, right-aligned against y, has each dim 1 or equal to y's (expand, where).
+bool broadcasts_to(const Shape& x, const Shape& y);
+
+// mse_loss (pred, target -> the mean of squared differences, []) and, with `grad`, its gradient
+// (dloss [], pred, target -> dpred): the element count and the loss's divisor.
+std::pair<int64_t, double> mse_loss_config(const KernelConfig& cfg, bool grad);
+
 // Row-major element strides of a tensor of `shape`.
 std::vector<int64_t> strides_of(const Shape& shape);
 

@@ -102,14 +102,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
 // (pred, target) -> loss [] = mean((pred - target)^2).
 class MseLoss final : public Kernel {
  public:
-  MseLoss(const KernelConfig& cfg) {
-    check_arity(cfg, "mse_loss", 2, 2, 1);
-    check_dtypes(cfg, "mse_loss", DType::f32);
-    check_input_shape(cfg, "mse_loss", 1, "target", cfg.inputs[0].shape);
-    check_output_shape(cfg, "mse_loss", 0, {});
-    n_ = numel(cfg.inputs[0].shape);
-    denom_ = loss_denominator(cfg, n_);
-  }
+  MseLoss(const KernelConfig& cfg) { std::tie(n_, denom_) = mse_loss_config(cfg, false); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* p = static_cast<const float*>(in[0]);
     const float* t = static_cast<const float*>(in[1]);
@@ -132,15 +125,9 @@ class MseLoss final : public Kernel {
 class MseLossGrad final : public Kernel {
  public:
   MseLossGrad(const KernelConfig& cfg) {
-    check_arity(cfg, "mse_loss_grad", 3, 3, 1);
-    check_dtypes(cfg, "mse_loss_grad", DType::f32);
-    if (!is_scalar(cfg.inputs[0].shape))
-      fail(where_of(cfg), "mse_loss_grad: dloss {} must be a scalar",
-           shape_str(cfg.inputs[0].shape));
-    check_input_shape(cfg, "mse_loss_grad", 2, "target", cfg.inputs[1].shape);
-    check_output_shape(cfg, "mse_loss_grad", 0, cfg.inputs[1].shape);
-    n_ = numel(cfg.inputs[1].shape);
-    n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
+    double denom = 1;
+    std::tie(n_, denom) = mse_loss_config(cfg, true);
+    n_f_ = static_cast<float>(denom);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float scale = 2.0f * *static_cast<const float*>(in[0]) / n_f_;

@@ -27,15 +27,6 @@ struct Walk {
   int64_t total = 0;
 };
 
-// True when x, right-aligned against y, has each dim 1 or equal to y's.
-bool broadcasts_to(const Shape& x, const Shape& y) {
-  if (x.size() > y.size()) return false;
-  const size_t off = y.size() - x.size();
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i] != 1 && x[i] != y[i + off]) return false;
-  return true;
-}
-
 // Expects every operand to broadcast to y (checked by the caller).
 template <size_t K>
 Walk<K> make_walk(const Shape& y, const std::array<const Shape*, K>& operands) {

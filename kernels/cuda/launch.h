@@ -182,6 +182,11 @@ void launch_global_average_pool_grad(const float* dy, float* dx, int64_t planes,
 void launch_dropout(const float* x, float* y, int64_t n, int64_t offset, uint32_t k0, uint32_t k1, uint64_t piece, uint32_t threshold,
                     float scale, cudaStream_t stream);
 
+// mse_loss: *loss = sum((p - t)^2, in double, one block's fixed tree) / denom (0 when n is 0);
+// its gradient: dp = (p - t) * (2 * *dloss / denom_f).
+void launch_mse_loss(const float* p, const float* t, float* loss, int64_t n, double denom, cudaStream_t stream);
+void launch_mse_loss_grad(const float* dloss, const float* p, const float* t, float* dp, int64_t n, float denom_f, cudaStream_t stream);
+
 // collective_part's box: y[dst + i] = (or +=) x[src + i] over `rank` box dims with per-tensor
 // element strides; elem_size 4 or 8 (only f32 boxes add). x may be another GPU's memory: the
 // runtime enables peer access between the GPUs of a rank before any collective runs.

@@ -88,6 +88,38 @@ class ClassifyMetrics final : public Kernel {
   int64_t n_ = 0, c_ = 0;
 };
 
+class MseLoss final : public Kernel {
+ public:
+  MseLoss(const KernelConfig& cfg) { std::tie(n_, denom_) = mse_loss_config(cfg, false); }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_mse_loss(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out[0]), n_, denom_,
+                    ctx.stream->stream);
+    ctx.stream->check_launch("mse_loss");
+  }
+
+ private:
+  int64_t n_ = 0;
+  double denom_ = 1;
+};
+
+class MseLossGrad final : public Kernel {
+ public:
+  MseLossGrad(const KernelConfig& cfg) {
+    double denom = 1;
+    std::tie(n_, denom) = mse_loss_config(cfg, true);
+    denom_f_ = static_cast<float>(denom);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_mse_loss_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<const float*>(in[2]),
+                         static_cast<float*>(out[0]), n_, denom_f_, ctx.stream->stream);
+    ctx.stream->check_launch("mse_loss_grad");
+  }
+
+ private:
+  int64_t n_ = 0;
+  float denom_f_ = 1;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg) {
@@ -98,5 +130,8 @@ std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg)
 }
 
 std::unique_ptr<Kernel> make_classify_metrics(const KernelConfig& cfg) { return std::make_unique<ClassifyMetrics>(cfg); }
+
+std::unique_ptr<Kernel> make_mse_loss(const KernelConfig& cfg) { return std::make_unique<MseLoss>(cfg); }
+std::unique_ptr<Kernel> make_mse_loss_grad(const KernelConfig& cfg) { return std::make_unique<MseLossGrad>(cfg); }
 
 }  // namespace of::kernels::cuda

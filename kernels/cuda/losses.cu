@@ -104,4 +104,32 @@ void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, 
   classify_metrics_rows<<<blocks_for(n), kThreads, 0, stream>>>(x, labels, nll, correct, n, c);
 }
 
+namespace {
+
+__global__ void mse_loss_block(const float* p, const float* t, float* loss, int64_t n, double denom) {
+  __shared__ double shared[kRowThreads];
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const double d = double(p[i]) - t[i];
+    sum += d * d;
+  }
+  sum = block_reduce(sum, shared, SumD{});
+  if (threadIdx.x == 0) *loss = float(n > 0 ? sum / denom : 0.0);
+}
+
+__global__ void mse_loss_grad_kernel(const float* dloss, const float* p, const float* t, float* dp, int64_t n, float denom_f) {
+  const float scale = 2.0f * *dloss / denom_f;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dp[i] = (p[i] - t[i]) * scale;
+}
+
+}  // namespace
+
+void launch_mse_loss(const float* p, const float* t, float* loss, int64_t n, double denom, cudaStream_t stream) {
+  mse_loss_block<<<1, kRowThreads, 0, stream>>>(p, t, loss, n, denom);
+}
+
+void launch_mse_loss_grad(const float* dloss, const float* p, const float* t, float* dp, int64_t n, float denom_f, cudaStream_t stream) {
+  if (n > 0) mse_loss_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dloss, p, t, dp, n, denom_f);
+}
+
 }  // namespace of::kernels::cuda

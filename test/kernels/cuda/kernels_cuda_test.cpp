@@ -490,5 +490,16 @@ TEST_CASE("cuda twin: dropout and its gradient draw the CPU's mask from the same
   }
 }
 
+TEST_CASE("cuda twin: expand broadcasts f32 and i64 tensors, mse_loss and its gradient", "[cuda]") {
+  check_twin("expand", {}, {random_f32({3, 1, 5}, 130)}, f32({{2, 3, 4, 5}}));
+  check_twin("expand", {}, {random_f32({1}, 131)}, f32({{6, 7}}));
+  check_twin("expand", {}, {random_f32({4, 1}, 132)}, f32({{4, 9}}));
+  check_twin("expand", {}, {i64_tensor({2, 1}, {1LL << 40, -3})}, {{{2, 3}, DType::i64}});
+  const Shape shape = {33, 17};
+  const HostTensor p = random_f32(shape, 133), t = random_f32(shape, 134);
+  check_twin("mse_loss", {}, {p, t}, f32({{}}));
+  check_twin("mse_loss_grad", {}, {f32_tensor({}, {0.5f}), p, t}, f32({shape}));
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
