@@ -705,6 +705,14 @@ std::pair<int64_t, double> mse_loss_config(const KernelConfig& cfg, bool grad) {
   return {n, loss_denominator(cfg, std::max<int64_t>(n, 1))};
 }
 
+size_t assign_bytes(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "assign", 2, 2, 1);
+  cpu::check_dtypes(cfg, "assign", DType::f32);
+  cpu::check_input_shape(cfg, "assign", 1, "value", cfg.inputs[0].shape);
+  cpu::check_output_shape(cfg, "assign", 0, cfg.inputs[0].shape);
+  return size_t(cfg.inputs[0].bytes());
+}
+
 std::vector<int64_t> strides_of(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (size_t a = shape.size(); a-- > 1;) st[a - 1] = st[a] * shape[a];

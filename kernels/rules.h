@@ -153,6 +153,9 @@ bool broadcasts_to(const Shape& x, const Shape& y);
 // (dloss [], pred, target -> dpred): the element count and the loss's divisor.
 std::pair<int64_t, double> mse_loss_config(const KernelConfig& cfg, bool grad);
 
+// assign (state, value -> state = value, in place: ZeRO's replica refresh): the bytes copied.
+size_t assign_bytes(const KernelConfig& cfg);
+
 // Row-major element strides of a tensor of `shape`.
 std::vector<int64_t> strides_of(const Shape& shape);
 

@@ -25,13 +25,7 @@ class Copy final : public Kernel {
 
 class Assign final : public Kernel {
  public:
-  Assign(const KernelConfig& cfg) {
-    check_arity(cfg, "assign", 2, 2, 1);
-    check_dtypes(cfg, "assign", DType::f32);
-    check_input_shape(cfg, "assign", 1, "value", cfg.inputs[0].shape);
-    check_output_shape(cfg, "assign", 0, cfg.inputs[0].shape);
-    bytes_ = size_t(cfg.inputs[0].bytes());
-  }
+  Assign(const KernelConfig& cfg) : bytes_(assign_bytes(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     if (bytes_ > 0 && in[1] != out[0]) std::memcpy(out[0], in[1], bytes_);
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// copy (any dtype) and accumulate on the GPU: the CPU twins' rules (kernels/cpu/copy.cpp,
+// copy (any dtype), assign and accumulate on the GPU: the CPU twins' rules (kernels/cpu/copy.cpp,
 // accumulate.cpp). accumulate counts its acts on the host, as the CPU twin does: acts of one
 // task arrive in piece order, so the count says where a micro-batch falls in its step.
 #include "kernels/cpu/check.h"
@@ -19,6 +19,20 @@ class Copy final : public Kernel {
     if (bytes_ == 0 || in[0] == out[0]) return;
     const cudaError_t e = cudaMemcpyAsync(out[0], in[0], bytes_, cudaMemcpyDeviceToDevice, ctx.stream->stream);
     if (e != cudaSuccess) ctx.stream->note_failure("copy: cudaMemcpyAsync", int(e));
+  }
+
+ private:
+  size_t bytes_ = 0;
+};
+
+// assign: the state (out[0], in place over in[0]) becomes the value (in[1]).
+class Assign final : public Kernel {
+ public:
+  Assign(const KernelConfig& cfg) : bytes_(assign_bytes(cfg)) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    if (bytes_ == 0 || in[1] == out[0]) return;
+    const cudaError_t e = cudaMemcpyAsync(out[0], in[1], bytes_, cudaMemcpyDeviceToDevice, ctx.stream->stream);
+    if (e != cudaSuccess) ctx.stream->note_failure("assign: cudaMemcpyAsync", int(e));
   }
 
  private:
@@ -55,5 +69,7 @@ class Accumulate final : public Kernel {
 
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg) { return std::make_unique<Copy>(cfg); }
 std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg) { return std::make_unique<Accumulate>(cfg); }
+
+std::unique_ptr<Kernel> make_assign(const KernelConfig& cfg) { return std::make_unique<Assign>(cfg); }
 
 }  // namespace of::kernels::cuda

@@ -14,6 +14,7 @@ namespace of::kernels::cuda {
 std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_assign(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_apply(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_stats(const KernelConfig& cfg);

@@ -351,9 +351,10 @@ TEST_CASE("cuda twin: accumulate sums k micro-batches and passes the step's scal
   }
 }
 
-TEST_CASE("cuda twin: copy moves the bytes of f32 and i64 tensors", "[cuda]") {
+TEST_CASE("cuda twin: copy moves the bytes of f32 and i64 tensors, assign overwrites its state in place", "[cuda]") {
   check_twin("copy", {}, {random_f32({31, 17}, 22)}, f32({{31 * 17}}));
   check_twin("copy", {}, {i64_tensor({3}, {1, -2, 1LL << 40})}, {{{3}, DType::i64}});
+  check_twin("assign", {}, {random_f32({9, 11}, 23), random_f32({9, 11}, 24)}, f32({{9, 11}}), {}, 1, {{0, 0}});
 }
 
 TEST_CASE("cuda twin: slice along the first, a middle and the last axis, f32 and i64", "[cuda]") {
