@@ -15,6 +15,8 @@ std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_assign(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_apply(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_batch_norm_stats(const KernelConfig& cfg);

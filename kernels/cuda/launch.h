@@ -134,10 +134,18 @@ void launch_fill_rows(const float* values, float* y, int64_t rows, int64_t cols,
 struct PoolGeometry {
   int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0, kh = 1, kw = 1;
   int64_t stride_h = 1, stride_w = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+  int64_t pad_b = 0, pad_r = 0;
 };
 void launch_max_pool(const PoolGeometry& p, const float* x, float* y, cudaStream_t stream);
 void launch_max_pool_grad(const PoolGeometry& p, const float* dy, const float* x, int64_t* argmax, float* dx,
                           cudaStream_t stream);
+
+// average_pool (no dilation): each output the float sum of its window's taps inside the input, in
+// the CPU twin's order, over their count (or, count_include_pad, the window clipped to the padded
+// input); its gradient gathers, per input element, each window's share in window order: both
+// the CPU twin's bits.
+void launch_average_pool(const PoolGeometry& p, bool include_pad, const float* x, float* y, cudaStream_t stream);
+void launch_average_pool_grad(const PoolGeometry& p, bool include_pad, const float* dy, float* dx, cudaStream_t stream);
 
 // transpose: y (dense over `rank` collapsed output dims) from x at the given input strides, for
 // elements of elem_size bytes (1, 2, 4 or 8).

@@ -2,7 +2,8 @@
 // max_pool and max_pool_grad on the GPU (the CPU twins: kernels/cpu/pool.cpp, pool_grad.cpp):
 // one thread per output window for the forward pass and the argmax; the gradient then gathers,
 // per input element, the dy of every window that chose it, in window order (no atomics).
-// global_average_pool: a block per plane; its gradient a thread per element.
+// average_pool: a thread per output, its gradient a thread per input (gathering); both the CPU
+// twin's order of additions. global_average_pool: a block per plane; its gradient a thread per element.
 #include <cmath>
 
 #include "kernels/cuda/block_reduce.cuh"
@@ -107,6 +108,65 @@ namespace of::kernels::cuda {
 
 namespace {
 
+// Output o's window along one axis (no dilation), as cpu::windows computes it: taps [lo, hi) land
+// inside the input from `start`; `padded` is the window clipped to the padded input's end.
+struct AxisWindow {
+  int64_t lo, hi, start, padded;
+};
+__device__ inline AxisWindow axis_window(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin, int64_t pad_end) {
+  AxisWindow w;
+  w.start = o * stride - pad_begin;
+  w.lo = w.start < 0 ? -w.start : 0;
+  if (w.lo > kernel) w.lo = kernel;
+  w.hi = in - w.start < kernel ? in - w.start : kernel;
+  if (w.hi <= w.lo) w.lo = w.hi = 0;
+  const int64_t end = w.start + kernel < in + pad_end ? w.start + kernel : in + pad_end;
+  w.padded = end - w.start;
+  return w;
+}
+
+__device__ inline int64_t window_count(const AxisWindow& r, const AxisWindow& c, bool include_pad) {
+  return include_pad ? r.padded * c.padded : (r.hi - r.lo) * (c.hi - c.lo);
+}
+
+__global__ void average_pool_kernel(PoolGeometry p, bool include_pad, const float* x, float* y) {
+  const int64_t total = p.planes * p.oh * p.ow;
+  for (int64_t o = first_index(); o < total; o += grid_stride()) {
+    const int64_t c = o % p.ow, r = (o / p.ow) % p.oh, plane = o / (p.ow * p.oh);
+    const AxisWindow rw = axis_window(r, p.h, p.kh, p.stride_h, p.pad_t, p.pad_b);
+    const AxisWindow cw = axis_window(c, p.w, p.kw, p.stride_w, p.pad_l, p.pad_r);
+    const float* xp = x + plane * p.h * p.w;
+    float sum = 0.0f;
+    for (int64_t i = rw.lo; i < rw.hi; ++i)
+      for (int64_t j = cw.lo; j < cw.hi; ++j) sum += xp[(rw.start + i) * p.w + cw.start + j];
+    const int64_t count = window_count(rw, cw, include_pad);
+    y[o] = count > 0 ? sum / float(count) : 0.0f;
+  }
+}
+
+// Per input element, the shares of the windows holding it, added in window order (the CPU
+// twin scatters them in that order).
+__global__ void average_pool_grad_kernel(PoolGeometry p, bool include_pad, const float* dy, float* dx) {
+  const int64_t total = p.planes * p.h * p.w;
+  for (int64_t e = first_index(); e < total; e += grid_stride()) {
+    const int64_t xc = e % p.w, xr = (e / p.w) % p.h, plane = e / (p.w * p.h);
+    const float* dyp = dy + plane * p.oh * p.ow;
+    float acc = 0.0f;
+    for (int64_t r = 0; r < p.oh; ++r) {
+      const AxisWindow rw = axis_window(r, p.h, p.kh, p.stride_h, p.pad_t, p.pad_b);
+      if (xr < rw.start + rw.lo || xr >= rw.start + rw.hi) continue;
+      for (int64_t c = 0; c < p.ow; ++c) {
+        const AxisWindow cw = axis_window(c, p.w, p.kw, p.stride_w, p.pad_l, p.pad_r);
+        if (xc < cw.start + cw.lo || xc >= cw.start + cw.hi) continue;
+        const int64_t count = window_count(rw, cw, include_pad);
+        if (count <= 0) continue;
+        acc += dyp[r * p.ow + c] / float(count);
+      }
+    }
+    dx[e] = acc;
+  }
+}
+
 __global__ void global_average_pool_planes(const float* x, float* y, int64_t spatial, float inv) {
   __shared__ double shared[kRowThreads];
   const int64_t p = blockIdx.x;
@@ -121,6 +181,16 @@ __global__ void global_average_pool_grad_kernel(const float* dy, float* dx, int6
 }
 
 }  // namespace
+
+void launch_average_pool(const PoolGeometry& p, bool include_pad, const float* x, float* y, cudaStream_t stream) {
+  const int64_t total = p.planes * p.oh * p.ow;
+  if (total > 0) average_pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, include_pad, x, y);
+}
+
+void launch_average_pool_grad(const PoolGeometry& p, bool include_pad, const float* dy, float* dx, cudaStream_t stream) {
+  const int64_t total = p.planes * p.h * p.w;
+  if (total > 0) average_pool_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, include_pad, dy, dx);
+}
 
 void launch_global_average_pool(const float* x, float* y, int64_t planes, int64_t spatial, cudaStream_t stream) {
   const float inv = spatial > 0 ? 1.0f / float(spatial) : 0.0f;

@@ -502,5 +502,26 @@ TEST_CASE("cuda twin: expand broadcasts f32 and i64 tensors, mse_loss and its gr
   check_twin("mse_loss_grad", {}, {f32_tensor({}, {0.5f}), p, t}, f32({shape}));
 }
 
+TEST_CASE("cuda twin: average_pool and its gradient, padded windows with and without the padding counted, ceil mode, bit for bit", "[cuda]") {
+  struct Case {
+    Shape x, y;
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 8, 8}, {2, 3, 4, 4}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)},
+      {{2, 3, 9, 9}, {2, 3, 5, 5}, conv_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0)},  // overlapping, padded
+      {{1, 2, 7, 6}, {1, 2, 4, 3}, conv_attrs({3, 2}, {2, 2}, {1, 0, 1, 0}, {1, 1}, 0)},
+      {{1, 2, 5, 5}, {1, 2, 3, 3}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)}};  // ceil mode
+  const Tolerance exact{0, 0};  // the same sums in the same order
+  for (const Case& c : cases)
+    for (int64_t include_pad : {0, 1}) {
+      INFO(shape_str(c.x) << " count_include_pad " << include_pad);
+      Attrs a = c.attrs;
+      a.set_int("count_include_pad", include_pad);
+      check_twin("average_pool", a, {random_f32(c.x, 140)}, f32({c.y}), exact);
+      check_twin("average_pool_grad", a, {random_f32(c.y, 141)}, f32({c.x}), exact);
+    }
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
