@@ -6,11 +6,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define OF_PHILOX_HD __host__ __device__
-#else
-#define OF_PHILOX_HD
-#endif
+#include "kernels/host_device.h"
 
 namespace of::kernels {
 
@@ -19,7 +15,7 @@ struct Philox4x32 {
 };
 
 // Ten rounds of Philox4x32 on counter `ctr` with key (k0, k1).
-OF_PHILOX_HD inline Philox4x32 philox(Philox4x32 ctr, uint32_t k0, uint32_t k1) {
+OF_HOST_DEVICE inline Philox4x32 philox(Philox4x32 ctr, uint32_t k0, uint32_t k1) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     const uint64_t p0 = uint64_t(kM0) * ctr.c[0], p1 = uint64_t(kM1) * ctr.c[2];

@@ -11,11 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
-#ifdef __CUDACC__
-#define OF_HD __host__ __device__
-#else
-#define OF_HD
-#endif
+#include "kernels/host_device.h"
 
 namespace of::kernels::pointwise {
 
@@ -40,61 +36,61 @@ inline float min(float a, float b) { return std::min(a, b); }
 // Forward ops: y = op(x).
 
 struct ErfOp {
-  OF_HD float operator()(float x) const { return math::erf(x); }
+  OF_HOST_DEVICE float operator()(float x) const { return math::erf(x); }
 };
 struct SqrtOp {
-  OF_HD float operator()(float x) const { return math::sqrt(x); }
+  OF_HOST_DEVICE float operator()(float x) const { return math::sqrt(x); }
 };
 struct ReciprocalOp {
-  OF_HD float operator()(float x) const { return 1.0f / x; }
+  OF_HOST_DEVICE float operator()(float x) const { return 1.0f / x; }
 };
 struct ExpOp {
-  OF_HD float operator()(float x) const { return math::exp(x); }
+  OF_HOST_DEVICE float operator()(float x) const { return math::exp(x); }
 };
 // GELU with the exact (erf) CDF, as torch.nn.GELU(): 0.5 x (1 + erf(x / sqrt 2)).
 struct GeluOp {
-  OF_HD float operator()(float x) const { return 0.5f * x * (1.0f + math::erf(x * 0.70710678118654752f)); }
+  OF_HOST_DEVICE float operator()(float x) const { return 0.5f * x * (1.0f + math::erf(x * 0.70710678118654752f)); }
 };
 struct NegOp {
-  OF_HD float operator()(float x) const { return -x; }
+  OF_HOST_DEVICE float operator()(float x) const { return -x; }
 };
 struct IdentityOp {
-  OF_HD float operator()(float x) const { return x; }
+  OF_HOST_DEVICE float operator()(float x) const { return x; }
 };
 struct SquareOp {
-  OF_HD float operator()(float x) const { return x * x; }
+  OF_HOST_DEVICE float operator()(float x) const { return x * x; }
 };
 struct CubeOp {
-  OF_HD float operator()(float x) const { return x * x * x; }
+  OF_HOST_DEVICE float operator()(float x) const { return x * x * x; }
 };
 struct PowOp {
   float p;
-  OF_HD float operator()(float x) const { return math::pow(x, p); }
+  OF_HOST_DEVICE float operator()(float x) const { return math::pow(x, p); }
 };
 // std::max/min in this order propagate a NaN x, as torch.clamp does.
 struct ClipOp {
   float lo, hi;
-  OF_HD float operator()(float x) const { return math::min(math::max(x, lo), hi); }
+  OF_HOST_DEVICE float operator()(float x) const { return math::min(math::max(x, lo), hi); }
 };
 struct LeakyReluOp {
   float alpha;
-  OF_HD float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
+  OF_HOST_DEVICE float operator()(float x) const { return x > 0.0f ? x : alpha * x; }
 };
 // torch.nn.Hardsigmoid exports as HardSigmoid(alpha = 1/6 in float, beta = 0.5) but computes
 // clamp(x + 3, 0, 6) / 6: near x = -3, alpha * x + 0.5 cancels to a value only ~1e-3 accurate
 // relatively (3000 ulp at x = -2.9997), where x + 3 is exact. Those attributes get torch's form.
-OF_HD inline bool is_torch_hardsigmoid(float alpha, float beta) { return alpha == 1.0f / 6.0f && beta == 0.5f; }
+OF_HOST_DEVICE inline bool is_torch_hardsigmoid(float alpha, float beta) { return alpha == 1.0f / 6.0f && beta == 0.5f; }
 struct HardSigmoidOp {
   float alpha, beta;
   bool torch_form = is_torch_hardsigmoid(alpha, beta);
   // x first in each std::min/max, so a NaN x stays NaN (torch.nn.functional.hardsigmoid).
-  OF_HD float operator()(float x) const {
+  OF_HOST_DEVICE float operator()(float x) const {
     if (torch_form) return math::min(math::max(x + 3.0f, 0.0f), 6.0f) / 6.0f;
     return math::max(math::min(alpha * x + beta, 1.0f), 0.0f);
   }
 };
 struct HardSwishOp {
-  OF_HD float operator()(float x) const { return x * math::min(math::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+  OF_HOST_DEVICE float operator()(float x) const { return x * math::min(math::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 };
 
 // Gradient ops: dx = op(dy, x).
@@ -102,11 +98,11 @@ struct HardSwishOp {
 constexpr float two_over_sqrt_pi = 1.12837916709551257f;
 
 struct ErfGradOp {
-  OF_HD float operator()(float dy, float x) const { return dy * two_over_sqrt_pi * math::exp(-x * x); }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return dy * two_over_sqrt_pi * math::exp(-x * x); }
 };
 // d/dx x Phi(x) = Phi(x) + x phi(x), phi the standard normal density (torch's gelu backward).
 struct GeluGradOp {
-  OF_HD float operator()(float dy, float x) const {
+  OF_HOST_DEVICE float operator()(float dy, float x) const {
     const float cdf = 0.5f * (1.0f + math::erf(x * 0.70710678118654752f));
     const float pdf = 0.39894228040143268f * math::exp(-0.5f * x * x);
     return dy * (cdf + x * pdf);
@@ -114,39 +110,39 @@ struct GeluGradOp {
 };
 // PyTorch returns zeros for exponent 0, so x == 0 gives 0 rather than 0 * inf.
 struct ZeroGradOp {
-  OF_HD float operator()(float, float) const { return 0.0f; }
+  OF_HOST_DEVICE float operator()(float, float) const { return 0.0f; }
 };
 struct PassGradOp {
-  OF_HD float operator()(float dy, float) const { return dy; }
+  OF_HOST_DEVICE float operator()(float dy, float) const { return dy; }
 };
 struct SquareGradOp {
-  OF_HD float operator()(float dy, float x) const { return 2.0f * x * dy; }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return 2.0f * x * dy; }
 };
 struct CubeGradOp {
-  OF_HD float operator()(float dy, float x) const { return 3.0f * x * x * dy; }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return 3.0f * x * x * dy; }
 };
 struct SqrtGradOp {
-  OF_HD float operator()(float dy, float x) const { return dy * 0.5f / math::sqrt(x); }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return dy * 0.5f / math::sqrt(x); }
 };
 struct PowGradOp {
   float p;
-  OF_HD float operator()(float dy, float x) const { return dy * p * math::pow(x, p - 1.0f); }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return dy * p * math::pow(x, p - 1.0f); }
 };
 // Strict bounds: PyTorch's hardtanh_backward (nn.ReLU6, nn.Hardtanh) passes no gradient at
 // x == min or x == max.
 struct ClipGradOp {
   float lo, hi;
-  OF_HD float operator()(float dy, float x) const { return x > lo && x < hi ? dy : 0.0f; }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return x > lo && x < hi ? dy : 0.0f; }
 };
 // x == 0 takes the alpha branch, as PyTorch's leaky_relu_backward does.
 struct LeakyReluGradOp {
   float alpha;
-  OF_HD float operator()(float dy, float x) const { return x > 0.0f ? dy : alpha * dy; }
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return x > 0.0f ? dy : alpha * dy; }
 };
 struct HardSigmoidGradOp {
   float alpha, beta;
   bool torch_form = is_torch_hardsigmoid(alpha, beta);
-  OF_HD float operator()(float dy, float x) const {
+  OF_HOST_DEVICE float operator()(float dy, float x) const {
     if (torch_form) return x > -3.0f && x < 3.0f ? dy / 6.0f : 0.0f;  // torch's hardsigmoid_backward
     const float t = alpha * x + beta;
     return t > 0.0f && t < 1.0f ? dy * alpha : 0.0f;
@@ -154,7 +150,7 @@ struct HardSigmoidGradOp {
 };
 // PyTorch's hardswish_backward, boundaries included: x == -3 and x == 3 take the middle branch.
 struct HardSwishGradOp {
-  OF_HD float operator()(float dy, float x) const {
+  OF_HOST_DEVICE float operator()(float dy, float x) const {
     if (x < -3.0f) return 0.0f;
     if (x <= 3.0f) return dy * (2.0f * x + 3.0f) / 6.0f;
     return dy;
