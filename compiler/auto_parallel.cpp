@@ -66,17 +66,13 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
                                 .ranks = o.ranks, .devices = o.devices, .zero = o.zero > 0};
       order.emplace_back(estimate_strategy(logical.graph, shape, base.costs).step_seconds(), i);
     }
-    estimated.resize(splits.size());
-    for (const auto& [seconds, i] : order) estimated[i] = seconds;
     std::stable_sort(order.begin(), order.end());
     std::vector<CompileOptions> sorted;
-    std::vector<double> sorted_estimates;
     for (const auto& [seconds, i] : order) {
       sorted.push_back(splits[i]);
-      sorted_estimates.push_back(seconds);
+      estimated.push_back(seconds);
     }
     splits = std::move(sorted);
-    estimated = std::move(sorted_estimates);
   }
   std::vector<plan::Candidate> weighed, refused;
   // One plan in memory at a time (a GPT over 1024 devices is gigabytes of ofc's memory): the last
