@@ -56,6 +56,10 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots, nullptr),
                         .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent,
                         .acts_per_piece = regst.acts_per_piece, .group = 0});
+    // Version 0 of a persistent register is lent to its consumers from the outset (start() tells
+    // them): were it lent only in start(), an input arriving before the start message could let
+    // the task write version 1 over it first, and its consumers would see versions out of order.
+    if (regst.persistent) outs_.back().outstanding[0] = int32_t(regst.consumers.size());
   }
   for (const plan::TaskInput& in : t.inputs) {
     const uint64_t blob_offset = in.kind == plan::InputKind::variable ? 0 : p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset;
@@ -117,10 +121,10 @@ uint8_t* TaskState::address(const Arg& arg) const {
 }
 
 void TaskState::start(Outbox& out) {
-  // Version 0 of every persistent register exists before anything acts.
+  // Version 0 of every persistent register exists before anything acts (its slot was lent in the
+  // constructor: a task may be told of an input before its own start arrives).
   for (Out& o : outs_) {
     if (!o.persistent) continue;
-    o.outstanding[0] = int32_t(o.consumers.size());
     for (plan::TaskId c : o.consumers) out.ready(c, o.regst, 0, 0);
   }
   try_act(out);
@@ -129,7 +133,15 @@ void TaskState::start(Outbox& out) {
 
 void TaskState::on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out) {
   In& in = in_of(regst);
-  OF_ASSERT(in.count < in.ring.size(), "more ready slots than the register has");
+  if (in.count >= in.ring.size()) {
+    std::string held;
+    for (size_t k = 0; k < in.count; ++k) {
+      const Pending& h = in.ring[(in.head + k) % in.ring.size()];
+      held += fmt::format(" (slot {}, piece {})", h.slot, h.piece);
+    }
+    internal_error(__FILE__, __LINE__, fmt::format("more ready slots than register {} has: slot {} of piece {} arrived, holding{}; acts {}",
+                                                   regst, slot, piece, held, acts_));
+  }
   in.ring[(in.head + in.count) % in.ring.size()] = Pending{slot, piece};
   ++in.count;
   try_act(out);

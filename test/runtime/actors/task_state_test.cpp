@@ -6,6 +6,7 @@
 
 #include "runtime/actors/chain_plan.h"
 #include "runtime/actors/recorder.h"
+#include "runtime/actors/weight_plan.h"
 #include "runtime/actors/protocol.h"
 
 using namespace of;
@@ -100,4 +101,32 @@ TEST_CASE("task_state: a sink is done after eos and no pending pieces", "[runtim
   CHECK(h.act.pieces == std::vector<int64_t>{0, 1});
   CHECK(sink.trace().size() == 2);
   CHECK(out.sent.size() == 2);
+}
+
+TEST_CASE("task_state: an update told of its input before its own start waits for version 0 to be read", "[runtime]") {
+  // Actors start in no set order: U (task 3 of weight_plan, w += g in place) may get g before its
+  // start message. Version 0 of w is lent to F and L from the outset, so U must not write
+  // version 1 over it until both have read it, and start() must still announce version 0 first.
+  plan::Plan p = testing::weight_plan();
+  std::vector<uint8_t> arena(p.arenas[0].bytes);
+  uint8_t* arenas[] = {arena.data()};
+  CountingAction act;
+  Recorder out;
+  TaskState u(p, 3, &act, arenas, 2, 0, 0);
+  u.on_ready(2, 0, 0, out);  // g of piece 0, before start
+  CHECK(act.pieces.empty());
+  CHECK(out.sent.empty());
+  u.start(out);
+  REQUIRE(out.sent.size() == 2);
+  CHECK(out.sent[0] == Msg{'r', 1, 3, 0, 0});  // version 0 to F and L
+  CHECK(out.sent[1] == Msg{'r', 4, 3, 0, 0});
+  out.sent.clear();
+  u.on_free(3, 0, out);  // F has read version 0...
+  CHECK(act.pieces.empty());
+  u.on_free(3, 0, out);  // ...and L: now version 1
+  CHECK(act.pieces == std::vector<int64_t>{0});
+  REQUIRE(out.sent.size() == 3);
+  CHECK(out.sent[0] == Msg{'r', 1, 3, 0, 1});
+  CHECK(out.sent[1] == Msg{'r', 4, 3, 0, 1});
+  CHECK(out.sent[2] == Msg{'f', 2, 2, 0, -1});
 }
