@@ -23,12 +23,27 @@ namespace of::runtime {
 
 void PlanInstance::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
 
+// GPU boxes go through host memory (loading and checkpoints only: never an act).
 void StoredTensor::scatter(const uint8_t* whole) const {
-  for (const Box& b : boxes) copy_box_out(whole, desc.shape, b.begin, b.shape, size_t(dtype_size(desc.dtype)), b.data);
+  const auto element = size_t(dtype_size(desc.dtype));
+  std::vector<uint8_t> staged;
+  for (const Box& b : boxes) {
+    if (!b.gpu) {
+      copy_box_out(whole, desc.shape, b.begin, b.shape, element, b.data);
+      continue;
+    }
+    staged.resize(size_t(numel(b.shape)) * element);
+    copy_box_out(whole, desc.shape, b.begin, b.shape, element, staged.data());
+    gpu_copy(b.data, staged.data(), staged.size());
+  }
 }
 
 void StoredTensor::zero() const {
-  for (const Box& b : boxes) std::memset(b.data, 0, size_t(numel(b.shape)) * size_t(dtype_size(desc.dtype)));
+  for (const Box& b : boxes) {
+    const size_t bytes = size_t(numel(b.shape)) * size_t(dtype_size(desc.dtype));
+    if (b.gpu) gpu_fill(b.data, 0, bytes);
+    else std::memset(b.data, 0, bytes);
+  }
 }
 
 void StoredTensor::gather(uint8_t* whole) const {
@@ -36,19 +51,30 @@ void StoredTensor::gather(uint8_t* whole) const {
   // state (BatchNorm's running statistics under data parallelism, as in torch's DDP): there the
   // checkpoint keeps the first device's, as DDP keeps rank 0's. Copying from the last box to the
   // first makes the first device's bytes the ones that stay.
-  for (auto b = boxes.rbegin(); b != boxes.rend(); ++b)
-    copy_box_in(b->data, b->shape, b->begin, desc.shape, size_t(dtype_size(desc.dtype)), whole);
+  const auto element = size_t(dtype_size(desc.dtype));
+  std::vector<uint8_t> staged;
+  for (auto b = boxes.rbegin(); b != boxes.rend(); ++b) {
+    const uint8_t* from = b->data;
+    if (b->gpu) {
+      staged.resize(size_t(numel(b->shape)) * element);
+      gpu_copy(staged.data(), b->data, staged.size());
+      from = staged.data();
+    }
+    copy_box_in(from, b->shape, b->begin, desc.shape, element, whole);
+  }
 }
 
 PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool canary, bool emulate_gpus)
     : heap_before_(canary ? heap_in_use() : 0), plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
-  // ofc places plans on GPUs (--devices N:cuda) and the CUDA kernels exist, but the runtime's
-  // half is not built: arenas in device memory, streams and events, h2d/d2h transfers (issue 15).
-  for (const plan::DeviceRef& d : plan_.devices)
-    if (d.kind != 0 && !emulate_gpus)
-      fail({.file = path_}, "places tasks on GPUs ({}); this ofrun runs plans on CPU devices only so far: compile with --devices N:cpu",
-           plan::device_label(plan_, int32_t(&d - plan_.devices.data())));
   const int32_t ranks = transport::plan_ranks(plan_);
+  const bool has_gpus = std::any_of(plan_.devices.begin(), plan_.devices.end(), [](const plan::DeviceRef& d) { return d.kind != 0; });
+  if (has_gpus && !emulate_gpus) {
+    // Between processes a GPU register would need NCCL or staging through the host transport.
+    if (rank >= 0 && ranks > 1)
+      fail({.file = path_}, "places tasks on GPUs of {} ranks; GPU plans run as one process so far (NCCL between processes is not built): run it without --launch-local",
+           ranks);
+    gpus_ = std::make_unique<GpuDevices>(plan_, rank, path_);
+  }
   if (ranks > 1 && rank < 0)  // said once per plan, so that nobody mistakes this for a multi-process run
     fmt::print(stderr, "ofrun: note: {}: the plan has {} ranks; this process runs all of them (ofrun --launch-local runs one process per rank)\n",
                path_, ranks);
@@ -71,7 +97,15 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
       arena_ptrs_.push_back(nullptr);
       continue;
     }
+    if (gpus_ && gpus_->holds(a.device)) {  // device memory, owned by gpus_
+      arenas_.emplace_back(nullptr);
+      arena_ptrs_.push_back(gpus_->allocate(a.device, std::max<uint64_t>(plan::align_up(a.bytes), plan::kAlignment),
+                                            canary ? kCanary : 0, fmt::format("arenas[{}]", a.id)));
+      continue;
+    }
     uint8_t* p = allocate(a.bytes, fmt::format("arenas[{}]", a.id), canary ? kCanary : 0);
+    // Copies between this arena and a GPU (transfer tasks) are asynchronous only from page-locked memory.
+    if (gpus_) gpus_->pin(p, std::max<uint64_t>(plan::align_up(a.bytes), plan::kAlignment));
     arenas_.emplace_back(p);
     arena_ptrs_.push_back(p);
   }
@@ -104,11 +138,12 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
     }
   const bool keeps_constants = !routes_ || (!snapshots_.empty() && routes_->local(snapshots_[0]->id));
   // Boxes of one tensor on several devices share its key and become one StoredTensor.
-  auto add = [&](int32_t tensor, uint8_t* data, bool persistent, bool weight) {
+  auto on_gpu = [&](int32_t arena) { return gpus_ && gpus_->holds(plan_.arenas[size_t(arena)].device); };
+  auto add = [&](int32_t tensor, uint8_t* data, bool persistent, bool weight, bool gpu) {
     const plan::LogicalTensor& t = plan_.tensors[size_t(tensor)];
     const bool boxed = !t.full_shape.empty();
     const TensorDesc whole{boxed ? t.full_shape : t.desc.shape, t.desc.dtype};
-    StoredTensor::Box box{data, t.desc.shape, boxed ? t.shard_begin : std::vector<int64_t>(t.desc.shape.size(), 0)};
+    StoredTensor::Box box{data, t.desc.shape, boxed ? t.shard_begin : std::vector<int64_t>(t.desc.shape.size(), 0), gpu};
     auto it = std::find_if(stored_.begin(), stored_.end(), [&](const StoredTensor& s) { return s.key == t.name; });
     if (it == stored_.end()) {
       const auto shard = shard_of.find(t.name);
@@ -123,19 +158,21 @@ PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool cana
   };
   for (const plan::Variable& v : plan_.variables) {
     uint8_t* at = arena_ptrs_[size_t(v.arena)] ? arena_ptrs_[size_t(v.arena)] + v.offset : nullptr;
+    const bool gpu = at && on_gpu(v.arena);
     if (!at && keeps_constants) {
       at = allocate(v.bytes, fmt::format("variables[{}] (copy)", v.id));
       landing_buffers_.emplace_back(at);
     }
-    if (at) add(v.tensor, at, false, plan_.tensors[size_t(v.tensor)].model);
+    if (at) add(v.tensor, at, false, plan_.tensors[size_t(v.tensor)].model, gpu);
   }
   for (const plan::Regst& r : plan_.regsts) {
     if (!r.persistent) continue;
     uint8_t* slot = arena_ptrs_[size_t(r.arena)] ? arena_ptrs_[size_t(r.arena)] + r.offsets[0] : nullptr;
+    const bool gpu = slot && on_gpu(r.arena);
     if (!slot && routes_ && !landing_[size_t(r.id)].empty()) slot = landing_[size_t(r.id)][0];
     if (!slot) continue;  // another rank's, whose bytes never come here (or a replica of one held here)
     for (size_t b = 0; b < r.blobs.size(); ++b)
-      add(r.blobs[b].tensor, slot + r.blobs[b].offset, true, plan_.tensors[size_t(r.blobs[b].tensor)].model);
+      add(r.blobs[b].tensor, slot + r.blobs[b].offset, true, plan_.tensors[size_t(r.blobs[b].tensor)].model, gpu);
   }
 
   // The weights file: its size and checksum as the plan recorded them, then every stored tensor.
@@ -214,6 +251,21 @@ const uint8_t* PlanInstance::blob_data(plan::RegstId r, int32_t blob) const {
   const plan::Regst& regst = plan_.regsts[size_t(r)];
   const uint8_t* arena = arena_ptrs_[size_t(regst.arena)];
   return arena ? arena + regst.offsets[0] + regst.blobs[size_t(blob)].offset : nullptr;
+}
+
+bool PlanInstance::in_gpu_memory(plan::RegstId r) const {
+  const plan::Regst& regst = plan_.regsts[size_t(r)];
+  return gpus_ && arena_ptrs_[size_t(regst.arena)] && gpus_->holds(plan_.arenas[size_t(regst.arena)].device);
+}
+
+int32_t PlanInstance::gpu_of(const plan::Task& t) const {
+  if (!gpus_) return -1;
+  if (gpus_->holds(t.device)) return t.device;
+  if (t.kind == plan::TaskKind::transfer && !t.in_regsts.empty()) {
+    const int32_t from = plan_.arenas[size_t(plan_.regsts[size_t(t.in_regsts[0])].arena)].device;
+    if (gpus_->holds(from)) return from;
+  }
+  return -1;
 }
 
 int32_t PlanInstance::shard_of(const std::string& key) const {
@@ -302,6 +354,7 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
 std::unique_ptr<Action> PlanInstance::make_transfer_action(const plan::Task& t) const {
   std::vector<uint64_t> bytes;
   for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) bytes.push_back(b.bytes);
+  if (const int32_t gpu = gpu_of(t); gpu >= 0) return gpus_->copy_action(gpu, std::move(bytes));
   return std::make_unique<TransferAction>(std::move(bytes));
 }
 
@@ -312,6 +365,12 @@ std::unique_ptr<Action> PlanInstance::make_kernel_action(const plan::Task& t, in
   outs = plan::output_descs(plan_, t);
   kernels::KernelConfig cfg{t.attrs, ins, outs, t.name};
   cfg.gemm = gemm;
+  if (gpus_ && gpus_->holds(t.device)) {  // the CUDA twin, prepared on its GPU (weights stay in device memory)
+    gpus_->make_current(t.device);
+    cfg.constants.assign(t.inputs.size(), nullptr);
+    auto kernel = kernels::make_kernel(t.kernel, kernels::DeviceKind::cuda, outs[0].dtype, cfg);
+    return gpus_->kernel_action(t.device, std::move(kernel), base);
+  }
   // Weights never change in an inference or evaluation plan: kernels may repack them once, now.
   const bool fixed_weights = plan_.job.kind != plan::JobKind::train;
   for (const plan::TaskInput& in : t.inputs) {

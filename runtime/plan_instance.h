@@ -14,6 +14,7 @@
 #include "kernels/kernel.h"
 #include "runtime/actors/actions.h"
 #include "runtime/actors/protocol.h"
+#include "runtime/gpu/gpu_devices.h"
 #include "runtime/transport/routes.h"
 #include "schemas/plan_model.h"
 #include "schemas/shared_memory.h"
@@ -27,6 +28,7 @@ struct StoredTensor {
     uint8_t* data;
     Shape shape;
     std::vector<int64_t> begin;
+    bool gpu = false;  // `data` is GPU memory: copied through the host (gpu_copy)
   };
   std::string key;  // its name in weights files and checkpoints
   TensorDesc desc;  // the whole tensor
@@ -62,7 +64,8 @@ class PlanInstance {
   // every rank.
   // `canary`: arenas start filled with runtime/memory/high_water.h's kCanary instead of zeros, so
   // that a memory report can see which bytes a run touched.
-  // `emulate_gpus` (ofrun --emulate-gpus, testing): a plan for GPUs loads here, its GPUs'
+  // A plan for GPUs gets its GPUs' arenas in device memory and their kernels' CUDA twins
+  // (runtime/gpu/gpu_devices.h). `emulate_gpus` (ofrun --emulate-gpus, testing): instead, its GPUs'
   // arenas in host memory and their kernels the CPU twins (stream.h runs their acts as a stream).
   explicit PlanInstance(const std::string& plan_path, int32_t rank = -1, bool canary = false, bool emulate_gpus = false);
 
@@ -98,6 +101,12 @@ class PlanInstance {
   // Where blob `blob` of register r (slot 0: a persistent register's one) is here; null when
   // another rank holds it.
   const uint8_t* blob_data(plan::RegstId r, int32_t blob) const;
+  // Whether register r's slots are GPU memory (read them with gpu_copy).
+  bool in_gpu_memory(plan::RegstId r) const;
+  // The GPUs this process runs (null: none, or emulated), and the GPU whose stream runs task t:
+  // its own device, or for a transfer task on the host the GPU it copies from; -1 for none.
+  const GpuDevices* gpus() const { return gpus_.get(); }
+  int32_t gpu_of(const plan::Task& t) const;
   // The shard of stored tensor `key` (-1: none here).
   int32_t shard_of(const std::string& key) const;
   // The descriptor of input k of task t.
@@ -150,6 +159,8 @@ class PlanInstance {
   std::unique_ptr<transport::RankRoutes> routes_;
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> landing_buffers_;  // also other ranks' variables' copies
   std::vector<std::vector<uint8_t*>> landing_;
+  // Last: its device memory is freed and the host arenas it pinned are unpinned before those go.
+  std::unique_ptr<GpuDevices> gpus_;
 };
 
 }  // namespace of::runtime

@@ -45,14 +45,16 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
   if (o.slot_limit > 0) slots = std::min(slots, o.slot_limit);
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : std::min(pieces, o.trace_pieces);
-  if (o.late_threads > 0 || o.emulate_gpus) {
+  if (o.late_threads > 0 || o.emulate_gpus || inst.gpus()) {
     std::shared_ptr<LatePool> pool = o.late_threads > 0 ? std::make_shared<LatePool>(o.late_threads) : nullptr;
     std::vector<std::shared_ptr<LatePool>> stream_of(p.devices.size());  // per emulated GPU
     for (const plan::Task& t : p.tasks) {
       if (!actions[size_t(t.id)] || (t.kind != plan::TaskKind::compute && t.kind != plan::TaskKind::collective && t.kind != plan::TaskKind::transfer))
         continue;
       std::shared_ptr<LatePool> on = pool;
-      if (o.emulate_gpus && p.devices[size_t(t.device)].kind != 0) {
+      if (const int32_t gpu = inst.gpu_of(t); gpu >= 0) {
+        on = inst.gpus()->launcher(gpu);  // its acts enqueue on the GPU's stream, from the GPU's one thread
+      } else if (o.emulate_gpus && p.devices[size_t(t.device)].kind != 0) {
         if (!stream_of[size_t(t.device)]) stream_of[size_t(t.device)] = std::make_shared<LatePool>(1);
         on = stream_of[size_t(t.device)];
       }
@@ -85,7 +87,12 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
     if (t) result.acts += t->acts();
   if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, p, tasks);
   if (o.memory_report) {
-    fmt::print("{}\n", high_water_line(p, arena_high_water(p, inst.arenas())));
+    // GPU arenas are not read back: their marks print as not measured.
+    std::vector<uint8_t*> host(inst.arenas(), inst.arenas() + p.arenas.size());
+    std::vector<bool> gpu(p.arenas.size(), false);
+    for (size_t a = 0; a < p.arenas.size(); ++a)
+      if (inst.gpus() && inst.gpus()->holds(p.arenas[a].device)) gpu[a] = true, host[a] = nullptr;
+    fmt::print("{}\n", high_water_line(p, arena_high_water(p, host.data()), gpu));
     // Everything this process holds for the run, arenas included, over what it held before.
     const uint64_t before = inst.heap_before_load() + inst.heap_data();
     if (!heap_counted())

@@ -9,7 +9,7 @@
 
 namespace of::runtime {
 
-LatePool::LatePool(int threads) {
+LatePool::LatePool(int threads, bool jitter) : jitter_(jitter) {
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { work(); });
 }
 
@@ -40,7 +40,7 @@ void LatePool::work() {
       next = ready_.front();
       ready_.pop_front();
     }
-    next->run_queued();
+    next->run_queued(jitter_);
   }
 }
 
@@ -76,7 +76,7 @@ void LateAction::act(int64_t piece, const void* const* in, void* const* out) {
   if (start) pool_->post(this);
 }
 
-void LateAction::run_queued() {
+void LateAction::run_queued(bool jitter) {
   for (;;) {
     Queued* q = nullptr;
     {
@@ -88,9 +88,10 @@ void LateAction::run_queued() {
       }
       q = &queue_[head_];
     }
-    // 0 to 63 µs, so that tasks finish in other orders than they started.
-    rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;
-    std::this_thread::sleep_for(std::chrono::microseconds(rng_ % 64));
+    if (jitter) {  // 0 to 63 µs, so that tasks finish in other orders than they started
+      rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;
+      std::this_thread::sleep_for(std::chrono::microseconds(rng_ % 64));
+    }
     // The entry stays put until popped: act() only writes behind the queued ones.
     std::string error;
     bool threw = false;
@@ -108,13 +109,16 @@ void LateAction::run_queued() {
       --count_;
     }
     if (threw) done_->failed(error);
-    else if (!failed_) done_->completed();
+    else if (!failed_ && !inner_->completes_late()) done_->completed();  // else the inner action reports
   }
 }
 
 void LateAction::drain() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [this] { return !running_; });
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return !running_; });
+  }
+  inner_->drain();  // a GPU's: what the stream still has of its acts
 }
 
 }  // namespace of::runtime

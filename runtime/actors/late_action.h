@@ -5,6 +5,11 @@
 // late completion (ready and free only once an act has ended, in order; several acts in flight)
 // without a GPU: a run with it must give what the synchronous run gives, bit for bit
 // (ofrun --late-completion). A small random pause before each act shuffles the interleaving.
+//
+// It is also how a GPU's acts reach its stream (runtime/gpu/): one thread per GPU runs the
+// queued acts of every task on that GPU, each of which only enqueues its work on the stream; such
+// an inner action completes late itself (a host callback once the stream reaches the act), so
+// the pool thread never waits for the device.
 #pragma once
 
 #include <atomic>
@@ -26,7 +31,8 @@ class LateAction;
 // action that has work.
 class LatePool {
  public:
-  explicit LatePool(int threads);
+  // `jitter`: pause 0 to 63 µs before each act (the test device); a GPU's launcher runs without.
+  explicit LatePool(int threads, bool jitter = true);
   ~LatePool();
   LatePool(const LatePool&) = delete;
   LatePool& operator=(const LatePool&) = delete;
@@ -39,19 +45,25 @@ class LatePool {
   std::condition_variable wake_;
   std::deque<LateAction*> ready_;
   bool stopping_ = false;
+  bool jitter_;
   std::vector<std::thread> threads_;
 };
 
 class LateAction final : public Action {
  public:
   // Wraps the action of task `id` of `p`; `slot_limit` as the task's TaskState has it (its queue
-  // holds protocol::max_in_flight acts).
+  // holds protocol::max_in_flight acts). An inner action that completes late itself (a GPU's:
+  // its act only enqueues) is bound to the task's Completion and reports each act's end; a
+  // synchronous one's acts end when they return on the pool thread.
   LateAction(std::unique_ptr<Action> inner, std::shared_ptr<LatePool> pool, const plan::Plan& p, plan::TaskId id, int32_t slot_limit);
   ~LateAction() override;
 
   void act(int64_t piece, const void* const* in, void* const* out) override;
   bool completes_late() const override { return true; }
-  void bind(Completion* done) override { done_ = done; }
+  void bind(Completion* done) override {
+    done_ = done;
+    inner_->bind(done);
+  }
   void drain() override;
   // The most acts that were queued at once (a test's proof that acts overlapped).
   int32_t most_in_flight() const { return most_.load(std::memory_order_relaxed); }
@@ -63,7 +75,7 @@ class LateAction final : public Action {
     std::vector<const void*> in;  // the act's addresses, copied (the task reuses its arrays); sized once
     std::vector<void*> out;
   };
-  void run_queued();  // on a pool thread: the queued acts, in order, until none is left
+  void run_queued(bool jitter);  // on a pool thread: the queued acts, in order, until none is left
 
   std::unique_ptr<Action> inner_;
   std::shared_ptr<LatePool> pool_;

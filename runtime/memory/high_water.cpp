@@ -18,10 +18,12 @@ std::vector<uint64_t> arena_high_water(const plan::Plan& p, uint8_t* const* aren
   return marks;
 }
 
-std::string high_water_line(const plan::Plan& p, const std::vector<uint64_t>& marks) {
+std::string high_water_line(const plan::Plan& p, const std::vector<uint64_t>& marks, const std::vector<bool>& unmeasured) {
   std::string out = "ofrun: arena high-water mark:";
-  for (size_t a = 0; a < marks.size(); ++a)
-    out += fmt::format("{} {} {} bytes", a ? "," : "", plan::device_label(p, p.arenas[a].device), marks[a]);
+  for (size_t a = 0; a < marks.size(); ++a) {
+    if (a < unmeasured.size() && unmeasured[a]) out += fmt::format("{} {} not measured (GPU memory)", a ? "," : "", plan::device_label(p, p.arenas[a].device));
+    else out += fmt::format("{} {} {} bytes", a ? "," : "", plan::device_label(p, p.arenas[a].device), marks[a]);
+  }
   return out;
 }
 

@@ -19,7 +19,8 @@ inline constexpr uint8_t kCanary = 0xCB;
 // Per arena: one past the highest byte not kCanary (0 for another rank's, whose pointer is null).
 std::vector<uint64_t> arena_high_water(const plan::Plan& p, uint8_t* const* arenas);
 
-// "ofrun: arena high-water mark: cpu:0 123 bytes, cpu:1 456 bytes"
-std::string high_water_line(const plan::Plan& p, const std::vector<uint64_t>& marks);
+// "ofrun: arena high-water mark: cpu:0 123 bytes, cpu:1 456 bytes"; `unmeasured` arenas (GPU
+// memory, not read back) say so instead.
+std::string high_water_line(const plan::Plan& p, const std::vector<uint64_t>& marks, const std::vector<bool>& unmeasured = {});
 
 }  // namespace of::runtime

@@ -92,13 +92,19 @@ CheckpointImage::CheckpointImage(const PlanInstance& inst, int32_t shard)
     if (to == shard) {
       uint8_t* at = where(t->name);
       OF_ASSERT(at, "tensor '" + t->name + "' of shard " + std::to_string(shard) + " has no place in its file");
-      places_.push_back(Place{data, t->desc.shape, begin, whole, element, at});
+      places_.push_back(Place{data, t->desc.shape, begin, whole, element, at, inst.in_gpu_memory(in.id)});
     } else {
       OF_ASSERT(to >= 0 && to < shards_, "tensor '" + t->name + "' has no shard");
       out[size_t(to)].add(piece_name(t->name, begin), t->desc.dtype, t->desc.shape, nullptr);
-      handed[size_t(to)].push_back(Place{data, t->desc.shape, std::vector<int64_t>(t->desc.shape.size(), 0), t->desc.shape, element, nullptr});
+      handed[size_t(to)].push_back(
+          Place{data, t->desc.shape, std::vector<int64_t>(t->desc.shape.size(), 0), t->desc.shape, element, nullptr, inst.in_gpu_memory(in.id)});
     }
   }
+  for (Place& place : places_)
+    if (place.gpu) place.staged.resize(size_t(numel(place.shape)) * place.element);
+  for (auto& to : handed)
+    for (Place& place : to)
+      if (place.gpu) place.staged.resize(size_t(numel(place.shape)) * place.element);
   for (int32_t j = 0; j < shards_; ++j) {
     if (handed[size_t(j)].empty()) continue;
     std::vector<uint64_t> offsets;
@@ -129,7 +135,14 @@ void CheckpointImage::stage() {
   // Boxes come in device order; replicas of a tensor are equal except a device's own state
   // (BatchNorm's running statistics under data parallelism): the first device's stays, as DDP
   // keeps rank 0's.
-  for (auto b = places_.rbegin(); b != places_.rend(); ++b) copy_box_in(b->from, b->shape, b->begin, b->whole, b->element, b->at);
+  for (auto b = places_.rbegin(); b != places_.rend(); ++b) {
+    const uint8_t* from = b->from;
+    if (b->gpu) {  // the version the snapshot task holds: its producer's stream has finished it
+      gpu_copy(b->staged.data(), b->from, b->staged.size());
+      from = b->staged.data();
+    }
+    copy_box_in(from, b->shape, b->begin, b->whole, b->element, b->at);
+  }
 }
 
 void CheckpointImage::add_pieces(const SafetensorsFile& file, int32_t j, const std::string& path) {

@@ -79,6 +79,8 @@ class CheckpointImage {
     Shape whole;  // shape of what it lands in (the box itself for a piece)
     size_t element;
     uint8_t* at;
+    bool gpu = false;  // `from` is GPU memory, staged through `staged` (sized once, here)
+    std::vector<uint8_t> staged = {};
   };
   struct Whole {  // a tensor this shard writes whole, where it lies in its file
     const StoredTensor* tensor;

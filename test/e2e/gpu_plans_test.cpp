@@ -73,3 +73,35 @@ TEST_CASE("gpu plans: the language model tensor-parallel over 2 GPUs trains as o
 TEST_CASE("gpu plans: 2 ranks of 2 GPUs in one process per rank train as on CPU devices, bit for bit", "[e2e][parallel]") {
   check_same("mlp.onnx", "--optimizer adamw", kFashion, "2x2:cuda", "--launch-local");
 }
+
+TEST_CASE("gpu plans: without --emulate-gpus ofrun trains on this machine's GPU close to the CPU run, or refuses in one line without one", "[e2e]") {
+  // Where a CUDA device exists (benchmarks/gpu/check.sh carries this binary there) the plan runs
+  // on it: the CUDA kernels round otherwise than the CPU's, so the losses agree within a
+  // tolerance. Here, without one, the refusal is checked: one line, no metrics written.
+  TempDir d;
+  std::vector<double> losses[2];
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    const std::string plan = d / (gpu ? "gpu.ofp" : "cpu.ofp"), metrics = d / (gpu ? "gpu.jsonl" : "cpu.jsonl");
+    CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + plan + " --train --loss cross_entropy --optimizer adamw --devices " +
+                              (gpu ? "1:cuda" : "1:cpu"),
+                          d);
+    INFO(c.err);
+    REQUIRE(c.exit_code == 0);
+    CmdResult r = run_cmd(bin("ofrun") + " " + plan + " --data " + kFashion + " --steps 6 --no-shuffle --log-every 1 --metrics " + metrics, d);
+    INFO(r.err);
+    if (gpu && r.exit_code != 0) {
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK((r.err.find("CUDA device") != std::string::npos || r.err.find("built without CUDA") != std::string::npos));
+      CHECK_FALSE(std::filesystem::exists(metrics));
+      return;
+    }
+    REQUIRE(r.exit_code == 0);
+    losses[gpu] = read_losses(metrics);
+  }
+  REQUIRE(losses[0].size() == 6);
+  REQUIRE(losses[1].size() == 6);
+  for (size_t s = 0; s < 6; ++s) {
+    INFO("step " << s << ": cpu " << losses[0][s] << ", gpu " << losses[1][s]);
+    CHECK(std::abs(losses[1][s] - losses[0][s]) <= 1e-4 * std::abs(losses[0][s]) + 1e-5);
+  }
+}
