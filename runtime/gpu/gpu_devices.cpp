@@ -152,6 +152,7 @@ uint8_t* GpuDevices::allocate(int32_t device, uint64_t bytes, uint8_t fill, cons
   }
   impl_->device_memory.push_back(p);
   check(cudaMemset(p, fill, size), {.file = impl_->path, .field = field}, "cudaMemset");
+  check(cudaDeviceSynchronize(), {.file = impl_->path, .field = field}, "cudaDeviceSynchronize");  // before any stream reads it
   return static_cast<uint8_t*>(p);
 }
 
@@ -173,15 +174,36 @@ std::unique_ptr<protocol::Action> GpuDevices::copy_action(int32_t device, std::v
 
 const std::shared_ptr<LatePool>& GpuDevices::launcher(int32_t device) const { return impl_->at(device).launcher; }
 
+namespace {
+
+// Makes the GPU that holds `p` current, if a GPU does: copies and fills below go on its default
+// stream. Our streams do not wait for that stream (they are non-blocking), so each call ends by
+// waiting for it: a cudaMemcpy from pageable memory may return before the bytes have landed.
+bool select_device_of(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (a.type != cudaMemoryTypeDevice) return false;
+  check(cudaSetDevice(a.device), {}, "cudaSetDevice");
+  return true;
+}
+
+}  // namespace
+
 void gpu_copy(void* to, const void* from, uint64_t bytes) {
   if (bytes == 0) return;
+  if (!select_device_of(to)) select_device_of(from);
   check(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), {}, "cudaMemcpy");
+  check(cudaStreamSynchronize(nullptr), {}, "cudaStreamSynchronize");
 }
 
 void gpu_fill(void* at, uint8_t value, uint64_t bytes) {
   if (bytes == 0) return;
+  select_device_of(at);
   check(cudaMemset(at, value, bytes), {}, "cudaMemset");
-  check(cudaDeviceSynchronize(), {}, "cudaDeviceSynchronize");
+  check(cudaStreamSynchronize(nullptr), {}, "cudaStreamSynchronize");
 }
 
 }  // namespace of::runtime
