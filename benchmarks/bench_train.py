@@ -2,7 +2,7 @@
 # Training benchmark: `of` vs PyTorch eager, side by side in one run.
 #   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads 2] \
 #       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18,gpt] [--torch-only] \
-#       [--checkpoint-every N]
+#       [--checkpoint-every N] [--device cuda --bin DIR]
 # Workloads: mlp (test/fixtures/mlp.onnx, batch 64, Fashion-MNIST's train set in file order) and
 # cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy) and
 # resnet18 (torchvision's, 10 classes, random init with seed 0, exported with the README's
@@ -12,6 +12,11 @@
 # exported with the training recipe) on a random token file, with Adam (lr 1e-3).
 # All train with mean cross-entropy and SGD (lr 0.01, momentum 0.9), the gpt with Adam, from
 # the ONNX file's weights. The figure is training samples/s: forward, loss, backward and update per batch.
+# --device cuda (benchmarks/gpu/check.sh, on the GPU machine): of's plans are compiled for
+# --devices 1:cuda and PyTorch trains on the same GPU (each batch copied to it per step, as of's
+# source does); the mlp reads 4096 random samples instead of Fashion-MNIST (not on that machine);
+# --bin names the folder with ofc and ofrun. Where the onnx package is missing, PyTorch's twins
+# start from their own seeded weights (the throughput is the same).
 # `of`: `ofc --train` once per model, then one `ofrun --steps N` per repeat; its last line
 # "ofrun: trained S steps (N samples) in X s, R samples/s, last loss L" gives R.
 # PyTorch: this script run again as a worker (--torch-worker), in its own process so that the
@@ -64,9 +69,15 @@ class Workload:
     optimizer: str = OPTIMIZER
 
 
-def workloads(tmp, wanted):
+def workloads(tmp, wanted, device="cpu"):
     out = []
-    if "mlp" in wanted:
+    if "mlp" in wanted and (device != "cpu" or not os.path.isdir(FASHION)):
+        rng = np.random.default_rng(0)
+        x, y = os.path.join(tmp, "mlp_x.npy"), os.path.join(tmp, "mlp_y.npy")
+        np.save(x, rng.random((64 * 64, 784), dtype=np.float32))
+        np.save(y, rng.integers(0, 10, 64 * 64).astype(np.int64))
+        out.append(Workload("mlp", os.path.join(FIXTURES, "mlp.onnx"), 64, f"npy:{x},{y}", 30))
+    elif "mlp" in wanted:
         out.append(Workload("mlp", os.path.join(FIXTURES, "mlp.onnx"), 64, "idx:" + FASHION, 30))
     if "cnn" in wanted:
         rng = np.random.default_rng(0)
@@ -140,10 +151,10 @@ class OfBackend:
     PATTERN = (rf"^ofrun: trained (\d+) steps \((\d+) samples\) in ({FLOAT}) s, "
                rf"({FLOAT}) samples/s, last loss ({FLOAT})\s*$")
 
-    def __init__(self, build, threads, kernel_threads, tmp, timeout, checkpoint_every=0):
-        self.checkpoint_every = checkpoint_every
-        self.ofc = os.path.join(build, "cli", "ofc")
-        self.ofrun = os.path.join(build, "cli", "ofrun")
+    def __init__(self, build, threads, kernel_threads, tmp, timeout, checkpoint_every=0, device="cpu", bins=None):
+        self.checkpoint_every, self.device = checkpoint_every, device
+        self.ofc = os.path.join(bins or os.path.join(build, "cli"), "ofc")
+        self.ofrun = os.path.join(bins or os.path.join(build, "cli"), "ofrun")
         self.threads, self.kernel_threads = threads, kernel_threads
         self.tmp, self.timeout, self.plans = tmp, timeout, {}
 
@@ -157,7 +168,8 @@ class OfBackend:
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, "train.ofp")
             run([self.ofc, wl.model, "-o", path, "--train", "--loss", "cross_entropy",
-                 "--label", "label", "--optimizer", wl.optimizer], self.timeout, error=OfError)
+                 "--label", "label", "--optimizer", wl.optimizer] + (["--devices", "1:cuda"] if self.device == "cuda" else []),
+                self.timeout, error=OfError)
             self.plans[wl.name] = path
         return self.plans[wl.name]
 
@@ -184,8 +196,8 @@ class OfBackend:
 class TorchBackend:
     PATTERN = rf"^torch: (\d+) steps, ({FLOAT}) s, last loss ({FLOAT}) after (\d+) steps\s*$"
 
-    def __init__(self, threads, timeout, extra_env, checkpoint_every=0, tmp=None):
-        self.threads, self.timeout = threads, timeout
+    def __init__(self, threads, timeout, extra_env, checkpoint_every=0, tmp=None, device="cpu"):
+        self.threads, self.timeout, self.device = threads, timeout, device
         self.checkpoint_every, self.tmp = checkpoint_every, tmp
         # As bench_infer.py: GOMP_SPINCOUNT keeps OpenMP threads from spinning against each
         # other on 2 cores, and the malloc thresholds keep glibc from handing PyTorch's large
@@ -200,7 +212,7 @@ class TorchBackend:
     def __call__(self, wl, steps, repeats):
         out = run([sys.executable, os.path.abspath(__file__), "--torch-worker", wl.name,
                    wl.data, str(wl.batch), str(steps), str(self.threads), str(repeats),
-                   str(self.checkpoint_every), os.path.join(self.tmp or tempfile.gettempdir(), wl.name + ".pt")],
+                   str(self.checkpoint_every), os.path.join(self.tmp or tempfile.gettempdir(), wl.name + ".pt"), self.device],
                   self.timeout, env=self.env)
         found = [(int(m.group(1)), float(m.group(2)), f"{m.group(3)} after {m.group(4)}")
                  for m in re.finditer(self.PATTERN, out, re.M)]
@@ -225,8 +237,11 @@ def torch_model(name):
     """The PyTorch twin of workload `name`, in train mode, and its optimizer (the same as of's)."""
     import torch
     sys.path.insert(0, FIXTURES)
-    from make_fixtures import CNN, MLP
-    from make_training_fixtures import load_from_onnx
+    from fixture_models import CNN, MLP
+    try:
+        from make_training_fixtures import load_from_onnx
+    except ImportError:
+        pass
     if name == "resnet18":  # the exported model: the same seed gives the same initial weights
         import torchvision
         torch.manual_seed(0)
@@ -235,7 +250,11 @@ def torch_model(name):
         torch.manual_seed(0)
         model = gpt_module().GPT()
     else:
-        model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](), os.path.join(FIXTURES, name + ".onnx"))
+        try:
+            model = load_from_onnx({"mlp": MLP, "cnn": CNN}[name](), os.path.join(FIXTURES, name + ".onnx"))
+        except NameError:  # no onnx package here: seeded weights of its own (the speed is the same)
+            torch.manual_seed(0)
+            model = {"mlp": MLP, "cnn": CNN}[name]()
     model.train()
     opt = (torch.optim.Adam(model.parameters(), lr=1e-3) if name == "gpt"
            else torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
@@ -251,13 +270,13 @@ def torch_worker(argv):
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, FIXTURES)
-    from make_training_fixtures import read_idx
 
-    name, data, batch, steps, threads, repeats, every, path = argv
+    name, data, batch, steps, threads, repeats, every, path, device = argv
     batch, steps, threads, repeats, every = int(batch), int(steps), int(threads), int(repeats), int(every)
     torch.set_num_threads(threads)
     kind, _, where = data.partition(":")
     if kind == "idx":
+        from make_training_fixtures import read_idx
         images = read_idx(os.path.join(where, "train-images-idx3-ubyte.gz"))
         labels = read_idx(os.path.join(where, "train-labels-idx1-ubyte.gz"))
         x = images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0)
@@ -274,8 +293,11 @@ def torch_worker(argv):
     else:
         sys.exit(f"torch worker: unknown data {data}")
     x, y = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y)
+    if device != "cpu":  # pinned, so that each batch's copy to the GPU is asynchronous
+        x, y = x.pin_memory(), y.pin_memory()
     batches = x.shape[0] // batch
     model, opt = torch_model(name)
+    model.to(device)  # in place: the optimizer keeps the same parameters
     done = [0]
 
     def train(n):
@@ -284,8 +306,9 @@ def torch_worker(argv):
             b = done[0] % batches
             done[0] += 1
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x[b * batch:(b + 1) * batch]),
-                                   y[b * batch:(b + 1) * batch].reshape(-1))
+            xb = x[b * batch:(b + 1) * batch].to(device, non_blocking=True)
+            yb = y[b * batch:(b + 1) * batch].to(device, non_blocking=True)
+            loss = F.cross_entropy(model(xb), yb.reshape(-1))
             loss.backward()
             opt.step()
             if every and done[0] % every == 0:
@@ -300,8 +323,9 @@ def torch_worker(argv):
     for _ in range(repeats):
         start = time.perf_counter()
         loss = train(steps)
+        last = loss.item()  # waits for the device
         s = time.perf_counter() - start
-        print(f"torch: {steps} steps, {s:.6f} s, last loss {loss.item():.4f} after {done[0]} steps",
+        print(f"torch: {steps} steps, {s:.6f} s, last loss {last:.4f} after {done[0]} steps",
               flush=True)
 
 
@@ -319,8 +343,8 @@ def ratio(of, other):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
-        if len(sys.argv) != 10:
-            sys.exit("usage: bench_train.py --torch-worker MODEL DATA BATCH STEPS THREADS REPEATS EVERY PATH")
+        if len(sys.argv) != 11:
+            sys.exit("usage: bench_train.py --torch-worker MODEL DATA BATCH STEPS THREADS REPEATS EVERY PATH DEVICE")
         return torch_worker(sys.argv[2:])
     p = argparse.ArgumentParser(description="of vs PyTorch training throughput")
     p.add_argument("--build", default="build", help="of build folder (has cli/ofc, cli/ofrun)")
@@ -333,6 +357,9 @@ def main():
     p.add_argument("--torch-only", action="store_true", help="skip the of column")
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
                    help="both save a checkpoint every N steps (of: ofrun --checkpoint-every N)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda: of's plans for --devices 1:cuda and PyTorch on the same GPU")
+    p.add_argument("--bin", default=None, help="folder with ofc and ofrun (default: BUILD/cli)")
     p.add_argument("--torch-env", action="append", default=[], metavar="KEY=VALUE",
                    help="extra environment for the PyTorch runs (repeatable)")
     a = p.parse_args()
@@ -345,9 +372,9 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="of-bench-train-") as tmp:
         backends = {} if a.torch_only else {  # of first: a failing ofc/ofrun ends it early
-            "of": OfBackend(build, a.threads, a.kernel_threads, tmp, timeout, a.checkpoint_every)}
+            "of": OfBackend(build, a.threads, a.kernel_threads, tmp, timeout, a.checkpoint_every, a.device, a.bin)}
         backends["torch"] = TorchBackend(a.threads, timeout,
-                                         dict(kv.split("=", 1) for kv in a.torch_env), a.checkpoint_every, tmp)
+                                         dict(kv.split("=", 1) for kv in a.torch_env), a.checkpoint_every, tmp, a.device)
         print(f"threads {a.threads}, {a.repeats} repeats of ~{a.seconds:g} s; median (min–max); "
               f"training samples/s, SGD lr 0.01 momentum 0.9 (gpt: Adam lr 1e-3), mean cross-entropy"
               + (f"; a checkpoint every {a.checkpoint_every} steps" if a.checkpoint_every else ""))
@@ -362,7 +389,8 @@ def main():
         print(load_note() + "\n", flush=True)
 
         rows, losses = [], []
-        for wl in workloads(tmp, wanted):
+        print(f"device: {a.device}")
+        for wl in workloads(tmp, wanted, a.device):
             res, last = {"of": "--torch-only"}, {}
             for name, backend in backends.items():
                 try:
@@ -372,7 +400,9 @@ def main():
                     print(f"{wl.name}/{name}: {e}", file=sys.stderr, flush=True)
                 except OfError as e:
                     print(f"{wl.name}/of: failed:\n{e}", file=sys.stderr, flush=True)
-                    sys.exit(1)
+                    if a.device == "cpu":
+                        sys.exit(1)
+                    res[name] = "failed: " + (str(e).strip().splitlines() or ["?"])[-1][:120]  # the GPU check goes on
             rows.append([f"{wl.name} (b{wl.batch}, samples/s)", fmt(res["of"]),
                          fmt(res["torch"]), ratio(res["of"], res["torch"])])
             losses.append(f"{wl.name}: last loss " +

@@ -3,8 +3,11 @@
 # Runs on the GPU machine (the device tool), from the repository root: unpacks the archive
 # bundle.sh made, points the loader at the carried libraries and at the machine's own CUDA
 # libraries, prints the GPU, runs every CUDA kernel against its CPU twin (one line per test case),
-# then times the kernels on the anchors' shapes beside their CPU twins and PyTorch on the same GPU.
-# Exit status: the test binary's (0 all passed; 77 would mean no device was seen).
+# then times the kernels on the anchors' shapes beside their CPU twins and PyTorch on the same GPU,
+# trains the MLP, CNN and small language model on the GPU against the CPU (train_check.py), and
+# times training against PyTorch on the same GPU (bench_train.py --device cuda).
+# Exit status: the kernel tests' (0 all passed; 77 would mean no device was seen), else the
+# training check's.
 #   bash benchmarks/gpu/check.sh build/gpu-bundle.tar.xz
 set -uo pipefail
 archive=${1:?usage: check.sh ARCHIVE}
@@ -35,4 +38,17 @@ echo "== each CUDA kernel against its CPU twin on the anchors' training shapes (
 LD_LIBRARY_PATH="$lib_path" "$work/bundle/bin/of_kernels_bench" 30
 echo "== PyTorch on the same GPU, the same rows"
 PYTHONUNBUFFERED=1 python3 "$(dirname "$0")/torch_kernels.py" 30
+# ofc and ofrun see the carried libraries through wrappers; Python and PyTorch keep the machine's.
+mkdir -p "$work/tools"
+for tool in ofc ofrun; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$lib_path" "$work/bundle/bin/$tool" > "$work/tools/$tool"
+  chmod +x "$work/tools/$tool"
+done
+echo "== training on the GPU against the same plan on the CPU (losses step by step, saved weights)"
+PYTHONUNBUFFERED=1 python3 "$(dirname "$0")/train_check.py" --bin "$work/tools" --steps 20
+train_status=$?
+echo "== train_check.py exit status $train_status"
+echo "== training throughput on the GPU: of against PyTorch eager, same GPU, same run"
+PYTHONUNBUFFERED=1 python3 "$(dirname "$0")/../bench_train.py" --device cuda --bin "$work/tools" --models mlp,cnn,gpt --repeats 3 --seconds 2
+[ "$status" -eq 0 ] && status=$train_status
 exit $status
