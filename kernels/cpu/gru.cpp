@@ -14,6 +14,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/recurrent.h"
+#include "kernels/recurrent_cells.h"
 
 namespace of::kernels::cpu {
 
@@ -72,21 +73,10 @@ class Gru final : public Kernel {
         float* ht = y + (t * s_.dirs + d) * NH;
         float* gates = save_ ? static_cast<float*>(out[2]) + (d * S + t) * N * GH : nullptr;
         float* qs = save_ ? static_cast<float*>(out[3]) + (d * S + t) * NH : nullptr;
-        for (int64_t n = 0; n < N; ++n) {
-          const float* xn = xt + n * GH;
-          const float* hn = hr_.data() + n * GH;
-          for (int64_t j = 0; j < H; ++j) {
-            const float z = sigmoid(xn[j] + hn[j]), rr = sigmoid(xn[H + j] + hn[H + j]);
-            const float q = hn[2 * H + j];
-            const float nn = std::tanh(xn[2 * H + j] + rr * q);
-            ht[n * H + j] = (1.0f - z) * nn + z * h[n * H + j];
-            if (gates) {
-              float* gn = gates + n * GH;
-              gn[j] = z, gn[H + j] = rr, gn[2 * H + j] = nn;
-              qs[n * H + j] = q;
-            }
-          }
-        }
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t j = 0; j < H; ++j)
+            ht[n * H + j] = recurrent::gru_cell(xt + n * GH, hr_.data() + n * GH, H, j, h[n * H + j], gates ? gates + n * GH : nullptr,
+                                                qs ? qs + n * H + j : nullptr);
         h = ht;
       }
       std::memcpy(yh + d * NH, h, size_t(NH) * sizeof(float));
@@ -146,15 +136,9 @@ class GruGrad final : public Kernel {
         for (int64_t n = 0; n < N; ++n)
           for (int64_t j = 0; j < H; ++j) {
             const int64_t e = n * H + j;
-            const float* gn = g + n * GH;
-            const float z = gn[j], rr = gn[H + j], nn = gn[2 * H + j];
             const float dht = dhd[e] + (dy ? dy[(t * D + d) * NH + e] : 0.0f);
-            const float dn = dht * (1.0f - z) * (1.0f - nn * nn);  // before tanh
-            const float dz = dht * (hp[e] - nn) * z * (1.0f - z);
-            const float dr_ = dn * q[e] * rr * (1.0f - rr);
-            dax[n * GH + j] = dz, dax[n * GH + H + j] = dr_, dax[n * GH + 2 * H + j] = dn;
-            dah[n * GH + j] = dz, dah[n * GH + H + j] = dr_, dah[n * GH + 2 * H + j] = dn * rr;
-            dhd[e] = dht * z;  // H_t's direct dependence on H_{t-1}; the gates' part is added below
+            // H_t's direct dependence on H_{t-1}; the gates' part is added below
+            dhd[e] = recurrent::gru_cell_grad(g + n * GH, H, j, dht, hp[e], q[e], dax + n * GH, dah + n * GH);
           }
         std::memcpy(hprev_.data() + t * NH, hp, size_t(NH) * sizeof(float));
         sgemm(false, false, N, H, GH, dah, GH, r + d * GH * H, H, 1.0f, dhd, H);

@@ -15,6 +15,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/recurrent.h"
+#include "kernels/recurrent_cells.h"
 
 namespace of::kernels::cpu {
 
@@ -76,20 +77,12 @@ class Lstm final : public Kernel {
         float* ht = y + (t * s_.dirs + d) * NH;
         float* gates = save_ ? static_cast<float*>(out[3]) + ((d * S + t) * N) * GH : nullptr;
         float* cells = save_ ? static_cast<float*>(out[4]) + (d * S + t) * NH : nullptr;
-        for (int64_t n = 0; n < N; ++n) {
-          const float* an = a + n * GH;
+        for (int64_t n = 0; n < N; ++n)
           for (int64_t j = 0; j < H; ++j) {
-            const float i = sigmoid(an[j]), o = sigmoid(an[H + j]), f = sigmoid(an[2 * H + j]), g = std::tanh(an[3 * H + j]);
             float& cell = c[n * H + j];
-            cell = f * cell + i * g;
-            ht[n * H + j] = o * std::tanh(cell);
-            if (gates) {
-              float* gn = gates + n * GH;
-              gn[j] = i, gn[H + j] = o, gn[2 * H + j] = f, gn[3 * H + j] = g;
-              cells[n * H + j] = cell;
-            }
+            ht[n * H + j] = recurrent::lstm_cell(a + n * GH, H, j, cell, gates ? gates + n * GH : nullptr);
+            if (cells) cells[n * H + j] = cell;
           }
-        }
         h = ht;
       }
       std::memcpy(yh + d * NH, h, size_t(NH) * sizeof(float));
@@ -151,17 +144,8 @@ class LstmGrad final : public Kernel {
         for (int64_t n = 0; n < N; ++n)
           for (int64_t j = 0; j < H; ++j) {
             const int64_t e = n * H + j;
-            const float* gn = g + n * GH;
-            const float i = gn[j], o = gn[H + j], f = gn[2 * H + j], cc = gn[3 * H + j];
             const float dh = dh_[size_t(e)] + (dy ? dy[(t * D + d) * NH + e] : 0.0f);
-            const float tc = std::tanh(ct[e]);
-            const float dcell = dc[e] + dh * o * (1.0f - tc * tc);
-            float* dan = da + n * GH;
-            dan[j] = dcell * cc * i * (1.0f - i);
-            dan[H + j] = dh * tc * o * (1.0f - o);
-            dan[2 * H + j] = dcell * cp[e] * f * (1.0f - f);
-            dan[3 * H + j] = dcell * i * (1.0f - cc * cc);
-            dc[e] = dcell * f;
+            recurrent::lstm_cell_grad(g + n * GH, H, j, dh, ct[e], cp[e], dc[e], da + n * GH);
           }
         std::memcpy(hprev_.data() + t * NH, hp, size_t(NH) * sizeof(float));
         sgemm(false, false, N, H, GH, da, GH, r + d * GH * H, H, 0.0f, dh_.data(), H);

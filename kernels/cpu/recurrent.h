@@ -7,7 +7,6 @@
 // state per step [D, S, N, H] (the LSTM's cell, the GRU's reset-gated product before the gate).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -45,7 +44,5 @@ void weight_grads(const RecurrentShape& s, int64_t dir, const float* dax, const 
 // Y = alpha * op(A) op(B) + beta * Y, row-major, op = transpose when t_* is true.
 void sgemm(bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* y, int64_t ldy);
-
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 }  // namespace of::kernels::cpu
