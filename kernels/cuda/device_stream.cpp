@@ -55,6 +55,7 @@ StreamOwner::StreamOwner(int device) {
 StreamOwner::~StreamOwner() { release(); }
 
 void StreamOwner::release() {
+  if (s_.blas || s_.stream) (void)cudaSetDevice(s_.device);  // the handle and stream belong to that device
   if (s_.blas) cublas().destroy(s_.blas);  // loaded: the handle came from it
   if (s_.stream) cudaStreamDestroy(s_.stream);
   s_.blas = nullptr;

@@ -46,7 +46,9 @@ void LatePool::work() {
 
 LateAction::LateAction(std::unique_ptr<Action> inner, std::shared_ptr<LatePool> pool, const plan::Plan& p, plan::TaskId id,
                        int32_t slot_limit)
-    : inner_(std::move(inner)), pool_(std::move(pool)), queue_(size_t(protocol::max_in_flight(p, id, slot_limit))),
+    // One more entry than acts in flight: an inner action that completes late itself may report
+    // an act's end before this queue has popped it, and the task may then act again at once.
+    : inner_(std::move(inner)), pool_(std::move(pool)), queue_(size_t(protocol::max_in_flight(p, id, slot_limit)) + 1),
       rng_(uint64_t(id) * 0x9E3779B97F4A7C15ull + 1) {
   const plan::Task& t = p.tasks[size_t(id)];
   size_t outs = 0;

@@ -52,7 +52,7 @@ class LatePool {
 class LateAction final : public Action {
  public:
   // Wraps the action of task `id` of `p`; `slot_limit` as the task's TaskState has it (its queue
-  // holds protocol::max_in_flight acts). An inner action that completes late itself (a GPU's:
+  // holds protocol::max_in_flight acts, and one more). An inner action that completes late itself (a GPU's:
   // its act only enqueues) is bound to the task's Completion and reports each act's end; a
   // synchronous one's acts end when they return on the pool thread.
   LateAction(std::unique_ptr<Action> inner, std::shared_ptr<LatePool> pool, const plan::Plan& p, plan::TaskId id, int32_t slot_limit);

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "common/error.h"
 #include "kernels/cuda/device_stream.h"
@@ -18,9 +20,23 @@ void check(cudaError_t status, const Where& where, const char* what) {
   if (status != cudaSuccess) fail(where, "cuda: {}: {}", what, cudaGetErrorString(status));
 }
 
-// The stream's host callback: the act enqueued just before it has ended (stream order keeps a
-// task's callbacks in act order). It makes no CUDA call, as CUDA requires of host functions.
-void CUDART_CB report_completed(void* completion) { static_cast<protocol::Completion*>(completion)->completed(); }
+// The stream's callback: the act enqueued just before it has ended (stream order keeps a task's
+// callbacks in act order), or the device failed. A stream callback, not a host function
+// (cudaLaunchHostFunc): after a device error host functions never run and the run would wait
+// forever, while callbacks still run, with the error. It makes no CUDA call, as CUDA requires.
+void CUDART_CB report_completed(cudaStream_t, cudaError_t status, void* completion) {
+  auto* done = static_cast<protocol::Completion*>(completion);
+  if (status == cudaSuccess) done->completed();
+  else done->failed(fmt::format("cuda: the device failed (error {}) in this act or one before it on the stream", int(status)));
+}
+
+// Before an act's launches, on the GPU's launcher thread: its device current (a no-op after the
+// first act), and no stale launch error left to be blamed on this act's kernel.
+void begin_act(kernels::DeviceStream& s) {
+  const cudaError_t e = cudaSetDevice(s.device);
+  if (e != cudaSuccess) throw Error(fmt::format("cuda: cudaSetDevice({}): {}", s.device, cudaGetErrorString(e)));
+  (void)cudaGetLastError();
+}
 
 // Enqueues the act's end after its work and throws what the kernel or library recorded.
 void finish_enqueue(kernels::DeviceStream& s, protocol::Completion* done, const char* what) {
@@ -29,8 +45,8 @@ void finish_enqueue(kernels::DeviceStream& s, protocol::Completion* done, const 
     s.failure.clear();  // the run stops on this; the message has been taken
     throw Error(why);
   }
-  const cudaError_t e = cudaLaunchHostFunc(s.stream, report_completed, done);
-  if (e != cudaSuccess) throw Error(fmt::format("cuda: {}: cudaLaunchHostFunc: {}", what, cudaGetErrorString(e)));
+  const cudaError_t e = cudaStreamAddCallback(s.stream, report_completed, done, 0);
+  if (e != cudaSuccess) throw Error(fmt::format("cuda: {}: cudaStreamAddCallback: {}", what, cudaGetErrorString(e)));
 }
 
 class GpuKernelAction final : public protocol::Action {
@@ -38,7 +54,7 @@ class GpuKernelAction final : public protocol::Action {
   GpuKernelAction(kernels::DeviceStream* stream, std::unique_ptr<kernels::Kernel> kernel, kernels::RunCtx base)
       : stream_(stream), kernel_(std::move(kernel)), base_(base) {}
   void act(int64_t piece, const void* const* in, void* const* out) override {
-    cudaSetDevice(stream_->device);  // the launcher thread's device; a no-op after the first act
+    begin_act(*stream_);
     const kernels::RunCtx ctx{.piece = base_.piece + piece, .seed = base_.seed, .stream = stream_};
     kernel_->run(ctx, in, out);
     finish_enqueue(*stream_, done_, "kernel");
@@ -58,7 +74,7 @@ class GpuCopyAction final : public protocol::Action {
  public:
   GpuCopyAction(kernels::DeviceStream* stream, std::vector<uint64_t> bytes) : stream_(stream), bytes_(std::move(bytes)) {}
   void act(int64_t, const void* const* in, void* const* out) override {
-    cudaSetDevice(stream_->device);
+    begin_act(*stream_);
     // Unified addressing tells host from device and one GPU from another: one call for every kind.
     for (size_t i = 0; i < bytes_.size(); ++i) {
       const cudaError_t e = cudaMemcpyAsync(out[i], in[i], bytes_[i], cudaMemcpyDefault, stream_->stream);
@@ -117,20 +133,27 @@ GpuDevices::GpuDevices(const plan::Plan& p, int32_t rank, const std::string& pla
     g.stream = std::make_unique<kernels::cuda::StreamOwner>(g.ordinal);
     g.launcher = std::make_shared<LatePool>(1, false);
   }
-  // Collectives within a process read the other GPUs' registers in place.
-  for (const Gpu& a : impl_->gpus)
-    for (const Gpu& b : impl_->gpus) {
-      if (a.ordinal < 0 || b.ordinal < 0 || a.ordinal == b.ordinal) continue;
-      int can = 0;
-      check(cudaDeviceCanAccessPeer(&can, a.ordinal, b.ordinal), {.file = plan_path}, "cudaDeviceCanAccessPeer");
-      if (!can)
-        fail({.file = plan_path}, "CUDA devices {} and {} cannot access each other's memory, which this plan's collectives within a process need",
-             a.ordinal, b.ordinal);
-      check(cudaSetDevice(a.ordinal), {.file = plan_path}, "cudaSetDevice");
-      const cudaError_t e = cudaDeviceEnablePeerAccess(b.ordinal, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-      else check(e, {.file = plan_path}, "cudaDeviceEnablePeerAccess");
+  // Kernels that read another GPU's registers in place (collectives within a process) need peer
+  // access to it; transfers copy without it. Only those pairs are asked for.
+  std::set<std::pair<int, int>> reads;  // (reader, holder) ordinals
+  for (const plan::Task& t : p.tasks) {
+    if (!holds(t.device) || (t.kind != plan::TaskKind::compute && t.kind != plan::TaskKind::collective)) continue;
+    for (plan::RegstId r : t.in_regsts) {
+      const int32_t holder = p.arenas[size_t(p.regsts[size_t(r)].arena)].device;
+      if (holds(holder) && holder != t.device) reads.emplace(impl_->gpus[size_t(t.device)].ordinal, impl_->gpus[size_t(holder)].ordinal);
     }
+  }
+  for (const auto& [reader, holder] : reads) {
+    int can = 0;
+    check(cudaDeviceCanAccessPeer(&can, reader, holder), {.file = plan_path}, "cudaDeviceCanAccessPeer");
+    if (!can)
+      fail({.file = plan_path}, "CUDA device {} cannot read device {}'s memory, which this plan's collectives within a process need", reader,
+           holder);
+    check(cudaSetDevice(reader), {.file = plan_path}, "cudaSetDevice");
+    const cudaError_t e = cudaDeviceEnablePeerAccess(holder, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+    else check(e, {.file = plan_path}, "cudaDeviceEnablePeerAccess");
+  }
 }
 
 GpuDevices::~GpuDevices() = default;

@@ -6,6 +6,7 @@
 // naming its task, and acts really overlap.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <thread>
@@ -191,4 +192,63 @@ TEST_CASE("late_completion: an act that fails on the device stops the run naming
     CHECK(r.error == "task 3 (t3 AddOne): boom at piece 17");
     CHECK(run.outputs[999] == -1.0f);
   }
+}
+
+namespace {
+
+// Reports each act's end from inside its act(), before the LateAction that runs it has popped the
+// act from its queue (a GPU stream that finishes at once, the launcher thread descheduled).
+struct SelfCompleting final : Action {
+  Completion* done = nullptr;
+  std::vector<int64_t> pieces;
+  std::atomic<bool> go{false};  // the first act waits until the test has every slot in flight
+  void act(int64_t piece, const void* const*, void* const*) override {
+    while (!go) std::this_thread::yield();
+    pieces.push_back(piece);
+    done->completed();
+  }
+  bool completes_late() const override { return true; }
+  void bind(Completion* c) override { done = c; }
+};
+
+// What the task does: acts again as soon as one of its acts completes.
+struct ActsAgain final : Completion {
+  LateAction* late = nullptr;
+  int64_t next = 0, total = 0;
+  std::atomic<int64_t> ended{0};
+  std::string error;
+  const void* ins[4] = {};
+  void* outs[4] = {};
+  void act() { late->act(next++, ins, outs); }
+  void completed() override {
+    ++ended;
+    if (next < total) act();
+  }
+  void failed(const std::string& why) override {
+    error = why;
+    ended = total;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("late_completion: an inner action that reports its end before the queue pops the act does not overflow it", "[runtime]") {
+  const plan::Plan p = testing::chain(1, 2);  // task 1: two slots, two acts in flight
+  auto pool = std::make_shared<LatePool>(1, false);
+  auto inner = std::make_unique<SelfCompleting>();
+  SelfCompleting* seen = inner.get();
+  LateAction late(std::move(inner), pool, p, 1, 2);
+  ActsAgain task;
+  task.late = &late;
+  task.total = 200;
+  late.bind(&task);
+  task.act();  // every slot in flight, as the task keeps them
+  task.act();
+  seen->go = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (task.ended < task.total && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  late.drain();
+  CHECK(task.error.empty());
+  REQUIRE(seen->pieces.size() == 200);
+  for (int64_t i = 0; i < 200; ++i) REQUIRE(seen->pieces[size_t(i)] == i);
 }
