@@ -20,28 +20,11 @@ namespace of::kernels::cpu {
 
 namespace {
 
-constexpr int64_t kGates = 3;
-
 class Gru final : public Kernel {
  public:
   explicit Gru(const KernelConfig& cfg) {
-    check_dtypes(cfg, "gru", DType::f32);
-    has_h0_ = cfg.attrs.get_int("has_h0", 0) != 0;
-    const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
-    const int n_in = 3 + int(has_bias) + int(has_h0_);
-    if (cfg.inputs.size() != size_t(n_in) || (cfg.outputs.size() != 2 && cfg.outputs.size() != 4))
-      fail(where_of(cfg), "gru: has {} inputs and {} outputs, expected {} (has_bias, has_h0) and 2 or 4",
-           cfg.inputs.size(), cfg.outputs.size(), n_in);
-    s_ = recurrent_shape(cfg, "gru", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
-    const Shape state{s_.dirs, s_.batch, s_.hidden};
-    if (has_h0_) check_input_shape(cfg, "gru", n_in - 1, "initial_h", state);
-    check_output_shape(cfg, "gru", 0, {s_.seq, s_.dirs, s_.batch, s_.hidden});
-    check_output_shape(cfg, "gru", 1, state);
-    save_ = cfg.outputs.size() == 4;
-    if (save_) {
-      check_output_shape(cfg, "gru", 2, {s_.dirs, s_.seq, s_.batch, s_.gh()});
-      check_output_shape(cfg, "gru", 3, {s_.dirs, s_.seq, s_.batch, s_.hidden});
-    }
+    const RecurrentConfig c = gru_config(cfg);
+    s_ = c.s, has_h0_ = c.has_h0, save_ = c.save;
     xw_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hr_.resize(size_t(s_.batch * s_.gh()));
     zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
@@ -92,13 +75,8 @@ class Gru final : public Kernel {
 class GruGrad final : public Kernel {
  public:
   explicit GruGrad(const KernelConfig& cfg) {
-    check_dtypes(cfg, "gru_grad", DType::f32);
-    for (const char* f : {"has_dy", "has_dyh", "has_h0"}) present_.push_back(cfg.attrs.get_int(f, 0) != 0);
-    const int n_in = 6 + int(std::count(present_.begin(), present_.end(), true));
-    if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 5)
-      fail(where_of(cfg), "gru_grad: has {} inputs and {} outputs, expected {} and 5", cfg.inputs.size(), cfg.outputs.size(), n_in);
-    s_ = recurrent_shape(cfg, "gru_grad", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
-    check_grad_layout(cfg, "gru_grad", s_, present_, 1);
+    const RecurrentConfig c = gru_grad_config(cfg);
+    s_ = c.s, present_ = c.present;
     dax_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     dah_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));

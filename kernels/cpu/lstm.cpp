@@ -21,30 +21,11 @@ namespace of::kernels::cpu {
 
 namespace {
 
-constexpr int64_t kGates = 4;
-
 class Lstm final : public Kernel {
  public:
   explicit Lstm(const KernelConfig& cfg) {
-    check_dtypes(cfg, "lstm", DType::f32);
-    has_h0_ = cfg.attrs.get_int("has_h0", 0) != 0;
-    has_c0_ = cfg.attrs.get_int("has_c0", 0) != 0;
-    const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
-    const int n_in = 3 + int(has_bias) + int(has_h0_) + int(has_c0_);
-    if (cfg.inputs.size() != size_t(n_in) || (cfg.outputs.size() != 3 && cfg.outputs.size() != 5))
-      fail(where_of(cfg), "lstm: has {} inputs and {} outputs, expected {} (has_bias, has_h0, has_c0) and 3 or 5",
-           cfg.inputs.size(), cfg.outputs.size(), n_in);
-    s_ = recurrent_shape(cfg, "lstm", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
-    const Shape state{s_.dirs, s_.batch, s_.hidden};
-    for (int k = 3 + int(has_bias); k < n_in; ++k) check_input_shape(cfg, "lstm", k, "initial state", state);
-    check_output_shape(cfg, "lstm", 0, {s_.seq, s_.dirs, s_.batch, s_.hidden});
-    check_output_shape(cfg, "lstm", 1, state);
-    check_output_shape(cfg, "lstm", 2, state);
-    save_ = cfg.outputs.size() == 5;
-    if (save_) {
-      check_output_shape(cfg, "lstm", 3, {s_.dirs, s_.seq, s_.batch, s_.gh()});
-      check_output_shape(cfg, "lstm", 4, {s_.dirs, s_.seq, s_.batch, s_.hidden});
-    }
+    const RecurrentConfig c = lstm_config(cfg);
+    s_ = c.s, has_h0_ = c.has_h0, has_c0_ = c.has_c0, save_ = c.save;
     xw_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
   }
@@ -98,13 +79,8 @@ class Lstm final : public Kernel {
 class LstmGrad final : public Kernel {
  public:
   explicit LstmGrad(const KernelConfig& cfg) {
-    check_dtypes(cfg, "lstm_grad", DType::f32);
-    for (const char* f : {"has_dy", "has_dyh", "has_dyc", "has_h0", "has_c0"}) present_.push_back(cfg.attrs.get_int(f, 0) != 0);
-    const int n_in = 6 + int(std::count(present_.begin(), present_.end(), true));
-    if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 6)
-      fail(where_of(cfg), "lstm_grad: has {} inputs and {} outputs, expected {} and 6", cfg.inputs.size(), cfg.outputs.size(), n_in);
-    s_ = recurrent_shape(cfg, "lstm_grad", kGates, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
-    check_grad_layout(cfg, "lstm_grad", s_, present_, 2);
+    const RecurrentConfig c = lstm_grad_config(cfg);
+    s_ = c.s, present_ = c.present;
     da_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
     dh_.resize(size_t(s_.batch * s_.hidden));

@@ -52,6 +52,78 @@ void check_grad_layout(const KernelConfig& cfg, const char* kernel, const Recurr
   for (int o = 4; o < 4 + states; ++o) check_output_shape(cfg, kernel, o, state);
 }
 
+RecurrentConfig lstm_config(const KernelConfig& cfg) {
+  RecurrentConfig c;
+  check_dtypes(cfg, "lstm", DType::f32);
+  c.has_h0 = cfg.attrs.get_int("has_h0", 0) != 0;
+  c.has_c0 = cfg.attrs.get_int("has_c0", 0) != 0;
+  const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
+  const int n_in = 3 + int(has_bias) + int(c.has_h0) + int(c.has_c0);
+  if (cfg.inputs.size() != size_t(n_in) || (cfg.outputs.size() != 3 && cfg.outputs.size() != 5))
+    fail(where_of(cfg), "lstm: has {} inputs and {} outputs, expected {} (has_bias, has_h0, has_c0) and 3 or 5",
+         cfg.inputs.size(), cfg.outputs.size(), n_in);
+  c.s = recurrent_shape(cfg, "lstm", 4, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
+  const RecurrentShape& s = c.s;
+  const Shape state{s.dirs, s.batch, s.hidden};
+  for (int k = 3 + int(has_bias); k < n_in; ++k) check_input_shape(cfg, "lstm", k, "initial state", state);
+  check_output_shape(cfg, "lstm", 0, {s.seq, s.dirs, s.batch, s.hidden});
+  check_output_shape(cfg, "lstm", 1, state);
+  check_output_shape(cfg, "lstm", 2, state);
+  c.save = cfg.outputs.size() == 5;
+  if (c.save) {
+    check_output_shape(cfg, "lstm", 3, {s.dirs, s.seq, s.batch, s.gh()});
+    check_output_shape(cfg, "lstm", 4, {s.dirs, s.seq, s.batch, s.hidden});
+  }
+  return c;
+}
+
+RecurrentConfig lstm_grad_config(const KernelConfig& cfg) {
+  RecurrentConfig c;
+  check_dtypes(cfg, "lstm_grad", DType::f32);
+  for (const char* f : {"has_dy", "has_dyh", "has_dyc", "has_h0", "has_c0"}) c.present.push_back(cfg.attrs.get_int(f, 0) != 0);
+  const int n_in = 6 + int(std::count(c.present.begin(), c.present.end(), true));
+  if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 6)
+    fail(where_of(cfg), "lstm_grad: has {} inputs and {} outputs, expected {} and 6", cfg.inputs.size(), cfg.outputs.size(), n_in);
+  c.s = recurrent_shape(cfg, "lstm_grad", 4, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
+  check_grad_layout(cfg, "lstm_grad", c.s, c.present, 2);
+  return c;
+}
+
+RecurrentConfig gru_config(const KernelConfig& cfg) {
+  RecurrentConfig c;
+  check_dtypes(cfg, "gru", DType::f32);
+  c.has_h0 = cfg.attrs.get_int("has_h0", 0) != 0;
+  const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
+  const int n_in = 3 + int(has_bias) + int(c.has_h0);
+  if (cfg.inputs.size() != size_t(n_in) || (cfg.outputs.size() != 2 && cfg.outputs.size() != 4))
+    fail(where_of(cfg), "gru: has {} inputs and {} outputs, expected {} (has_bias, has_h0) and 2 or 4",
+         cfg.inputs.size(), cfg.outputs.size(), n_in);
+  c.s = recurrent_shape(cfg, "gru", 3, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
+  const RecurrentShape& s = c.s;
+  const Shape state{s.dirs, s.batch, s.hidden};
+  if (c.has_h0) check_input_shape(cfg, "gru", n_in - 1, "initial_h", state);
+  check_output_shape(cfg, "gru", 0, {s.seq, s.dirs, s.batch, s.hidden});
+  check_output_shape(cfg, "gru", 1, state);
+  c.save = cfg.outputs.size() == 4;
+  if (c.save) {
+    check_output_shape(cfg, "gru", 2, {s.dirs, s.seq, s.batch, s.gh()});
+    check_output_shape(cfg, "gru", 3, {s.dirs, s.seq, s.batch, s.hidden});
+  }
+  return c;
+}
+
+RecurrentConfig gru_grad_config(const KernelConfig& cfg) {
+  RecurrentConfig c;
+  check_dtypes(cfg, "gru_grad", DType::f32);
+  for (const char* f : {"has_dy", "has_dyh", "has_h0"}) c.present.push_back(cfg.attrs.get_int(f, 0) != 0);
+  const int n_in = 6 + int(std::count(c.present.begin(), c.present.end(), true));
+  if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 5)
+    fail(where_of(cfg), "gru_grad: has {} inputs and {} outputs, expected {} and 5", cfg.inputs.size(), cfg.outputs.size(), n_in);
+  c.s = recurrent_shape(cfg, "gru_grad", 3, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
+  check_grad_layout(cfg, "gru_grad", c.s, c.present, 1);
+  return c;
+}
+
 void weight_grads(const RecurrentShape& s, int64_t d, const float* dax, const float* dah, const float* x,
                   const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db) {
   const int64_t rows = s.seq * s.batch, GH = s.gh(), I = s.input, H = s.hidden;

@@ -35,6 +35,19 @@ RecurrentShape recurrent_shape(const KernelConfig& cfg, const char* kernel, int6
 void check_grad_layout(const KernelConfig& cfg, const char* kernel, const RecurrentShape& s,
                        const std::vector<bool>& present, int states);
 
+// The configuration rules the recurrent kernels and their CUDA twins share: counts, attributes
+// and shapes checked, failing naming cfg.node. Forward: `save` when the training outputs (gates,
+// per-step states) are asked for. Backward: `present` per optional input, in input order.
+struct RecurrentConfig {
+  RecurrentShape s;
+  bool has_h0 = false, has_c0 = false, save = false;
+  std::vector<bool> present;
+};
+RecurrentConfig lstm_config(const KernelConfig& cfg);
+RecurrentConfig lstm_grad_config(const KernelConfig& cfg);
+RecurrentConfig gru_config(const KernelConfig& cfg);
+RecurrentConfig gru_grad_config(const KernelConfig& cfg);
+
 // One direction's weight gradients from the pre-activation gradients of every step, dAx (the
 // input side, [S*N, G*H]) and dAh (the hidden side; the same array for the LSTM): dX += dAx W
 // (dX is overwritten for direction 0), dW = dAx^T X, dR = dAh^T Hprev, dB = [sum dAx, sum dAh].

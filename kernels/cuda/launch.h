@@ -210,4 +210,25 @@ void launch_box(const BoxSpace& space, int64_t elem_size, bool add, const void* 
 void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c,
                              cudaStream_t stream);
 
+// The recurrent kernels' element-wise steps (cuda/recurrent.cu; the math of kernels/recurrent_cells.h),
+// one thread per element of [N, H], rows of G*H pre-activations or gates:
+// y[r, j] += b1[j] + b2[j] (b2 null: += b1[j]) over [rows, cols];
+void launch_add_bias_rows(float* y, const float* b1, const float* b2, int64_t rows, int64_t cols, cudaStream_t stream);
+// y[r, j] = row[j] (row null: 0) over [rows, cols];
+void launch_fill_rows(float* y, const float* row, int64_t rows, int64_t cols, cudaStream_t stream);
+// LSTM: c (C_{t-1} in, C_t out), ht = H_t; gates and cells null unless training;
+void launch_lstm_step(const float* a, float* c, float* ht, float* gates, float* cells, int64_t n, int64_t h, cudaStream_t stream);
+// LSTM backward: dh = dh_carry + dy (dy null: 0); dc carried in place; da the step's rows;
+void launch_lstm_step_grad(const float* gates, const float* ct, const float* cprev, const float* dy, const float* dh_carry, float* dc,
+                           float* da, int64_t n, int64_t h, cudaStream_t stream);
+// GRU: x and hr the step's input and hidden projections, hprev = H_{t-1}; gates and q null unless training;
+void launch_gru_step(const float* x, const float* hr, const float* hprev, float* ht, float* gates, float* q, int64_t n, int64_t h,
+                     cudaStream_t stream);
+// GRU backward: dh (dL/dH_t's carry in, H_t's direct share of dL/dH_{t-1} out) + dy (null: 0);
+void launch_gru_step_grad(const float* gates, const float* q, const float* hprev, const float* dy, float* dh, float* dax, float* dah,
+                          int64_t n, int64_t h, cudaStream_t stream);
+// db[j] = sum over rows of dax[r, j], db[cols + j] = the same of dah, each column summed in row
+// order from 0 (the CPU twin's order: the same bits).
+void launch_bias_grad(const float* dax, const float* dah, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
+
 }  // namespace of::kernels::cuda

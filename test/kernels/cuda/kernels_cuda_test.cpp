@@ -523,5 +523,52 @@ TEST_CASE("cuda twin: average_pool and its gradient, padded windows with and wit
     }
 }
 
+
+TEST_CASE("cuda twin: lstm and gru forward (inference and training outputs) and backward, one and two directions, reverse, optional inputs", "[cuda]") {
+  // Recurrences amplify rounding step by step (and cuBLAS sums in another order than OpenBLAS):
+  // a looser tolerance than one product's.
+  const Tolerance tol{1e-4, 1e-3};
+  struct Layer {
+    int64_t seq, batch, input, hidden, dirs;
+    bool reverse, bias, h0;
+  };
+  for (const Layer& l : std::vector<Layer>{{5, 3, 4, 6, 1, false, true, true}, {7, 2, 5, 3, 2, false, true, false},
+                                           {4, 3, 2, 5, 1, true, false, true}, {1, 1, 3, 2, 1, false, false, false}}) {
+    INFO("seq " << l.seq << " batch " << l.batch << " input " << l.input << " hidden " << l.hidden << " dirs " << l.dirs
+                << (l.reverse ? " reverse" : "") << (l.bias ? " bias" : "") << (l.h0 ? " h0" : ""));
+    const Shape x{l.seq, l.batch, l.input}, state{l.dirs, l.batch, l.hidden}, y{l.seq, l.dirs, l.batch, l.hidden};
+    for (const int64_t gates : {int64_t(4), int64_t(3)}) {
+      const bool lstm = gates == 4;
+      const std::string name = lstm ? "lstm" : "gru";
+      INFO(name);
+      const int64_t gh = gates * l.hidden;
+      const Shape saved{l.dirs, l.seq, l.batch, gh}, per_step{l.dirs, l.seq, l.batch, l.hidden};
+      Attrs fwd = ints({{"has_bias", l.bias}, {"has_h0", l.h0}, {"reverse", l.reverse}});
+      if (lstm) fwd.set_int("has_c0", l.h0);
+      std::vector<HostTensor> in = {random_f32(x, 60), random_f32({l.dirs, gh, l.input}, 61, -0.5f, 0.5f),
+                                    random_f32({l.dirs, gh, l.hidden}, 62, -0.5f, 0.5f)};
+      if (l.bias) in.push_back(random_f32({l.dirs, 2 * gh}, 63, -0.5f, 0.5f));
+      if (l.h0) in.push_back(random_f32(state, 64));
+      if (l.h0 && lstm) in.push_back(random_f32(state, 65));
+      std::vector<TensorDesc> out = f32({y, state});
+      if (lstm) out.push_back({state, DType::f32});
+      check_twin(name, fwd, in, out, tol);
+      for (const Shape& s : {saved, per_step}) out.push_back({s, DType::f32});
+      // The training outputs, then the backward from them (the same forward outputs feed both twins).
+      const std::vector<HostTensor> trained = check_twin(name, fwd, in, out, tol);
+      Attrs bwd = ints({{"has_dy", 1}, {"has_dyh", 1}, {"has_h0", l.h0}, {"reverse", l.reverse}});
+      if (lstm) bwd.set_int("has_dyc", l.h0), bwd.set_int("has_c0", l.h0);
+      std::vector<HostTensor> grad_in = {in[0], in[1], in[2], trained[0], trained[lstm ? 3 : 2], trained[lstm ? 4 : 3],
+                                         random_f32(y, 66), random_f32(state, 67)};
+      if (lstm && l.h0) grad_in.push_back(random_f32(state, 68));
+      if (l.h0) grad_in.push_back(in[3 + int(l.bias)]);
+      if (l.h0 && lstm) grad_in.push_back(in[4 + int(l.bias)]);
+      std::vector<TensorDesc> grad_out = f32({x, {l.dirs, gh, l.input}, {l.dirs, gh, l.hidden}, {l.dirs, 2 * gh}, state});
+      if (lstm) grad_out.push_back({state, DType::f32});
+      check_twin(name + "_grad", bwd, grad_in, grad_out, tol);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
