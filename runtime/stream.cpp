@@ -45,6 +45,9 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   for (const plan::Regst& r : p.regsts) slots = std::max(slots, r.slots);
   if (o.slot_limit > 0) slots = std::min(slots, o.slot_limit);
   const int64_t trace_capacity = o.trace_path.empty() ? 0 : std::min(pieces, o.trace_pieces);
+  // Per task, the in-order stream its acts run on (a GPU's), or -1: tasks on one stream tell each
+  // other at once (schemas/task_state.h).
+  std::vector<int32_t> streams(p.tasks.size(), -1);
   if (o.late_threads > 0 || o.emulate_gpus || inst.gpus()) {
     std::shared_ptr<LatePool> pool = o.late_threads > 0 ? std::make_shared<LatePool>(o.late_threads) : nullptr;
     std::vector<std::shared_ptr<LatePool>> stream_of(p.devices.size());  // per emulated GPU
@@ -54,9 +57,12 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
       std::shared_ptr<LatePool> on = pool;
       if (const int32_t gpu = inst.gpu_of(t); gpu >= 0) {
         on = inst.gpus()->launcher(gpu);  // its acts enqueue on the GPU's stream, from the GPU's one thread
+        streams[size_t(t.id)] = gpu;
       } else if (o.emulate_gpus && p.devices[size_t(t.device)].kind != 0) {
-        if (!stream_of[size_t(t.device)]) stream_of[size_t(t.device)] = std::make_shared<LatePool>(1);
+        // The emulated GPU's stream: one thread running its acts in the order they come.
+        if (!stream_of[size_t(t.device)]) stream_of[size_t(t.device)] = std::make_shared<LatePool>(1, true, true);
         on = stream_of[size_t(t.device)];
+        streams[size_t(t.id)] = t.device;
       }
       if (on) actions[size_t(t.id)] = std::make_unique<LateAction>(std::move(actions[size_t(t.id)]), on, p, t.id, slots);
     }
@@ -64,7 +70,7 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
   std::vector<std::unique_ptr<TaskState>> tasks;
   for (const plan::Task& t : p.tasks)
     tasks.push_back(inst.runs(t) ? std::make_unique<TaskState>(p, t.id, actions[size_t(t.id)].get(), inst.arenas(), slots, pieces,
-                                                               trace_capacity, inst.landing())
+                                                               trace_capacity, inst.landing(), &streams)
                                  : nullptr);
   std::optional<RemoteRun> remote;
   if (inst.routes()) {

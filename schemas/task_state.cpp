@@ -38,15 +38,19 @@ int32_t max_in_flight(const plan::Plan& p, plan::TaskId id, int32_t slot_limit) 
 }
 
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
-                     int32_t slot_limit, int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing)
+                     int32_t slot_limit, int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing,
+                     const std::vector<int32_t>* streams)
     : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source && p.tasks[size_t(id)].in_regsts.empty()), action_(action), pieces_(pieces),
       tracing_(trace_capacity > 0), memory_(arenas != nullptr), late_(action && action->completes_late()) {
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
+  // Whether task `other`'s acts run in order with this task's, on one stream.
+  const int32_t stream = streams ? (*streams)[size_t(id)] : -1;
+  auto same_stream = [&](plan::TaskId other) { return stream >= 0 && (*streams)[size_t(other)] == stream; };
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
     In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst), landing), .persistent = regst.persistent,
-          .per_version = t.once_per_version ? 1 : regst.pieces_per_version};
+          .per_version = t.once_per_version ? 1 : regst.pieces_per_version, .free_at_act = !late_ || same_stream(regst.producer)};
     in.ring.resize(size_t(slots_of(regst)));
     ins_.push_back(std::move(in));
   }
@@ -56,6 +60,7 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots, nullptr),
                         .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent,
                         .acts_per_piece = regst.acts_per_piece, .group = 0});
+    for (plan::TaskId c : regst.consumers) (!late_ || same_stream(c) ? outs_.back().at_act : outs_.back().at_completion).push_back(c);
     // Version 0 of a persistent register is lent to its consumers from the outset (start() tells
     // them): were it lent only in start(), an input arriving before the start message could let
     // the task write version 1 over it first, and its consumers would see versions out of order.
@@ -216,8 +221,8 @@ void TaskState::try_act(Outbox& out) {
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
-      if (late) late->ready_slot[k] = slot;
-      else tell_ready(o, slot, piece, out);
+      tell_ready(o, o.at_act, slot, piece, out);
+      if (late && !o.at_completion.empty()) late->ready_slot[k] = slot;
     }
     for (size_t k = 0; k < ins_.size(); ++k) {
       In& in = ins_[k];
@@ -226,23 +231,23 @@ void TaskState::try_act(Outbox& out) {
       const int32_t slot = in.ring[in.head].slot;
       in.head = (in.head + 1) % in.ring.size();
       --in.count;
-      if (late) late->free_slot[k] = slot;
-      else out.free(in.producer, in.regst, slot);
+      if (in.free_at_act) out.free(in.producer, in.regst, slot);
+      else late->free_slot[k] = slot;
     }
     if (source_) ++emitted_;
   }
 }
 
-void TaskState::tell_ready(const Out& o, int32_t slot, int64_t piece, Outbox& out) const {
+void TaskState::tell_ready(const Out& o, const std::vector<plan::TaskId>& to, int32_t slot, int64_t piece, Outbox& out) const {
   // A persistent register now holds the version read with piece + 1.
-  for (plan::TaskId c : o.consumers) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
+  for (plan::TaskId c : to) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
 }
 
 void TaskState::complete_oldest(Outbox& out) {
   const InFlight& f = flight_[flight_head_];
   if (tracing_ && trace_.size() < trace_.capacity()) trace_.push_back(ActRecord{f.piece, f.begin_ns, now_ns()});
   for (size_t k = 0; k < outs_.size(); ++k)
-    if (f.ready_slot[k] >= 0) tell_ready(outs_[k], f.ready_slot[k], f.piece, out);
+    if (f.ready_slot[k] >= 0) tell_ready(outs_[k], outs_[k].at_completion, f.ready_slot[k], f.piece, out);
   for (size_t k = 0; k < ins_.size(); ++k)
     if (f.free_slot[k] >= 0) out.free(ins_[k].producer, ins_[k].regst, f.free_slot[k]);
   if (++flight_head_ == flight_.size()) flight_head_ = 0;

@@ -25,6 +25,12 @@
 // it may act again on the next piece at once, but tells consumers (ready) and producers (free)
 // only when the act has completed, in act order; its end of stream waits for every act in
 // flight. A synchronous act is told as act() returns, from the same bookkeeping.
+//
+// In-order streams (a GPU's): tasks whose acts run in the order they act, one after another, on
+// one stream (the runtime's launcher per GPU) need not wait for each other's completion. A late
+// task tells a consumer on its own stream ready, and a producer on its own stream free, as soon
+// as it acts: the consumer's work is queued behind the producer's, and a producer's next write
+// of a slot behind the reader's read of it. Only edges that leave the stream wait for completion.
 #pragma once
 
 #include <cstdint>
@@ -88,8 +94,10 @@ class TaskState {
   // without memory (the deadlock check): the action gets no addresses.
   // `landing` (a multi-process run): per register, where its slots are on this rank when another
   // rank produces it (the transport lands them there); empty entries live in `arenas`.
+  // `streams` (null: none): per task, the in-order stream its acts run on, or -1 (see the top).
   TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas, int32_t slot_limit,
-            int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing = nullptr);
+            int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing = nullptr,
+            const std::vector<int32_t>* streams = nullptr);
 
   void start(Outbox& out);  // a source begins emitting; others wait for messages
   void on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out);
@@ -136,10 +144,14 @@ class TaskState {
     bool eos = false;
     bool persistent = false;
     int32_t per_version = 1;  // persistent: pieces read per version
+    bool free_at_act = true;  // freed when the task acts: it is synchronous, or its producer is on its stream
   };
   struct Out {
     plan::RegstId regst;
     std::vector<plan::TaskId> consumers;
+    // Told ready when the task acts (all of them for a synchronous task; those on its stream for a
+    // late one) / when the act completes (a late task's others).
+    std::vector<plan::TaskId> at_act, at_completion;
     std::vector<uint8_t*> slot_base;
     std::vector<int32_t> outstanding;  // consumers that have not freed the slot yet
     int32_t next = 0;
@@ -165,7 +177,7 @@ class TaskState {
 
   void try_act(Outbox& out);
   void complete_oldest(Outbox& out);  // a late act's ready and free
-  void tell_ready(const Out& o, int32_t slot, int64_t piece, Outbox& out) const;
+  void tell_ready(const Out& o, const std::vector<plan::TaskId>& to, int32_t slot, int64_t piece, Outbox& out) const;
   uint8_t* address(const Arg& arg) const;
   void maybe_finish(Outbox& out);
   In& in_of(plan::RegstId regst);

@@ -9,7 +9,8 @@
 
 namespace of::runtime {
 
-LatePool::LatePool(int threads, bool jitter) : jitter_(jitter) {
+LatePool::LatePool(int threads, bool jitter, bool in_order) : jitter_(jitter), in_order_(in_order) {
+  OF_ASSERT(!in_order || threads == 1, "an in-order pool is one thread");
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { work(); });
 }
 
@@ -40,7 +41,7 @@ void LatePool::work() {
       next = ready_.front();
       ready_.pop_front();
     }
-    next->run_queued(jitter_);
+    next->run_queued(jitter_, in_order_);
   }
 }
 
@@ -73,12 +74,13 @@ void LateAction::act(int64_t piece, const void* const* in, void* const* out) {
     std::copy(out, out + q.out.size(), q.out.begin());
     ++count_;
     if (int32_t(count_) > most_.load(std::memory_order_relaxed)) most_.store(int32_t(count_), std::memory_order_relaxed);
-    if (!running_) running_ = start = true;
+    start = !running_ || pool_->in_order();  // in order: one post per act, run one by one
+    running_ = true;
   }
   if (start) pool_->post(this);
 }
 
-void LateAction::run_queued(bool jitter) {
+void LateAction::run_queued(bool jitter, bool one) {
   for (;;) {
     Queued* q = nullptr;
     {
@@ -112,6 +114,14 @@ void LateAction::run_queued(bool jitter) {
     }
     if (threw) done_->failed(error);
     else if (!failed_ && !inner_->completes_late()) done_->completed();  // else the inner action reports
+    if (one) {  // the next act has a post of its own
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (count_ == 0) {
+        running_ = false;
+        idle_.notify_all();
+      }
+      return;
+    }
   }
 }
 

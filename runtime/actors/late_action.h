@@ -28,15 +28,19 @@ namespace of::runtime {
 class LateAction;
 
 // The device's threads. Each runs one action's queued acts until it is empty, then the next
-// action that has work.
+// action that has work. An in-order pool (a stream: one thread) runs every act in the order the
+// tasks acted, across actions, which lets tasks on it tell each other at once (the protocol's
+// in-order streams, schemas/task_state.h).
 class LatePool {
  public:
   // `jitter`: pause 0 to 63 µs before each act (the test device); a GPU's launcher runs without.
-  explicit LatePool(int threads, bool jitter = true);
+  explicit LatePool(int threads, bool jitter = true, bool in_order = false);
   ~LatePool();
   LatePool(const LatePool&) = delete;
   LatePool& operator=(const LatePool&) = delete;
-  void post(LateAction* action);  // `action` has acts queued and no thread running them
+  // `action` has acts queued and no thread running them; in order: once per act.
+  void post(LateAction* action);
+  bool in_order() const { return in_order_; }
 
  private:
   void work();
@@ -45,7 +49,7 @@ class LatePool {
   std::condition_variable wake_;
   std::deque<LateAction*> ready_;
   bool stopping_ = false;
-  bool jitter_;
+  bool jitter_, in_order_;
   std::vector<std::thread> threads_;
 };
 
@@ -75,7 +79,8 @@ class LateAction final : public Action {
     std::vector<const void*> in;  // the act's addresses, copied (the task reuses its arrays); sized once
     std::vector<void*> out;
   };
-  void run_queued(bool jitter);  // on a pool thread: the queued acts, in order, until none is left
+  // On a pool thread: the queued acts, in order, until none is left (or only the oldest: `one`).
+  void run_queued(bool jitter, bool one);
 
   std::unique_ptr<Action> inner_;
   std::shared_ptr<LatePool> pool_;

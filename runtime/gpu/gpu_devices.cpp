@@ -131,7 +131,7 @@ GpuDevices::GpuDevices(const plan::Plan& p, int32_t rank, const std::string& pla
   for (Gpu& g : impl_->gpus) {
     if (g.ordinal < 0) continue;
     g.stream = std::make_unique<kernels::cuda::StreamOwner>(g.ordinal);
-    g.launcher = std::make_shared<LatePool>(1, false);
+    g.launcher = std::make_shared<LatePool>(1, false, true);  // in order: the stream's order
   }
   // Kernels that read another GPU's registers in place (collectives within a process) need peer
   // access to it; transfers copy without it. Only those pairs are asked for.

@@ -252,3 +252,38 @@ TEST_CASE("late_completion: an inner action that reports its end before the queu
   REQUIRE(seen->pieces.size() == 200);
   for (int64_t i = 0; i < 200; ++i) REQUIRE(seen->pieces[size_t(i)] == i);
 }
+
+TEST_CASE("late_completion: on an in-order stream a task tells its stream's consumer and producer at once, the others at completion", "[runtime]") {
+  // source -> t1 -> t2 -> t3 -> sink with t1, t2 and t3 late; t1 and t2 on stream 7, t3 on stream 8.
+  plan::Plan p = testing::chain(3, 2);
+  std::vector<uint8_t> arena(p.arenas[0].bytes);
+  uint8_t* arenas[] = {arena.data()};
+  const std::vector<int32_t> streams = {-1, 7, 7, 8, -1};
+  Deferred a1, a2;
+  Recorder out;
+  TaskState t1(p, 1, &a1, arenas, 2, 0, 0, nullptr, &streams);
+  TaskState t2(p, 2, &a2, arenas, 2, 0, 0, nullptr, &streams);
+  t1.on_ready(0, 0, 0, out);
+  // t2 (same stream) hears at once; the source (no stream) gets its slot back only at completion.
+  REQUIRE(out.sent.size() == 1);
+  CHECK(out.sent[0] == Msg{'r', 2, 1, 0, 0});
+  out.sent.clear();
+  t2.on_ready(1, 0, 0, out);
+  // t2 frees t1's slot at once (same stream); t3 (another stream) hears at completion.
+  REQUIRE(out.sent.size() == 1);
+  CHECK(out.sent[0] == Msg{'f', 1, 1, 0, -1});
+  out.sent.clear();
+  t2.on_completed(out);
+  REQUIRE(out.sent.size() == 1);
+  CHECK(out.sent[0] == Msg{'r', 3, 2, 0, 0});
+  out.sent.clear();
+  t1.on_completed(out);
+  REQUIRE(out.sent.size() == 1);
+  CHECK(out.sent[0] == Msg{'f', 0, 0, 0, -1});
+  // Without streams the same task tells everything at completion.
+  Deferred a;
+  Recorder plain;
+  TaskState t(p, 1, &a, arenas, 2, 0, 0);
+  t.on_ready(0, 0, 0, plain);
+  CHECK(plain.sent.empty());
+}
