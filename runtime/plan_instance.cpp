@@ -253,6 +253,15 @@ const uint8_t* PlanInstance::blob_data(plan::RegstId r, int32_t blob) const {
   return arena ? arena + regst.offsets[0] + regst.blobs[size_t(blob)].offset : nullptr;
 }
 
+void PlanInstance::free_gpu_memory() {
+  if (!gpus_) return;
+  for (size_t a = 0; a < plan_.arenas.size(); ++a)
+    if (gpus_->holds(plan_.arenas[a].device)) arena_ptrs_[a] = nullptr;
+  for (StoredTensor& t : stored_)
+    t.boxes.erase(std::remove_if(t.boxes.begin(), t.boxes.end(), [](const StoredTensor::Box& b) { return b.gpu; }), t.boxes.end());
+  gpus_.reset();
+}
+
 bool PlanInstance::in_gpu_memory(plan::RegstId r) const {
   const plan::Regst& regst = plan_.regsts[size_t(r)];
   return gpus_ && arena_ptrs_[size_t(regst.arena)] && gpus_->holds(plan_.arenas[size_t(regst.arena)].device);

@@ -107,6 +107,10 @@ class PlanInstance {
   // its own device, or for a transfer task on the host the GPU it copies from; -1 for none.
   const GpuDevices* gpus() const { return gpus_.get(); }
   int32_t gpu_of(const plan::Task& t) const;
+  // Frees the GPUs' arenas, streams and page-locked host memory once this instance has run for
+  // the last time (training's end, before the evaluation plan takes GPU memory of its own): its
+  // GPU arenas and the stored tensors in them are gone; nothing may run or read them after.
+  void free_gpu_memory();
   // The shard of stored tensor `key` (-1: none here).
   int32_t shard_of(const std::string& key) const;
   // The descriptor of input k of task t.

@@ -246,21 +246,26 @@ struct WeightSource {
 
 // `dataset`: the evaluation data opened before training (so that a missing split fails before
 // the steps are spent), or null to open it here.
-EvalReport evaluate(const PlanInstance& train_plan, const WeightSource& from, const TrainOptions& o,
+EvalReport evaluate(PlanInstance& train_plan, const WeightSource& from, const TrainOptions& o,
                     std::unique_ptr<data::Dataset> dataset = nullptr) {
   const plan::Plan& tp = train_plan.plan();
   if (tp.job.eval_plan.empty()) fail({.file = o.plan_path, .field = "job.eval_plan"}, "the plan has no evaluation plan");
   const std::string path = (std::filesystem::path(o.plan_path).parent_path() / tp.job.eval_plan).string();
+  // The trained weights, whole, on the host; then a training plan on GPUs frees their memory
+  // before the evaluation plan allocates its own (both at once may not fit).
+  std::vector<std::pair<const StoredTensor*, std::vector<uint8_t>>> trained;
+  if (from.trained)
+    for (const StoredTensor& t : from.trained->stored())
+      if (t.weight) t.gather(trained.emplace_back(&t, std::vector<uint8_t>(t.bytes)).second.data());
+  train_plan.free_gpu_memory();  // it runs no more
   PlanInstance ev(path, -1, false, o.emulate_gpus);
   if (ev.plan().job.kind != plan::JobKind::eval) fail({.file = path, .field = "job.kind"}, "is not an evaluation plan");
   if (from.trained) {
     for (const StoredTensor& e : ev.stored()) {
-      for (const StoredTensor& t : from.trained->stored()) {
-        if (!t.weight || t.key != e.key) continue;
-        if (t.desc.dtype != e.desc.dtype || t.desc.shape != e.desc.shape)
-          fail({.file = path, .field = "tensor '" + e.key + "'"}, "is {} here but {} in the training plan", shape_str(e.desc.shape), shape_str(t.desc.shape));
-        std::vector<uint8_t> whole(t.bytes);
-        t.gather(whole.data());
+      for (const auto& [t, whole] : trained) {
+        if (t->key != e.key) continue;
+        if (t->desc.dtype != e.desc.dtype || t->desc.shape != e.desc.shape)
+          fail({.file = path, .field = "tensor '" + e.key + "'"}, "is {} here but {} in the training plan", shape_str(e.desc.shape), shape_str(t->desc.shape));
         e.scatter(whole.data());
       }
     }
@@ -493,6 +498,10 @@ Report run_training(const TrainOptions& o) {
            tr.checkpoint.empty() ? std::string() : ", checkpoint " + tr.checkpoint);
     }
     report.train = tr;
+    // The training run's actions go before the evaluation: they hold its GPUs' streams, which
+    // evaluate() frees to make room for the evaluation plan's.
+    snapshots.clear();
+    actions.clear();
     if (o.eval && !tr.interrupted && commits) {
       if (eval_from_checkpoint) {
         const LoadedCheckpoint trained = load_latest_checkpoint(o.checkpoint_dir);
