@@ -65,7 +65,7 @@ void StoredTensor::gather(uint8_t* whole) const {
 }
 
 PlanInstance::PlanInstance(const std::string& plan_path, int32_t rank, bool canary, bool emulate_gpus)
-    : heap_before_(canary ? heap_in_use() : 0), plan_(load_plan(plan_path)), path_(plan_path), rank_(rank) {
+    : heap_before_(canary ? heap_in_use() : 0), plan_(load_plan(plan_path)), path_(plan_path), rank_(rank), emulate_gpus_(emulate_gpus) {
   const int32_t ranks = transport::plan_ranks(plan_);
   const bool has_gpus = std::any_of(plan_.devices.begin(), plan_.devices.end(), [](const plan::DeviceRef& d) { return d.kind != 0; });
   if (has_gpus && !emulate_gpus) {
@@ -268,11 +268,14 @@ bool PlanInstance::in_gpu_memory(plan::RegstId r) const {
 }
 
 int32_t PlanInstance::gpu_of(const plan::Task& t) const {
-  if (!gpus_) return -1;
-  if (gpus_->holds(t.device)) return t.device;
+  auto gpu = [&](int32_t d) {
+    if (gpus_) return gpus_->holds(d);
+    return emulate_gpus_ && d >= 0 && plan_.devices[size_t(d)].kind != 0 && (rank_ < 0 || plan_.devices[size_t(d)].rank == rank_);
+  };
+  if (gpu(t.device)) return t.device;
   if (t.kind == plan::TaskKind::transfer && !t.in_regsts.empty()) {
     const int32_t from = plan_.arenas[size_t(plan_.regsts[size_t(t.in_regsts[0])].arena)].device;
-    if (gpus_->holds(from)) return from;
+    if (gpu(from)) return from;
   }
   return -1;
 }
@@ -363,7 +366,7 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
 std::unique_ptr<Action> PlanInstance::make_transfer_action(const plan::Task& t) const {
   std::vector<uint64_t> bytes;
   for (const plan::Blob& b : plan_.regsts[size_t(t.out_regsts[0])].blobs) bytes.push_back(b.bytes);
-  if (const int32_t gpu = gpu_of(t); gpu >= 0) return gpus_->copy_action(gpu, std::move(bytes));
+  if (const int32_t gpu = gpu_of(t); gpu >= 0 && gpus_) return gpus_->copy_action(gpu, std::move(bytes));
   return std::make_unique<TransferAction>(std::move(bytes));
 }
 

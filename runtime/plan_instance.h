@@ -103,8 +103,9 @@ class PlanInstance {
   const uint8_t* blob_data(plan::RegstId r, int32_t blob) const;
   // Whether register r's slots are GPU memory (read them with gpu_copy).
   bool in_gpu_memory(plan::RegstId r) const;
-  // The GPUs this process runs (null: none, or emulated), and the GPU whose stream runs task t:
-  // its own device, or for a transfer task on the host the GPU it copies from; -1 for none.
+  // The GPUs this process runs (null: none, or emulated), and the GPU whose stream runs task t
+  // (real or emulated): its own device, or for a transfer task on the host the GPU it copies
+  // from; -1 for none.
   const GpuDevices* gpus() const { return gpus_.get(); }
   int32_t gpu_of(const plan::Task& t) const;
   // Frees the GPUs' arenas, streams and page-locked host memory once this instance has run for
@@ -159,6 +160,7 @@ class PlanInstance {
   std::vector<const plan::Task*> snapshots_;
   std::vector<std::vector<uint8_t>> buffers_;  // the contents of the buffer tensors
   int32_t rank_ = -1;
+  bool emulate_gpus_ = false;
   uint32_t plan_crc32_ = 0;
   std::unique_ptr<transport::RankRoutes> routes_;
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> landing_buffers_;  // also other ranks' variables' copies

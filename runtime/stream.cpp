@@ -56,13 +56,13 @@ StreamResult stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action
         continue;
       std::shared_ptr<LatePool> on = pool;
       if (const int32_t gpu = inst.gpu_of(t); gpu >= 0) {
-        on = inst.gpus()->launcher(gpu);  // its acts enqueue on the GPU's stream, from the GPU's one thread
+        if (inst.gpus()) {
+          on = inst.gpus()->launcher(gpu);  // its acts enqueue on the GPU's stream, from the GPU's one thread
+        } else {  // an emulated GPU's stream: one thread running its acts in the order they come
+          if (!stream_of[size_t(gpu)]) stream_of[size_t(gpu)] = std::make_shared<LatePool>(1, true, true);
+          on = stream_of[size_t(gpu)];
+        }
         streams[size_t(t.id)] = gpu;
-      } else if (o.emulate_gpus && p.devices[size_t(t.device)].kind != 0) {
-        // The emulated GPU's stream: one thread running its acts in the order they come.
-        if (!stream_of[size_t(t.device)]) stream_of[size_t(t.device)] = std::make_shared<LatePool>(1, true, true);
-        on = stream_of[size_t(t.device)];
-        streams[size_t(t.id)] = t.device;
       }
       if (on) actions[size_t(t.id)] = std::make_unique<LateAction>(std::move(actions[size_t(t.id)]), on, p, t.id, slots);
     }

@@ -31,6 +31,8 @@
 // task tells a consumer on its own stream ready, and a producer on its own stream free, as soon
 // as it acts: the consumer's work is queued behind the producer's, and a producer's next write
 // of a slot behind the reader's read of it. Only edges that leave the stream wait for completion.
+// When an act on a stream fails, no act queued behind it on that stream runs or completes (those
+// told early would read what it never wrote): the run stops.
 #pragma once
 
 #include <cstdint>

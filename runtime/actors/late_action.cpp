@@ -99,12 +99,13 @@ void LateAction::run_queued(bool jitter, bool one) {
     // The entry stays put until popped: act() only writes behind the queued ones.
     std::string error;
     bool threw = false;
-    if (!failed_) {
+    if (!failed_ && !pool_->stream_failed()) {
       try {
         inner_->act(q->piece, q->in.data(), q->out.data());
       } catch (const std::exception& e) {
         error = e.what();
         threw = failed_ = true;
+        pool_->set_stream_failed();
       }
     }
     {
@@ -113,7 +114,7 @@ void LateAction::run_queued(bool jitter, bool one) {
       --count_;
     }
     if (threw) done_->failed(error);
-    else if (!failed_ && !inner_->completes_late()) done_->completed();  // else the inner action reports
+    else if (!failed_ && !pool_->stream_failed() && !inner_->completes_late()) done_->completed();  // else the inner action reports
     if (one) {  // the next act has a post of its own
       std::lock_guard<std::mutex> lock(mutex_);
       if (count_ == 0) {

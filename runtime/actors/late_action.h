@@ -41,6 +41,11 @@ class LatePool {
   // `action` has acts queued and no thread running them; in order: once per act.
   void post(LateAction* action);
   bool in_order() const { return in_order_; }
+  // In order: an act failed, so every act after it on this pool is dropped unrun and uncompleted
+  // (tasks on the stream were told of it as it was queued: what they would run on is garbage).
+  // Only the pool's thread reads and writes it.
+  bool stream_failed() const { return stream_failed_; }
+  void set_stream_failed() { stream_failed_ = in_order_; }
 
  private:
   void work();
@@ -50,6 +55,7 @@ class LatePool {
   std::deque<LateAction*> ready_;
   bool stopping_ = false;
   bool jitter_, in_order_;
+  bool stream_failed_ = false;
   std::vector<std::thread> threads_;
 };
 

@@ -287,3 +287,70 @@ TEST_CASE("late_completion: on an in-order stream a task tells its stream's cons
   t.on_ready(0, 0, 0, plain);
   CHECK(plain.sent.empty());
 }
+
+namespace {
+
+struct CountingCompletion final : Completion {
+  std::atomic<int> completed_n{0}, failed_n{0};
+  void completed() override { ++completed_n; }
+  void failed(const std::string&) override { ++failed_n; }
+};
+
+struct Runs final : Action {  // counts its acts
+  std::atomic<int> n{0};
+  void act(int64_t, const void* const*, void* const*) override { ++n; }
+};
+
+}  // namespace
+
+TEST_CASE("late_completion: a failed act on an in-order stream drops every act behind it on that stream, other tasks' too", "[runtime]") {
+  // t1 and t2 of the chain share one stream; t1's act fails: t2's act queued behind it (told
+  // early, it would read what t1 never wrote) neither runs nor completes.
+  const plan::Plan p = testing::chain(2, 2);
+  auto stream = std::make_shared<LatePool>(1, false, true);
+  auto gate = std::make_shared<std::atomic<bool>>(false);
+  struct Gated final : Action {  // fails, once the test has queued what follows it
+    std::shared_ptr<std::atomic<bool>> go;
+    void act(int64_t, const void* const*, void* const*) override {
+      while (!*go) std::this_thread::yield();
+      throw std::runtime_error("launch failed");
+    }
+  };
+  auto failing = std::make_unique<Gated>();
+  failing->go = gate;
+  auto runs = std::make_unique<Runs>();
+  Runs* second = runs.get();
+  LateAction a(std::move(failing), stream, p, 1, 2), b(std::move(runs), stream, p, 2, 2);
+  CountingCompletion ca, cb;
+  a.bind(&ca);
+  b.bind(&cb);
+  const void* ins[4] = {};
+  void* outs[4] = {};
+  a.act(0, ins, outs);
+  b.act(0, ins, outs);
+  *gate = true;
+  a.drain();
+  b.drain();
+  CHECK(ca.failed_n == 1);
+  CHECK(ca.completed_n == 0);
+  CHECK(second->n == 0);
+  CHECK(cb.completed_n == 0);
+  CHECK(cb.failed_n == 0);
+  // An ordinary pool keeps the other action going (its acts were never told early).
+  auto pool = std::make_shared<LatePool>(1, false);
+  auto failing2 = std::make_unique<Gated>();
+  failing2->go = gate;
+  auto runs2 = std::make_unique<Runs>();
+  Runs* other = runs2.get();
+  LateAction c(std::move(failing2), pool, p, 1, 2), d(std::move(runs2), pool, p, 2, 2);
+  CountingCompletion cc, cd;
+  c.bind(&cc);
+  d.bind(&cd);
+  c.act(0, ins, outs);
+  d.act(0, ins, outs);
+  c.drain();
+  d.drain();
+  CHECK(cc.failed_n == 1);
+  CHECK(other->n == 1);
+  CHECK(cd.completed_n == 1);
+}
