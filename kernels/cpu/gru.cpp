@@ -23,21 +23,17 @@ namespace {
 class Gru final : public Kernel {
  public:
   explicit Gru(const KernelConfig& cfg) {
-    const RecurrentConfig c = gru_config(cfg);
-    s_ = c.s, has_h0_ = c.has_h0, save_ = c.save;
+    c_ = gru_config(cfg);
+    s_ = c_.s;
     xw_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hr_.resize(size_t(s_.batch * s_.gh()));
     zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
   }
 
   void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    const float* b = s_.has_bias ? static_cast<const float*>(in[3]) : nullptr;
-    const float* h0 = has_h0_ ? static_cast<const float*>(in[3 + int(s_.has_bias)]) : nullptr;
-    auto* y = static_cast<float*>(out[0]);
-    auto* yh = static_cast<float*>(out[1]);
+    const RecurrentArgs args = recurrent_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *b = args.b, *h0 = args.h0;
+    float *y = args.y, *yh = args.y_h;
     const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H;
     for (int64_t d = 0; d < s_.dirs; ++d) {
       sgemm(false, true, S * N, GH, s_.input, x, s_.input, w + d * GH * s_.input, s_.input, 0.0f, xw_.data(), GH);
@@ -54,8 +50,8 @@ class Gru final : public Kernel {
         sgemm(false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr_.data(), GH);
         const float* xt = xw_.data() + t * N * GH;
         float* ht = y + (t * s_.dirs + d) * NH;
-        float* gates = save_ ? static_cast<float*>(out[2]) + (d * S + t) * N * GH : nullptr;
-        float* qs = save_ ? static_cast<float*>(out[3]) + (d * S + t) * NH : nullptr;
+        float* gates = args.gates ? args.gates + (d * S + t) * N * GH : nullptr;
+        float* qs = args.states ? args.states + (d * S + t) * NH : nullptr;
         for (int64_t n = 0; n < N; ++n)
           for (int64_t j = 0; j < H; ++j)
             ht[n * H + j] = recurrent::gru_cell(xt + n * GH, hr_.data() + n * GH, H, j, h[n * H + j], gates ? gates + n * GH : nullptr,
@@ -67,16 +63,16 @@ class Gru final : public Kernel {
   }
 
  private:
+  RecurrentConfig c_;
   RecurrentShape s_;
-  bool has_h0_ = false, save_ = false;
   std::vector<float> xw_, hr_, zero_;
 };
 
 class GruGrad final : public Kernel {
  public:
   explicit GruGrad(const KernelConfig& cfg) {
-    const RecurrentConfig c = gru_grad_config(cfg);
-    s_ = c.s, present_ = c.present;
+    c_ = gru_grad_config(cfg);
+    s_ = c_.s;
     dax_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     dah_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
@@ -84,21 +80,11 @@ class GruGrad final : public Kernel {
   }
 
   void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    const auto* y = static_cast<const float*>(in[3]);
-    const auto* gates = static_cast<const float*>(in[4]);
-    const auto* qs = static_cast<const float*>(in[5]);
-    const float* opt[3] = {};
-    for (size_t p = 0, k = 6; p < 3; ++p)
-      if (present_[p]) opt[p] = static_cast<const float*>(in[k++]);
-    const float *dy = opt[0], *dyh = opt[1], *h0 = opt[2];
-    auto* dx = static_cast<float*>(out[0]);
-    auto* dw = static_cast<float*>(out[1]);
-    auto* dr = static_cast<float*>(out[2]);
-    auto* db = static_cast<float*>(out[3]);
-    auto* dh = static_cast<float*>(out[4]);  // dL/dH_t carried backwards; ends as d initial_h
+    const RecurrentGradArgs args = recurrent_grad_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *y = args.y, *gates = args.gates, *qs = args.states;
+    const float *dy = args.dy, *dyh = args.dy_h, *h0 = args.h0;
+    float *dx = args.dx, *dw = args.dw, *dr = args.dr, *db = args.db;
+    float* dh = args.d_h0;  // dL/dH_t carried backwards; ends as d initial_h
     const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, D = s_.dirs;
     for (int64_t d = 0; d < D; ++d) {
       float* dhd = dh + d * NH;
@@ -126,8 +112,8 @@ class GruGrad final : public Kernel {
   }
 
  private:
+  RecurrentConfig c_;
   RecurrentShape s_;
-  std::vector<bool> present_;
   std::vector<float> dax_, dah_, hprev_, zero_;
 };
 

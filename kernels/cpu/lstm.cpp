@@ -24,23 +24,16 @@ namespace {
 class Lstm final : public Kernel {
  public:
   explicit Lstm(const KernelConfig& cfg) {
-    const RecurrentConfig c = lstm_config(cfg);
-    s_ = c.s, has_h0_ = c.has_h0, has_c0_ = c.has_c0, save_ = c.save;
+    c_ = lstm_config(cfg);
+    s_ = c_.s;
     xw_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     zero_.assign(size_t(s_.batch * s_.hidden), 0.0f);
   }
 
   void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    int k = 3;
-    const float* b = s_.has_bias ? static_cast<const float*>(in[k++]) : nullptr;
-    const float* h0 = has_h0_ ? static_cast<const float*>(in[k++]) : nullptr;
-    const float* c0 = has_c0_ ? static_cast<const float*>(in[k++]) : nullptr;
-    auto* y = static_cast<float*>(out[0]);
-    auto* yh = static_cast<float*>(out[1]);
-    auto* yc = static_cast<float*>(out[2]);
+    const RecurrentArgs args = recurrent_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *b = args.b, *h0 = args.h0, *c0 = args.c0;
+    float *y = args.y, *yh = args.y_h, *yc = args.y_c;
     const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H;
     for (int64_t d = 0; d < s_.dirs; ++d) {
       // Every step's input projection plus both biases, in one product.
@@ -56,8 +49,8 @@ class Lstm final : public Kernel {
         float* a = xw_.data() + t * N * GH;  // becomes the pre-activations of step t
         sgemm(false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, a, GH);
         float* ht = y + (t * s_.dirs + d) * NH;
-        float* gates = save_ ? static_cast<float*>(out[3]) + ((d * S + t) * N) * GH : nullptr;
-        float* cells = save_ ? static_cast<float*>(out[4]) + (d * S + t) * NH : nullptr;
+        float* gates = args.gates ? args.gates + ((d * S + t) * N) * GH : nullptr;
+        float* cells = args.states ? args.states + (d * S + t) * NH : nullptr;
         for (int64_t n = 0; n < N; ++n)
           for (int64_t j = 0; j < H; ++j) {
             float& cell = c[n * H + j];
@@ -71,16 +64,16 @@ class Lstm final : public Kernel {
   }
 
  private:
+  RecurrentConfig c_;
   RecurrentShape s_;
-  bool has_h0_ = false, has_c0_ = false, save_ = false;
   std::vector<float> xw_, zero_;
 };
 
 class LstmGrad final : public Kernel {
  public:
   explicit LstmGrad(const KernelConfig& cfg) {
-    const RecurrentConfig c = lstm_grad_config(cfg);
-    s_ = c.s, present_ = c.present;
+    c_ = lstm_grad_config(cfg);
+    s_ = c_.s;
     da_.resize(size_t(s_.seq * s_.batch * s_.gh()));
     hprev_.resize(size_t(s_.seq * s_.batch * s_.hidden));
     dh_.resize(size_t(s_.batch * s_.hidden));
@@ -88,22 +81,10 @@ class LstmGrad final : public Kernel {
   }
 
   void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    const auto* y = static_cast<const float*>(in[3]);
-    const auto* gates = static_cast<const float*>(in[4]);
-    const auto* cells = static_cast<const float*>(in[5]);
-    const float* opt[5] = {};
-    for (size_t p = 0, k = 6; p < 5; ++p)
-      if (present_[p]) opt[p] = static_cast<const float*>(in[k++]);
-    const float *dy = opt[0], *dyh = opt[1], *dyc = opt[2], *h0 = opt[3], *c0 = opt[4];
-    auto* dx = static_cast<float*>(out[0]);
-    auto* dw = static_cast<float*>(out[1]);
-    auto* dr = static_cast<float*>(out[2]);
-    auto* db = static_cast<float*>(out[3]);
-    auto* dh0 = static_cast<float*>(out[4]);
-    auto* dc0 = static_cast<float*>(out[5]);
+    const RecurrentGradArgs args = recurrent_grad_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *y = args.y, *gates = args.gates, *cells = args.states;
+    const float *dy = args.dy, *dyh = args.dy_h, *dyc = args.dy_c, *h0 = args.h0, *c0 = args.c0;
+    float *dx = args.dx, *dw = args.dw, *dr = args.dr, *db = args.db, *dh0 = args.d_h0, *dc0 = args.d_c0;
     const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H, D = s_.dirs;
     for (int64_t d = 0; d < D; ++d) {
       float* dc = dc0 + d * NH;  // dL/dC_t, carried backwards; ends as d initial_c
@@ -132,8 +113,8 @@ class LstmGrad final : public Kernel {
   }
 
  private:
+  RecurrentConfig c_;
   RecurrentShape s_;
-  std::vector<bool> present_;
   std::vector<float> da_, hprev_, dh_, zero_;
 };
 

@@ -124,6 +124,42 @@ RecurrentConfig gru_grad_config(const KernelConfig& cfg) {
   return c;
 }
 
+namespace {
+
+const float* input(const void* const* in, int k) { return static_cast<const float*>(in[k]); }
+float* output(void* const* out, int k) { return static_cast<float*>(out[k]); }
+
+}  // namespace
+
+RecurrentArgs recurrent_args(const RecurrentConfig& c, const void* const* in, void* const* out) {
+  const bool lstm = c.s.gates == 4;
+  RecurrentArgs a{.x = input(in, 0), .w = input(in, 1), .r = input(in, 2)};
+  int k = 3;
+  if (c.s.has_bias) a.b = input(in, k++);
+  if (c.has_h0) a.h0 = input(in, k++);
+  if (c.has_c0) a.c0 = input(in, k++);
+  int o = 0;
+  a.y = output(out, o++);
+  a.y_h = output(out, o++);
+  if (lstm) a.y_c = output(out, o++);
+  if (c.save) a.gates = output(out, o++), a.states = output(out, o++);
+  return a;
+}
+
+RecurrentGradArgs recurrent_grad_args(const RecurrentConfig& c, const void* const* in, void* const* out) {
+  const bool lstm = c.s.gates == 4;
+  RecurrentGradArgs a{.x = input(in, 0), .w = input(in, 1), .r = input(in, 2), .y = input(in, 3), .gates = input(in, 4), .states = input(in, 5)};
+  // The optional inputs in order: dY, dY_h, (dY_c), initial_h, (initial_c).
+  const float** slots[] = {&a.dy, &a.dy_h, &a.dy_c, &a.h0, &a.c0};
+  const float** gru_slots[] = {&a.dy, &a.dy_h, &a.h0};
+  int k = 6;
+  for (size_t p = 0; p < c.present.size(); ++p)
+    if (c.present[p]) *(lstm ? slots[p] : gru_slots[p]) = input(in, k++);
+  a.dx = output(out, 0), a.dw = output(out, 1), a.dr = output(out, 2), a.db = output(out, 3), a.d_h0 = output(out, 4);
+  if (lstm) a.d_c0 = output(out, 5);
+  return a;
+}
+
 void weight_grads(const RecurrentShape& s, int64_t d, const float* dax, const float* dah, const float* x,
                   const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db) {
   const int64_t rows = s.seq * s.batch, GH = s.gh(), I = s.input, H = s.hidden;

@@ -48,6 +48,22 @@ RecurrentConfig lstm_grad_config(const KernelConfig& cfg);
 RecurrentConfig gru_config(const KernelConfig& cfg);
 RecurrentConfig gru_grad_config(const KernelConfig& cfg);
 
+// A recurrent kernel's arguments by name, from run()'s arrays in the layouts above (the CPU
+// kernels and their CUDA twins read them alike); absent optional ones are null. Forward: y_c is
+// the LSTM's; gates and states (the LSTM's cells, the GRU's Q) only when training saves them.
+struct RecurrentArgs {
+  const float *x = nullptr, *w = nullptr, *r = nullptr, *b = nullptr, *h0 = nullptr, *c0 = nullptr;
+  float *y = nullptr, *y_h = nullptr, *y_c = nullptr, *gates = nullptr, *states = nullptr;
+};
+RecurrentArgs recurrent_args(const RecurrentConfig& c, const void* const* in, void* const* out);
+// Backward: dy_c, c0 and d_c0 are the LSTM's.
+struct RecurrentGradArgs {
+  const float *x = nullptr, *w = nullptr, *r = nullptr, *y = nullptr, *gates = nullptr, *states = nullptr;
+  const float *dy = nullptr, *dy_h = nullptr, *dy_c = nullptr, *h0 = nullptr, *c0 = nullptr;
+  float *dx = nullptr, *dw = nullptr, *dr = nullptr, *db = nullptr, *d_h0 = nullptr, *d_c0 = nullptr;
+};
+RecurrentGradArgs recurrent_grad_args(const RecurrentConfig& c, const void* const* in, void* const* out);
+
 // One direction's weight gradients from the pre-activation gradients of every step, dAx (the
 // input side, [S*N, G*H]) and dAh (the hidden side; the same array for the LSTM): dX += dAx W
 // (dX is overwritten for direction 0), dW = dAx^T X, dR = dAh^T Hprev, dB = [sum dAx, sum dAh].

@@ -23,13 +23,9 @@ class Gru final : public Kernel {
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& st = *ctx.stream;
     const cpu::RecurrentShape& s = c_.s;
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    const float* b = s.has_bias ? static_cast<const float*>(in[3]) : nullptr;
-    const float* h0 = c_.has_h0 ? static_cast<const float*>(in[3 + int(s.has_bias)]) : nullptr;
-    auto* y = static_cast<float*>(out[0]);
-    auto* yh = static_cast<float*>(out[1]);
+    const cpu::RecurrentArgs args = cpu::recurrent_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *b = args.b, *h0 = args.h0;
+    float *y = args.y, *yh = args.y_h;
     const int64_t S = s.seq, N = s.batch, H = s.hidden, GH = s.gh(), NH = N * H;
     auto* xw = static_cast<float*>(xw_.get());
     auto* hr = static_cast<float*>(hr_.get());
@@ -46,8 +42,8 @@ class Gru final : public Kernel {
         launch_fill_rows(hr, rb, N, GH, st.stream);
         sgemm(st, false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr, GH);
         float* ht = y + (t * s.dirs + d) * NH;
-        float* gates = c_.save ? static_cast<float*>(out[2]) + (d * S + t) * N * GH : nullptr;
-        float* qs = c_.save ? static_cast<float*>(out[3]) + (d * S + t) * NH : nullptr;
+        float* gates = args.gates ? args.gates + (d * S + t) * N * GH : nullptr;
+        float* qs = args.states ? args.states + (d * S + t) * NH : nullptr;
         launch_gru_step(xw + t * N * GH, hr, h, ht, gates, qs, N, H, st.stream);
         h = ht;
       }
@@ -72,21 +68,11 @@ class GruGrad final : public Kernel {
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& st = *ctx.stream;
     const cpu::RecurrentShape& s = c_.s;
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    const auto* y = static_cast<const float*>(in[3]);
-    const auto* gates = static_cast<const float*>(in[4]);
-    const auto* qs = static_cast<const float*>(in[5]);
-    const float* opt[3] = {};
-    for (size_t p = 0, k = 6; p < 3; ++p)
-      if (c_.present[p]) opt[p] = static_cast<const float*>(in[k++]);
-    const float *dy = opt[0], *dyh = opt[1], *h0 = opt[2];
-    auto* dx = static_cast<float*>(out[0]);
-    auto* dw = static_cast<float*>(out[1]);
-    auto* dr = static_cast<float*>(out[2]);
-    auto* db = static_cast<float*>(out[3]);
-    auto* dh = static_cast<float*>(out[4]);  // dL/dH_t carried backwards; ends as d initial_h
+    const cpu::RecurrentGradArgs args = cpu::recurrent_grad_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *y = args.y, *gates = args.gates, *qs = args.states;
+    const float *dy = args.dy, *dyh = args.dy_h, *h0 = args.h0;
+    float *dx = args.dx, *dw = args.dw, *dr = args.dr, *db = args.db;
+    float* dh = args.d_h0;  // dL/dH_t carried backwards; ends as d initial_h
     const int64_t S = s.seq, N = s.batch, H = s.hidden, GH = s.gh(), NH = N * H, D = s.dirs;
     auto* dax = static_cast<float*>(dax_.get());
     auto* dah = static_cast<float*>(dah_.get());

@@ -22,16 +22,9 @@ class Lstm final : public Kernel {
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& st = *ctx.stream;
     const cpu::RecurrentShape& s = c_.s;
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    int k = 3;
-    const float* b = s.has_bias ? static_cast<const float*>(in[k++]) : nullptr;
-    const float* h0 = c_.has_h0 ? static_cast<const float*>(in[k++]) : nullptr;
-    const float* c0 = c_.has_c0 ? static_cast<const float*>(in[k++]) : nullptr;
-    auto* y = static_cast<float*>(out[0]);
-    auto* yh = static_cast<float*>(out[1]);
-    auto* yc = static_cast<float*>(out[2]);
+    const cpu::RecurrentArgs args = cpu::recurrent_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *b = args.b, *h0 = args.h0, *c0 = args.c0;
+    float *y = args.y, *yh = args.y_h, *yc = args.y_c;
     const int64_t S = s.seq, N = s.batch, H = s.hidden, GH = s.gh(), NH = N * H;
     auto* xw = static_cast<float*>(xw_.get());
     auto* zero = static_cast<float*>(zero_.get());
@@ -47,8 +40,8 @@ class Lstm final : public Kernel {
         float* a = xw + t * N * GH;  // becomes the pre-activations of step t
         sgemm(st, false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, a, GH);
         float* ht = y + (t * s.dirs + d) * NH;
-        float* gates = c_.save ? static_cast<float*>(out[3]) + (d * S + t) * N * GH : nullptr;
-        float* cells = c_.save ? static_cast<float*>(out[4]) + (d * S + t) * NH : nullptr;
+        float* gates = args.gates ? args.gates + (d * S + t) * N * GH : nullptr;
+        float* cells = args.states ? args.states + (d * S + t) * NH : nullptr;
         launch_lstm_step(a, c, ht, gates, cells, N, H, st.stream);
         h = ht;
       }
@@ -73,22 +66,10 @@ class LstmGrad final : public Kernel {
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& st = *ctx.stream;
     const cpu::RecurrentShape& s = c_.s;
-    const auto* x = static_cast<const float*>(in[0]);
-    const auto* w = static_cast<const float*>(in[1]);
-    const auto* r = static_cast<const float*>(in[2]);
-    const auto* y = static_cast<const float*>(in[3]);
-    const auto* gates = static_cast<const float*>(in[4]);
-    const auto* cells = static_cast<const float*>(in[5]);
-    const float* opt[5] = {};
-    for (size_t p = 0, k = 6; p < 5; ++p)
-      if (c_.present[p]) opt[p] = static_cast<const float*>(in[k++]);
-    const float *dy = opt[0], *dyh = opt[1], *dyc = opt[2], *h0 = opt[3], *c0 = opt[4];
-    auto* dx = static_cast<float*>(out[0]);
-    auto* dw = static_cast<float*>(out[1]);
-    auto* dr = static_cast<float*>(out[2]);
-    auto* db = static_cast<float*>(out[3]);
-    auto* dh0 = static_cast<float*>(out[4]);
-    auto* dc0 = static_cast<float*>(out[5]);
+    const cpu::RecurrentGradArgs args = cpu::recurrent_grad_args(c_, in, out);
+    const float *x = args.x, *w = args.w, *r = args.r, *y = args.y, *gates = args.gates, *cells = args.states;
+    const float *dy = args.dy, *dyh = args.dy_h, *dyc = args.dy_c, *h0 = args.h0, *c0 = args.c0;
+    float *dx = args.dx, *dw = args.dw, *dr = args.dr, *db = args.db, *dh0 = args.d_h0, *dc0 = args.d_c0;
     const int64_t S = s.seq, N = s.batch, H = s.hidden, GH = s.gh(), NH = N * H, D = s.dirs;
     auto* da = static_cast<float*>(da_.get());
     auto* hprev = static_cast<float*>(hprev_.get());
