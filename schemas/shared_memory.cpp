@@ -55,19 +55,41 @@ bool GroupOrder::proxied(TaskId outside) const {
   return false;
 }
 
+const std::vector<uint64_t>& GroupOrder::proxy_row(TaskId outside) const {
+  auto [it, fresh] = proxy_rows_.try_emplace(outside);
+  if (!fresh) return it->second;
+  std::vector<uint64_t>& row = it->second;
+  row.assign(words_, 0);
+  for (RegstId r : plan_->tasks[size_t(outside)].out_regsts) {
+    const Regst& x = plan_->regsts[size_t(r)];
+    if (x.producer != outside || !streamed_per_piece(x)) continue;
+    for (TaskId d : x.consumers) {
+      const int32_t j = place_[size_t(d)];
+      if (j < 0) continue;
+      row[size_t(j) / 64] |= uint64_t(1) << (size_t(j) % 64);
+      const uint64_t* from = &reach_[size_t(j) * words_];
+      for (size_t w = 0; w < words_; ++w) row[w] |= from[w];
+    }
+  }
+  return row;
+}
+
 bool GroupOrder::read_before(TaskId c, TaskId to) const {
   if (in_group(c)) return reaches(c, to);
-  for (RegstId r : plan_->tasks[size_t(c)].out_regsts) {
-    const Regst& x = plan_->regsts[size_t(r)];
-    if (x.producer != c || !streamed_per_piece(x)) continue;
-    for (TaskId d : x.consumers)
-      if (in_group(d) && (d == to || reaches(d, to))) return true;
-  }
-  return false;
+  return in_group(to) && row_has(proxy_row(c), to);
 }
 
 bool GroupOrder::read_before_task(const Regst& x, TaskId t) const {
   return !x.consumers.empty() && std::all_of(x.consumers.begin(), x.consumers.end(), [&](TaskId c) { return read_before(c, t); });
+}
+
+std::vector<uint64_t> GroupOrder::read_before_row(const Regst& x) const {
+  std::vector<uint64_t> row(words_, x.consumers.empty() ? 0 : ~uint64_t(0));
+  for (TaskId c : x.consumers) {
+    const uint64_t* from = in_group(c) ? &reach_[size_t(place_[size_t(c)]) * words_] : proxy_row(c).data();
+    for (size_t w = 0; w < words_; ++w) row[w] &= from[w];
+  }
+  return row;
 }
 
 bool GroupOrder::before(const Regst& x, const Regst& y) const { return read_before_task(x, y.producer); }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "schemas/plan_model.h"
@@ -51,6 +52,14 @@ class GroupOrder {
   bool before(const Regst& x, const Regst& y) const;
   // Every reader of x has completed before task `t` acts.
   bool read_before_task(const Regst& x, TaskId t) const;
+  // The same for every task of the group at once: bit i (of word i / 64) is set when every reader
+  // of x has completed before the group's i-th task acts. For comparing many pairs of registers
+  // (placing a frame): one row per register, then a bit per pair.
+  std::vector<uint64_t> read_before_row(const Regst& x) const;
+  bool row_has(const std::vector<uint64_t>& row, TaskId t) const {
+    const int32_t i = place_[size_t(t)];
+    return i >= 0 && (row[size_t(i) / 64] >> (size_t(i) % 64)) & 1;
+  }
   // Tasks of the group no other task of it reaches (its sources) or that reach none (its ends).
   std::vector<TaskId> sources() const;
   std::vector<TaskId> ends() const;
@@ -59,6 +68,10 @@ class GroupOrder {
   // Whether reader `c` has completed before `to` acts: c reaches it, or (outside the group) one
   // of c's proxies is or reaches it.
   bool read_before(TaskId c, TaskId to) const;
+  // For a reader outside the group: the tasks of the group its proxies are or reach, as a row.
+  // Computed when first asked (a collective part of another device, read for every pair of the
+  // registers it reads), kept for the group's life.
+  const std::vector<uint64_t>& proxy_row(TaskId outside) const;
 
   const Plan* plan_;
   std::vector<TaskId> tasks_;
@@ -66,6 +79,7 @@ class GroupOrder {
   size_t words_;                       // 64-bit words per row
   std::vector<uint64_t> reach_;        // row i: the tasks task i reaches
   std::vector<uint8_t> has_pred_;      // per group task: some group task reaches it
+  mutable std::unordered_map<TaskId, std::vector<uint64_t>> proxy_rows_;  // proxy_row's answers
 };
 
 // Scratch room a task of a share group was given (scratch_room): per slot, its offset.

@@ -194,10 +194,16 @@ void remove_regsts_from(TaskGraph& tg, size_t first) {
 // Offsets in one frame: two registers are live together unless one is ordered before the other.
 MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, const std::vector<RegstId>& members) {
   std::vector<uint64_t> bytes;
-  for (RegstId r : members) bytes.push_back(tg.regsts[size_t(r)].slot_bytes);
+  // Best fit compares every pair: each register's readers are summed up once, as a row of the
+  // tasks they have all completed before (order.before(x, y) is y's producer's bit in x's row).
+  std::vector<std::vector<uint64_t>> read_before;
+  for (RegstId r : members) {
+    bytes.push_back(tg.regsts[size_t(r)].slot_bytes);
+    read_before.push_back(order.read_before_row(tg.regsts[size_t(r)]));
+  }
   return place_best_fit(bytes, [&](size_t a, size_t b) {
     const Regst &x = tg.regsts[size_t(members[a])], &y = tg.regsts[size_t(members[b])];
-    return !order.before(x, y) && !order.before(y, x);
+    return !order.row_has(read_before[a], y.producer) && !order.row_has(read_before[b], x.producer);
   });
 }
 

@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include "common/error.h"
 #include "compiler/compile.h"
 #include "compiler/passes/pass.h"
@@ -65,7 +68,7 @@ std::string write_deep_mlp(int layers, int64_t width, int64_t batch) {
     relu->add_output(cur);
   }
   value(g->add_output(), "y");
-  const std::string path = (std::filesystem::temp_directory_path() / ("of_deep_mlp_" + std::to_string(layers) + ".onnx")).string();
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("of_deep_mlp_{}x{}x{}_{}.onnx", layers, width, batch, ::getpid())).string();
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
   return path;
 }
@@ -302,6 +305,23 @@ TEST_CASE("share memory: a register another device's part reads in place shares 
     CHECK(order.proxied(tg.regsts[size_t(control)].producer));
     for (const Regst& y : tg.regsts)
       if (y.share_group == x.share_group && y.id != x.id && order.before(x, y)) ordered = true;
+    // The row frame placement compares with says, for every task of the group, what the rule
+    // says from first principles: each reader here reaches the task, each reader elsewhere
+    // hands a register to a task here that is or reaches it.
+    const std::vector<uint64_t> row = order.read_before_row(x);
+    for (TaskId t : tg.share_groups[size_t(x.share_group)].tasks) {
+      bool all_read = !x.consumers.empty();
+      for (TaskId c : x.consumers) {
+        bool done = order.in_group(c) && order.reaches(c, t);
+        if (!order.in_group(c))
+          for (RegstId out : tg.tasks[size_t(c)].out_regsts)
+            for (TaskId d : tg.regsts[size_t(out)].consumers)
+              if (!tg.regsts[size_t(out)].persistent && tg.regsts[size_t(out)].acts_per_piece == 1 && order.in_group(d) && (d == t || order.reaches(d, t))) done = true;
+        all_read = all_read && done;
+      }
+      CHECK(order.row_has(row, t) == all_read);
+      CHECK(order.read_before_task(x, t) == all_read);
+    }
   }
   CHECK(ordered);
   // Without the proxy's control register the other device's read is unordered: refused.
