@@ -16,8 +16,7 @@ bool streamed_per_piece(const Regst& r) { return !r.persistent && r.acts_per_pie
 }  // namespace
 
 GroupOrder::GroupOrder(const Plan& p, const std::vector<TaskId>& tasks)
-    : plan_(&p), tasks_(tasks), place_(p.tasks.size(), -1), words_((tasks.size() + 63) / 64) {
-  for (size_t i = 0; i < tasks.size(); ++i) place_[size_t(tasks[i])] = int32_t(i);
+    : plan_(&p), tasks_(tasks), words_((tasks.size() + 63) / 64) {
   reach_.assign(tasks.size() * words_, 0);
   has_pred_.assign(tasks.size(), 0);
   // Readers have higher ids than producers, so rows fill from the last task back.
@@ -27,7 +26,7 @@ GroupOrder::GroupOrder(const Plan& p, const std::vector<TaskId>& tasks)
       const Regst& x = p.regsts[size_t(r)];
       if (x.producer != tasks[i] || !streamed_per_piece(x)) continue;
       for (TaskId c : x.consumers) {
-        const int32_t j = place_[size_t(c)];
+        const int32_t j = place(c);
         if (j <= int32_t(i)) continue;  // outside the group (or not a later task: no path taken)
         has_pred_[size_t(j)] = 1;
         row[size_t(j) / 64] |= uint64_t(1) << (size_t(j) % 64);
@@ -39,7 +38,7 @@ GroupOrder::GroupOrder(const Plan& p, const std::vector<TaskId>& tasks)
 }
 
 bool GroupOrder::reaches(TaskId from, TaskId to) const {
-  const int32_t i = place_[size_t(from)], j = place_[size_t(to)];
+  const int32_t i = place(from), j = place(to);
   if (i < 0 || j < 0) return false;
   return (reach_[size_t(i) * words_ + size_t(j) / 64] >> (size_t(j) % 64)) & 1;
 }
@@ -64,7 +63,7 @@ const std::vector<uint64_t>& GroupOrder::proxy_row(TaskId outside) const {
     const Regst& x = plan_->regsts[size_t(r)];
     if (x.producer != outside || !streamed_per_piece(x)) continue;
     for (TaskId d : x.consumers) {
-      const int32_t j = place_[size_t(d)];
+      const int32_t j = place(d);
       if (j < 0) continue;
       row[size_t(j) / 64] |= uint64_t(1) << (size_t(j) % 64);
       const uint64_t* from = &reach_[size_t(j) * words_];
@@ -86,7 +85,7 @@ bool GroupOrder::read_before_task(const Regst& x, TaskId t) const {
 std::vector<uint64_t> GroupOrder::read_before_row(const Regst& x) const {
   std::vector<uint64_t> row(words_, x.consumers.empty() ? 0 : ~uint64_t(0));
   for (TaskId c : x.consumers) {
-    const uint64_t* from = in_group(c) ? &reach_[size_t(place_[size_t(c)]) * words_] : proxy_row(c).data();
+    const uint64_t* from = in_group(c) ? &reach_[size_t(place(c)) * words_] : proxy_row(c).data();
     for (size_t w = 0; w < words_; ++w) row[w] &= from[w];
   }
   return row;

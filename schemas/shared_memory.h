@@ -22,6 +22,7 @@
 // keeps both properties.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,7 +44,7 @@ inline constexpr uint64_t kMaxShareOrderBits = uint64_t(1) << 29;
 class GroupOrder {
  public:
   GroupOrder(const Plan& p, const std::vector<TaskId>& tasks);
-  bool in_group(TaskId t) const { return place_[size_t(t)] >= 0; }
+  bool in_group(TaskId t) const { return place(t) >= 0; }
   bool reaches(TaskId from, TaskId to) const;
   // A task outside the group that hands a streamed per-piece register to a task of it.
   bool proxied(TaskId outside) const;
@@ -56,15 +57,21 @@ class GroupOrder {
   // of x has completed before the group's i-th task acts. For comparing many pairs of registers
   // (placing a frame): one row per register, then a bit per pair.
   std::vector<uint64_t> read_before_row(const Regst& x) const;
-  bool row_has(const std::vector<uint64_t>& row, TaskId t) const {
-    const int32_t i = place_[size_t(t)];
-    return i >= 0 && (row[size_t(i) / 64] >> (size_t(i) % 64)) & 1;
-  }
+  bool row_has(const std::vector<uint64_t>& row, TaskId t) const { return has_bit(row, place(t)); }
+  // The same by a task's index among the group's tasks (index_of; -1: no).
+  static bool has_bit(const std::vector<uint64_t>& row, int32_t i) { return i >= 0 && (row[size_t(i) / 64] >> (size_t(i) % 64)) & 1; }
+  int32_t index_of(TaskId t) const { return place(t); }
   // Tasks of the group no other task of it reaches (its sources) or that reach none (its ends).
   std::vector<TaskId> sources() const;
   std::vector<TaskId> ends() const;
 
  private:
+  // Task t's index in tasks_, -1 outside the group. Searched, not tabled per plan task: a plan
+  // of a million tasks on a thousand devices has thousands of groups.
+  int32_t place(TaskId t) const {
+    const auto it = std::lower_bound(tasks_.begin(), tasks_.end(), t);
+    return it != tasks_.end() && *it == t ? int32_t(it - tasks_.begin()) : -1;
+  }
   // Whether reader `c` has completed before `to` acts: c reaches it, or (outside the group) one
   // of c's proxies is or reaches it.
   bool read_before(TaskId c, TaskId to) const;
@@ -75,7 +82,6 @@ class GroupOrder {
 
   const Plan* plan_;
   std::vector<TaskId> tasks_;
-  std::vector<int32_t> place_;         // per plan task: index into tasks_, -1 outside the group
   size_t words_;                       // 64-bit words per row
   std::vector<uint64_t> reach_;        // row i: the tasks task i reaches
   std::vector<uint8_t> has_pred_;      // per group task: some group task reaches it

@@ -36,12 +36,6 @@ constexpr size_t kWindowTasks = 4096;
 
 bool streamed_per_piece(const Regst& r) { return !r.persistent && r.acts_per_piece == 1; }
 
-int32_t arena_of_device(const TaskGraph& tg, int32_t device) {
-  for (const Arena& a : tg.arenas)
-    if (a.device == device) return a.id;
-  return -1;
-}
-
 // A compute or collective task of `device`.
 bool local_compute(const TaskGraph& tg, TaskId t, int32_t device) {
   const Task& task = tg.tasks[size_t(t)];
@@ -83,14 +77,29 @@ bool may_share(const TaskGraph& tg, const Regst& r) {
                      [&](TaskId c) { return local_compute(tg, c, device) || proxy_of(tg, r, c) >= 0; });
 }
 
+// Disjoint sets of tasks. One per plan, emptied between devices by undoing only what was joined
+// (a device's joins touch its own tasks; a fresh array per device was a gigabyte-sized memset
+// at 1024 devices).
 struct Sets {
   std::vector<int32_t> parent;
+  std::vector<int32_t> touched;
   explicit Sets(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
   int32_t find(int32_t x) {
-    while (parent[size_t(x)] != x) x = parent[size_t(x)] = parent[size_t(parent[size_t(x)])];
+    while (parent[size_t(x)] != x) {
+      touched.push_back(x);
+      x = parent[size_t(x)] = parent[size_t(parent[size_t(x)])];
+    }
     return x;
   }
-  void join(int32_t a, int32_t b) { parent[size_t(find(a))] = find(b); }
+  void join(int32_t a, int32_t b) {
+    const int32_t ra = find(a);
+    touched.push_back(ra);
+    parent[size_t(ra)] = find(b);
+  }
+  void clear() {
+    for (int32_t x : touched) parent[size_t(x)] = x;
+    touched.clear();
+  }
 };
 
 // A control register: orders `to` after `from` for each piece, carrying nothing.
@@ -197,13 +206,14 @@ MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, co
   // Best fit compares every pair: each register's readers are summed up once, as a row of the
   // tasks they have all completed before (order.before(x, y) is y's producer's bit in x's row).
   std::vector<std::vector<uint64_t>> read_before;
+  std::vector<int32_t> producer;  // the index of each register's producer among the group's tasks
   for (RegstId r : members) {
     bytes.push_back(tg.regsts[size_t(r)].slot_bytes);
     read_before.push_back(order.read_before_row(tg.regsts[size_t(r)]));
+    producer.push_back(order.index_of(tg.regsts[size_t(r)].producer));
   }
   return place_best_fit(bytes, [&](size_t a, size_t b) {
-    const Regst &x = tg.regsts[size_t(members[a])], &y = tg.regsts[size_t(members[b])];
-    return !order.row_has(read_before[a], y.producer) && !order.row_has(read_before[b], x.producer);
+    return !plan::GroupOrder::has_bit(read_before[a], producer[b]) && !plan::GroupOrder::has_bit(read_before[b], producer[a]);
   });
 }
 
@@ -214,14 +224,24 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
   uint64_t order_bits = 0;  // what ofrun's check of the groups' orders will take (shared_memory.h)
   // Candidate groups: by (device, slots), tasks joined by the registers they share.
   std::map<std::pair<int32_t, int32_t>, std::vector<RegstId>> by_kind;
-  for (const Regst& r : tg.regsts)
+  // The streamed per-piece registers of each device between its own tasks, gathered once (not
+  // scanned whole per device: a plan has millions of registers on up to 1024 devices).
+  std::vector<std::vector<RegstId>> streamed_on(tg.devices.size());
+  for (const Regst& r : tg.regsts) {
     if (may_share(tg, r)) by_kind[{tg.arenas[size_t(r.arena)].device, r.slots}].push_back(r.id);
+    const int32_t device = tg.arenas[size_t(r.arena)].device;
+    if (streamed_per_piece(r) && local_compute(tg, r.producer, device)) streamed_on[size_t(device)].push_back(r.id);
+  }
+  std::vector<int32_t> arena_of(tg.devices.size(), -1);
+  for (const Arena& a : tg.arenas)
+    if (arena_of[size_t(a.device)] < 0) arena_of[size_t(a.device)] = a.id;
+  Sets sets(tg.tasks.size());
   for (const auto& by : by_kind) {
     // Named copies, not structured bindings: the lambdas below capture them (clang before 16
     // cannot capture a structured binding).
     const std::pair<int32_t, int32_t> kind = by.first;
     const std::vector<RegstId>& regsts = by.second;
-    Sets sets(tg.tasks.size());
+    sets.clear();
     // A register read by another device's part: its producer with its readers here and with
     // the proxies of those elsewhere (which join the group in their stead).
     auto local_readers = [&](RegstId r) {
@@ -237,9 +257,8 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
     // part that reads it and the update that reads the part's output then join the backward
     // pass's group, so the part's output shares bytes too (its order follows those registers,
     // as the rule's does) instead of forming a group of its own that gains nothing.
-    for (const Regst& x : tg.regsts) {
-      if (!streamed_per_piece(x) || tg.arenas[size_t(x.arena)].device != kind.first) continue;
-      if (!local_compute(tg, x.producer, kind.first)) continue;
+    for (RegstId id : streamed_on[size_t(kind.first)]) {
+      const Regst& x = tg.regsts[size_t(id)];
       for (TaskId c : x.consumers)
         if (local_compute(tg, c, kind.first)) sets.join(x.producer, c);
     }
@@ -262,7 +281,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
       const uint64_t bits = uint64_t(tasks.size()) * tasks.size();
       if (tasks.size() > plan::kMaxShareGroupTasks || order_bits + bits > plan::kMaxShareOrderBits || !keep(candidate)) return;
       const int32_t slots = most_frames > 0 ? std::min(kind.second, most_frames) : kind.second;
-      const int32_t arena = arena_of_device(tg, kind.first);
+      const int32_t arena = arena_of[size_t(kind.first)];
       const size_t regsts_before = tg.regsts.size();
       // Each reader elsewhere hands its proxy a control register: the proxy acts after it.
       for (RegstId r : members)
@@ -274,7 +293,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
               const Regst& x = tg.regsts[size_t(o)];
               return x.producer == c && streamed_per_piece(x) && x.consumers == std::vector<TaskId>{proxy};
             });
-            if (!joined) add_control(tg, c, proxy, slots, arena_of_device(tg, tg.tasks[size_t(c)].device));
+            if (!joined) add_control(tg, c, proxy, slots, arena_of[size_t(tg.tasks[size_t(c)].device)]);
           }
       add_order_edges(tg, tasks, how, slots, arena);
       const plan::GroupOrder order(tg, tasks);
