@@ -35,6 +35,13 @@ GroupOrder::GroupOrder(const Plan& p, const std::vector<TaskId>& tasks)
       }
     }
   }
+  // The group's proxies, from the group's side: a task outside it may write to many groups (a
+  // collective part of each device's gradient), so its own outputs are not searched per group.
+  for (size_t j = 0; j < tasks.size(); ++j)
+    for (RegstId r : p.tasks[size_t(tasks[j])].in_regsts) {
+      const Regst& x = p.regsts[size_t(r)];
+      if (streamed_per_piece(x) && !in_group(x.producer)) proxies_[x.producer].push_back(int32_t(j));
+    }
 }
 
 bool GroupOrder::reaches(TaskId from, TaskId to) const {
@@ -43,32 +50,19 @@ bool GroupOrder::reaches(TaskId from, TaskId to) const {
   return (reach_[size_t(i) * words_ + size_t(j) / 64] >> (size_t(j) % 64)) & 1;
 }
 
-bool GroupOrder::proxied(TaskId outside) const {
-  if (in_group(outside)) return false;
-  for (RegstId r : plan_->tasks[size_t(outside)].out_regsts) {
-    const Regst& x = plan_->regsts[size_t(r)];
-    if (x.producer == outside && streamed_per_piece(x) &&
-        std::any_of(x.consumers.begin(), x.consumers.end(), [&](TaskId d) { return in_group(d); }))
-      return true;
-  }
-  return false;
-}
+bool GroupOrder::proxied(TaskId outside) const { return proxies_.contains(outside); }
 
 const std::vector<uint64_t>& GroupOrder::proxy_row(TaskId outside) const {
   auto [it, fresh] = proxy_rows_.try_emplace(outside);
   if (!fresh) return it->second;
   std::vector<uint64_t>& row = it->second;
   row.assign(words_, 0);
-  for (RegstId r : plan_->tasks[size_t(outside)].out_regsts) {
-    const Regst& x = plan_->regsts[size_t(r)];
-    if (x.producer != outside || !streamed_per_piece(x)) continue;
-    for (TaskId d : x.consumers) {
-      const int32_t j = place(d);
-      if (j < 0) continue;
-      row[size_t(j) / 64] |= uint64_t(1) << (size_t(j) % 64);
-      const uint64_t* from = &reach_[size_t(j) * words_];
-      for (size_t w = 0; w < words_; ++w) row[w] |= from[w];
-    }
+  const auto proxies = proxies_.find(outside);
+  if (proxies == proxies_.end()) return row;
+  for (int32_t j : proxies->second) {
+    row[size_t(j) / 64] |= uint64_t(1) << (size_t(j) % 64);
+    const uint64_t* from = &reach_[size_t(j) * words_];
+    for (size_t w = 0; w < words_; ++w) row[w] |= from[w];
   }
   return row;
 }

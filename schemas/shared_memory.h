@@ -85,6 +85,7 @@ class GroupOrder {
   size_t words_;                       // 64-bit words per row
   std::vector<uint64_t> reach_;        // row i: the tasks task i reaches
   std::vector<uint8_t> has_pred_;      // per group task: some group task reaches it
+  std::unordered_map<TaskId, std::vector<int32_t>> proxies_;               // per task outside: its proxies' indices
   mutable std::unordered_map<TaskId, std::vector<uint64_t>> proxy_rows_;  // proxy_row's answers
 };
 
