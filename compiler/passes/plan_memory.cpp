@@ -71,7 +71,6 @@ bool PlanMemory::run(Compilation& c) {
     // A share group's frame is checked like the plan's own edges. Should the actors stall with
     // it where the plan without it does not, only the groups that stall on their own are left
     // out (and all of them, if the rest still stall together).
-    const TaskGraph apart = tg;
     auto stalls = [&](const TaskGraph& t) {  // the check check-plan makes
       try {
         check_no_deadlock(t, deadlock_check_pieces(t, c.options));
@@ -88,15 +87,16 @@ bool PlanMemory::run(Compilation& c) {
     c.played_to_end = !sharing.frames.empty();
     if (!sharing.frames.empty() && stalls(tg)) {
       c.played_to_end = false;
+      undo_sharing(tg, sharing);
       std::vector<bool> alone(sharing.candidates, false);
       for (size_t i = 0; i < sharing.candidates; ++i) {
-        TaskGraph one = apart;
-        alone[i] = !share_memory(one, most_frames, share_order_of(c.options), [&](size_t k) { return k == i; }).frames.empty() && !stalls(one);
+        const Sharing one = share_memory(tg, most_frames, share_order_of(c.options), [&](size_t k) { return k == i; });
+        alone[i] = !one.frames.empty() && !stalls(tg);
+        undo_sharing(tg, one);
       }
-      tg = apart;
       sharing = share_memory(tg, most_frames, share_order_of(c.options), [&](size_t k) { return alone[k]; });
       if (stalls(tg)) {
-        tg = apart;
+        undo_sharing(tg, sharing);
         sharing = Sharing{};
       } else {
         c.played_to_end = true;

@@ -221,6 +221,8 @@ MemoryPlan place_in_frame(const TaskGraph& tg, const plan::GroupOrder& order, co
 
 Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const std::function<bool(size_t)>& keep) {
   Sharing out;
+  out.regsts_before = tg.regsts.size();
+  out.groups_before = tg.share_groups.size();
   uint64_t order_bits = 0;  // what ofrun's check of the groups' orders will take (shared_memory.h)
   // Candidate groups: by (device, slots), tasks joined by the registers they share.
   std::map<std::pair<int32_t, int32_t>, std::vector<RegstId>> by_kind;
@@ -315,6 +317,7 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
         if (s != tasks.front()) add_control(tg, tasks.front(), s, group.slots, arena);
       for (TaskId e : order.ends()) group.frames.push_back(add_control(tg, tasks.front(), e, group.slots, arena));
       for (RegstId r : members) {
+        out.taken.push_back({r, tg.regsts[size_t(r)].share_group, tg.regsts[size_t(r)].slots});
         tg.regsts[size_t(r)].share_group = int32_t(tg.share_groups.size());
         tg.regsts[size_t(r)].slots = group.slots;
       }
@@ -349,6 +352,15 @@ Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const s
     }
   }
   return out;
+}
+
+void undo_sharing(TaskGraph& tg, const Sharing& s) {
+  for (const Sharing::Taken& t : s.taken) {
+    tg.regsts[size_t(t.regst)].share_group = t.share_group;
+    tg.regsts[size_t(t.regst)].slots = t.slots;
+  }
+  tg.share_groups.resize(s.groups_before);
+  remove_regsts_from(tg, s.regsts_before);
 }
 
 }  // namespace of::compiler

@@ -23,6 +23,15 @@ struct FrameLayout {
 struct Sharing {
   std::vector<FrameLayout> frames;  // indexed like tg.share_groups
   size_t candidates = 0;            // groups considered, applied or not (the indices `keep` sees)
+  // What undo_sharing needs to give the graph back as it was: the registers and groups it had,
+  // and the group and slot count of each register a group took.
+  struct Taken {
+    RegstId regst;
+    int32_t share_group, slots;
+  };
+  size_t regsts_before = 0;
+  size_t groups_before = 0;
+  std::vector<Taken> taken;
 };
 
 // Per device, registers streamed between compute tasks of that device form candidate groups (by
@@ -32,5 +41,9 @@ struct Sharing {
 // caps a group's frames (and its registers' slots): 1 where pieces cannot overlap anyway.
 // `how`: CompileOptions::share_order.
 Sharing share_memory(TaskGraph& tg, int32_t most_frames, ShareOrder how, const std::function<bool(size_t)>& keep);
+
+// Gives `tg` back as it was before share_memory returned `s` (plan-memory tries groups and falls
+// back; a copy of the whole graph to fall back to was gigabytes at a thousand devices).
+void undo_sharing(TaskGraph& tg, const Sharing& s);
 
 }  // namespace of::compiler

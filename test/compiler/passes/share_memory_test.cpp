@@ -15,6 +15,8 @@
 #include "common/error.h"
 #include "compiler/compile.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/share_memory.h"
+#include "schemas/plan_codec.h"
 #include "schemas/shared_memory.h"
 
 using namespace of::compiler;
@@ -484,4 +486,33 @@ TEST_CASE("share memory: a kernel's scratch room lies in its group's bytes that 
   for (const Task& t : tg.tasks)
     if (!order.in_group(t.id)) CHECK_FALSE(of::plan::scratch_room(tg, order, 0, t.id, 64));
   std::filesystem::remove(model);
+}
+
+TEST_CASE("share memory: undo_sharing gives the task graph back as it was, for plan-memory's fall back", "[compiler]") {
+  CompileOptions o;
+  o.loss = "cross_entropy";
+  o.train = true;
+  o.devices = 2;
+  o.dp = 2;
+  o.optimizer = "sgd:lr=0.01,momentum=0.9";
+  o.share_order = ShareOrder::tight;
+  o.share_memory = false;  // the graph as plan-memory finds it, before any group
+  Compilation c = compile_model(std::string(OF_FIXTURES_DIR) + "/mlp.onnx", o);
+  TaskGraph& tg = c.tasks;
+  const std::vector<uint8_t> before = of::plan::encode(tg);
+  const Sharing all = share_memory(tg, 1, ShareOrder::tight, [](size_t) { return true; });
+  REQUIRE(all.frames.size() >= 2);  // a group per device at least
+  CHECK(of::plan::encode(tg) != before);
+  undo_sharing(tg, all);
+  CHECK(of::plan::encode(tg) == before);
+  // One candidate at a time, as the fall back tries them: each undone leaves the graph as it was.
+  for (size_t i = 0; i < all.candidates; ++i) {
+    const Sharing one = share_memory(tg, 1, ShareOrder::tight, [&](size_t k) { return k == i; });
+    undo_sharing(tg, one);
+    CHECK(of::plan::encode(tg) == before);
+  }
+  // And sharing again after an undo makes the same groups as the first time.
+  const Sharing again = share_memory(tg, 1, ShareOrder::tight, [](size_t) { return true; });
+  CHECK(again.frames.size() == all.frames.size());
+  CHECK(tg.share_groups.size() == all.frames.size());
 }
