@@ -47,6 +47,10 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   // Whether task `other`'s acts run in order with this task's, on one stream.
   const int32_t stream = streams ? (*streams)[size_t(id)] : -1;
   auto same_stream = [&](plan::TaskId other) { return stream >= 0 && (*streams)[size_t(other)] == stream; };
+  // Sized once: ofc builds a state per task of a plan (millions) for each play of it.
+  ins_.reserve(t.in_regsts.size());
+  outs_.reserve(t.out_regsts.size());
+  in_args_.reserve(t.inputs.size());
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
     In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst), landing), .persistent = regst.persistent,

@@ -214,20 +214,32 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       std::sort(b.starts.begin(), b.starts.end());
     }
   }
+  // The summands a destination draws from are those whose coordinates at the kept levels are its
+  // own (devices of one summand share their coordinates at every level partial in `from`):
+  // indexed by those coordinates, in summand order, so that a reduce-scatter over a thousand
+  // summands does not test a million pairs.
+  std::vector<const std::vector<size_t>*> summand_sources;
+  for (const auto& entry : summands) summand_sources.push_back(&entry.second);
+  std::map<std::vector<int64_t>, std::vector<size_t>> summands_at;
+  for (size_t e = 0; e < entry_coords.size(); ++e) {
+    std::vector<int64_t> key;
+    for (size_t l : kept) key.push_back(entry_coords[e][l]);
+    summands_at[key].push_back(e);
+  }
   std::vector<size_t> near;  // a destination's candidate sources of one summand, ascending
+  std::vector<int64_t> key;
   plan.pieces.resize(to.placement.size());
   for (size_t j = 0; j < to.placement.size(); ++j) {
     const Region want = local_region(logical.shape, to.placement, to.sbp, j);
     const int32_t device = to.placement.devices[j];
     const std::vector<int64_t> at = to.placement.coords(j);
-    size_t e = 0;
-    for (auto it = summands.begin(); it != summands.end(); ++it, ++e) {
-      const auto& entry = *it;
-      // Devices of one summand share their coordinates at every level partial in `from`.
-      const std::vector<int64_t>& theirs = entry_coords[e];
-      if (std::any_of(kept.begin(), kept.end(), [&](size_t l) { return theirs[l] != at[l]; })) continue;
+    key.clear();
+    for (size_t l : kept) key.push_back(at[l]);
+    const auto drawn = summands_at.find(key);
+    if (drawn == summands_at.end()) continue;
+    for (size_t e : drawn->second) {
       const ByStart& b = by_start[e];
-      const std::vector<size_t>* sources = &entry.second;
+      const std::vector<size_t>* sources = summand_sources[e];
       if (!b.starts.empty()) {
         // Boxes that overlap `want` along the axis start after want's start less the widest box
         // and before its end; in source order, as the full scan takes them.
