@@ -40,7 +40,8 @@ inline constexpr uint64_t kMaxShareOrderBits = uint64_t(1) << 29;
 
 // Which tasks of a group each task reaches within a piece (strictly: not itself), through
 // streamed per-piece registers between the group's tasks. `tasks` ascending, at most
-// kMaxShareGroupTasks, ids in range.
+// kMaxShareGroupTasks, ids in range. Not for several threads at once: it keeps what it was asked
+// of readers outside the group.
 class GroupOrder {
  public:
   GroupOrder(const Plan& p, const std::vector<TaskId>& tasks);
