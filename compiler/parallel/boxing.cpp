@@ -150,6 +150,35 @@ bool same_data(const TensorDesc& logical, const Layout& a, const Layout& b) {
   return true;
 }
 
+namespace {
+
+// A partial sum stays one only at levels where it already is, on the same placement: each
+// destination then sums the source summands that share its coordinates at those levels (a
+// reduce-scatter within each group of a level, the others' summands kept apart). Whether `to`
+// can be made so from `from` (true when `to` is partial nowhere).
+bool partial_sums_kept(const Layout& from, const Layout& to, bool regroup) {
+  const bool partial = std::any_of(to.sbp.begin(), to.sbp.end(), [](const Sbp& s) { return s.is_partial(); });
+  if (!partial) return true;
+  if (from.placement != to.placement || !(regroup || from == to)) return false;
+  for (size_t l = 0; l < to.sbp.size(); ++l)
+    if (to.sbp[l].is_partial() && !from.sbp[l].is_partial()) return false;
+  return true;
+}
+
+// Only the rank views rank_route makes (a level seen as two or more) have partial sums
+// regrouped: hops onto more levels than the route's fewest.
+bool regrouped(const std::vector<Layout>& route, size_t k) {
+  size_t fewest = route.front().placement.hierarchy.size();
+  for (const Layout& l : route) fewest = std::min(fewest, l.placement.hierarchy.size());
+  return route[k + 1].placement.hierarchy.size() > fewest;
+}
+
+}  // namespace
+
+bool boxing_possible(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup) {
+  return same_data(logical, from, to) || partial_sums_kept(from, to, regroup);
+}
+
 BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup) {
   BoxingPlan plan;
   if (same_data(logical, from, to)) {  // a relabelling: nothing moves
@@ -159,17 +188,11 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       plan.pieces[j] = {{BoxingPiece{local_region(logical.shape, to.placement, to.sbp, j), at[j]}}};
     return plan;
   }
-  // A partial sum stays one only at levels where it already is, on the same placement: each
-  // destination then sums the source summands that share its coordinates at those levels (a
-  // reduce-scatter within each group of a level, the others' summands kept apart).
+  plan.possible = partial_sums_kept(from, to, regroup);
+  if (!plan.possible) return plan;
   std::vector<size_t> kept;  // the levels partial in `to`
   for (size_t l = 0; l < to.sbp.size(); ++l)
     if (to.sbp[l].is_partial()) kept.push_back(l);
-  if (!kept.empty()) {
-    plan.possible = from.placement == to.placement && (regroup || from == to);
-    for (size_t l : kept) plan.possible = plan.possible && from.sbp[l].is_partial();
-    if (!plan.possible) return plan;
-  }
   const auto elem = uint64_t(dtype_size(logical.dtype));
   // Source devices by summand; within a summand, devices holding the same region are replicas.
   std::map<int64_t, std::vector<size_t>> summands;
@@ -271,11 +294,7 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
 }
 
 BoxingPlan plan_hop(const TensorDesc& logical, const std::vector<Layout>& route, size_t k) {
-  // Only the rank views rank_route makes (a level seen as two or more) have partial sums
-  // regrouped: hops onto more levels than the route's fewest.
-  size_t fewest = route.front().placement.hierarchy.size();
-  for (const Layout& l : route) fewest = std::min(fewest, l.placement.hierarchy.size());
-  return plan_boxing(logical, route[k], route[k + 1], route[k + 1].placement.hierarchy.size() > fewest);
+  return plan_boxing(logical, route[k], route[k + 1], regrouped(route, k));
 }
 
 namespace {
@@ -299,10 +318,11 @@ int64_t rank_group(const Placement& p, size_t l, const std::vector<int32_t>& ran
   return g;
 }
 
-// Whether every hop of `route` is one plan_hop can build.
+// Whether every hop of `route` is one plan_hop can build (by plan_boxing's rule, without building
+// the hops: the choice asks this of many candidate routes over up to a thousand devices).
 bool route_possible(const TensorDesc& logical, const std::vector<Layout>& route) {
   for (size_t k = 0; k + 1 < route.size(); ++k)
-    if (!plan_hop(logical, route, k).possible) return false;
+    if (!boxing_possible(logical, route[k], route[k + 1], regrouped(route, k))) return false;
   return true;
 }
 

@@ -41,6 +41,8 @@ struct BoxingPlan {
 // with `regroup`, on the same placement from a source partial at the same levels and more: each
 // destination sums the source summands of its group (within-rank sums on boxing_route's rank view).
 BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup = false);
+// plan_boxing(...).possible, without building the pieces.
+bool boxing_possible(const TensorDesc& logical, const Layout& from, const Layout& to, bool regroup = false);
 
 // The layouts a conversion goes through: `from`, any intermediates, `to`. A partial sum over more
 // than two devices that must become whole goes reduce-scatter then all-gather (each device sends

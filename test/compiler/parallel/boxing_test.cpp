@@ -389,3 +389,31 @@ TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then double
   check_values(grad, Layout{flat(16), {Sbp::P()}}, Layout{flat(16), {Sbp::S(0)}}, eight_by_two);
   check_values(grad, Layout{flat(16), {Sbp::S(0)}}, Layout{flat(16), {Sbp::B()}}, eight_by_two);
 }
+
+TEST_CASE("boxing: boxing_possible says what plan_boxing builds, for every pair of layouts on a 2x4 mesh and its views", "[compiler]") {
+  // The choice asks boxing_possible of candidate routes; lowering builds them with plan_boxing:
+  // one rule, so the two must agree for every conversion, regrouped or not.
+  const of::TensorDesc t{{8, 12}, of::DType::f32};
+  const Placement flat{{0, 1, 2, 3, 4, 5, 6, 7}, {8}};
+  const Placement mesh{{0, 1, 2, 3, 4, 5, 6, 7}, {2, 4}};
+  const Placement other{{4, 5, 6, 7, 0, 1, 2, 3}, {2, 4}};
+  const Placement three{{0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}};
+  std::vector<Layout> layouts;
+  const std::vector<Sbp> kinds{Sbp::B(), Sbp::P(), Sbp::S(0), Sbp::S(1)};
+  for (const Sbp& a : kinds) layouts.push_back(Layout{flat, {a}});
+  for (const Placement* p : {&mesh, &other})
+    for (const Sbp& a : kinds)
+      for (const Sbp& b : kinds) layouts.push_back(Layout{*p, {a, b}});
+  for (const Sbp& a : kinds)
+    for (const Sbp& b : kinds) layouts.push_back(Layout{three, {a, Sbp::P(), b}});
+  size_t possible = 0, refused = 0;
+  for (const Layout& from : layouts)
+    for (const Layout& to : layouts)
+      for (bool regroup : {false, true}) {
+        const bool built = plan_boxing(t, from, to, regroup).possible;
+        CHECK(boxing_possible(t, from, to, regroup) == built);
+        (built ? possible : refused) += 1;
+      }
+  CHECK(possible > 0);
+  CHECK(refused > 0);
+}
