@@ -54,7 +54,11 @@ struct Reader {
 }  // namespace
 
 std::vector<uint8_t> encode(const Plan& p) {
-  FlatBufferBuilder b(1 << 16);
+  // Sized up front from the plan (about 0.7 KB per task with its registers): growing by doubling
+  // copies the buffer each time, and a plan at scale is hundreds of MB. Pages the builder never
+  // writes are never touched, so a guess on the high side costs nothing.
+  const size_t guess = (size_t(1) << 16) + 512 * p.tasks.size() + 256 * p.regsts.size();
+  FlatBufferBuilder b(std::min<size_t>(guess, size_t(1) << 30));
   std::vector<fb::Device> devices;
   for (const DeviceRef& d : p.devices) devices.push_back(device_of(d));
   auto cluster = fb::CreateCluster(b, 1, b.CreateVectorOfStructs(devices));

@@ -63,10 +63,13 @@ void reorder_nodes(Graph& g, const std::vector<NodeId>& order) {
 }
 
 void verify(const Graph& g, const std::string& after) {
-  auto check = [&](bool ok, const std::string& what) {
-    if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what));
+  // The message is formatted only on failure: verify runs after every pass over graphs of millions
+  // of nodes, and a message may name a value only once its id is known to be in range.
+  auto check = [&](bool ok, auto&& what) {
+    if (!ok) internal_error(__FILE__, __LINE__, fmt::format("graph invalid after pass '{}': {}", after, what()));
   };
   const auto n_values = ValueId(g.values.size());
+  auto in_range = [&](ValueId v) { return v >= 0 && v < n_values; };
   std::vector<bool> available(g.values.size(), false);
   for (ValueId v = 0; v < n_values; ++v)
     available[v] = g.values[v].producer < 0;
@@ -74,21 +77,22 @@ void verify(const Graph& g, const std::string& after) {
     const Node& node = g.nodes[n];
     for (ValueId v : node.inputs) {
       if (v == kNoValue) continue;
-      check(v >= 0 && v < n_values, fmt::format("node '{}' input id {} out of range", node.name, v));
-      check(available[v], fmt::format("node '{}' reads '{}' before it is produced", node.name, g.values[v].name));
+      check(in_range(v), [&] { return fmt::format("node '{}' input id {} out of range", node.name, v); });
+      check(available[v], [&] { return fmt::format("node '{}' reads '{}' before it is produced", node.name, g.values[v].name); });
     }
     for (ValueId v : node.control_inputs) {
-      check(v >= 0 && v < n_values, fmt::format("node '{}' control input id {} out of range", node.name, v));
+      check(in_range(v), [&] { return fmt::format("node '{}' control input id {} out of range", node.name, v); });
       check(available[v] && g.values[v].producer >= 0,
-            fmt::format("node '{}' waits for '{}', which no earlier node produces", node.name, g.values[v].name));
+            [&] { return fmt::format("node '{}' waits for '{}', which no earlier node produces", node.name, g.values[v].name); });
     }
     for (ValueId v : node.outputs) {
-      check(v >= 0 && v < n_values, fmt::format("node '{}' output id {} out of range", node.name, v));
-      check(g.values[v].producer == n, fmt::format("value '{}' does not name node '{}' as producer", g.values[v].name, node.name));
+      check(in_range(v), [&] { return fmt::format("node '{}' output id {} out of range", node.name, v); });
+      check(g.values[v].producer == n,
+            [&] { return fmt::format("value '{}' does not name node '{}' as producer", g.values[v].name, node.name); });
       available[v] = true;
     }
   }
-  for (ValueId v : g.outputs) check(v >= 0 && v < n_values && available[v], "graph output never produced");
+  for (ValueId v : g.outputs) check(in_range(v) && available[v], [] { return std::string("graph output never produced"); });
 }
 
 }  // namespace of::compiler

@@ -207,54 +207,81 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       if (std::min(a.begin[k] + a.size[k], b.begin[k] + b.size[k]) <= std::max(a.begin[k], b.begin[k])) return false;
     return true;
   };
-  // A summand of many devices: its boxes sorted by their start along the axis where they start
-  // at the most places, so that each destination tries only the boxes that can overlap it there
-  // (a hop over a thousand devices would otherwise try a million pairs).
+  // Within a summand, devices holding the same box are replicas (boxes of one layout are cells of
+  // one grid: equal or disjoint). Each summand's distinct boxes are listed once, in the order of
+  // their first device; a destination takes a box from its own device when that holds it (nothing
+  // moves), else from the box's first device. A broadcast over a thousand devices is then one box,
+  // not a thousand sources to test per destination.
+  struct Box {
+    size_t first;  // its first source device, by index into the source placement
+  };
+  std::vector<int64_t> box_of(from.placement.size(), -1);      // per source: its index among its summand's boxes
+  std::vector<int64_t> summand_of(from.placement.size(), -1);  // per source: its summand's index
+  std::vector<std::vector<Box>> boxes(summands.size());
+  {
+    size_t e = 0;
+    std::map<std::pair<Shape, Shape>, size_t> seen;
+    for (auto it = summands.begin(); it != summands.end(); ++it, ++e) {
+      seen.clear();
+      for (size_t src : it->second) {
+        const auto [at, fresh] = seen.try_emplace({have[src].begin, have[src].size}, boxes[e].size());
+        if (fresh) boxes[e].push_back(Box{src});
+        box_of[src] = int64_t(at->second);
+        summand_of[src] = int64_t(e);
+      }
+    }
+  }
+  // Per destination device: its index in the source placement, or -1.
+  std::vector<int64_t> source_at;
+  for (size_t s = 0; s < from.placement.size(); ++s) {
+    const auto d = size_t(from.placement.devices[s]);
+    if (d >= source_at.size()) source_at.resize(d + 1, -1);
+    source_at[d] = int64_t(s);
+  }
+  // A summand of many boxes: its boxes sorted by their start along the axis where they start at
+  // the most places, so that each destination tries only the boxes that can overlap it there (a
+  // hop over a thousand devices would otherwise try a million pairs).
   struct ByStart {
     size_t axis = 0;
     int64_t widest = 0;
-    std::vector<std::pair<int64_t, size_t>> starts;  // (start along axis, source), ascending
+    std::vector<std::pair<int64_t, size_t>> starts;  // (start along axis, box), ascending
   };
   std::vector<ByStart> by_start(summands.size());
-  {
-    size_t e = 0;
-    for (auto it = summands.begin(); it != summands.end(); ++it, ++e) {
-      const std::vector<size_t>& sources = it->second;
-      if (sources.size() < 64 || logical.shape.empty()) continue;
-      ByStart& b = by_start[e];
-      size_t most = 0;
-      for (size_t a = 0; a < logical.shape.size(); ++a) {
-        std::vector<int64_t> starts;
-        for (size_t src : sources) starts.push_back(have[src].begin[a]);
-        std::sort(starts.begin(), starts.end());
-        const auto distinct = size_t(std::unique(starts.begin(), starts.end()) - starts.begin());
-        if (distinct > most) most = distinct, b.axis = a;
-      }
-      for (size_t src : sources) {
-        b.starts.emplace_back(have[src].begin[b.axis], src);
-        b.widest = std::max(b.widest, have[src].size[b.axis]);
-      }
-      std::sort(b.starts.begin(), b.starts.end());
+  for (size_t e = 0; e < boxes.size(); ++e) {
+    if (boxes[e].size() < 64 || logical.shape.empty()) continue;
+    ByStart& b = by_start[e];
+    size_t most = 0;
+    for (size_t a = 0; a < logical.shape.size(); ++a) {
+      std::vector<int64_t> starts;
+      for (const Box& box : boxes[e]) starts.push_back(have[box.first].begin[a]);
+      std::sort(starts.begin(), starts.end());
+      const auto distinct = size_t(std::unique(starts.begin(), starts.end()) - starts.begin());
+      if (distinct > most) most = distinct, b.axis = a;
     }
+    for (size_t u = 0; u < boxes[e].size(); ++u) {
+      const Region& r = have[boxes[e][u].first];
+      b.starts.emplace_back(r.begin[b.axis], u);
+      b.widest = std::max(b.widest, r.size[b.axis]);
+    }
+    std::sort(b.starts.begin(), b.starts.end());
   }
   // The summands a destination draws from are those whose coordinates at the kept levels are its
   // own (devices of one summand share their coordinates at every level partial in `from`):
   // indexed by those coordinates, in summand order, so that a reduce-scatter over a thousand
   // summands does not test a million pairs.
-  std::vector<const std::vector<size_t>*> summand_sources;
-  for (const auto& entry : summands) summand_sources.push_back(&entry.second);
   std::map<std::vector<int64_t>, std::vector<size_t>> summands_at;
   for (size_t e = 0; e < entry_coords.size(); ++e) {
     std::vector<int64_t> key;
     for (size_t l : kept) key.push_back(entry_coords[e][l]);
     summands_at[key].push_back(e);
   }
-  std::vector<size_t> near;  // a destination's candidate sources of one summand, ascending
+  std::vector<size_t> near;  // a destination's candidate boxes of one summand, ascending
   std::vector<int64_t> key;
   plan.pieces.resize(to.placement.size());
   for (size_t j = 0; j < to.placement.size(); ++j) {
     const Region want = local_region(logical.shape, to.placement, to.sbp, j);
     const int32_t device = to.placement.devices[j];
+    const int64_t here = size_t(device) < source_at.size() ? source_at[size_t(device)] : -1;
     const std::vector<int64_t> at = to.placement.coords(j);
     key.clear();
     for (size_t l : kept) key.push_back(at[l]);
@@ -262,28 +289,25 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
     if (drawn == summands_at.end()) continue;
     for (size_t e : drawn->second) {
       const ByStart& b = by_start[e];
-      const std::vector<size_t>* sources = summand_sources[e];
+      near.clear();
       if (!b.starts.empty()) {
         // Boxes that overlap `want` along the axis start after want's start less the widest box
-        // and before its end; in source order, as the full scan takes them.
-        near.clear();
+        // and before its end; in the order of their first devices, as a full scan takes them.
         const int64_t lo = want.begin[b.axis] - b.widest, hi = want.begin[b.axis] + want.size[b.axis];
         for (auto at_start = std::upper_bound(b.starts.begin(), b.starts.end(), std::make_pair(lo, SIZE_MAX));
              at_start != b.starts.end() && at_start->first < hi; ++at_start)
           near.push_back(at_start->second);
         std::sort(near.begin(), near.end());
-        sources = &near;
+      } else {
+        for (size_t u = 0; u < boxes[e].size(); ++u) near.push_back(u);
       }
       std::vector<BoxingPiece> pieces;
-      for (size_t s : *sources) {
+      for (size_t u : near) {
+        size_t s = boxes[e][u].first;
         Region part;
         if (!overlaps(want, have[s]) || !intersect(want, have[s], part)) continue;
-        auto same = std::find_if(pieces.begin(), pieces.end(), [&](const BoxingPiece& p) { return p.region == part; });
-        if (same == pieces.end()) {
-          pieces.push_back(BoxingPiece{part, s});
-        } else if (from.placement.devices[s] == device) {
-          same->src = s;  // a replica on the destination itself: nothing moves
-        }
+        if (here >= 0 && summand_of[size_t(here)] == int64_t(e) && box_of[size_t(here)] == int64_t(u)) s = size_t(here);
+        pieces.push_back(BoxingPiece{part, s});
       }
       for (const BoxingPiece& p : pieces)
         if (from.placement.devices[p.src] != device) plan.bytes_moved += uint64_t(p.region.numel()) * elem;

@@ -417,3 +417,48 @@ TEST_CASE("boxing: boxing_possible says what plan_boxing builds, for every pair 
   CHECK(possible > 0);
   CHECK(refused > 0);
 }
+
+TEST_CASE("boxing: replicas are one box, taken from the destination itself when it holds one", "[compiler]") {
+  const of::TensorDesc t{{1024, 8}, of::DType::f32};
+  SECTION("broadcast over 1024 devices to rows: each device slices its own copy") {
+    Placement all;
+    for (int32_t d = 0; d < 1024; ++d) all.devices.push_back(d);
+    all.hierarchy = {1024};
+    const BoxingPlan plan = plan_boxing(t, Layout{all, {Sbp::B()}}, Layout{all, {Sbp::S(0)}});
+    REQUIRE(plan.possible);
+    CHECK(plan.bytes_moved == 0);
+    REQUIRE(plan.pieces.size() == 1024);
+    for (size_t j = 0; j < 1024; ++j) {
+      REQUIRE(plan.pieces[j].size() == 1);
+      REQUIRE(plan.pieces[j][0].size() == 1);
+      CHECK(plan.pieces[j][0][0].src == j);
+      CHECK(plan.pieces[j][0][0].region.begin == of::Shape{int64_t(j), 0});
+    }
+  }
+  SECTION("broadcast on devices 0-3 to rows on devices 2-5: 2 and 3 keep theirs, 4 and 5 draw from device 0") {
+    const Placement a{{0, 1, 2, 3}, {4}}, b{{2, 3, 4, 5}, {4}};
+    const BoxingPlan plan = plan_boxing(t, Layout{a, {Sbp::B()}}, Layout{b, {Sbp::S(0)}});
+    REQUIRE(plan.possible);
+    std::vector<size_t> src;
+    for (const auto& summands : plan.pieces) {
+      REQUIRE(summands.size() == 1);
+      REQUIRE(summands[0].size() == 1);
+      src.push_back(summands[0][0].src);
+    }
+    CHECK(src == std::vector<size_t>{2, 3, 0, 0});
+    CHECK(plan.bytes_moved == 2 * 256 * 8 * 4);
+  }
+  SECTION("rows split over two levels to broadcast: each destination draws every distinct box once") {
+    const Placement mesh{{0, 1, 2, 3, 4, 5, 6, 7}, {2, 4}};
+    const BoxingPlan plan = plan_boxing(t, Layout{mesh, {Sbp::B(), Sbp::S(0)}}, Layout{mesh, {Sbp::B(), Sbp::B()}});
+    REQUIRE(plan.possible);
+    for (size_t j = 0; j < 8; ++j) {
+      REQUIRE(plan.pieces[j].size() == 1);
+      const std::vector<BoxingPiece>& pieces = plan.pieces[j][0];
+      REQUIRE(pieces.size() == 4);
+      // Box k is held by devices k and 4 + k; a destination in the second half takes its own row.
+      for (size_t k = 0; k < 4; ++k) CHECK(pieces[k].src == (j >= 4 && k == j - 4 ? j : (j < 4 && k == j ? j : k)));
+    }
+    CHECK(plan.bytes_moved == 8 * 3 * 256 * 8 * 4);
+  }
+}
