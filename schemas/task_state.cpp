@@ -15,16 +15,28 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, int32_t slots,
-                                 const std::vector<std::vector<uint8_t*>>* landing) {
+std::pmr::vector<uint8_t*> slot_bases(const plan::Regst& r, uint8_t* const* arenas, int32_t slots,
+                                      const std::vector<std::vector<uint8_t*>>* landing, std::pmr::memory_resource* memory) {
   if (landing && !(*landing)[size_t(r.id)].empty())
-    return std::vector<uint8_t*>((*landing)[size_t(r.id)].begin(), (*landing)[size_t(r.id)].begin() + slots);
-  std::vector<uint8_t*> out;
+    return std::pmr::vector<uint8_t*>((*landing)[size_t(r.id)].begin(), (*landing)[size_t(r.id)].begin() + slots, memory);
+  std::pmr::vector<uint8_t*> out(memory);
+  out.reserve(size_t(slots));
   for (int32_t s = 0; s < slots; ++s) {
     OF_ASSERT(!arenas || arenas[r.arena], "a register of another rank's arena without landing slots");
     out.push_back(arenas ? arenas[r.arena] + r.offsets[size_t(s)] : nullptr);
   }
   return out;
+}
+
+std::pmr::memory_resource* or_default(std::pmr::memory_resource* memory) {
+  return memory ? memory : std::pmr::get_default_resource();
+}
+
+std::pmr::string label_of(const plan::Task& t, std::pmr::memory_resource* memory) {
+  std::pmr::string label(memory);
+  label.reserve(t.name.size() + 1 + t.op.size());
+  label.append(t.name).append(" ").append(t.op);
+  return label;
 }
 
 }  // namespace
@@ -39,9 +51,13 @@ int32_t max_in_flight(const plan::Plan& p, plan::TaskId id, int32_t slot_limit) 
 
 TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas,
                      int32_t slot_limit, int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing,
-                     const std::vector<int32_t>* streams)
-    : id_(id), label_(p.tasks[size_t(id)].name + " " + p.tasks[size_t(id)].op), source_(p.tasks[size_t(id)].kind == plan::TaskKind::source && p.tasks[size_t(id)].in_regsts.empty()), action_(action), pieces_(pieces),
-      tracing_(trace_capacity > 0), memory_(arenas != nullptr), late_(action && action->completes_late()) {
+                     const std::vector<int32_t>* streams, std::pmr::memory_resource* memory)
+    : id_(id), label_(label_of(p.tasks[size_t(id)], or_default(memory))),
+      source_(p.tasks[size_t(id)].kind == plan::TaskKind::source && p.tasks[size_t(id)].in_regsts.empty()), action_(action), pieces_(pieces),
+      ins_(or_default(memory)), outs_(or_default(memory)), in_args_(or_default(memory)), out_args_(or_default(memory)),
+      in_ptrs_(or_default(memory)), out_ptrs_(or_default(memory)), tracing_(trace_capacity > 0), memory_(arenas != nullptr),
+      late_(action && action->completes_late()), flight_(or_default(memory)) {
+  memory = or_default(memory);
   const plan::Task& t = p.tasks[size_t(id)];
   auto slots_of = [&](const plan::Regst& r) { return std::min(r.slots, slot_limit); };
   // Whether task `other`'s acts run in order with this task's, on one stream.
@@ -53,16 +69,18 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   in_args_.reserve(t.inputs.size());
   for (plan::RegstId r : t.in_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
-    In in{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst), landing), .persistent = regst.persistent,
-          .per_version = t.once_per_version ? 1 : regst.pieces_per_version, .free_at_act = !late_ || same_stream(regst.producer)};
-    in.ring.resize(size_t(slots_of(regst)));
-    ins_.push_back(std::move(in));
+    ins_.push_back(In{.regst = r, .producer = regst.producer, .slot_base = slot_bases(regst, arenas, slots_of(regst), landing, memory),
+                      .ring = std::pmr::vector<Pending>(size_t(slots_of(regst)), memory), .persistent = regst.persistent,
+                      .per_version = t.once_per_version ? 1 : regst.pieces_per_version,
+                      .free_at_act = !late_ || same_stream(regst.producer)});
   }
   for (plan::RegstId r : t.out_regsts) {
     const plan::Regst& regst = p.regsts[size_t(r)];
     int32_t slots = slots_of(regst);
-    outs_.push_back(Out{.regst = r, .consumers = regst.consumers, .slot_base = slot_bases(regst, arenas, slots, nullptr),
-                        .outstanding = std::vector<int32_t>(size_t(slots), 0), .persistent = regst.persistent,
+    outs_.push_back(Out{.regst = r, .consumers = std::pmr::vector<plan::TaskId>(regst.consumers.begin(), regst.consumers.end(), memory),
+                        .at_act = std::pmr::vector<plan::TaskId>(memory), .at_completion = std::pmr::vector<plan::TaskId>(memory),
+                        .slot_base = slot_bases(regst, arenas, slots, nullptr, memory),
+                        .outstanding = std::pmr::vector<int32_t>(size_t(slots), 0, memory), .persistent = regst.persistent,
                         .acts_per_piece = regst.acts_per_piece, .group = 0});
     for (plan::TaskId c : regst.consumers) (!late_ || same_stream(c) ? outs_.back().at_act : outs_.back().at_completion).push_back(c);
     // Version 0 of a persistent register is lent to its consumers from the outset (start() tells
@@ -95,11 +113,11 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
   in_ptrs_.resize(in_args_.size());
   out_ptrs_.resize(out_args_.size());
   if (tracing_) trace_.reserve(size_t(trace_capacity));
-  flight_.resize(size_t(max_in_flight(p, id, slot_limit)));
-  for (InFlight& f : flight_) {
-    f.ready_slot.assign(outs_.size(), -1);
-    f.free_slot.assign(ins_.size(), -1);
-  }
+  const auto flights = size_t(max_in_flight(p, id, slot_limit));
+  flight_.reserve(flights);
+  for (size_t f = 0; f < flights; ++f)
+    flight_.push_back(InFlight{.ready_slot = std::pmr::vector<int32_t>(outs_.size(), -1, memory),
+                               .free_slot = std::pmr::vector<int32_t>(ins_.size(), -1, memory)});
 }
 
 TaskState::In& TaskState::in_of(plan::RegstId regst) {
@@ -242,7 +260,7 @@ void TaskState::try_act(Outbox& out) {
   }
 }
 
-void TaskState::tell_ready(const Out& o, const std::vector<plan::TaskId>& to, int32_t slot, int64_t piece, Outbox& out) const {
+void TaskState::tell_ready(const Out& o, const std::pmr::vector<plan::TaskId>& to, int32_t slot, int64_t piece, Outbox& out) const {
   // A persistent register now holds the version read with piece + 1.
   for (plan::TaskId c : to) out.ready(c, o.regst, slot, o.persistent ? piece + 1 : piece / o.acts_per_piece);
 }

@@ -36,7 +36,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "schemas/plan_model.h"
@@ -97,9 +99,11 @@ class TaskState {
   // `landing` (a multi-process run): per register, where its slots are on this rank when another
   // rank produces it (the transport lands them there); empty entries live in `arenas`.
   // `streams` (null: none): per task, the in-order stream its acts run on, or -1 (see the top).
+  // `memory` (null: the default, new and delete): where the state's lists live. ofc's plays build
+  // a state for every task of plans of millions, and give them one arena freed at once.
   TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8_t* const* arenas, int32_t slot_limit,
             int64_t pieces, int64_t trace_capacity, const std::vector<std::vector<uint8_t*>>* landing = nullptr,
-            const std::vector<int32_t>* streams = nullptr);
+            const std::vector<int32_t>* streams = nullptr, std::pmr::memory_resource* memory = nullptr);
 
   void start(Outbox& out);  // a source begins emitting; others wait for messages
   void on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbox& out);
@@ -116,7 +120,7 @@ class TaskState {
   }
 
   plan::TaskId id() const { return id_; }
-  const std::string& label() const { return label_; }  // "name op", for error messages
+  std::string_view label() const { return label_; }  // "name op", for error messages
   int64_t acts() const { return acts_; }
   const std::vector<ActRecord>& trace() const { return trace_; }
 
@@ -140,8 +144,8 @@ class TaskState {
   struct In {
     plan::RegstId regst;
     plan::TaskId producer;
-    std::vector<uint8_t*> slot_base;
-    std::vector<Pending> ring;  // fixed capacity = slots; FIFO because producers act in order
+    std::pmr::vector<uint8_t*> slot_base;
+    std::pmr::vector<Pending> ring;  // fixed capacity = slots; FIFO because producers act in order
     size_t head = 0, count = 0;
     bool eos = false;
     bool persistent = false;
@@ -150,12 +154,12 @@ class TaskState {
   };
   struct Out {
     plan::RegstId regst;
-    std::vector<plan::TaskId> consumers;
+    std::pmr::vector<plan::TaskId> consumers;
     // Told ready when the task acts (all of them for a synchronous task; those on its stream for a
     // late one) / when the act completes (a late task's others).
-    std::vector<plan::TaskId> at_act, at_completion;
-    std::vector<uint8_t*> slot_base;
-    std::vector<int32_t> outstanding;  // consumers that have not freed the slot yet
+    std::pmr::vector<plan::TaskId> at_act, at_completion;
+    std::pmr::vector<uint8_t*> slot_base;
+    std::pmr::vector<int32_t> outstanding;  // consumers that have not freed the slot yet
     int32_t next = 0;
     bool persistent = false;
     int32_t acts_per_piece = 1;
@@ -173,20 +177,20 @@ class TaskState {
   struct InFlight {
     int64_t piece = 0;
     int64_t begin_ns = 0;
-    std::vector<int32_t> ready_slot;  // per output: the slot to announce; -1: none (an accumulator mid-group)
-    std::vector<int32_t> free_slot;   // per input: the slot to give back; -1: none (a version read again)
+    std::pmr::vector<int32_t> ready_slot;  // per output: the slot to announce; -1: none (an accumulator mid-group)
+    std::pmr::vector<int32_t> free_slot;   // per input: the slot to give back; -1: none (a version read again)
   };
 
   void try_act(Outbox& out);
   void complete_oldest(Outbox& out);  // a late act's ready and free
-  void tell_ready(const Out& o, const std::vector<plan::TaskId>& to, int32_t slot, int64_t piece, Outbox& out) const;
+  void tell_ready(const Out& o, const std::pmr::vector<plan::TaskId>& to, int32_t slot, int64_t piece, Outbox& out) const;
   uint8_t* address(const Arg& arg) const;
   void maybe_finish(Outbox& out);
   In& in_of(plan::RegstId regst);
   Out& out_of(plan::RegstId regst);
 
   plan::TaskId id_;
-  std::string label_;
+  std::pmr::string label_;
   // Emits the stream's pieces itself: a source that reads nothing. A rank's source paced by the
   // lead source acts once per piece of it and ends with it, like any other task.
   bool source_;
@@ -195,16 +199,16 @@ class TaskState {
   int64_t emitted_ = 0;
   int64_t acts_ = 0;
   bool eos_sent_ = false;
-  std::vector<In> ins_;
-  std::vector<Out> outs_;
-  std::vector<Arg> in_args_, out_args_;
-  std::vector<const void*> in_ptrs_;  // filled per act, sized once
-  std::vector<void*> out_ptrs_;
+  std::pmr::vector<In> ins_;
+  std::pmr::vector<Out> outs_;
+  std::pmr::vector<Arg> in_args_, out_args_;
+  std::pmr::vector<const void*> in_ptrs_;  // filled per act, sized once
+  std::pmr::vector<void*> out_ptrs_;
   std::vector<ActRecord> trace_;
   bool tracing_;
   bool memory_;  // false: no arenas (the deadlock check); act() gets no addresses
   bool late_;
-  std::vector<InFlight> flight_;  // a ring of max_in_flight entries, sized once
+  std::pmr::vector<InFlight> flight_;  // a ring of max_in_flight entries, sized once
   size_t flight_head_ = 0, flight_count_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <memory_resource>
 #include <queue>
 
 #include "common/error.h"
@@ -91,21 +92,23 @@ class Play {
     cost_.reserve(p.tasks.size());
     for (const Task& t : p.tasks) cost_.push_back(act_seconds(pp, t, costs));
     busy_.assign(p.devices.size(), 0.0);
+    // Reserved once: the states keep pointers to their actions, the queue's messages ids.
     actions_.reserve(p.tasks.size());
+    tasks_.reserve(p.tasks.size());
     for (const Task& t : p.tasks) {
-      actions_.push_back(std::make_unique<TimedAction>(*this, t.id));
-      tasks_.push_back(std::make_unique<protocol::TaskState>(p, t.id, actions_.back().get(), nullptr, std::numeric_limits<int32_t>::max(), pieces, 0));
+      actions_.emplace_back(*this, t.id);
+      tasks_.emplace_back(p, t.id, &actions_.back(), nullptr, std::numeric_limits<int32_t>::max(), pieces, 0, nullptr, nullptr, &memory_);
     }
   }
 
   // Runs to the end; false if some task never finished (check-plan refuses such plans first).
   bool run() {
-    for (auto& t : tasks_) t->start(out_);
+    for (auto& t : tasks_) t.start(out_);
     while (!out_.q.empty() || !events_.empty()) {
       if (!out_.q.empty()) {
         const Queue::Message m = out_.q.front();
         out_.q.pop_front();
-        protocol::TaskState& s = *tasks_[size_t(m.to)];
+        protocol::TaskState& s = tasks_[size_t(m.to)];
         if (m.kind == 'r') s.on_ready(m.regst, m.slot, m.piece, out_);
         else if (m.kind == 'f') s.on_free(m.regst, m.slot, out_);
         else s.on_eos(m.regst, out_);
@@ -114,9 +117,9 @@ class Play {
       const Event e = events_.top();
       events_.pop();
       now_ = e.at;
-      tasks_[size_t(e.task)]->on_completed(out_);
+      tasks_[size_t(e.task)].on_completed(out_);
     }
-    return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t->done(); });
+    return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t.done(); });
   }
 
   // Per sink, when each of its acts ended (the run's progress as ofrun's sink sees it).
@@ -180,8 +183,10 @@ class Play {
   // Per rank (its CPU devices) and per GPU, when each of its workers is free (a min-heap).
   std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> workers_;
   std::vector<int32_t> worker_of_;  // per device, its entry in workers_
-  std::vector<std::unique_ptr<TimedAction>> actions_;
-  std::vector<std::unique_ptr<protocol::TaskState>> tasks_;
+  // The task states' lists, released at once with the play (a plan at scale has millions).
+  std::pmr::monotonic_buffer_resource memory_;
+  std::vector<TimedAction> actions_;
+  std::vector<protocol::TaskState> tasks_;
   Queue out_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   double now_ = 0;
