@@ -7,6 +7,7 @@
 
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
+#include "cli/huge_pages.h"
 #include "common/output_paths.h"
 #include "compiler/auto_parallel.h"
 #include "compiler/compile.h"
@@ -14,6 +15,7 @@
 #include "compiler/plan/plan_writer.h"
 
 int main(int argc, char** argv) {
+  of::cli::restart_with_huge_pages(argv);
   CLI::App app{"ofc: compile an ONNX model into an of plan"};
   std::string model, output;
   of::compiler::CompileOptions options;
