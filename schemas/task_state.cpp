@@ -54,7 +54,8 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
                      const std::vector<int32_t>* streams, std::pmr::memory_resource* memory)
     : id_(id), label_(label_of(p.tasks[size_t(id)], or_default(memory))),
       source_(p.tasks[size_t(id)].kind == plan::TaskKind::source && p.tasks[size_t(id)].in_regsts.empty()), action_(action), pieces_(pieces),
-      ins_(or_default(memory)), outs_(or_default(memory)), in_args_(or_default(memory)), out_args_(or_default(memory)),
+      ins_(or_default(memory)), outs_(or_default(memory)), in_ports_(or_default(memory)), out_ports_(or_default(memory)),
+      in_args_(or_default(memory)), out_args_(or_default(memory)),
       in_ptrs_(or_default(memory)), out_ptrs_(or_default(memory)), tracing_(trace_capacity > 0), memory_(arenas != nullptr),
       late_(action && action->completes_late()), flight_(or_default(memory)) {
   memory = or_default(memory);
@@ -88,6 +89,16 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     // the task write version 1 over it first, and its consumers would see versions out of order.
     if (regst.persistent) outs_.back().outstanding[0] = int32_t(regst.consumers.size());
   }
+  // Messages name registers; a collective's part reads one from every peer (64 on a rank of 64
+  // devices), so the ports are found by binary search, and readiness is kept as two counts.
+  in_ports_.reserve(ins_.size());
+  for (size_t k = 0; k < ins_.size(); ++k) in_ports_.emplace_back(ins_[k].regst, int32_t(k));
+  std::sort(in_ports_.begin(), in_ports_.end());
+  out_ports_.reserve(outs_.size());
+  for (size_t k = 0; k < outs_.size(); ++k) out_ports_.emplace_back(outs_[k].regst, int32_t(k));
+  std::sort(out_ports_.begin(), out_ports_.end());
+  empty_ins_ = int32_t(ins_.size());
+  for (const Out& o : outs_) blocked_outs_ += blocked(o) ? 1 : 0;
   for (const plan::TaskInput& in : t.inputs) {
     const uint64_t blob_offset = in.kind == plan::InputKind::variable ? 0 : p.regsts[size_t(in.id)].blobs[size_t(in.blob)].offset;
     switch (in.kind) {
@@ -121,14 +132,14 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
 }
 
 TaskState::In& TaskState::in_of(plan::RegstId regst) {
-  for (In& in : ins_)
-    if (in.regst == regst) return in;
+  const auto at = std::lower_bound(in_ports_.begin(), in_ports_.end(), std::pair<plan::RegstId, int32_t>(regst, -1));
+  if (at != in_ports_.end() && at->first == regst) return ins_[size_t(at->second)];
   internal_error(__FILE__, __LINE__, fmt::format("task {} got a message for register {} it does not read", id_, regst));
 }
 
 TaskState::Out& TaskState::out_of(plan::RegstId regst) {
-  for (Out& o : outs_)
-    if (o.regst == regst) return o;
+  const auto at = std::lower_bound(out_ports_.begin(), out_ports_.end(), std::pair<plan::RegstId, int32_t>(regst, -1));
+  if (at != out_ports_.end() && at->first == regst) return outs_[size_t(at->second)];
   internal_error(__FILE__, __LINE__, fmt::format("task {} got a free for register {} it does not write", id_, regst));
 }
 
@@ -170,7 +181,7 @@ void TaskState::on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbo
                                                    regst, slot, piece, held, acts_));
   }
   in.ring[(in.head + in.count) % in.ring.size()] = Pending{slot, piece};
-  ++in.count;
+  if (in.count++ == 0) --empty_ins_;
   try_act(out);
   maybe_finish(out);
 }
@@ -178,7 +189,9 @@ void TaskState::on_ready(plan::RegstId regst, int32_t slot, int64_t piece, Outbo
 void TaskState::on_free(plan::RegstId regst, int32_t slot, Outbox& out) {
   Out& o = out_of(regst);
   OF_ASSERT(o.outstanding[size_t(slot)] > 0, "slot freed more often than it was lent");
+  const bool was_blocked = blocked(o);
   --o.outstanding[size_t(slot)];
+  if (was_blocked && !blocked(o)) --blocked_outs_;
   try_act(out);
   maybe_finish(out);
 }
@@ -202,10 +215,7 @@ void TaskState::try_act(Outbox& out) {
     if (source_ && emitted_ < pieces_ && action_->stop_before(emitted_)) pieces_ = emitted_;
     if (source_ && emitted_ >= pieces_) return;
     if (flight_count_ == flight_.size()) return;
-    for (const In& in : ins_)
-      if (in.count == 0) return;
-    for (const Out& o : outs_)
-      if (o.group == 0 && o.outstanding[size_t(o.next)] != 0) return;
+    if (empty_ins_ > 0 || blocked_outs_ > 0) return;  // an input without a piece, an output without a free slot
     int64_t piece = emitted_;
     for (const In& in : ins_)
       if (!in.persistent) {
@@ -243,6 +253,7 @@ void TaskState::try_act(Outbox& out) {
       const int32_t slot = o.next;
       o.outstanding[size_t(slot)] = int32_t(o.consumers.size());
       o.next = (o.next + 1) % int32_t(o.outstanding.size());
+      if (blocked(o)) ++blocked_outs_;  // it was not, or the task would not have acted
       tell_ready(o, o.at_act, slot, piece, out);
       if (late && !o.at_completion.empty()) late->ready_slot[k] = slot;
     }
@@ -252,7 +263,7 @@ void TaskState::try_act(Outbox& out) {
       if (in.persistent && piece % in.per_version != in.per_version - 1) continue;  // read again by the next piece
       const int32_t slot = in.ring[in.head].slot;
       in.head = (in.head + 1) % in.ring.size();
-      --in.count;
+      if (--in.count == 0) ++empty_ins_;
       if (in.free_at_act) out.free(in.producer, in.regst, slot);
       else late->free_slot[k] = slot;
     }
@@ -295,6 +306,7 @@ void TaskState::maybe_finish(Outbox& out) {
   for (In& in : ins_) {
     if (!in.persistent) continue;
     out.free(in.producer, in.regst, in.ring[in.head].slot);
+    if (in.count > 0) ++empty_ins_;
     in.count = 0;
   }
   for (const Out& o : outs_)

@@ -188,6 +188,9 @@ class TaskState {
   void maybe_finish(Outbox& out);
   In& in_of(plan::RegstId regst);
   Out& out_of(plan::RegstId regst);
+  // An output the task cannot act into: its next slot is still lent out (and no act has begun
+  // to fill it, as an accumulator's first act of a group does).
+  static bool blocked(const Out& o) { return o.group == 0 && o.outstanding[size_t(o.next)] != 0; }
 
   plan::TaskId id_;
   std::pmr::string label_;
@@ -201,6 +204,9 @@ class TaskState {
   bool eos_sent_ = false;
   std::pmr::vector<In> ins_;
   std::pmr::vector<Out> outs_;
+  std::pmr::vector<std::pair<plan::RegstId, int32_t>> in_ports_, out_ports_;  // (register, index into ins_/outs_), sorted
+  int32_t empty_ins_ = 0;     // inputs with no piece at the front of their queue
+  int32_t blocked_outs_ = 0;  // outputs that are blocked()
   std::pmr::vector<Arg> in_args_, out_args_;
   std::pmr::vector<const void*> in_ptrs_;  // filled per act, sized once
   std::pmr::vector<void*> out_ptrs_;
