@@ -39,6 +39,9 @@ std::pmr::string label_of(const plan::Task& t, std::pmr::memory_resource* memory
   return label;
 }
 
+// Up to this many ports a scan is quicker than a binary search (one cache line less).
+constexpr size_t kScanPorts = 8;
+
 }  // namespace
 
 int32_t max_in_flight(const plan::Plan& p, plan::TaskId id, int32_t slot_limit) {
@@ -132,12 +135,20 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
 }
 
 TaskState::In& TaskState::in_of(plan::RegstId regst) {
+  if (ins_.size() <= kScanPorts) {
+    for (In& in : ins_)
+      if (in.regst == regst) return in;
+  }
   const auto at = std::lower_bound(in_ports_.begin(), in_ports_.end(), std::pair<plan::RegstId, int32_t>(regst, -1));
   if (at != in_ports_.end() && at->first == regst) return ins_[size_t(at->second)];
   internal_error(__FILE__, __LINE__, fmt::format("task {} got a message for register {} it does not read", id_, regst));
 }
 
 TaskState::Out& TaskState::out_of(plan::RegstId regst) {
+  if (outs_.size() <= kScanPorts) {
+    for (Out& o : outs_)
+      if (o.regst == regst) return o;
+  }
   const auto at = std::lower_bound(out_ports_.begin(), out_ports_.end(), std::pair<plan::RegstId, int32_t>(regst, -1));
   if (at != out_ports_.end() && at->first == regst) return outs_[size_t(at->second)];
   internal_error(__FILE__, __LINE__, fmt::format("task {} got a free for register {} it does not write", id_, regst));
