@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ofc on big plans: have glibc's malloc back the heap with transparent huge pages.
+// ofc and ofdump on big plans: have glibc's malloc back the heap with transparent huge pages.
 #pragma once
 
 namespace of::cli {

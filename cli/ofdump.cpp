@@ -5,11 +5,13 @@
 
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
+#include "cli/huge_pages.h"
 #include "common/file_util.h"
 #include "runtime/plan/dump.h"
 #include "runtime/plan/load.h"
 
 int main(int argc, char** argv) {
+  of::cli::restart_with_huge_pages(argv);
   CLI::App app{"ofdump: show an of plan"};
   std::string path;
   bool json = false, dot = false;
