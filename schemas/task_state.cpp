@@ -93,7 +93,8 @@ TaskState::TaskState(const plan::Plan& p, plan::TaskId id, Action* action, uint8
     if (regst.persistent) outs_.back().outstanding[0] = int32_t(regst.consumers.size());
   }
   // Messages name registers; a collective's part reads one from every peer (64 on a rank of 64
-  // devices), so the ports are found by binary search, and readiness is kept as two counts.
+  // devices), so past a few ports they are found by binary search, and readiness is kept as two
+  // counts instead of a scan of every port per message.
   in_ports_.reserve(ins_.size());
   for (size_t k = 0; k < ins_.size(); ++k) in_ports_.emplace_back(ins_[k].regst, int32_t(k));
   std::sort(in_ports_.begin(), in_ports_.end());
