@@ -212,12 +212,10 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
   // their first device; a destination takes a box from its own device when that holds it (nothing
   // moves), else from the box's first device. A broadcast over a thousand devices is then one box,
   // not a thousand sources to test per destination.
-  struct Box {
-    size_t first;  // its first source device, by index into the source placement
-  };
   std::vector<int64_t> box_of(from.placement.size(), -1);      // per source: its index among its summand's boxes
   std::vector<int64_t> summand_of(from.placement.size(), -1);  // per source: its summand's index
-  std::vector<std::vector<Box>> boxes(summands.size());
+  // Per summand, per distinct box: its first source device (an index into the source placement).
+  std::vector<std::vector<size_t>> boxes(summands.size());
   {
     size_t e = 0;
     std::map<std::pair<Shape, Shape>, size_t> seen;
@@ -225,7 +223,7 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       seen.clear();
       for (size_t src : it->second) {
         const auto [at, fresh] = seen.try_emplace({have[src].begin, have[src].size}, boxes[e].size());
-        if (fresh) boxes[e].push_back(Box{src});
+        if (fresh) boxes[e].push_back(src);
         box_of[src] = int64_t(at->second);
         summand_of[src] = int64_t(e);
       }
@@ -253,13 +251,13 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
     size_t most = 0;
     for (size_t a = 0; a < logical.shape.size(); ++a) {
       std::vector<int64_t> starts;
-      for (const Box& box : boxes[e]) starts.push_back(have[box.first].begin[a]);
+      for (size_t first : boxes[e]) starts.push_back(have[first].begin[a]);
       std::sort(starts.begin(), starts.end());
       const auto distinct = size_t(std::unique(starts.begin(), starts.end()) - starts.begin());
       if (distinct > most) most = distinct, b.axis = a;
     }
     for (size_t u = 0; u < boxes[e].size(); ++u) {
-      const Region& r = have[boxes[e][u].first];
+      const Region& r = have[boxes[e][u]];
       b.starts.emplace_back(r.begin[b.axis], u);
       b.widest = std::max(b.widest, r.size[b.axis]);
     }
@@ -303,7 +301,7 @@ BoxingPlan plan_boxing(const TensorDesc& logical, const Layout& from, const Layo
       }
       std::vector<BoxingPiece> pieces;
       for (size_t u : near) {
-        size_t s = boxes[e][u].first;
+        size_t s = boxes[e][u];
         Region part;
         if (!overlaps(want, have[s]) || !intersect(want, have[s], part)) continue;
         if (here >= 0 && summand_of[size_t(here)] == int64_t(e) && box_of[size_t(here)] == int64_t(u)) s = size_t(here);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <memory>
 #include <memory_resource>
 #include <queue>
 

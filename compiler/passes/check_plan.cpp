@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
