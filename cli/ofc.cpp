@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-collectives", no_collectives,
                "lower layout conversions (gradient all-reduce, all-gather, ...) point to point: slices, copies, concatenations and additions "
                "(default: between devices of one rank, one collective task per device)");
+  double bucket_mb = 25;
+  app.add_option("--bucket-mb", bucket_mb,
+                 "all-reduce data-parallel gradients together, this many MiB a bucket, as PyTorch's DDP does (bucket_cap_mb): one "
+                 "reduction's tasks and messages per bucket, not per weight, the same sums; 0 reduces each weight's alone")
+      ->check(CLI::Range(0.0, 1048576.0))
+      ->capture_default_str();
   app.add_option("--zero", options.zero,
                  "ZeRO stage over the data-parallel devices: 1 shards every trained weight's optimizer state and update (the "
                  "gradient reduce-scattered to it, the weight gathered into each device's copy once per step); 2 also sums "
@@ -117,6 +123,7 @@ int main(int argc, char** argv) {
                             : share_order == "loose" ? of::compiler::ShareOrder::loose
                                                      : of::compiler::ShareOrder::overlap;
     options.collectives = !no_collectives;
+    options.bucket_bytes = uint64_t(bucket_mb * double(uint64_t(1) << 20));
     if (!costs_file.empty()) options.costs = of::read_machine_costs(costs_file);
     else if (spec.kind == 1) options.costs = of::builtin_cuda_costs();
     if (!device_memory.empty()) options.device_memory = of::compiler::parse_bytes(device_memory, "--device-memory");

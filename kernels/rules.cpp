@@ -305,9 +305,11 @@ ConcatGeometry concat_geometry(const KernelConfig& cfg) {
     total += x.shape[axis];
     g.block_bytes.push_back(static_cast<size_t>(x.shape[axis] * inner * dtype_size(y.dtype)));
   }
-  if (total != y.shape[axis])
-    fail(where_of(cfg), "concat: inputs sum to {} along axis {}, output has {}", total, axis,
+  const int64_t tail = cfg.attrs.get_int("tail", 0);
+  if (tail < 0 || tail > y.shape[axis] || total != y.shape[axis] - tail)
+    fail(where_of(cfg), "concat: inputs sum to {} along axis {} and tail is {}, output has {}", total, axis, tail,
          y.shape[axis]);
+  g.tail_bytes = static_cast<size_t>(tail * inner * dtype_size(y.dtype));
   return g;
 }
 
@@ -339,8 +341,9 @@ SplitGeometry split_geometry(const KernelConfig& cfg) {
     g.row.push_back(inner * size_t(y.shape[size_t(axis)]));
     total += y.shape[size_t(axis)];
   }
-  if (total != x.shape[size_t(axis)])
-    fail(where_of(cfg), "split: outputs sum to {} along axis {}, input has {}", total, axis,
+  const int64_t tail = cfg.attrs.get_int("tail", 0);
+  if (tail < 0 || tail > x.shape[size_t(axis)] || total != x.shape[size_t(axis)] - tail)
+    fail(where_of(cfg), "split: outputs sum to {} along axis {} and tail is {}, input has {}", total, axis, tail,
          x.shape[size_t(axis)]);
   return g;
 }

@@ -82,15 +82,19 @@ MatMulGeometry matmul_geometry(const KernelConfig& cfg);
 MatMulGeometry matmul_tb_geometry(const KernelConfig& cfg);
 
 // concat along `axis`, any dtype, any number of inputs: per each of `outer` rows, input k's
-// contiguous block of block_bytes[k] follows the others in Y's row.
+// contiguous block of block_bytes[k] follows the others in Y's row, then tail_bytes of zeros.
+// Attribute `tail` (default 0): Y's last `tail` entries along the axis are zeros, no input's (a
+// gradient bucket's padding to a size its devices split evenly; compiler/parallel/gradient_bucket.h).
 struct ConcatGeometry {
   int64_t outer = 1;
   std::vector<size_t> block_bytes;
+  size_t tail_bytes = 0;
 };
 ConcatGeometry concat_geometry(const KernelConfig& cfg);
 
 // split along `axis` (required), any dtype: per each of `outer` rows of in_row bytes, output k
-// takes row[k] bytes from offset[k].
+// takes row[k] bytes from offset[k]. Attribute `tail` (default 0): X's last `tail` entries along
+// the axis go to no output (concat's padding, dropped).
 struct SplitGeometry {
   int64_t outer = 1;
   size_t in_row = 0;

@@ -42,6 +42,7 @@
 #include "common/error.h"
 #include "compiler/parallel/boxing.h"
 #include "compiler/parallel/cost_model.h"
+#include "compiler/parallel/gradient_bucket.h"
 #include "compiler/parallel/parallel_config.h"
 #include "compiler/parallel/signatures.h"
 #include "compiler/parallel/stages.h"
@@ -73,6 +74,30 @@ class Parallelizer {
   // `prefix`, and its line in the plan's boxing list.
   std::vector<ValueId> box(ValueId v, const Layout& from, std::vector<ValueId> values, const Layout& want, const std::string& consumer,
                            bool backward, bool once_per_step, const std::string& prefix);
+  // The same for a tensor of `desc` named `tensor`, a box of logical value `logical` (or none).
+  std::vector<ValueId> box_tensor(const TensorDesc& desc, const std::string& tensor, ValueId logical, const Layout& from,
+                                  std::vector<ValueId> values, const Layout& want, const std::string& consumer, bool backward,
+                                  bool once_per_step, const std::string& prefix);
+  // Logical node `id`'s copy on each device of its stage, its inputs boxed as it chose; an
+  // update that waited in a bucket reads `part` (its gradient's part of the bucket) instead.
+  struct BucketPart {
+    size_t input = 0;             // which input
+    std::vector<ValueId> values;  // per device, 1-D
+  };
+  void materialise(NodeId id, const BucketPart* part);
+  // Gradient buckets (ofc --bucket-mb; compiler/parallel/gradient_bucket.h): an optimizer update
+  // whose gradient is all-reduced waits in the bucket of its layouts, with its dtype, until the
+  // bucket holds the bytes asked for, or a node reads what a waiting update writes, or the graph
+  // ends; then the bucket is reduced as one tensor and its updates follow.
+  struct Bucket {
+    Layout from, want;
+    DType dtype = DType::f32;
+    std::vector<NodeId> updates;  // in node order
+    int64_t elements = 0;
+  };
+  bool join_bucket(NodeId id);
+  void flush_bucket(size_t k);
+  void flush_buckets();
   // --zero 1/2: weight v's home is split over the dp level and its readers read a replica.
   bool read_from_replica(ValueId v) const;
   struct Replica {
@@ -137,6 +162,9 @@ class Parallelizer {
   std::vector<Replica> replicas_;
   std::map<ValueId, size_t> replica_of_;  // weight -> index into replicas_
   size_t dp_level_ = SIZE_MAX;            // the data-parallel level, if any
+  std::vector<Bucket> buckets_;           // waiting, oldest first
+  std::set<ValueId> awaited_;             // what the waiting updates write (their outputs, the inputs they own)
+  int32_t buckets_made_ = 0;
 };
 
 void Parallelizer::choose_then_deferred(NodeId n) {
@@ -504,25 +532,31 @@ std::vector<ValueId> Parallelizer::need(ValueId v, const Layout& want, const std
 std::vector<ValueId> Parallelizer::box(ValueId v, const Layout& from, std::vector<ValueId> out, const Layout& want, const std::string& consumer,
                                        bool backward, bool once_per_step, const std::string& prefix) {
   const Value& val = g_.values[size_t(v)];
-  const std::vector<Layout> route = boxing_route(val.desc, from, want, &rank_of_device_);
+  return box_tensor(val.desc, val.name, v, from, std::move(out), want, consumer, backward, once_per_step, prefix);
+}
+
+std::vector<ValueId> Parallelizer::box_tensor(const TensorDesc& desc, const std::string& tensor, ValueId logical, const Layout& from,
+                                              std::vector<ValueId> out, const Layout& want, const std::string& consumer, bool backward,
+                                              bool once_per_step, const std::string& prefix) {
+  const std::vector<Layout> route = boxing_route(desc, from, want, &rank_of_device_);
   const size_t first_node = phys_.nodes.size();
   uint64_t bytes = 0;
   for (size_t k = 0; k + 1 < route.size(); ++k) {
-    const BoxingPlan plan = plan_hop(val.desc, route, k);
+    const BoxingPlan plan = plan_hop(desc, route, k);
     if (!plan.possible)
-      fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", val.name, sbp_str(want.sbp),
+      fail({.file = g_.source_file, .node = consumer}, "cannot make '{}' {} on {} from {} on {}", tensor, sbp_str(want.sbp),
            want.placement.str(), sbp_str(from.sbp), from.placement.str());
-    out = lower_boxing(phys_, plan, val.desc, route[k], route[k + 1], out, k ? prefix + std::to_string(k) : prefix,
+    out = lower_boxing(phys_, plan, desc, route[k], route[k + 1], out, k ? prefix + std::to_string(k) : prefix,
                        o_.collectives ? &rank_of_device_ : nullptr);
     for (size_t j = 0; j < out.size(); ++j) {
-      phys_.values[size_t(out[j])].logical = v;
-      phys_.values[size_t(out[j])].shard_begin = local_region(val.desc.shape, route[k + 1].placement, route[k + 1].sbp, j).begin;
+      phys_.values[size_t(out[j])].logical = logical;
+      phys_.values[size_t(out[j])].shard_begin = local_region(desc.shape, route[k + 1].placement, route[k + 1].sbp, j).begin;
     }
     bytes += plan.bytes_moved;
   }
   if (once_per_step)
     for (size_t k = first_node; k < phys_.nodes.size(); ++k) phys_.nodes[k].slots = 1;
-  c_.parallel.boxings.push_back(plan::Boxing{.tensor = val.name, .kind = boxing_kind(from, want),
+  c_.parallel.boxings.push_back(plan::Boxing{.tensor = tensor, .kind = boxing_kind(from, want),
                                            .from = from.placement.str() + " " + sbp_str(from.sbp),
                                            .to = want.placement.str() + " " + sbp_str(want.sbp), .consumer = consumer,
                                            .bytes = bytes, .backward = backward});
@@ -647,6 +681,166 @@ bool Parallelizer::read_by_backward(NodeId id) const {
   return false;
 }
 
+bool Parallelizer::join_bucket(NodeId id) {
+  const Node& n = g_.nodes[size_t(id)];
+  // An optimizer update's inputs: (weight, gradient, state..., lr, step) (add_optimizer.cpp).
+  if (o_.bucket_bytes == 0 || (n.op_type != "SgdUpdate" && n.op_type != "AdamUpdate") || n.inputs.size() < 2) return false;
+  const ValueId grad = n.inputs[1];
+  if (grad == kNoValue || !home_[size_t(grad)] || chosen_[size_t(id)].empty() ||
+      std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), grad) == 0)
+    return false;
+  const Placement& p = stages_[size_t(stage_of_[size_t(id)])];
+  NdSbp sbp;
+  for (const Signature& s : chosen_[size_t(id)]) sbp.push_back(s.in[1]);
+  const Layout want{p, sbp};
+  const Layout& from = *home_[size_t(grad)];
+  const TensorDesc& desc = g_.values[size_t(grad)].desc;
+  if (!bucketable(uint64_t(desc.bytes()), from, want) || phys_of_[size_t(grad)].size() != p.size() || boxed_.count({grad, layout_key(want)}))
+    return false;
+  size_t k = 0;
+  while (k < buckets_.size() && !(buckets_[k].from == from && buckets_[k].want == want && buckets_[k].dtype == desc.dtype)) ++k;
+  if (k == buckets_.size()) buckets_.push_back(Bucket{.from = from, .want = want, .dtype = desc.dtype, .updates = {}, .elements = 0});
+  buckets_[k].updates.push_back(id);
+  buckets_[k].elements += numel(desc.shape);
+  for (ValueId v : n.outputs) awaited_.insert(v);
+  for (int32_t i : n.inplace) awaited_.insert(n.inputs[size_t(i)]);
+  if (uint64_t(buckets_[k].elements) * uint64_t(dtype_size(desc.dtype)) >= o_.bucket_bytes) flush_bucket(k);
+  return true;
+}
+
+void Parallelizer::flush_bucket(size_t k) {
+  const Bucket b = std::move(buckets_[k]);
+  buckets_.erase(buckets_.begin() + std::ptrdiff_t(k));
+  awaited_.clear();
+  for (const Bucket& other : buckets_)
+    for (NodeId u : other.updates) {
+      const Node& n = g_.nodes[size_t(u)];
+      for (ValueId v : n.outputs) awaited_.insert(v);
+      for (int32_t i : n.inplace) awaited_.insert(n.inputs[size_t(i)]);
+    }
+  if (b.updates.size() == 1) {  // alone after all: reduced as if it had never waited
+    materialise(b.updates[0], nullptr);
+    return;
+  }
+  const std::string name = fmt::format("grad_bucket{}", buckets_made_++);
+  const Placement& p = b.from.placement;
+  const auto at = [&](const std::string& what, size_t j) {
+    return p.size() > 1 ? fmt::format("{}/{}@{}", name, what, p.devices[j]) : name + "/" + what;
+  };
+  std::vector<ValueId> grads;
+  std::vector<int64_t> sizes;
+  for (NodeId u : b.updates) {
+    grads.push_back(g_.nodes[size_t(u)].inputs[1]);
+    sizes.push_back(numel(g_.values[size_t(grads.back())].desc.shape));
+  }
+  const int64_t tail = bucket_tail(b.elements, int64_t(p.size()));
+  const size_t first_node = phys_.nodes.size();
+  std::vector<ValueId> packed;
+  for (size_t j = 0; j < p.size(); ++j) {
+    std::vector<ValueId> here;
+    for (ValueId g : grads) here.push_back(phys_of_[size_t(g)][j]);
+    packed.push_back(pack_bucket(phys_, here, tail, p.devices[j], at("pack", j)));
+  }
+  const std::string consumer = b.updates.size() == 1 ? g_.nodes[size_t(b.updates[0])].name
+                                                     : fmt::format("{} updates, {} ... {}", b.updates.size(), g_.nodes[size_t(b.updates[0])].name,
+                                                                   g_.nodes[size_t(b.updates.back())].name);
+  const std::vector<ValueId> reduced = box_tensor(TensorDesc{{b.elements + tail}, b.dtype}, name, kNoValue, b.from, std::move(packed),
+                                                  b.want, consumer, true, true, name + "/boxing");
+  std::vector<BucketPart> parts(b.updates.size(), BucketPart{.input = 1, .values = {}});
+  for (size_t j = 0; j < p.size(); ++j) {
+    const std::vector<ValueId> got = unpack_bucket(phys_, reduced[j], sizes, tail, p.devices[j], at("unpack", j));
+    for (size_t m = 0; m < got.size(); ++m) {
+      phys_.values[size_t(got[m])].logical = grads[m];
+      parts[m].values.push_back(got[m]);
+    }
+  }
+  // Once per step, as the gradients they carry (box_tensor did its own nodes).
+  for (size_t n = first_node; n < phys_.nodes.size(); ++n) phys_.nodes[n].slots = 1;
+  for (size_t m = 0; m < b.updates.size(); ++m) materialise(b.updates[m], &parts[m]);
+}
+
+void Parallelizer::flush_buckets() {
+  while (!buckets_.empty()) flush_bucket(0);
+}
+
+void Parallelizer::materialise(NodeId id, const BucketPart* part) {
+  const Node& n = g_.nodes[size_t(id)];
+  const Placement& p = stages_[size_t(stage_of_[size_t(id)])];
+  const bool backward = n.forward >= 0 || !n.inplace.empty();
+  std::vector<std::vector<ValueId>> in_phys(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
+    if (v == kNoValue) continue;
+    if (part && i == part->input) {  // its bucket's part on each device, whole, one axis
+      in_phys[i] = part->values;
+      continue;
+    }
+    if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) {
+      // Read at compile time only (e.g. Reshape's shape): one device-less copy. A constant that a
+      // later node reads at run time whole on each device (BatchNorm's running statistics, which
+      // the forward node lists and the statistics update changes in place) keeps that home: a
+      // whole copy serves the compile-time reader, and the in-place update owns its constant.
+      if (phys_of_[size_t(v)].empty()) {
+        const bool whole_everywhere = home_[size_t(v)] && std::all_of(home_[size_t(v)]->sbp.begin(), home_[size_t(v)]->sbp.end(),
+                                                                       [](const Sbp& x) { return x.kind == Sbp::Kind::broadcast; });
+        if (!whole_everywhere) home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
+        shards(v);
+      }
+      in_phys[i] = std::vector<ValueId>(p.size(), phys_of_[size_t(v)][0]);
+      continue;
+    }
+    NdSbp sbp;
+    for (const Signature& s : chosen_[size_t(id)]) sbp.push_back(s.in[i]);
+    in_phys[i] = need(v, Layout{p, sbp}, n.name, backward, !n.inplace.empty());
+  }
+  for (size_t j = 0; j < p.size(); ++j) {
+    Node x = n;
+    x.device = p.devices[j];
+    // 1F1B-like: a forward op of stage s whose output the backward pass reads keeps up to
+    // pp - s micro-batches of it (the ones the later stages are still working on), plus one to
+    // overlap with the next transfer. An output only the forward pass reads is freed as soon as
+    // its reader has acted: streaming slots are enough.
+    if (o_.pp > 1 && !backward && read_by_backward(id)) x.slots = std::max(o_.slots, o_.pp - stage_of_[size_t(id)] + 1);
+    if (p.size() > 1) x.name = fmt::format("{}@{}", n.name, x.device);
+    const std::vector<int64_t> coords = p.coords(j);
+    for (size_t l = 0; l < levels_.size(); ++l) apply_tweak(chosen_[size_t(id)][l], coords[l], levels_[l].size, x.kernel_attrs);
+    for (size_t i = 0; i < n.inputs.size(); ++i) x.inputs[i] = n.inputs[i] == kNoValue ? kNoValue : in_phys[i][j];
+    // A control input is a value of the same stage, each device waiting for its own box of it.
+    x.control_inputs.clear();
+    for (ValueId v : n.control_inputs)
+      if (phys_of_[size_t(v)].size() == p.size() && home_[size_t(v)] && home_[size_t(v)]->placement == p)
+        x.control_inputs.push_back(phys_of_[size_t(v)][j]);
+    x.runtime_inputs.clear();
+    for (ValueId v : n.runtime_inputs) {
+      const auto pos = size_t(std::find(n.inputs.begin(), n.inputs.end(), v) - n.inputs.begin());
+      x.runtime_inputs.push_back(in_phys[pos][j]);
+    }
+    if (part) {  // the update reads its part of the bucket in its gradient's shape
+      const ValueId grad = n.inputs[part->input];
+      const auto k = size_t(std::find(n.runtime_inputs.begin(), n.runtime_inputs.end(), grad) - n.runtime_inputs.begin());
+      x.runtime_views.resize(x.runtime_inputs.size());
+      x.runtime_views[k] = g_.values[size_t(grad)].desc.shape;
+    }
+    const auto pid = NodeId(phys_.nodes.size());
+    for (ValueId v : x.inputs)
+      if (v != kNoValue) phys_.values[size_t(v)].consumers.push_back(pid);
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const Value& lv = g_.values[size_t(n.outputs[o])];
+      const Region r = local_region(lv.desc.shape, p, home_[size_t(n.outputs[o])]->sbp, j);
+      const ValueId pv = phys_.add_value(p.size() > 1 ? fmt::format("{}@{}", lv.name, x.device) : lv.name);
+      Value& out = phys_.values[size_t(pv)];
+      out.desc = TensorDesc{r.size, lv.desc.dtype};
+      out.known = true;
+      out.producer = pid;
+      out.logical = n.outputs[o];
+      out.shard_begin = r.begin;
+      x.outputs[o] = pv;
+      phys_of_[size_t(n.outputs[o])].push_back(pv);
+    }
+    phys_.nodes.push_back(std::move(x));
+  }
+}
+
 void Parallelizer::run() {
   rank_of_device_ = rank_of_devices(o_, c_.parallel.devices);
   place();
@@ -674,72 +868,14 @@ void Parallelizer::run() {
   phys_.source_file = g_.source_file;
   for (ValueId v : g_.inputs) shards(v);  // the source's register keeps the inputs' order
   for (NodeId id = 0; id < NodeId(g_.nodes.size()); ++id) {
-    const Node& n = g_.nodes[size_t(id)];
-    const Placement& p = stages_[size_t(stage_of_[size_t(id)])];
-    const bool backward = n.forward >= 0 || !n.inplace.empty();
-    std::vector<std::vector<ValueId>> in_phys(n.inputs.size());
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const ValueId v = n.inputs[i];
-      if (v == kNoValue) continue;
-      if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) {
-        // Read at compile time only (e.g. Reshape's shape): one device-less copy. A constant that a
-        // later node reads at run time whole on each device (BatchNorm's running statistics, which
-        // the forward node lists and the statistics update changes in place) keeps that home: a
-        // whole copy serves the compile-time reader, and the in-place update owns its constant.
-        if (phys_of_[size_t(v)].empty()) {
-          const bool whole_everywhere = home_[size_t(v)] && std::all_of(home_[size_t(v)]->sbp.begin(), home_[size_t(v)]->sbp.end(),
-                                                                         [](const Sbp& x) { return x.kind == Sbp::Kind::broadcast; });
-          if (!whole_everywhere) home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
-          shards(v);
-        }
-        in_phys[i] = std::vector<ValueId>(p.size(), phys_of_[size_t(v)][0]);
-        continue;
-      }
-      NdSbp sbp;
-      for (const Signature& s : chosen_[size_t(id)]) sbp.push_back(s.in[i]);
-      in_phys[i] = need(v, Layout{p, sbp}, n.name, backward, !n.inplace.empty());
-    }
-    for (size_t j = 0; j < p.size(); ++j) {
-      Node x = n;
-      x.device = p.devices[j];
-      // 1F1B-like: a forward op of stage s whose output the backward pass reads keeps up to
-      // pp - s micro-batches of it (the ones the later stages are still working on), plus one to
-      // overlap with the next transfer. An output only the forward pass reads is freed as soon as
-      // its reader has acted: streaming slots are enough.
-      if (o_.pp > 1 && !backward && read_by_backward(id)) x.slots = std::max(o_.slots, o_.pp - stage_of_[size_t(id)] + 1);
-      if (p.size() > 1) x.name = fmt::format("{}@{}", n.name, x.device);
-      const std::vector<int64_t> coords = p.coords(j);
-      for (size_t l = 0; l < levels_.size(); ++l) apply_tweak(chosen_[size_t(id)][l], coords[l], levels_[l].size, x.kernel_attrs);
-      for (size_t i = 0; i < n.inputs.size(); ++i) x.inputs[i] = n.inputs[i] == kNoValue ? kNoValue : in_phys[i][j];
-      // A control input is a value of the same stage, each device waiting for its own box of it.
-      x.control_inputs.clear();
-      for (ValueId v : n.control_inputs)
-        if (phys_of_[size_t(v)].size() == p.size() && home_[size_t(v)] && home_[size_t(v)]->placement == p)
-          x.control_inputs.push_back(phys_of_[size_t(v)][j]);
-      x.runtime_inputs.clear();
-      for (ValueId v : n.runtime_inputs) {
-        const auto pos = size_t(std::find(n.inputs.begin(), n.inputs.end(), v) - n.inputs.begin());
-        x.runtime_inputs.push_back(in_phys[pos][j]);
-      }
-      const auto pid = NodeId(phys_.nodes.size());
-      for (ValueId v : x.inputs)
-        if (v != kNoValue) phys_.values[size_t(v)].consumers.push_back(pid);
-      for (size_t o = 0; o < n.outputs.size(); ++o) {
-        const Value& lv = g_.values[size_t(n.outputs[o])];
-        const Region r = local_region(lv.desc.shape, p, home_[size_t(n.outputs[o])]->sbp, j);
-        const ValueId pv = phys_.add_value(p.size() > 1 ? fmt::format("{}@{}", lv.name, x.device) : lv.name);
-        Value& out = phys_.values[size_t(pv)];
-        out.desc = TensorDesc{r.size, lv.desc.dtype};
-        out.known = true;
-        out.producer = pid;
-        out.logical = n.outputs[o];
-        out.shard_begin = r.begin;
-        x.outputs[o] = pv;
-        phys_of_[size_t(n.outputs[o])].push_back(pv);
-      }
-      phys_.nodes.push_back(std::move(x));
-    }
+    if (join_bucket(id)) continue;
+    for (ValueId v : g_.nodes[size_t(id)].inputs)
+      if (awaited_.count(v)) flush_buckets();  // it reads what a waiting update reads or writes
+    for (ValueId v : g_.nodes[size_t(id)].control_inputs)
+      if (awaited_.count(v)) flush_buckets();
+    materialise(id, nullptr);
   }
+  flush_buckets();
   refresh_replicas();
   // Graph outputs go to the sink on device 0, whole.
   const Layout sink{Placement{{0}, {1}}, NdSbp{Sbp::B()}};

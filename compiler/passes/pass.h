@@ -70,6 +70,10 @@ struct CompileOptions {
   // reading the others' registers directly (compiler/parallel/boxing.h); false: point to point
   // only (ofc --no-collectives), the same numbers with more tasks.
   bool collectives = true;
+  // Gradient buckets (ofc --bucket-mb; compiler/parallel/gradient_bucket.h): data-parallel
+  // gradients all-reduced together, up to this many bytes a bucket (the last one past it), as
+  // PyTorch's DDP (bucket_cap_mb, 25 by default); 0: one reduction per weight.
+  uint64_t bucket_bytes = uint64_t(25) << 20;
   // ZeRO stage over the data-parallel devices (ofc --zero): 0 replicates every weight; 3 shards
   // each trained weight, its gradient and its optimizer state by rows (or the first axis that
   // divides), gathering the weight before its readers. Stages 1 and 2 are not built.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // concat, split and slice on the GPU, any dtype: the CPU twins' geometry (kernels/rules.h), each input's
 // (or output's) blocks moved by one strided device-to-device copy over the outer rows
-// (cudaMemcpy2DAsync), no kernel of our own.
+// (cudaMemcpy2DAsync), concat's zero tail by cudaMemset2DAsync: no kernel of our own.
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/rules.h"
@@ -14,6 +14,7 @@ class Concat final : public Kernel {
  public:
   Concat(const KernelConfig& cfg) : g_(concat_geometry(cfg)) {
     for (size_t n : g_.block_bytes) row_ += n;
+    row_ += g_.tail_bytes;
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     auto* y = static_cast<char*>(out[0]);
@@ -26,6 +27,9 @@ class Concat final : public Kernel {
                         : cudaMemcpy2DAsync(y, row_, in[k], n, n, size_t(g_.outer), cudaMemcpyDeviceToDevice,
                                             ctx.stream->stream);
     }
+    if (e == cudaSuccess && g_.tail_bytes > 0 && g_.outer > 0)
+      e = g_.outer == 1 ? cudaMemsetAsync(y, 0, g_.tail_bytes, ctx.stream->stream)
+                        : cudaMemset2DAsync(y, row_, 0, g_.tail_bytes, size_t(g_.outer), ctx.stream->stream);
     if (e != cudaSuccess) ctx.stream->note_failure("concat: device copy", int(e));
   }
 

@@ -31,6 +31,15 @@ std::string compile_mlp(const TempDir& d, const std::string& flags, const std::s
   return d / name;
 }
 
+// The MLP for AdamW (whose state ZeRO shards): the plan's path and ofc's stdout.
+const std::string kAdam = " --train --loss cross_entropy --optimizer adamw:lr=0.001 ";
+std::pair<std::string, std::string> compile_mlp_adam(const TempDir& d, const std::string& flags, const std::string& name) {
+  CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / name) + kAdam + flags, d);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  return {d / name, c.out};
+}
+
 std::vector<double> train_losses(const TempDir& d, const std::string& plan, int steps, const std::string& extra = "") {
   const std::string metrics = plan + ".metrics.jsonl";
   CmdResult r = run_cmd(bin("ofrun") + " " + plan + " --data " + kFashion + fmt::format(" --steps {} --seed 1 --metrics ", steps) +
@@ -158,19 +167,65 @@ TEST_CASE("parallel: a data-parallel plan on 64 devices has O(devices x ops) tas
   }
 }
 
+// Gradient buckets (ofc --bucket-mb, compiler/parallel/gradient_bucket.h): the small data-parallel
+// gradients packed per device into one buffer, all-reduced as one tensor and unpacked for their
+// updates. Fewer collective tasks than one reduction per weight, and the same sums in the same
+// order: the same losses and checkpoint, bit for bit, across ranks, with tensor parallelism (its
+// split weights' gradients are reduced alone), micro-batches and pipeline stages.
+TEST_CASE("parallel: gradient buckets reduce the gradients together with the losses and checkpoint of one reduction per weight, bit for bit", "[e2e][parallel]") {
+  TempDir d;
+  auto compile = [&](const std::string& flags, const std::string& name) { return compile_mlp_adam(d, flags, name).first; };
+  auto count = [&](const json& plan, const std::string& what) {
+    int collective = 0, packs = 0;
+    for (const json& t : plan.at("tasks")) {
+      collective += t.at("kind") == "collective";
+      packs += t.at("name").get<std::string>().find("grad_bucket") == 0 && t.at("op") == "Concat";
+    }
+    return what == "collective" ? collective : packs;
+  };
+  for (const std::string flags : {"--devices 2:cpu --dp 2", "--devices 4:cpu --dp 4", "--devices 2x2:cpu --dp 4",
+                                  "--devices 4:cpu --dp 2 --tp 2", "--devices 4:cpu --dp 2 --pp 2 --micro-batches 4",
+                                  "--devices 2:cpu --dp 2 --no-collectives"}) {
+    INFO(flags);
+    const std::string alone = compile(flags + " --bucket-mb 0", "alone.ofp"), bucketed = compile(flags, "bucketed.ofp"),
+                      small = compile(flags + " --bucket-mb 0.0391", "small.ofp");
+    const json a = dump_json(d, alone), b = dump_json(d, bucketed), s = dump_json(d, small);
+    CHECK(count(a, "packs") == 0);
+    CHECK(b.at("tasks").size() <= a.at("tasks").size());
+    if (flags.find("--tp") == std::string::npos) {
+      // fc3.weight (40 KiB) and the three biases share one bucket per stage; fc1.weight and
+      // fc2.weight (3-4 MiB) are reduced alone. With 40 KiB buckets fc3's weight and bias fill one.
+      CHECK(count(b, "packs") > 0);
+      if (flags.find("--pp") == std::string::npos) CHECK(count(s, "packs") == 2 * count(b, "packs"));
+      if (flags.find("--no-collectives") == std::string::npos) CHECK(count(b, "collective") < count(a, "collective"));
+    } else {
+      CHECK(count(b, "packs") == 0);  // every small gradient but one is split over tp: nothing to share
+    }
+    for (const char* dir : {"ck_alone", "ck_bucketed", "ck_small"}) std::filesystem::remove_all(d / dir);
+    const std::vector<double> want = train_losses(d, alone, 6, "--checkpoint " + (d / "ck_alone"));
+    REQUIRE(want.size() == 6);
+    CHECK(train_losses(d, bucketed, 6, "--checkpoint " + (d / "ck_bucketed")) == want);
+    CHECK(train_losses(d, small, 6, "--checkpoint " + (d / "ck_small")) == want);
+    for (const char* kind : {"model", "optimizer"}) {
+      INFO(kind);
+      const auto tensors = checkpoint_tensors((d / "ck_alone") + "/step-00000006", kind);
+      CHECK(tensors.size() >= 6);
+      CHECK(checkpoint_tensors((d / "ck_bucketed") + "/step-00000006", kind) == tensors);
+      CHECK(checkpoint_tensors((d / "ck_small") + "/step-00000006", kind) == tensors);
+    }
+  }
+  CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "bad.ofp") + kAdam + "--devices 2:cpu --bucket-mb -1", d);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("--bucket-mb") != std::string::npos);
+}
+
 // ZeRO stage 3 (ofc --zero 3): each trained weight, its gradient and its optimizer state live
 // split over the data-parallel devices; readers get the weight gathered, the update its shard of
 // the reduce-scattered gradient. The same sums in the same order as plain data parallelism, so
 // the same losses and the same checkpoint bit for bit, with a smaller share of each device.
 TEST_CASE("parallel: --zero 3 shards weights and gradients and Adam state over dp with the losses and checkpoint of plain dp bit for bit", "[e2e][parallel]") {
   TempDir d;
-  const std::string adam = " --train --loss cross_entropy --optimizer adamw:lr=0.001 ";
-  auto compile = [&](const std::string& flags, const std::string& name) {
-    CmdResult c = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / name) + adam + flags, d);
-    INFO(c.err);
-    REQUIRE(c.exit_code == 0);
-    return std::make_pair(d / name, c.out);
-  };
+  auto compile = [&](const std::string& flags, const std::string& name) { return compile_mlp_adam(d, flags, name); };
   auto kind_bytes = [&](const json& plan, const char* kind) {
     uint64_t most = 0;
     for (const json& a : plan.at("arenas")) most = std::max(most, a.at("kinds").value(kind, uint64_t(0)));
@@ -240,7 +295,7 @@ TEST_CASE("parallel: --zero 3 shards weights and gradients and Adam state over d
   }
   // What is not built, or cannot shard, is refused in one line.
   for (const char* bad : {"--devices 2:cpu --tp 2 --zero 1", "--devices 2:cpu --tp 2 --zero 3", "--zero 2"}) {
-    CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "bad.ofp") + adam + bad, d);
+    CmdResult r = run_cmd(bin("ofc") + " " + fixture("mlp.onnx") + " -o " + (d / "bad.ofp") + kAdam + bad, d);
     INFO(bad << ": " << r.err);
     CHECK(r.exit_code != 0);
     CHECK(r.err.find("--zero") != std::string::npos);
@@ -299,9 +354,17 @@ TEST_CASE("parallel: tensor parallelism splits the MLP's weights by column then 
   const json dp = dump_json(d, compile_mlp(d, "--devices 2:cpu --dp 2", "dp.ofp"));
   CHECK(sbp_of(dp, "fc2.weight") == "B");
   CHECK(sbp_of(dp, "/fc2/Gemm_output_0") == "S(0)");
-  int grad_all_reduces = 0;
-  for (const json& b : dp.at("boxings")) grad_all_reduces += b.at("backward").get<bool>() && b.at("kind") == "all-reduce";
-  CHECK(grad_all_reduces == 6);  // one per weight and bias
+  auto grad_all_reduces = [](const json& plan) {
+    std::vector<std::string> tensors;
+    for (const json& b : plan.at("boxings"))
+      if (b.at("backward").get<bool>() && b.at("kind") == "all-reduce") tensors.push_back(b.at("tensor"));
+    return tensors;
+  };
+  CHECK(grad_all_reduces(dump_json(d, compile_mlp(d, "--devices 2:cpu --dp 2 --bucket-mb 0", "alone.ofp"))).size() == 6);  // one per weight and bias
+  // With buckets (the default): fc1's and fc2's weights (3-4 MiB) alone, the four small ones together.
+  const std::vector<std::string> bucketed = grad_all_reduces(dp);
+  CHECK(bucketed.size() == 3);
+  CHECK(std::count(bucketed.begin(), bucketed.end(), "grad_bucket0") == 1);
 }
 
 TEST_CASE("parallel: a parallel plan's checkpoint holds whole tensors that evaluate and resume", "[e2e][parallel]") {

@@ -41,6 +41,30 @@ TEST_CASE("concat: any axis and input count, f32 and i64, match index reference"
   check_concat<int64_t>(DType::i64, {{4}, {2}, {1}}, 0);
 }
 
+// A gradient bucket's padding (compiler/parallel/gradient_bucket.h): zeros after the inputs, on
+// every outer row, whatever the output buffer held before.
+TEST_CASE("concat: attribute tail leaves zeros after the inputs along the axis", "[kernels]") {
+  Attrs attrs;
+  attrs.set_int("axis", 0);
+  attrs.set_int("tail", 3);
+  const std::vector<float> a{1, 2}, b{3, 4, 5};
+  CHECK(testing::run_any<float>("concat", DType::f32, attrs, {{2}, {3}}, {a, b}, {8}) == std::vector<float>{1, 2, 3, 4, 5, 0, 0, 0});
+  attrs.set_int("axis", 1);
+  auto kernel = make_kernel("concat", DeviceKind::cpu, DType::f32, KernelConfig{attrs, {{{2, 1}, DType::f32}}, {{{2, 4}, DType::f32}}, "t"});
+  const std::vector<float> x{7, 8};
+  std::vector<float> y(8, -1);
+  const void* in[] = {x.data()};
+  void* out[] = {y.data()};
+  kernel->run({}, in, out);
+  CHECK(y == std::vector<float>{7, 0, 0, 0, 8, 0, 0, 0});
+  Attrs too_long;
+  too_long.set_int("axis", 0);
+  too_long.set_int("tail", 2);
+  testing::check_rejects("concat", too_long, {{2}, {3}}, {{6}});  // 2 + 3 + 2 is 7, not 6
+  too_long.set_int("tail", -1);
+  testing::check_rejects("concat", too_long, {{2}, {3}}, {{4}});
+}
+
 TEST_CASE("concat: mismatched shapes throw of::Error", "[kernels]") {
   Attrs axis1;
   axis1.set_int("axis", 1);

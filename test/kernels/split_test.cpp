@@ -52,6 +52,25 @@ TEST_CASE("split: unequal parts on axes 0 and 1 match index reference", "[kernel
   check_split<int64_t>(DType::i64, {4, 2}, 0, {1, 1, 2});
 }
 
+// Concat's padding dropped: the input's last `tail` entries along the axis go to no output.
+TEST_CASE("split: attribute tail drops the input's last entries along the axis", "[kernels]") {
+  Attrs attrs;
+  attrs.set_int("axis", 1);
+  attrs.set_int("tail", 2);
+  auto kernel = make_kernel("split", DeviceKind::cpu, DType::f32,
+                            KernelConfig{attrs, {{{2, 5}, DType::f32}}, {{{2, 1}, DType::f32}, {{2, 2}, DType::f32}}, "t"});
+  const std::vector<float> x{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> a(2, -1), b(4, -1);
+  const void* in[] = {x.data()};
+  void* out[] = {a.data(), b.data()};
+  kernel->run({}, in, out);
+  CHECK(a == std::vector<float>{0, 5});
+  CHECK(b == std::vector<float>{1, 2, 6, 7});
+  testing::check_rejects("split", attrs, {{2, 5}}, {{2, 1}, {2, 1}});  // 1 + 1 + 2 is 4, not 5
+  attrs.set_int("tail", 6);
+  testing::check_rejects("split", attrs, {{2, 5}}, {{2, 0}});
+}
+
 TEST_CASE("split: bad configs throw of::Error", "[kernels]") {
   Attrs axis1;
   axis1.set_int("axis", 1);
