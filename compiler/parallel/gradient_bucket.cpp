@@ -5,8 +5,8 @@
 
 namespace of::compiler {
 
-bool bucketable(uint64_t bytes, const Layout& from, const Layout& want) {
-  if (bytes > kLoneGradientBytes || !(from.placement == want.placement) || from.sbp.size() != want.sbp.size()) return false;
+bool bucketable(uint64_t bytes, size_t hops, const Layout& from, const Layout& want) {
+  if (bytes > kBucketBytesPerHop * hops || !(from.placement == want.placement) || from.sbp.size() != want.sbp.size()) return false;
   bool partial = false;
   for (size_t l = 0; l < from.sbp.size(); ++l) {
     if (from.sbp[l].is_split() || want.sbp[l].kind != Sbp::Kind::broadcast) return false;

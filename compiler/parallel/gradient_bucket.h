@@ -10,12 +10,15 @@
 // summand order, and recursive halving pairs the same devices for every element).
 //
 // The price, as in DDP: a gradient waits for the rest of its bucket, so its memory is held a while
-// longer and its update runs later, and packing and unpacking copy its bytes twice. So only small
-// gradients (biases, norms' scales: two thirds of a GPT's tensors, a sliver of its bytes) share
-// buckets; a larger one is reduced alone, as soon as it exists, its copies saved. Measured on the
-// MLP fixture with every gradient bucketed (`ofrun --steps 60`, this 2-core machine): 5.1 -> 7.0
-// ms a step on 2 devices, 10.0 -> 12.1 ms on 2x2: its 3-4 MiB weight gradients lost their overlap
-// with the backward pass and paid ~14 MiB of copies per device.
+// longer and its update runs later, and packing and unpacking copy its bytes twice. What a
+// gradient saves in a bucket is its own reduction's acts, one or two per device for each hop of
+// its route (within a rank one, between ranks halving and doubling: on 128 ranks of 8 devices 16
+// hops); so a gradient shares a bucket when it has at most kBucketBytesPerHop for each hop, else it
+// is reduced alone, as soon as it exists, its copies saved. Measured with every gradient bucketed
+// (`ofrun --steps 60`, this 2-core machine), the MLP fixture's 3-4 MiB weight gradients lost
+// more than they saved: 5.1 -> 7.0 ms a step on 2 devices (one hop), 10.0 -> 12.1 ms on 2x2
+// (four); a 12-layer MLP of 64 KiB gradients gained: 2.8 -> 2.45 ms on 2 devices, 9.5 -> 5.0 ms
+// on 2x2. An act costs tens of microseconds here, as copying 256 KiB twice does.
 #pragma once
 
 #include <cstdint>
@@ -27,14 +30,14 @@
 
 namespace of::compiler {
 
-// A gradient of more bytes is reduced alone (see above).
-inline constexpr uint64_t kLoneGradientBytes = uint64_t(256) << 10;
+// A gradient of more bytes than this per hop of its reduction's route is reduced alone (above).
+inline constexpr uint64_t kBucketBytesPerHop = uint64_t(256) << 10;
 
-// Whether a gradient of `bytes` laid out as `from`, needed by its update as `want`, may join a
-// bucket: at most kLoneGradientBytes, and an all-reduce on one placement (each level partial or
-// whole before, whole after), so that every device holds the whole gradient before and after and a
-// bucket is just their concatenation.
-bool bucketable(uint64_t bytes, const Layout& from, const Layout& want);
+// Whether a gradient of `bytes` laid out as `from`, needed by its update as `want` by a route of
+// `hops` (boxing_route's layouts less one), may join a bucket: at most kBucketBytesPerHop a hop,
+// and an all-reduce on one placement (each level partial or whole before, whole after), so that
+// every device holds the whole gradient before and after and a bucket is their concatenation.
+bool bucketable(uint64_t bytes, size_t hops, const Layout& from, const Layout& want);
 
 // How many zeros follow `elements` so that `devices` split the bucket evenly on its way (a
 // reduce-scatter then an all-gather).

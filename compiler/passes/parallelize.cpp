@@ -695,8 +695,9 @@ bool Parallelizer::join_bucket(NodeId id) {
   const Layout want{p, sbp};
   const Layout& from = *home_[size_t(grad)];
   const TensorDesc& desc = g_.values[size_t(grad)].desc;
-  if (!bucketable(uint64_t(desc.bytes()), from, want) || phys_of_[size_t(grad)].size() != p.size() || boxed_.count({grad, layout_key(want)}))
-    return false;
+  if (phys_of_[size_t(grad)].size() != p.size() || boxed_.count({grad, layout_key(want)})) return false;
+  const size_t hops = boxing_route(desc, from, want, &rank_of_device_).size() - 1;
+  if (!bucketable(uint64_t(desc.bytes()), hops, from, want)) return false;
   size_t k = 0;
   while (k < buckets_.size() && !(buckets_[k].from == from && buckets_[k].want == want && buckets_[k].dtype == desc.dtype)) ++k;
   if (k == buckets_.size()) buckets_.push_back(Bucket{.from = from, .want = want, .dtype = desc.dtype, .updates = {}, .elements = 0});

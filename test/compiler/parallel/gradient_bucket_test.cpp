@@ -8,19 +8,22 @@
 
 using namespace of::compiler;
 
-TEST_CASE("gradient bucket: only a small all-reduce on one placement shares a bucket", "[compiler]") {
+TEST_CASE("gradient bucket: only an all-reduce on one placement of few bytes a hop shares a bucket", "[compiler]") {
   const Placement four{{0, 1, 2, 3}, {4}}, mesh{{0, 1, 2, 3}, {2, 2}}, other{{4, 5, 6, 7}, {4}};
   const uint64_t small = 4096;
-  CHECK(bucketable(small, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
-  CHECK(bucketable(small, Layout{mesh, {Sbp::P(), Sbp::P()}}, Layout{mesh, {Sbp::B(), Sbp::B()}}));
-  CHECK(bucketable(small, Layout{mesh, {Sbp::P(), Sbp::B()}}, Layout{mesh, {Sbp::B(), Sbp::B()}}));
-  CHECK(bucketable(kLoneGradientBytes, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
-  // A large gradient goes alone; so does anything but a whole tensor on every device after.
-  CHECK_FALSE(bucketable(kLoneGradientBytes + 1, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
-  CHECK_FALSE(bucketable(small, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::S(0)}}));                   // ZeRO's reduce-scatter
-  CHECK_FALSE(bucketable(small, Layout{mesh, {Sbp::P(), Sbp::S(0)}}, Layout{mesh, {Sbp::B(), Sbp::S(0)}}));  // split over tp
-  CHECK_FALSE(bucketable(small, Layout{four, {Sbp::B()}}, Layout{four, {Sbp::B()}}));                    // nothing to reduce
-  CHECK_FALSE(bucketable(small, Layout{four, {Sbp::P()}}, Layout{other, {Sbp::B()}}));                   // another stage
+  CHECK(bucketable(small, 1, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
+  CHECK(bucketable(small, 2, Layout{mesh, {Sbp::P(), Sbp::P()}}, Layout{mesh, {Sbp::B(), Sbp::B()}}));
+  CHECK(bucketable(small, 2, Layout{mesh, {Sbp::P(), Sbp::B()}}, Layout{mesh, {Sbp::B(), Sbp::B()}}));
+  // A large gradient goes alone, unless its route has hops enough (many ranks).
+  CHECK(bucketable(kBucketBytesPerHop, 1, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
+  CHECK_FALSE(bucketable(kBucketBytesPerHop + 1, 1, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
+  CHECK(bucketable(16 * kBucketBytesPerHop, 16, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
+  CHECK_FALSE(bucketable(16 * kBucketBytesPerHop + 1, 16, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::B()}}));
+  // Anything but a whole tensor on every device after goes alone.
+  CHECK_FALSE(bucketable(small, 2, Layout{four, {Sbp::P()}}, Layout{four, {Sbp::S(0)}}));                   // ZeRO's reduce-scatter
+  CHECK_FALSE(bucketable(small, 2, Layout{mesh, {Sbp::P(), Sbp::S(0)}}, Layout{mesh, {Sbp::B(), Sbp::S(0)}}));  // split over tp
+  CHECK_FALSE(bucketable(small, 1, Layout{four, {Sbp::B()}}, Layout{four, {Sbp::B()}}));                    // nothing to reduce
+  CHECK_FALSE(bucketable(small, 1, Layout{four, {Sbp::P()}}, Layout{other, {Sbp::B()}}));                   // another stage
 }
 
 TEST_CASE("gradient bucket: zeros pad it to a multiple of its devices", "[compiler]") {
