@@ -165,6 +165,7 @@ class Parallelizer {
   std::vector<Bucket> buckets_;           // waiting, oldest first
   std::set<ValueId> awaited_;             // what the waiting updates write (their outputs, the inputs they own)
   int32_t buckets_made_ = 0;
+  std::set<std::string> flushed_on_;      // layout keys of gradients whose first bucket is full
 };
 
 void Parallelizer::choose_then_deferred(NodeId n) {
@@ -705,7 +706,14 @@ bool Parallelizer::join_bucket(NodeId id) {
   buckets_[k].elements += numel(desc.shape);
   for (ValueId v : n.outputs) awaited_.insert(v);
   for (int32_t i : n.inplace) awaited_.insert(n.inputs[size_t(i)]);
-  if (uint64_t(buckets_[k].elements) * uint64_t(dtype_size(desc.dtype)) >= o_.bucket_bytes) flush_bucket(k);
+  // The first bucket of a placement is small, as DDP's (1 MiB): the last layers' gradients start
+  // their reduction early, beside the rest of the backward pass.
+  const bool first = !flushed_on_.count(layout_key(from));
+  const uint64_t cap = first ? std::min(o_.bucket_bytes, kFirstBucketBytes) : o_.bucket_bytes;
+  if (uint64_t(buckets_[k].elements) * uint64_t(dtype_size(desc.dtype)) >= cap) {
+    flushed_on_.insert(layout_key(from));
+    flush_bucket(k);
+  }
   return true;
 }
 
