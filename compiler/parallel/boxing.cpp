@@ -569,6 +569,34 @@ std::vector<Layout> merged_route(const TensorDesc& logical, const Layout& from, 
   return route_possible(logical, route) ? route : std::vector<Layout>{};
 }
 
+// A conversion of several levels at once, one level at a time where the partial sums' level goes
+// by the tree across ranks (tree_route): a row-parallel layer's bias gradient, partial over dp
+// across ranks and split over tp within each, (P, S(0)) -> (B, B), is all-reduced over dp while
+// still split, then gathered within each rank, where point to point each device took a piece
+// from every rank (a plan of R ranks grew with R^2). Reductions go first (nothing is gathered
+// partial), then the other levels, outer first. Empty unless a hop takes the tree.
+std::vector<Layout> level_by_level(const TensorDesc& logical, const Layout& from, const Layout& to,
+                                   const std::vector<int32_t>& rank_of_device) {
+  if (!(from.placement == to.placement)) return {};
+  std::vector<size_t> levels;
+  for (size_t l = 0; l < from.sbp.size(); ++l)
+    if (from.sbp[l].is_partial() && !(from.sbp[l] == to.sbp[l])) levels.push_back(l);
+  for (size_t l = 0; l < from.sbp.size(); ++l)
+    if (!from.sbp[l].is_partial() && !(from.sbp[l] == to.sbp[l])) levels.push_back(l);
+  if (levels.size() < 2) return {};
+  std::vector<Layout> route{from};
+  bool tree = false;
+  for (size_t l : levels) {
+    Layout next = route.back();
+    next.sbp[l] = to.sbp[l];
+    std::vector<Layout> hop = rank_route(logical, route.back(), next, rank_of_device, true);
+    tree = tree || !hop.empty();
+    if (hop.empty()) hop = {route.back(), next};
+    route.insert(route.end(), hop.begin() + 1, hop.end());
+  }
+  return tree && route_possible(logical, route) ? route : std::vector<Layout>{};
+}
+
 }  // namespace
 
 std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to,
@@ -576,6 +604,7 @@ std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, 
   if (rank_of_device) {
     std::vector<Layout> route = rank_route(logical, from, to, *rank_of_device);
     if (route.empty()) route = merged_route(logical, from, to, *rank_of_device);
+    if (route.empty()) route = level_by_level(logical, from, to, *rank_of_device);
     if (!route.empty()) return route;
   }
   std::vector<Layout> route{from};
