@@ -83,6 +83,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
   double best_seconds = 0;
   bool held_is_best = false;
   int32_t compiled = 0;
+  uint64_t max_nodes = 0;  // set by the first plan weighed
   auto weigh = [&](const CompileOptions& o) {
     if (compiled >= fixed.max_candidates) return;
     ++compiled;
@@ -90,7 +91,14 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     held.reset();
     held_is_best = false;
     try {
-      Compilation c = compile_model(model_path, o);
+      CompileOptions bounded = o;
+      bounded.max_parallel_nodes = max_nodes;
+      Compilation c = compile_model(model_path, bounded);
+      // A candidate's plan may be far larger than the first's (tp over many ranks): one of more
+      // than 4 times its nodes is refused as soon as it passes that, before it fills the memory
+      // (the GPT on 128x8: dp 1024 is 0.5M nodes, dp 256 x tp 4 grew past 6M and 20 GB). At least
+      // a million nodes are always allowed: small models are weighed in full.
+      if (max_nodes == 0) max_nodes = std::max<uint64_t>(4 * uint64_t(c.graph.nodes.size()), uint64_t(1) << 20);
       k.step_seconds = c.tasks.prediction.step_seconds;
       k.peak_bytes = largest_arena(c);
       // Ties keep the first in the order weighed (the estimate's, else dp ascending, then tp).

@@ -883,6 +883,9 @@ void Parallelizer::run() {
     for (ValueId v : g_.nodes[size_t(id)].control_inputs)
       if (awaited_.count(v)) flush_buckets();
     materialise(id, nullptr);
+    if (o_.max_parallel_nodes > 0 && phys_.nodes.size() > o_.max_parallel_nodes)
+      fail({.field = "--auto"}, "its plan passed {} nodes at node {} of {}, beyond the bound of {} (4 times the first plan weighed)",
+           phys_.nodes.size(), id + 1, g_.nodes.size(), o_.max_parallel_nodes);
   }
   flush_buckets();
   refresh_replicas();

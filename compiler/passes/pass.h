@@ -78,6 +78,9 @@ struct CompileOptions {
   // each trained weight, its gradient and its optimizer state by rows (or the first axis that
   // divides), gathering the weight before its readers. Stages 1 and 2 are not built.
   int32_t zero = 0;
+  // Parallelize stops with an error once the physical graph passes this many nodes (0: never):
+  // ofc --auto's bound on a candidate far larger than the first it weighed (auto_parallel.cpp).
+  uint64_t max_parallel_nodes = 0;
   // The rates the plan's predicted step time uses (ofc --costs FILE, which ofrun --calibrate
   // writes; compiler/parallel/step_time.h).
   MachineCosts costs = builtin_costs();
