@@ -750,9 +750,8 @@ void Parallelizer::flush_bucket(size_t k) {
     for (ValueId g : grads) here.push_back(phys_of_[size_t(g)][j]);
     packed.push_back(pack_bucket(phys_, here, tail, p.devices[j], at("pack", j)));
   }
-  const std::string consumer = b.updates.size() == 1 ? g_.nodes[size_t(b.updates[0])].name
-                                                     : fmt::format("{} updates, {} ... {}", b.updates.size(), g_.nodes[size_t(b.updates[0])].name,
-                                                                   g_.nodes[size_t(b.updates.back())].name);
+  const std::string consumer = fmt::format("{} updates, {} ... {}", b.updates.size(), g_.nodes[size_t(b.updates[0])].name,
+                                           g_.nodes[size_t(b.updates.back())].name);
   const std::vector<ValueId> reduced = box_tensor(TensorDesc{{b.elements + tail}, b.dtype}, name, kNoValue, b.from, std::move(packed),
                                                   b.want, consumer, true, true, name + "/boxing");
   std::vector<BucketPart> parts(b.updates.size(), BucketPart{.input = 1, .values = {}});
