@@ -9,8 +9,12 @@ entries and one with an unbalanced `[` swallows the names after it; their filter
 nothing, Catch2 reports "No tests ran" and ctest counts a pass. The suites also run with
 `-w NoTests` (an empty match fails), and this check names every case that would be lost.
 """
+import os
+import re
 import subprocess
 import sys
+
+SERIAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "serial_tests.cmake")
 
 
 def main():
@@ -47,13 +51,19 @@ def main():
                 bad.append(f"{suite}: {case}")
             if f"{suite}:{case}" not in registered and f"{suite}: {case}" not in registered:
                 missing.append(f"{suite}: {case}")
+    # test/serial_tests.cmake gives discovered cases RUN_SERIAL; ctest ignores a name it lacks.
+    with open(SERIAL) as f:
+        serial = re.findall(r'"([^"]+)"', f.read().split("set(of_serial_tests", 1)[1].split(")", 1)[0])
+    unknown = [n for n in serial if n not in registered]
+    for name in unknown:
+        print(f"check_test_discovery: test/serial_tests.cmake names no ctest entry (it would run beside others): {name}")
     for name in bad:
         print(f"check_test_discovery: test name has '[', ']' or ';', which discovery mangles: {name}")
     for name in missing:
         print(f"check_test_discovery: not registered with ctest (it would never run): {name}")
     for line in failed:
         print(f"check_test_discovery: {line}")
-    if bad or missing or failed:
+    if bad or missing or failed or unknown or not serial:
         return 1
     print(f"check_test_discovery: all {total} test cases of {len(binaries)} binaries are ctest entries")
     return 0

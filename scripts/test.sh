@@ -12,8 +12,9 @@ echo "== Release build and tests"
 # The CUDA backend compiles here (no GPU runs it: its tests report themselves skipped).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOF_REQUIRE_CUDA=ON
 cmake --build build -j"$jobs"
-# Serially: the streaming test measures wall time.
-ctest --test-dir build --output-on-failure
+# On every core; the checks that time themselves or start several processes run alone
+# (RUN_SERIAL: test/CMakeLists.txt, test/serial_tests.cmake).
+ctest --test-dir build --output-on-failure -j"$jobs"
 [ "${OF_QUICK:-0}" = 1 ] && exit 0
 
 echo "== ASan + UBSan build and tests"
@@ -22,7 +23,7 @@ cmake --build build-asan -j"$jobs"
 # Leaks: protobuf and CAF keep process-lifetime allocations; halt on any other report. The GPT's
 # parallel plans (minutes under ASan) are left to the Release suite; the MLP's cover the same code.
 ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -E "gpt_parallel:parallel"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "gpt_parallel:parallel"
 
 echo "== Fuzzers"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
