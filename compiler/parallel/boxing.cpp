@@ -386,7 +386,16 @@ bool ranks_apart(const Placement& p, size_t l, const std::vector<int32_t>& rank_
 // devices listed chunk by chunk (device d of every rank together), so that the binary levels
 // split chunk d; the hops into and out of that view only relabel. Empty where it does not apply:
 // R not a power of two of at least 4 (two ranks: the direct route is already one piece).
-std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, const Layout& to, size_t level, int64_t g) {
+//
+// A reduce-scatter takes the first half (within, then halving) and an all-gather the second
+// (doubling, then within), each with one more hop: the halving view's blocks are chunk-major
+// (device d of rank r holds block d*R + r), the level's rank-major (block r*g + d), so one piece
+// per device moves each block to its place (a relabelling when g = 1). Each device then trades
+// k pieces across ranks, not R - 1, and 1/(R*g) of the tensor more than the direct route.
+enum class Collective { all_reduce, reduce_scatter, all_gather };
+
+std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, const Layout& to, size_t level, int64_t g,
+                               Collective kind) {
   const std::vector<int64_t>& hier = from.placement.hierarchy;
   const int64_t n = hier[level], ranks = n / g;
   int k = 0;
@@ -421,6 +430,39 @@ std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, co
     out.sbp.insert(out.sbp.end(), from.sbp.begin() + std::ptrdiff_t(level) + 1, from.sbp.end());
     return out;
   };
+  if (kind != Collective::all_reduce) {
+    const Sbp split = kind == Collective::reduce_scatter ? to.sbp[level] : from.sbp[level];
+    std::vector<Sbp> bits(size_t(k), split);
+    if (!splits_evenly(logical.shape, tree, on_tree(split, bits).sbp)) return {};
+    std::vector<Layout> route{from};
+    auto add = [&](const Layout& l) {
+      if (!(l == route.back())) route.push_back(l);
+    };
+    if (kind == Collective::reduce_scatter) {
+      if (g > 1) {
+        add(on_wide(Sbp::P(), Sbp::P()));
+        add(on_wide(Sbp::P(), split));
+      }
+      for (Sbp& b : bits) b = Sbp::P();
+      add(on_tree(split, bits));
+      for (int b = 0; b < k; ++b) {
+        bits[size_t(b)] = split;
+        add(on_tree(split, bits));
+      }
+    } else {
+      add(on_tree(split, bits));
+      for (int b = k; b-- > 0;) {
+        bits[size_t(b)] = Sbp::B();
+        add(on_tree(split, bits));
+      }
+      if (g > 1) {
+        add(on_wide(Sbp::B(), split));
+        add(on_wide(Sbp::B(), Sbp::B()));
+      }
+    }
+    add(to);
+    return route_possible(logical, route) ? route : std::vector<Layout>{};
+  }
   // Candidates, best first: chunks halved across ranks (an axis splits over all n devices); each
   // rank's chunk (split over its g devices) or its whole sum, all-reduced across ranks by
   // recursive doubling (k pairwise sums of what each device holds: k times its bytes across ranks,
@@ -472,7 +514,7 @@ std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, co
 // hierarchy does it: the level seen as [ranks, devices of a rank]. An all-reduce reduce-scatters
 // within each rank, reduce-scatters and all-gathers those parts across ranks (device k of a rank
 // trades 1/g of the tensor with the other ranks), and all-gathers within each rank; the other two
-// take their halves. An all-reduce over 2^k >= 4 rank groups goes by tree_route instead. Empty
+// take their halves. Over 2^k >= 4 rank groups all three go by tree_route instead. Empty
 // where it does not apply (with `tree_only`, where tree_route does not).
 std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, const Layout& to,
                                const std::vector<int32_t>& rank_of_device, bool tree_only = false) {
@@ -490,8 +532,9 @@ std::vector<Layout> rank_route(const TensorDesc& logical, const Layout& from, co
   const bool reduce_scatter = was.is_partial() && becomes.is_split();
   if (!all_reduce && !all_gather && !reduce_scatter) return {};
   const int64_t g = rank_group(from.placement, level, rank_of_device);
-  if (all_reduce && (g > 0 || ranks_apart(from.placement, level, rank_of_device))) {
-    std::vector<Layout> tree = tree_route(logical, from, to, level, std::max<int64_t>(g, 1));
+  if (g > 0 || ranks_apart(from.placement, level, rank_of_device)) {
+    const Collective kind = all_reduce ? Collective::all_reduce : all_gather ? Collective::all_gather : Collective::reduce_scatter;
+    std::vector<Layout> tree = tree_route(logical, from, to, level, std::max<int64_t>(g, 1), kind);
     if (!tree.empty() || tree_only) return tree;
   }
   if (g == 0 || tree_only) return {};

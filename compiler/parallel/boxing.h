@@ -52,8 +52,10 @@ bool boxing_possible(const TensorDesc& logical, const Layout& from, const Layout
 // With `rank_of_device`, an all-reduce along a level whose devices span ranks with several
 // devices on each goes by the hierarchy instead (the level seen as [ranks, devices]): within each
 // rank, reduce-scatter; across ranks, reduce-scatter and all-gather of those parts; within each
-// rank, all-gather. An all-gather or a reduce-scatter along such a level takes its half of it. Each device then trades 2(R-1)/(R*D) of the tensor with other ranks, not
-// 2(P-1)/P, in R + D pieces, not P: a plan of R ranks of D devices grows with P*(R+D), not P*P.
+// rank, all-gather. An all-gather or a reduce-scatter along such a level takes its half of it.
+// Each device then trades 2(R-1)/(R*D) of the tensor with other ranks, not 2(P-1)/P, in R + D
+// pieces, not P. Over R = 2^k >= 4 ranks (of D >= 1 devices), the part across ranks goes by
+// recursive halving and doubling instead, k pieces each way: a plan grows with P*(log R + D).
 std::vector<Layout> boxing_route(const TensorDesc& logical, const Layout& from, const Layout& to,
                                  const std::vector<int32_t>* rank_of_device = nullptr);
 // The plan of hop k of a route boxing_route gave (regrouping partial sums on its rank view only).

@@ -385,9 +385,62 @@ TEST_CASE("boxing: an all-reduce over 2^k ranks halves across ranks, then double
   check_values(wide, Layout{flat(128), {Sbp::S(0)}}, Layout{flat(128), {Sbp::B()}}, sixteen_by_eight);
   const of::TensorDesc square_tensor{{128, 128}, of::DType::f32};
   check_values(square_tensor, Layout{flat(128), {Sbp::S(1)}}, Layout{flat(128), {Sbp::S(0)}}, sixteen_by_eight);
-  // Other conversions over such ranks still take their direct routes, with the same values.
-  check_values(grad, Layout{flat(16), {Sbp::P()}}, Layout{flat(16), {Sbp::S(0)}}, eight_by_two);
-  check_values(grad, Layout{flat(16), {Sbp::S(0)}}, Layout{flat(16), {Sbp::B()}}, eight_by_two);
+}
+
+TEST_CASE("boxing: a reduce-scatter and an all-gather over 2^k ranks take k pairwise hops across ranks, with the exact values", "[compiler]") {
+  const of::TensorDesc grad{{1024, 64}, of::DType::f32};
+  auto ranks_of = [](int64_t r, int64_t g) {
+    std::vector<int32_t> out;
+    for (int64_t d = 0; d < r * g; ++d) out.push_back(int32_t(d / g));
+    return out;
+  };
+  const Placement sixteen{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {16}};
+  const Layout partial{sixteen, {Sbp::P()}}, split{sixteen, {Sbp::S(0)}}, whole{sixteen, {Sbp::B()}};
+  // Copies whose source and destination are on different ranks, per destination device.
+  auto across = [&](const Layout& from, const Layout& to, const std::vector<int32_t>& ranks) {
+    Graph g;
+    std::vector<ValueId> v = sources(g, grad, from);
+    const std::vector<Layout> route = boxing_route(grad, from, to, &ranks);
+    for (size_t k = 0; k + 1 < route.size(); ++k)
+      v = lower_boxing(g, plan_hop(grad, route, k), grad, route[k], route[k + 1], v, "x/boxing", &ranks);
+    size_t copies = 0;
+    for (const Node& n : g.nodes)
+      if (n.op_type == "Copy" && ranks[size_t(g.nodes[size_t(g.values[size_t(n.inputs[0])].producer)].device)] != ranks[size_t(n.device)])
+        ++copies;
+    return double(copies) / 16;
+  };
+  // 8 ranks of 2: within each rank a reduce-scatter, 3 halving hops, then one piece per device
+  // from the chunk-major order of the halving view to the level's; the all-gather the reverse.
+  const std::vector<int32_t> eight_by_two = ranks_of(8, 2);
+  const std::vector<Layout> rs = boxing_route(grad, partial, split, &eight_by_two);
+  REQUIRE(rs.size() == 8);
+  CHECK(rs[3].placement.devices == std::vector<int32_t>{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15});
+  CHECK(rs[6].sbp == NdSbp{Sbp::S(0), Sbp::S(0), Sbp::S(0), Sbp::S(0)});
+  CHECK(boxing_route(grad, split, whole, &eight_by_two).size() == 8);
+  check_values(grad, partial, split, eight_by_two);
+  check_values(grad, split, whole, eight_by_two);
+  CHECK(across(partial, split, eight_by_two) <= 3 + 1);  // the direct route: 7
+  CHECK(across(split, whole, eight_by_two) <= 3 + 1);
+  // One device per rank: the halving view is the level's own order, no piece moves to its place.
+  const std::vector<int32_t> sixteen_ranks = ranks_of(16, 1);
+  CHECK(boxing_route(grad, partial, split, &sixteen_ranks).size() == 7);
+  check_values(grad, partial, split, sixteen_ranks);
+  check_values(grad, split, whole, sixteen_ranks);
+  CHECK(across(partial, split, sixteen_ranks) == 4);  // the direct route: 15
+  CHECK(across(split, whole, sixteen_ranks) <= 4);
+  // 128 devices as 16 ranks of 8, along the second axis; a tensor that does not split over the
+  // halving view evenly takes another route.
+  std::vector<int32_t> all;
+  for (int32_t d = 0; d < 128; ++d) all.push_back(d);
+  const Placement many{all, {128}};
+  const of::TensorDesc wide{{16, 2048}, of::DType::f32};
+  check_values(wide, Layout{many, {Sbp::P()}}, Layout{many, {Sbp::S(1)}}, ranks_of(16, 8));
+  check_values(wide, Layout{many, {Sbp::S(1)}}, Layout{many, {Sbp::B()}}, ranks_of(16, 8));
+  const of::TensorDesc odd{{40, 2}, of::DType::f32};  // 2.5 rows a device
+  CHECK(boxing_route(odd, partial, split, &eight_by_two).size() == 2);
+  check_values(odd, partial, split, eight_by_two);
+  // Two ranks: the direct route (one piece across already).
+  check_values(grad, Layout{Placement{{0, 1, 2, 3}, {4}}, {Sbp::P()}}, Layout{Placement{{0, 1, 2, 3}, {4}}, {Sbp::S(0)}}, ranks_of(2, 2));
 }
 
 TEST_CASE("boxing: boxing_possible says what plan_boxing builds, for every pair of layouts on a 2x4 mesh and its views", "[compiler]") {
