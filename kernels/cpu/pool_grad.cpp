@@ -57,16 +57,64 @@ OF_VECTOR_CLONES int column_max(const float* __restrict src, int32_t row, float*
   return nans;
 }
 
+// The common CNN case (2x2 windows, stride 2, no padding or dilation, floor mode): the windows
+// of input rows r0 and r1 tile them, so each dx element is written once, without zeroing first:
+// dy[c] (plus 0, as a zeroed dx accumulates it: -0 becomes +0) at the window's first maximum in
+// row-major order, 0 at its other three taps. Written as float selects (the first tap equal to
+// the maximum takes what is left of dy) so that GCC vectorizes it: random data mispredicts
+// branches at every window. Returns how many taps are NaN; the caller then redoes the row by
+// max_2x2_grad_row_nan.
+OF_VECTOR_CLONES int max_2x2_grad_row(const float* __restrict r0, const float* __restrict r1, const float* __restrict dy,
+                                      float* __restrict d0, float* __restrict d1, int64_t ow) {
+  int nans = 0;
+  for (int64_t c = 0; c < ow; ++c) {
+    const float a = r0[2 * c], b = r0[2 * c + 1], e = r1[2 * c], f = r1[2 * c + 1], g = dy[c] + 0.0f;
+    nans += (a != a) + (b != b) + (e != e) + (f != f);
+    const float ab = b > a ? b : a, abe = e > ab ? e : ab, m = f > abe ? f : abe;
+    float left = g;
+    const float ga = a == m ? left : 0.0f;
+    left = a == m ? 0.0f : left;
+    const float gb = b == m ? left : 0.0f;
+    left = b == m ? 0.0f : left;
+    const float ge = e == m ? left : 0.0f;
+    left = e == m ? 0.0f : left;
+    d0[2 * c] = ga;
+    d0[2 * c + 1] = gb;
+    d1[2 * c] = ge;
+    d1[2 * c + 1] = left;
+  }
+  return nans;
+}
+
+// The same row tap by tap, as PyTorch scans a window: a tap wins when `x > max || isnan(x)`, so
+// the last NaN takes dy.
+void max_2x2_grad_row_nan(const float* r0, const float* r1, const float* dy, float* d0, float* d1, int64_t ow) {
+  for (int64_t c = 0; c < ow; ++c) {
+    const float taps[4] = {r0[2 * c], r0[2 * c + 1], r1[2 * c], r1[2 * c + 1]};
+    float* at[4] = {d0 + 2 * c, d0 + 2 * c + 1, d1 + 2 * c, d1 + 2 * c + 1};
+    int best = 0;
+    for (int t = 1; t < 4; ++t)
+      if (taps[t] > taps[best] || std::isnan(taps[t])) best = t;
+    for (int t = 0; t < 4; ++t) *at[t] = t == best ? dy[c] + 0.0f : 0.0f;
+  }
+}
+
 class MaxPoolGrad final : public PoolGrad {
  public:
   MaxPoolGrad(const KernelConfig& cfg) : PoolGrad(cfg, "max_pool_grad", 2, true) {
     band_max_.resize(size_t(cols_.in));
     band_row_.resize(size_t(cols_.in));
+    auto plain = [](const Axis& a) { return a.kernel == 2 && a.stride == 2 && a.pad_begin == 0 && a.pad_end == 0 && a.dilation == 1 && a.out == a.in / 2; };
+    two_by_two_ = plain(rows_) && plain(cols_);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
+    if (two_by_two_) {
+      run_2x2(dy, x, dx);
+      return;
+    }
     const int64_t w = cols_.in, plane = rows_.in * w, dh = rows_.dilation, dw = cols_.dilation;
     std::fill(dx, dx + planes_ * plane, 0.0f);
     float* vmax = band_max_.data();
@@ -96,10 +144,13 @@ class MaxPoolGrad final : public PoolGrad {
           float m = vmax[col];
           int32_t row = vrow[col];
           for (int64_t j = cw.lo + 1; j < cw.hi; ++j) {
+            // `|` and `&`, not `||` and `&&`: selects, not branches that random data mispredicts.
             const int64_t c = cw.start + j * dw;
-            const bool take = vmax[c] > m || (vmax[c] == m && vrow[c] < row);
-            m = take ? vmax[c] : m;
-            row = take ? vrow[c] : row;
+            const float v = vmax[c];
+            const int32_t vr = vrow[c];
+            const bool take = (v > m) | ((v == m) & (vr < row));
+            m = take ? v : m;
+            row = take ? vr : row;
             col = take ? c : col;
           }
           dx[(rw.start + row * dh) * w + col] += g;
@@ -131,6 +182,20 @@ class MaxPoolGrad final : public PoolGrad {
     }
   }
 
+  void run_2x2(const float* dy, const float* x, float* dx) const {
+    const int64_t w = cols_.in, ow = cols_.out, plane = rows_.in * w;
+    for (int64_t p = 0; p < planes_; ++p, x += plane, dx += plane) {
+      for (int64_t r = 0; r < rows_.out; ++r, dy += ow) {
+        float* d0 = dx + 2 * r * w;
+        if (max_2x2_grad_row(x + 2 * r * w, x + (2 * r + 1) * w, dy, d0, d0 + w, ow) > 0)
+          max_2x2_grad_row_nan(x + 2 * r * w, x + (2 * r + 1) * w, dy, d0, d0 + w, ow);
+        if (w % 2 != 0) d0[w - 1] = d0[2 * w - 1] = 0.0f;  // the column no window reads
+      }
+      if (rows_.in % 2 != 0) std::fill(dx + (rows_.in - 1) * w, dx + plane, 0.0f);  // likewise the last row
+    }
+  }
+
+  bool two_by_two_ = false;
   std::vector<float> band_max_;    // per input column: the max over the window's rows
   std::vector<int32_t> band_row_;  // and the first kernel row (tap index) holding it
 };

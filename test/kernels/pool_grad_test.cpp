@@ -2,6 +2,9 @@
 // max_pool_grad, average_pool_grad and global_average_pool_grad against double central
 // differences of the ONNX pooling definitions: floor and ceil shapes, pads, strides, dilations,
 // count_include_pad; plus PyTorch's first-max rule on ties.
+#include <cstring>
+#include <limits>
+
 #include "grad_check.h"
 
 namespace of::kernels {
@@ -127,7 +130,11 @@ TEST_CASE("max_pool_grad: windows full of ties route as a row-major scan", "[ker
     std::vector<int64_t> kernel, strides, pads, dilations;
   };
   const Case cases[] = {{{2, 3, 11, 12}, {2, 3, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
-                        {{1, 2, 9, 10}, {1, 2, 5, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, {2, 2}}};
+                        {{1, 2, 9, 10}, {1, 2, 5, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, {2, 2}},
+                        // 2x2, stride 2 (a loop of its own): odd heights and widths leave a row
+                        // and a column that no window reads
+                        {{2, 3, 11, 12}, {2, 3, 5, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+                        {{1, 2, 8, 9}, {1, 2, 4, 4}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}}};
   for (const Case& c : cases) {
     std::mt19937 rng(9);
     std::uniform_int_distribution<int> pick(0, 3);
@@ -157,6 +164,42 @@ TEST_CASE("max_pool_grad: windows full of ties route as a row-major scan", "[ker
         }
     INFO("x " << shape_str(c.x));
     CHECK(testing::run_f32("max_pool_grad", a, {c.y, c.x}, {dy, x}, c.x) == want);
+  }
+}
+
+// PyTorch's scan takes a tap when `x > max || isnan(x)`: the last NaN of a window wins. Its dx
+// starts zeroed, so a -0 gradient lands as +0: bit for bit, in the 2x2 loop as in the general one.
+TEST_CASE("max_pool_grad: NaN windows and -0 gradients, 2x2 stride 2 and 3x3 stride 2, bit for bit", "[kernels]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t k : {2, 3}) {
+    const Shape x{1, 2, 6, 7};
+    const int64_t h = 6, w = 7, oh = (h - k) / 2 + 1, ow = (w - k) / 2 + 1;
+    const Shape y{1, 2, oh, ow};
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> pick(0, 5);
+    std::vector<float> xs(size_t(numel(x))), dy(size_t(numel(y)));
+    for (float& v : xs) v = pick(rng) == 0 ? nan : float(pick(rng) % 3);
+    for (size_t i = 0; i < dy.size(); ++i) dy[i] = i % 3 == 0 ? -0.0f : float(i) - 4.5f;
+    std::vector<float> want(xs.size(), 0.0f);
+    for (int64_t p = 0; p < 2; ++p)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          int64_t best = p * h * w + 2 * r * w + 2 * q;
+          float m = xs[size_t(best)];
+          for (int64_t i = 0; i < k; ++i)
+            for (int64_t j = 0; j < k; ++j) {
+              const int64_t at = p * h * w + (2 * r + i) * w + 2 * q + j;
+              if (xs[size_t(at)] > m || std::isnan(xs[size_t(at)])) m = xs[size_t(at)], best = at;
+            }
+          want[size_t(best)] += dy[size_t((p * oh + r) * ow + q)];
+        }
+    Attrs a;
+    a.set_ints("kernel_shape", {k, k});
+    a.set_ints("strides", {2, 2});
+    const std::vector<float> got = testing::run_f32("max_pool_grad", a, {y, x}, {dy, xs}, x);
+    REQUIRE(got.size() == want.size());
+    INFO("kernel " << k);
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
   }
 }
 
