@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Training benchmark: `of` vs PyTorch eager, side by side in one run.
-#   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads 2] \
-#       [--kernel-threads 1] [--seconds 3] [--models mlp,cnn,resnet18,gpt] [--torch-only] \
+#   /usr/bin/python3 benchmarks/bench_train.py [--build build] [--repeats 3] [--threads CORES] \
+#       [--of-threads N] [--kernel-threads K] [--seconds 3] [--models mlp,cnn,resnet18,gpt] [--torch-only] \
 #       [--checkpoint-every N] [--device cuda --bin DIR]
 # Workloads: mlp (test/fixtures/mlp.onnx, batch 64, Fashion-MNIST's train set in file order) and
 # cnn (test/fixtures/cnn.onnx, batch 32, 2048 random samples written to a temp dir as .npy) and
@@ -176,8 +176,11 @@ class OfBackend:
     def __call__(self, wl, steps, repeats):
         plan, res = self.plan(wl), []
         for _ in range(repeats):  # one ofrun process per repeat
-            cmd = [self.ofrun, plan, "--data", wl.data, "--steps", str(steps),
-                   "--threads", str(self.threads), "--kernel-threads", str(self.kernel_threads)]
+            cmd = [self.ofrun, plan, "--data", wl.data, "--steps", str(steps)]
+            if self.threads:
+                cmd += ["--threads", str(self.threads)]
+            if self.kernel_threads:
+                cmd += ["--kernel-threads", str(self.kernel_threads)]
             if self.checkpoint_every:
                 cmd += ["--checkpoint", os.path.join(self.tmp, wl.name, "ckpt"), "--overwrite",
                         "--checkpoint-every", str(self.checkpoint_every)]
@@ -349,9 +352,12 @@ def main():
     p = argparse.ArgumentParser(description="of vs PyTorch training throughput")
     p.add_argument("--build", default="build", help="of build folder (has cli/ofc, cli/ofrun)")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=2,
-                   help="ofrun --threads and PyTorch's set_num_threads")
-    p.add_argument("--kernel-threads", type=int, default=1, help="ofrun --kernel-threads")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="PyTorch's set_num_threads (default: the machine's cores)")
+    p.add_argument("--of-threads", type=int, default=None,
+                   help="ofrun --threads (default: ofrun's own: one worker per core, one for a plan of one device)")
+    p.add_argument("--kernel-threads", type=int, default=None,
+                   help="ofrun --kernel-threads (default: ofrun's own: every core for a plan of one device)")
     p.add_argument("--seconds", type=float, default=3.0, help="target length of one timed run")
     p.add_argument("--models", default="mlp,cnn")
     p.add_argument("--torch-only", action="store_true", help="skip the of column")
@@ -372,13 +378,15 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="of-bench-train-") as tmp:
         backends = {} if a.torch_only else {  # of first: a failing ofc/ofrun ends it early
-            "of": OfBackend(build, a.threads, a.kernel_threads, tmp, timeout, a.checkpoint_every, a.device, a.bin)}
+            "of": OfBackend(build, a.of_threads, a.kernel_threads, tmp, timeout, a.checkpoint_every, a.device, a.bin)}
         backends["torch"] = TorchBackend(a.threads, timeout,
                                          dict(kv.split("=", 1) for kv in a.torch_env), a.checkpoint_every, tmp, a.device)
         print(f"threads {a.threads}, {a.repeats} repeats of ~{a.seconds:g} s; median (min–max); "
               f"training samples/s, SGD lr 0.01 momentum 0.9 (gpt: Adam lr 1e-3), mean cross-entropy"
               + (f"; a checkpoint every {a.checkpoint_every} steps" if a.checkpoint_every else ""))
-        print(f"of: ofrun --threads {a.threads} --kernel-threads {a.kernel_threads}"
+        print("of: ofrun" + (f" --threads {a.of_threads}" if a.of_threads else "")
+              + (f" --kernel-threads {a.kernel_threads}" if a.kernel_threads else "")
+              + ("" if a.of_threads or a.kernel_threads else " (its default threads)")
               + (" (skipped: --torch-only)" if a.torch_only else ""))
         try:
             print(backends["torch"].info())

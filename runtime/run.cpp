@@ -14,6 +14,7 @@
 #include "runtime/plan/load.h"
 #include "runtime/plan_instance.h"
 #include "runtime/stream.h"
+#include "runtime/thread_counts.h"
 
 namespace of::runtime {
 namespace {
@@ -145,12 +146,13 @@ RunResult run(const RunOptions& o) {
   }
 
   // Kernels are prepared (shapes checked, workspaces allocated) before anything runs.
+  const ThreadCounts threads = thread_counts(p, o.rank, o.threads, o.kernel_threads, usable_cores());
   auto actions = actions_for(inst, make_source, std::make_unique<SinkAction>(collect), {},
-                             o.kernel_threads, gemm_backend(o.gemm));
+                             threads.kernel, gemm_backend(o.gemm));
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))
     fail({.file = o.plan_path}, "--trace: {} pieces x {} tasks of records exceed this machine's memory", pieces, p.tasks.size());
   const StreamResult ran = stream(inst, actions, pieces,
-                                  StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds,
+                                  StreamOptions{.threads = threads.workers, .policy = o.policy, .stall_seconds = o.stall_seconds,
                                                 .slot_limit = slot_limit, .trace_path = o.trace_path, .trace_pieces = pieces,
                                                 .memory_report = o.memory_report, .late_threads = o.late_threads,
                                                 .emulate_gpus = o.emulate_gpus, .boot = o.boot});

@@ -19,8 +19,8 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> outputs;  // graph output -> .npy file
   int64_t pieces = 0;        // 0: the plan's default, else as many as the inputs hold
   int32_t slots = 0;         // 0: the plan's slot counts; else at most this many per register
-  int threads = 0;           // actor worker threads; 0: one per core
-  int kernel_threads = 1;    // threads each kernel may use (OpenMP inside oneDNN)
+  int threads = 0;           // actor worker threads; 0: runtime/thread_counts.h
+  int kernel_threads = 0;    // threads each kernel may use (OpenMP inside oneDNN); 0: runtime/thread_counts.h
   std::string policy = "sharing";
   std::string gemm = "onednn";  // or "openblas" (kernels/kernel.h GemmBackend)
   std::string trace_path;

@@ -31,6 +31,7 @@
 #include "runtime/train/progress.h"
 #include "runtime/train/snapshot_action.h"
 #include "runtime/stream.h"
+#include "runtime/thread_counts.h"
 #include "runtime/transport/routes.h"
 
 namespace of::runtime::train {
@@ -189,11 +190,15 @@ SourceMaker data_sources(const PlanInstance& inst, const BatchInputs& batch, con
   };
 }
 
+ThreadCounts threads_for(const PlanInstance& inst, const TrainOptions& o) {
+  return thread_counts(inst.plan(), o.rank, o.threads, o.kernel_threads, usable_cores());
+}
+
 // Training and evaluation stream through ofrun's one entry (runtime/stream.h).
 double stream(const PlanInstance& inst, std::vector<std::unique_ptr<Action>>& actions, int64_t pieces, const TrainOptions& o,
               const std::string& trace_path = {}, std::atomic<bool>* failed = nullptr) {
   return runtime::stream(inst, actions, pieces,
-                         StreamOptions{.threads = o.threads, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
+                         StreamOptions{.threads = threads_for(inst, o).workers, .policy = o.policy, .stall_seconds = o.stall_seconds, .slot_limit = 0,
                                        .trace_path = trace_path, .trace_pieces = kMaxTracedPieces, .memory_report = o.memory_report,
                                        .late_threads = o.late_threads, .emulate_gpus = o.emulate_gpus, .boot = o.boot,
                                        .failed = failed})
@@ -291,7 +296,7 @@ EvalReport evaluate(PlanInstance& train_plan, const WeightSource& from, const Tr
                       .total_steps = 1, .interrupt = nullptr};
   auto sink_action = std::make_unique<EvalSinkAction>(per_sample, batch, samples);
   EvalSinkAction* result = sink_action.get();
-  auto actions = actions_for(ev, data_sources(ev, inputs, sc), std::move(sink_action), [](const plan::Task&) { return std::make_unique<NoSnapshot>(); }, o.kernel_threads, gemm_backend(o.gemm));
+  auto actions = actions_for(ev, data_sources(ev, inputs, sc), std::move(sink_action), [](const plan::Task&) { return std::make_unique<NoSnapshot>(); }, threads_for(ev, o).kernel, gemm_backend(o.gemm));
   EvalReport r;
   r.seconds = stream(ev, actions, pieces, o);
   r.samples = result->counted();
@@ -443,7 +448,7 @@ Report run_training(const TrainOptions& o) {
       snapshots.push_back(action.get());
       return action;
     };
-    auto actions = actions_for(inst, data_sources(inst, inputs, sc), std::move(sink), make_snapshot, o.kernel_threads,
+    auto actions = actions_for(inst, data_sources(inst, inputs, sc), std::move(sink), make_snapshot, threads_for(inst, o).kernel,
                                gemm_backend(o.gemm), kernels::RunCtx{.piece = tr.first_step * k, .seed = seed});
     {
       InterruptGuard guard;

@@ -33,8 +33,8 @@ struct TrainOptions {
   bool train = true;               // false: evaluate only
   bool eval = false;               // evaluate after training (or instead of it)
   std::string eval_data;           // default: --data, with idx's test split
-  int threads = 0;
-  int kernel_threads = 1;
+  int threads = 0;                 // 0: runtime/thread_counts.h
+  int kernel_threads = 0;          // likewise
   std::string policy = "sharing";
   std::string trace_path;          // Chrome trace of the first 10000 pieces
   bool memory_report = false;      // print each arena's high-water mark after training
