@@ -3,6 +3,7 @@
 // then one dnnl_sgemm per (batch, group): Y_g[M/g, OH*OW] = W_g[M/g, C/g*kH*kW] * col[.., OH*OW].
 // A 1x1, stride-1, unpadded conv skips im2col: the input plane already is the column matrix.
 #include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
 #include <algorithm>
 
@@ -42,9 +43,9 @@ void Conv::run(const RunCtx& ctx, const void* const* in, void* const* out) {
   const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg;
   const float beta = has_bias_ ? 1.0f : 0.0f;
   float* columns_at = g_.direct ? nullptr : static_cast<float*>(act_workspace(ctx, g_.column_bytes()));
-  for (int64_t b = 0; b < g_.n; ++b) {
+  auto image = [&](int64_t b, float* cols) {
     for (int64_t g = 0; g < g_.group; ++g) {
-      const float* col = columns(g_, x, b, g, columns_at);
+      const float* col = columns(g_, x, b, g, cols);
       // Bias and ReLU touch one (batch, group) block while it is still in cache.
       float* yg = y + (b * g_.m + g * mg) * spatial;
       if (bias)  // pre-fill with the bias so that sgemm adds to it (beta = 1)
@@ -52,7 +53,19 @@ void Conv::run(const RunCtx& ctx, const void* const* in, void* const* out) {
       dnnl_sgemm('N', 'N', mg, spatial, kdim, 1.0f, wt + g * mg * kdim, kdim, col, spatial, beta, yg, spatial);
       if (relu_) relu_inplace(yg, mg * spatial);
     }
+  };
+  // With several kernel threads and a batch to share, each thread takes whole images (im2col,
+  // one-threaded sgemm, bias, ReLU) into its own column matrix: the products of a conv this class
+  // serves (few input channels) are too small for oneDNN to split well, and im2col is serial.
+  // Each output element is one thread's product either way.
+  const int threads = omp_get_max_threads();
+  if (threads > 1 && g_.n >= 2 * threads && !omp_in_parallel()) {
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < g_.n; ++b)
+      image(b, g_.direct || omp_get_thread_num() == 0 ? columns_at : static_cast<float*>(thread_workspace(g_.column_bytes())));
+    return;
   }
+  for (int64_t b = 0; b < g_.n; ++b) image(b, columns_at);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 // im2col/col2im.
 // Outputs must not alias inputs.
 #include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/conv_geometry.h"
@@ -66,18 +68,56 @@ class ConvGradWeight final : public Kernel {
       return;
     }
     float* columns_at = g_.direct ? nullptr : static_cast<float*>(act_workspace(ctx, g_.column_bytes()));
-    for (int64_t b = 0; b < g_.n; ++b) {
-      const float beta = b == 0 ? 0.0f : 1.0f;  // the first batch overwrites, the rest add
-      for (int64_t g = 0; g < g_.group; ++g) {
-        const float* col = columns(g_, x, b, g, columns_at);
-        dnnl_sgemm('N', 'T', mg, kdim, spatial, 1.0f, dy + (b * g_.m + g * mg) * spatial, spatial,
-                   col, spatial, beta, dw + g * mg * kdim, kdim);
+    // Images [from, to) summed into `sum` (the first overwrites, the rest add).
+    auto images = [&](int64_t from, int64_t to, float* cols, float* sum) {
+      for (int64_t b = from; b < to; ++b)
+        for (int64_t g = 0; g < g_.group; ++g) {
+          const float* col = columns(g_, x, b, g, cols);
+          dnnl_sgemm('N', 'T', mg, kdim, spatial, 1.0f, dy + (b * g_.m + g * mg) * spatial, spatial,
+                     col, spatial, b == from ? 0.0f : 1.0f, sum + g * mg * kdim, kdim);
+        }
+    };
+    // With several kernel threads and a batch to share: each thread sums a run of images into its
+    // own dW (thread 0 into dw, the others into their workspace, after their column matrix),
+    // then dw adds the others' in thread order. A fixed order for a given thread count, so runs
+    // repeat bit for bit; another thread count sums in another order (as oneDNN's products do).
+    const int threads = omp_get_max_threads();
+    if (threads > 1 && g_.n >= 2 * threads && !omp_in_parallel()) {
+      const size_t cols = g_.direct ? 0 : (g_.column_bytes() + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+      const int64_t dw_n = g_.m * kdim;
+      if (partial_.size() < size_t(threads)) partial_.resize(size_t(threads));  // grows once, not per act
+      std::vector<float*>& partial = partial_;
+#pragma omp parallel num_threads(threads)
+      {
+        const int t = omp_get_thread_num(), team = omp_get_num_threads();
+        const int64_t from = g_.n * t / team, to = g_.n * (t + 1) / team;
+        float* mine = dw;
+        float* my_cols = columns_at;
+        if (t > 0) {
+          auto* w = static_cast<uint8_t*>(thread_workspace(cols + size_t(dw_n) * sizeof(float)));
+          my_cols = g_.direct ? nullptr : reinterpret_cast<float*>(w);
+          mine = reinterpret_cast<float*>(w + cols);
+        }
+        partial[size_t(t)] = to > from ? mine : nullptr;
+        if (to > from) images(from, to, my_cols, mine);
+        else if (t == 0) std::fill(dw, dw + dw_n, 0.0f);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < dw_n; ++i) {
+          float s = dw[i];
+          for (int u = 1; u < team; ++u)
+            if (partial[size_t(u)]) s += partial[size_t(u)][i];
+          dw[i] = s;
+        }
       }
+      return;
     }
+    images(0, g_.n, columns_at, dw);
   }
 
  private:
   ConvGeometry g_;
+  std::vector<float*> partial_;  // per thread of a split act: its sum of images, or null
 };
 
 }  // namespace

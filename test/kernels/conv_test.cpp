@@ -3,6 +3,7 @@
 // dilations, groups, depthwise, bias, and the 1x1 path that skips im2col.
 #include "kernel_test_util.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/registry.h"
 
 namespace of::kernels {
 namespace {
@@ -158,3 +159,41 @@ TEST_CASE("conv: a constant weight with >= 16 channels (oneDNN primitive) matche
     testing::check_close(y, std::vector<double>(im2col.begin(), im2col.end()));
   }
 }
+
+namespace of::kernels {
+namespace {
+
+// conv (forward) and conv_grad_weight of `attrs` on two kernel threads, where each thread takes
+// whole images, against one thread: the forward bit for bit (each output is one thread's
+// product either way), the weight gradient to float rounding (its images are summed in runs).
+void check_split_by_images(const Shape& x, const Shape& w, const Attrs& attrs, const Shape& y) {
+  std::mt19937 rng(29);
+  const std::vector<float> xv = testing::random_floats(numel(x), rng), wv = testing::random_floats(numel(w), rng),
+                           dy = testing::random_floats(numel(y), rng);
+  std::vector<float> one, two, grad_one, grad_two;
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    (threads == 1 ? one : two) = testing::run_f32("conv", attrs, {x, w}, {xv, wv}, y);
+    (threads == 1 ? grad_one : grad_two) = testing::run_f32("conv_grad_weight", attrs, {y, x}, {dy, xv}, w);
+  }
+  set_kernel_threads(1);
+  INFO("x " << shape_str(x) << " w " << shape_str(w));
+  CHECK(one == two);
+  REQUIRE(grad_one.size() == grad_two.size());
+  for (size_t i = 0; i < grad_one.size(); ++i) CHECK(grad_two[i] == Approx(grad_one[i]).epsilon(1e-5).margin(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("conv: on two kernel threads the images of a batch split between them, with one thread's results", "[kernels]") {
+  Attrs pad1;
+  pad1.set_ints("pads", {1, 1, 1, 1});
+  check_split_by_images({9, 3, 10, 12}, {8, 3, 3, 3}, pad1, {9, 8, 10, 12});  // odd batch, im2col
+  Attrs grouped = pad1;
+  grouped.set_int("group", 2);
+  check_split_by_images({8, 4, 7, 7}, {6, 2, 3, 3}, grouped, {8, 6, 7, 7});
+  check_split_by_images({6, 5, 6, 6}, {4, 5, 1, 1}, Attrs{}, {6, 4, 6, 6});  // 1x1: no columns
+  check_split_by_images({3, 3, 6, 6}, {4, 3, 3, 3}, pad1, {3, 4, 6, 6});     // too few images to split
+}
+
+}  // namespace of::kernels
