@@ -7,6 +7,8 @@
 // never waits on the running statistics' readers) blends the mean and unbiased variance into the
 // running statistics with PyTorch's momentum and counts num_batches_tracked. Sums are kept in
 // double. batch_norm_train is the forward in one kernel, as plans of earlier versions name it.
+// Channels are independent: with several kernel threads each takes whole channels (OpenMP), so
+// every sum is one thread's, in the same order, and the results are the one-thread results.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,6 +55,7 @@ class BatchNormStats final : public Kernel {
   explicit BatchNormStats(const KernelConfig& cfg) { std::tie(v_, epsilon_) = batch_norm_stats_config(cfg, "batch_norm_stats"); }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
+#pragma omp parallel for schedule(static) if (v_.c > 1)
     for (int64_t c = 0; c < v_.c; ++c) {
       const Stats s = channel_stats(x, v_, c, epsilon_);
       static_cast<float*>(out[0])[c] = float(s.mean);
@@ -80,6 +83,7 @@ class BatchNormApply final : public Kernel {
     const float* invstd = static_cast<const float*>(in[4]);
     float* y = static_cast<float*>(out[0]);
     const int64_t plane = v_.c * v_.inner;
+#pragma omp parallel for schedule(static) if (v_.c > 1)
     for (int64_t c = 0; c < v_.c; ++c) {
       const float mf = mean[c], a = invstd[c] * scale[c], s = bias[c];
       for (int64_t b = 0; b < v_.n; ++b) {
@@ -116,6 +120,7 @@ void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out)
   const float* bias = static_cast<const float*>(in[2]);
   float* y = static_cast<float*>(out[0]);
   const int64_t plane = v_.c * v_.inner;  // stride between batch items
+#pragma omp parallel for schedule(static) if (v_.c > 1)
   for (int64_t c = 0; c < v_.c; ++c) {
     const Stats st = channel_stats(x, v_, c, epsilon_);
     const float mf = float(st.mean), a = float(st.invstd * scale[c]), s = bias[c];
@@ -181,6 +186,7 @@ void BatchNormTrainGrad::run(const RunCtx&, const void* const* in, void* const* 
   float* dbias = static_cast<float*>(out[2]);
   const int64_t plane = v_.c * v_.inner;
   const double m = double(v_.m());
+#pragma omp parallel for schedule(static) if (v_.c > 1)
   for (int64_t c = 0; c < v_.c; ++c) {
     const double mean = saved_mean[c], invstd = saved_invstd[c];
     double sum_dy = 0, sum_dy_xhat = 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "grad_check.h"
+#include "kernels/registry.h"
 
 namespace of::kernels {
 namespace {
@@ -241,4 +242,34 @@ TEST_CASE("batch_norm_train: bad configs throw of::Error", "[kernels]") {
 }
 
 }  // namespace
+}  // namespace of::kernels
+
+namespace of::kernels {
+
+// Channels split between kernel threads: every output is the one-thread output, bit for bit.
+TEST_CASE("batch_norm: on two kernel threads the forward, its split and its gradient give the one-thread bits", "[kernels]") {
+  std::mt19937 rng(61);
+  const Shape s{3, 7, 5, 6}, v{7};
+  const auto x = testing::random_floats(numel(s), rng, -3, 5);
+  const auto scale = testing::random_floats(7, rng, 0.5f, 2);
+  const auto bias = testing::random_floats(7, rng);
+  const auto dy = testing::random_floats(numel(s), rng);
+  std::vector<std::vector<float>> results[2];
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    const Outputs whole = run_forward(Attrs{}, s, x, scale, bias);
+    const Outputs split = run_split_forward(Attrs{}, s, x, scale, bias, true);
+    std::vector<float> dx(x.size()), dscale(7), dbias(7);
+    testing::run_kernel("batch_norm_train_grad", Attrs{}, testing::f32_descs({s, s, v, v, v}), testing::f32_descs({s, v, v}),
+                        {dy.data(), x.data(), scale.data(), whole.mean.data(), whole.invstd.data()},
+                        {dx.data(), dscale.data(), dbias.data()});
+    results[threads - 1] = {whole.y, whole.mean, whole.invstd, whole.batch_var, split.y, split.mean, dx, dscale, dbias};
+  }
+  set_kernel_threads(1);
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    INFO("output " << i);
+    CHECK(results[0][i] == results[1][i]);
+  }
+}
+
 }  // namespace of::kernels
