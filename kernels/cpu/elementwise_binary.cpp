@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <array>
 
+#include <omp.h>
+
 #include "kernels/cpu/check.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/cpu/factories.h"
 
 namespace of::kernels::cpu {
@@ -116,6 +119,18 @@ void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* b = static_cast<const float*>(in[1]);
   float* y = static_cast<float*>(out[0]);
   if (total_ == 0) return;
+  // Same shapes (or a scalar side): one row, split between the kernel threads in contiguous runs
+  // when long enough; every element as on one thread.
+  if (rank_ == 1 && total_ >= kParallelElements && omp_get_max_threads() > 1) {
+    const int64_t sa = a_strides_[0], sb = b_strides_[0];
+#pragma omp parallel
+    {
+      const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+      const int64_t lo = total_ * t / team, hi = total_ * (t + 1) / team;
+      if (hi > lo) row<Op>(a + lo * sa, sa, b + lo * sb, sb, y + lo, hi - lo);
+    }
+    return;
+  }
   const size_t last = rank_ - 1;
   const int64_t n = dims_[last];
   std::array<int64_t, max_rank> idx{};

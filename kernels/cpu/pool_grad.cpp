@@ -7,7 +7,10 @@
 #include <tuple>
 #include <cmath>
 
+#include <omp.h>
+
 #include "kernels/cpu/check.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/rules.h"
 #include "kernels/cpu/pool_window.h"
@@ -102,8 +105,10 @@ void max_2x2_grad_row_nan(const float* r0, const float* r1, const float* dy, flo
 class MaxPoolGrad final : public PoolGrad {
  public:
   MaxPoolGrad(const KernelConfig& cfg) : PoolGrad(cfg, "max_pool_grad", 2, true) {
-    band_max_.resize(size_t(cols_.in));
-    band_row_.resize(size_t(cols_.in));
+    // One band per kernel thread the act may run on (set_kernel_threads comes before the kernel).
+    teams_ = std::max(1, omp_get_max_threads());
+    band_max_.resize(size_t(cols_.in * teams_));
+    band_row_.resize(size_t(cols_.in * teams_));
     auto plain = [](const Axis& a) { return a.kernel == 2 && a.stride == 2 && a.pad_begin == 0 && a.pad_end == 0 && a.dilation == 1 && a.out == a.in / 2; };
     two_by_two_ = plain(rows_) && plain(cols_);
   }
@@ -111,55 +116,63 @@ class MaxPoolGrad final : public PoolGrad {
     const float* dy = static_cast<const float*>(in[0]);
     const float* x = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
-    if (two_by_two_) {
-      run_2x2(dy, x, dx);
-      return;
-    }
-    const int64_t w = cols_.in, plane = rows_.in * w, dh = rows_.dilation, dw = cols_.dilation;
-    std::fill(dx, dx + planes_ * plane, 0.0f);
-    float* vmax = band_max_.data();
-    int32_t* vrow = band_row_.data();
-    for (int64_t p = 0; p < planes_; ++p, x += plane, dx += plane) {
-      for (const Window& rw : row_windows_) {
-        if (rw.lo == rw.hi) {  // windows entirely in the padding
-          dy += col_windows_.size();
-          continue;
-        }
-        const float* first = x + (rw.start + rw.lo * dh) * w;
-        std::copy(first, first + w, vmax);
-        std::fill(vrow, vrow + w, int32_t(rw.lo));
-        int nans = 0;  // an int, not a bool: GCC vectorizes the sum, not a bool's or
-        for (int64_t j = 0; j < w; ++j) nans += first[j] != first[j];
-        for (int64_t i = rw.lo + 1; i < rw.hi; ++i)
-          nans += column_max(x + (rw.start + i * dh) * w, int32_t(i), vmax, vrow, w);
-        if (nans > 0) {
-          scan_row(rw, x, dx, dy);
-          dy += col_windows_.size();
-          continue;
-        }
-        for (const Window& cw : col_windows_) {
-          const float g = *dy++;
-          if (cw.lo == cw.hi) continue;
-          int64_t col = cw.start + cw.lo * dw;
-          float m = vmax[col];
-          int32_t row = vrow[col];
-          for (int64_t j = cw.lo + 1; j < cw.hi; ++j) {
-            // `|` and `&`, not `||` and `&&`: selects, not branches that random data mispredicts.
-            const int64_t c = cw.start + j * dw;
-            const float v = vmax[c];
-            const int32_t vr = vrow[c];
-            const bool take = (v > m) | ((v == m) & (vr < row));
-            m = take ? v : m;
-            row = take ? vr : row;
-            col = take ? c : col;
-          }
-          dx[(rw.start + row * dh) * w + col] += g;
-        }
-      }
+    const int64_t plane = rows_.in * cols_.in, out_plane = rows_.out * cols_.out;
+    // Planes are independent: split between the kernel threads, each plane as on one thread.
+    const int threads = std::min(teams_, omp_get_max_threads());
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && planes_ > 1 && planes_ * plane >= kParallelElements)
+    for (int64_t p = 0; p < planes_; ++p) {
+      const int t = omp_get_thread_num();
+      if (two_by_two_)
+        plane_2x2(dy + p * out_plane, x + p * plane, dx + p * plane);
+      else
+        plane_general(dy + p * out_plane, x + p * plane, dx + p * plane, band_max_.data() + t * cols_.in, band_row_.data() + t * cols_.in);
     }
   }
 
  private:
+  // One plane: per output row, each input column's maximum over the window's rows (and the
+  // first row holding it), then per window the best of its columns.
+  void plane_general(const float* dy, const float* x, float* dx, float* vmax, int32_t* vrow) const {
+    const int64_t w = cols_.in, dh = rows_.dilation, dw = cols_.dilation;
+    std::fill(dx, dx + rows_.in * w, 0.0f);
+    for (const Window& rw : row_windows_) {
+      if (rw.lo == rw.hi) {  // windows entirely in the padding
+        dy += col_windows_.size();
+        continue;
+      }
+      const float* first = x + (rw.start + rw.lo * dh) * w;
+      std::copy(first, first + w, vmax);
+      std::fill(vrow, vrow + w, int32_t(rw.lo));
+      int nans = 0;  // an int, not a bool: GCC vectorizes the sum, not a bool's or
+      for (int64_t j = 0; j < w; ++j) nans += first[j] != first[j];
+      for (int64_t i = rw.lo + 1; i < rw.hi; ++i)
+        nans += column_max(x + (rw.start + i * dh) * w, int32_t(i), vmax, vrow, w);
+      if (nans > 0) {
+        scan_row(rw, x, dx, dy);
+        dy += col_windows_.size();
+        continue;
+      }
+      for (const Window& cw : col_windows_) {
+        const float g = *dy++;
+        if (cw.lo == cw.hi) continue;
+        int64_t col = cw.start + cw.lo * dw;
+        float m = vmax[col];
+        int32_t row = vrow[col];
+        for (int64_t j = cw.lo + 1; j < cw.hi; ++j) {
+          // `|` and `&`, not `||` and `&&`: selects, not branches that random data mispredicts.
+          const int64_t c = cw.start + j * dw;
+          const float v = vmax[c];
+          const int32_t vr = vrow[c];
+          const bool take = (v > m) | ((v == m) & (vr < row));
+          m = take ? v : m;
+          row = take ? vr : row;
+          col = take ? c : col;
+        }
+        dx[(rw.start + row * dh) * w + col] += g;
+      }
+    }
+  }
+
   // One output row's windows tap by tap. Strict '>' keeps the first maximum, so ties go where
   // PyTorch sends them; a NaN takes the place (the last NaN of the window), as PyTorch's
   // `val > max || isnan(val)`.
@@ -182,22 +195,23 @@ class MaxPoolGrad final : public PoolGrad {
     }
   }
 
-  void run_2x2(const float* dy, const float* x, float* dx) const {
+  void plane_2x2(const float* dy, const float* x, float* dx) const {
     const int64_t w = cols_.in, ow = cols_.out, plane = rows_.in * w;
-    for (int64_t p = 0; p < planes_; ++p, x += plane, dx += plane) {
-      for (int64_t r = 0; r < rows_.out; ++r, dy += ow) {
-        float* d0 = dx + 2 * r * w;
-        if (max_2x2_grad_row(x + 2 * r * w, x + (2 * r + 1) * w, dy, d0, d0 + w, ow) > 0)
-          max_2x2_grad_row_nan(x + 2 * r * w, x + (2 * r + 1) * w, dy, d0, d0 + w, ow);
-        if (w % 2 != 0) d0[w - 1] = d0[2 * w - 1] = 0.0f;  // the column no window reads
-      }
-      if (rows_.in % 2 != 0) std::fill(dx + (rows_.in - 1) * w, dx + plane, 0.0f);  // likewise the last row
+    for (int64_t r = 0; r < rows_.out; ++r, dy += ow) {
+      float* d0 = dx + 2 * r * w;
+      if (max_2x2_grad_row(x + 2 * r * w, x + (2 * r + 1) * w, dy, d0, d0 + w, ow) > 0)
+        max_2x2_grad_row_nan(x + 2 * r * w, x + (2 * r + 1) * w, dy, d0, d0 + w, ow);
+      if (w % 2 != 0) d0[w - 1] = d0[2 * w - 1] = 0.0f;  // the column no window reads
     }
+    if (rows_.in % 2 != 0) std::fill(dx + (rows_.in - 1) * w, dx + plane, 0.0f);  // likewise the last row
   }
 
+  int teams_ = 1;
   bool two_by_two_ = false;
-  std::vector<float> band_max_;    // per input column: the max over the window's rows
-  std::vector<int32_t> band_row_;  // and the first kernel row (tap index) holding it
+  // Per kernel thread, per input column: the max over the window's rows and the first kernel
+  // row (tap index) holding it.
+  std::vector<float> band_max_;
+  std::vector<int32_t> band_row_;
 };
 
 // (dy) -> dx; dx's shape (the forward input's) comes from the compiler.

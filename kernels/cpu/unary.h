@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "kernels/cpu/check.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
@@ -20,7 +21,9 @@ class Unary final : public Kernel {
     const float* x = static_cast<const float*>(in[0]);
     float* y = static_cast<float*>(out[0]);
     const Op op = op_;  // a local copy: stores through y cannot change it, so the loop vectorizes
-    for (int64_t i = 0; i < n_; ++i) y[i] = op(x[i]);
+    const int64_t n = n_;
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
   }
 
  private:
@@ -38,7 +41,9 @@ class UnaryGrad final : public Kernel {
     const float* t = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
     const Op op = op_;
-    for (int64_t i = 0; i < n_; ++i) dx[i] = op(dy[i], t[i]);
+    const int64_t n = n_;
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) dx[i] = op(dy[i], t[i]);
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "grad_check.h"
+#include "kernels/registry.h"
 
 namespace of::kernels {
 namespace {
@@ -262,4 +263,34 @@ TEST_CASE("pool_grad: bad configs throw of::Error", "[kernels]") {
 }
 
 }  // namespace
+}  // namespace of::kernels
+
+namespace of::kernels {
+
+// Planes split between two kernel threads, on a tensor large enough to split: each plane's
+// gradient is the one-thread gradient, bit for bit (2x2 stride 2, and resnet's 3x3 stride 2 pad 1).
+TEST_CASE("max_pool_grad: on two kernel threads the planes split between them, with the one-thread bits", "[kernels]") {
+  const Shape x{2, 16, 32, 33};
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> pick(0, 3);
+  std::vector<float> xs(size_t(numel(x)));
+  for (float& v : xs) v = pick(rng) < 2 ? 0.0f : float(pick(rng));  // ties, as after a ReLU
+  for (const bool resnet : {false, true}) {
+    Attrs a;
+    a.set_ints("kernel_shape", resnet ? std::vector<int64_t>{3, 3} : std::vector<int64_t>{2, 2});
+    a.set_ints("strides", {2, 2});
+    a.set_ints("pads", resnet ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{0, 0, 0, 0});
+    const Shape y{2, 16, 16, resnet ? 17 : 16};
+    std::vector<float> dy(size_t(numel(y)));
+    for (size_t i = 0; i < dy.size(); ++i) dy[i] = float(i % 97) - 40.0f;
+    set_kernel_threads(1);
+    const std::vector<float> one = testing::run_f32("max_pool_grad", a, {y, x}, {dy, xs}, x);
+    set_kernel_threads(2);
+    const std::vector<float> two = testing::run_f32("max_pool_grad", a, {y, x}, {dy, xs}, x);
+    set_kernel_threads(1);
+    INFO(std::string(resnet ? "3x3 stride 2 pad 1" : "2x2 stride 2"));
+    CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace of::kernels
