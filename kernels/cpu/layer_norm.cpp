@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
@@ -32,9 +33,14 @@ class LayerNorm final : public Kernel {
     const auto* scale = static_cast<const float*>(in[1]);
     const auto* bias = r_.bias ? static_cast<const float*>(in[2]) : nullptr;
     auto* y = static_cast<float*>(out[0]);
-    for (int64_t r = 0; r < r_.rows; ++r, x += r_.n, y += r_.n) {
-      const auto [mean, rstd] = moments(x, r_.n, r_.eps);
-      for (int64_t k = 0; k < r_.n; ++k) y[k] = (x[k] - mean) * rstd * scale[k] + (bias ? bias[k] : 0.0f);
+    const int64_t n = r_.n;
+    // Rows are independent: split between the kernel threads (parallel_split.h).
+#pragma omp parallel for schedule(static) if (r_.rows > 1 && r_.rows * n >= kParallelElements)
+    for (int64_t r = 0; r < r_.rows; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      const auto [mean, rstd] = moments(xr, n, r_.eps);
+      for (int64_t k = 0; k < n; ++k) yr[k] = (xr[k] - mean) * rstd * scale[k] + (bias ? bias[k] : 0.0f);
     }
   }
 
@@ -50,18 +56,23 @@ class LayerNormGrad final : public Kernel {
     const auto* x = static_cast<const float*>(in[1]);
     const auto* scale = static_cast<const float*>(in[2]);
     auto* dx = static_cast<float*>(out[0]);
-    for (int64_t r = 0; r < r_.rows; ++r, x += r_.n, dy += r_.n, dx += r_.n) {
-      const auto [mean, rstd] = moments(x, r_.n, r_.eps);
+    const int64_t n = r_.n;
+#pragma omp parallel for schedule(static) if (r_.rows > 1 && r_.rows * n >= kParallelElements)
+    for (int64_t r = 0; r < r_.rows; ++r) {
+      const float* xr = x + r * n;
+      const float* dyr = dy + r * n;
+      float* dxr = dx + r * n;
+      const auto [mean, rstd] = moments(xr, n, r_.eps);
       double g_sum = 0.0, gx_sum = 0.0;
-      for (int64_t k = 0; k < r_.n; ++k) {
-        const double g = double(dy[k]) * scale[k];
+      for (int64_t k = 0; k < n; ++k) {
+        const double g = double(dyr[k]) * scale[k];
         g_sum += g;
-        gx_sum += g * double((x[k] - mean) * rstd);
+        gx_sum += g * double((xr[k] - mean) * rstd);
       }
-      const float g_mean = float(g_sum / double(r_.n)), gx_mean = float(gx_sum / double(r_.n));
-      for (int64_t k = 0; k < r_.n; ++k) {
-        const float xhat = (x[k] - mean) * rstd;
-        dx[k] = rstd * (dy[k] * scale[k] - g_mean - xhat * gx_mean);
+      const float g_mean = float(g_sum / double(n)), gx_mean = float(gx_sum / double(n));
+      for (int64_t k = 0; k < n; ++k) {
+        const float xhat = (xr[k] - mean) * rstd;
+        dxr[k] = rstd * (dyr[k] * scale[k] - g_mean - xhat * gx_mean);
       }
     }
   }

@@ -11,9 +11,11 @@
 #include <limits>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 #include "kernels/cpu/vector_exp.h"
 
@@ -35,33 +37,48 @@ class SoftmaxCrossEntropy final : public Kernel {
     check_output_shape(cfg, name, 0, {});
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
     denom_ = loss_denominator(cfg, n_);
+    row_loss_.assign(size_t(std::max<int64_t>(n_, 0)), 0.0);
+    row_counted_.assign(size_t(std::max<int64_t>(n_, 0)), 0);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     const int64_t* labels = static_cast<const int64_t*>(in[1]);
     float* loss = static_cast<float*>(out[0]);
     float* prob = static_cast<float*>(out[1]);
-    double total = 0.0;
-    for (int64_t r = 0; r < n_ && c_ > 0; ++r, x += c_, prob += c_) {
+    const int64_t c = c_;
+    // Rows are independent: split between the kernel threads (parallel_split.h); each row's term
+    // waits in row_loss_ and the total adds them in row order, as one thread would.
+    double* row_loss = row_loss_.data();
+#pragma omp parallel for schedule(static) if (n_ > 1 && n_ * c >= kParallelElements)
+    for (int64_t r = 0; r < n_; ++r) {
+      if (c == 0) continue;
+      const float* xr = x + r * c;
+      float* pr = prob + r * c;
       float m = -std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < c_; ++k) m = std::max(m, x[k]);
+      for (int64_t k = 0; k < c; ++k) m = std::max(m, xr[k]);
       const int64_t label = labels[r];
-      const bool counted = label >= 0 && label < c_;
-      const float picked = counted ? x[label] - m : 0.0f;  // read before prob overwrites x
-      exp_shifted(x, m, prob, c_);
+      const bool counted = label >= 0 && label < c;
+      const float picked = counted ? xr[label] - m : 0.0f;  // read before prob overwrites x
+      exp_shifted(xr, m, pr, c);
       float sum = 0.0f;
-      for (int64_t k = 0; k < c_; ++k) sum += prob[k];
+      for (int64_t k = 0; k < c; ++k) sum += pr[k];
       // -log softmax[label] = log(sum) - (x[label] - m): log-sum-exp without overflow.
-      if (counted) total += std::log(sum) - picked;
+      row_loss[r] = counted ? double(std::log(sum) - picked) : 0.0;
+      row_counted_[size_t(r)] = counted;
       const float inv = 1.0f / sum;
-      for (int64_t k = 0; k < c_; ++k) prob[k] *= inv;
+      for (int64_t k = 0; k < c; ++k) pr[k] *= inv;
     }
+    double total = 0.0;
+    for (int64_t r = 0; r < n_ && c > 0; ++r)
+      if (row_counted_[size_t(r)]) total += row_loss[r];
     *loss = n_ > 0 ? static_cast<float>(total / denom_) : 0.0f;
   }
 
  private:
   int64_t n_ = 0, c_ = 0;
   double denom_ = 1;
+  std::vector<double> row_loss_;     // per row: its term of the loss ...
+  std::vector<uint8_t> row_counted_;  // ... and whether its label counts
 };
 
 // (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - onehot) * dloss / N.
@@ -83,14 +100,18 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     const float* prob = static_cast<const float*>(in[1]);
     const int64_t* labels = static_cast<const int64_t*>(in[2]);
     float* dx = static_cast<float*>(out[0]);
-    for (int64_t r = 0; r < n_; ++r, prob += c_, dx += c_) {
+    const int64_t c = c_;
+#pragma omp parallel for schedule(static) if (n_ > 1 && n_ * c >= kParallelElements)
+    for (int64_t r = 0; r < n_; ++r) {
+      const float* pr = prob + r * c;
+      float* dxr = dx + r * c;
       const int64_t label = labels[r];
-      if (label < 0 || label >= c_) {  // contributed a constant 0 to the loss
-        std::fill(dx, dx + c_, 0.0f);
+      if (label < 0 || label >= c) {  // contributed a constant 0 to the loss
+        std::fill(dxr, dxr + c, 0.0f);
         continue;
       }
-      for (int64_t k = 0; k < c_; ++k) dx[k] = prob[k] * scale;
-      dx[label] -= scale;
+      for (int64_t k = 0; k < c; ++k) dxr[k] = pr[k] * scale;
+      dxr[label] -= scale;
     }
   }
 

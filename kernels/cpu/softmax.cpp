@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 #include "kernels/cpu/vector_exp.h"
 
@@ -39,6 +40,22 @@ Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log
 }
 
 void Softmax::run_rows(const float* x, float* y) {
+  if (!log_) {  // rows are independent: split between the kernel threads (parallel_split.h)
+    const int64_t n = n_;
+#pragma omp parallel for schedule(static) if (outer_ > 1 && outer_ * n >= kParallelElements)
+    for (int64_t o = 0; o < outer_; ++o) {
+      const float* xr = x + o * n;
+      float* yr = y + o * n;
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t k = 0; k < n; ++k) m = std::max(m, xr[k]);
+      exp_shifted(xr, m, yr, n);
+      float sum = 0.0f;
+      for (int64_t k = 0; k < n; ++k) sum += yr[k];
+      const float inv = 1.0f / sum;
+      for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
+    }
+    return;
+  }
   for (int64_t o = 0; o < outer_; ++o, x += n_, y += n_) {
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t k = 0; k < n_; ++k) m = std::max(m, x[k]);

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
@@ -35,6 +36,19 @@ void SoftmaxGrad::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* dy = static_cast<const float*>(in[0]);
   const float* y = static_cast<const float*>(in[1]);
   float* dx = static_cast<float*>(out[0]);
+  if (inner_ == 1 && !log_) {  // rows of the last axis: independent, split between the kernel threads
+    const int64_t n = n_;
+#pragma omp parallel for schedule(static) if (outer_ > 1 && outer_ * n >= kParallelElements)
+    for (int64_t o = 0; o < outer_; ++o) {
+      const float* dyr = dy + o * n;
+      const float* yr = y + o * n;
+      float* dxr = dx + o * n;
+      float s = 0.0f;  // the same running sum as the general loop's sum[0]
+      for (int64_t k = 0; k < n; ++k) s += dyr[k] * yr[k];
+      for (int64_t k = 0; k < n; ++k) dxr[k] = yr[k] * (dyr[k] - s);
+    }
+    return;
+  }
   float* sum = sum_.data();
   const int64_t plane = n_ * inner_;
   for (int64_t o = 0; o < outer_; ++o, dy += plane, y += plane, dx += plane) {
