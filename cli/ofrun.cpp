@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
   auto* output_opt = app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
   auto* pieces_opt = app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(of::cli::at_least(1));
   auto* slots_opt = app.add_option("--slots", o.slots, "inference: use at most this many slots per register")->check(of::cli::at_least(1));
-  app.add_option("--threads", o.threads, "actor worker threads (default: one per core; 1 for a plan of one CPU device, whose kernels then use every core)")->check(of::cli::at_least(1));
-  app.add_option("--kernel-threads", o.kernel_threads, "threads each kernel may use (default: 1; every core for a plan of one CPU device)")->check(of::cli::at_least(1));
+  app.add_option("--threads", o.threads, "actor worker threads (default: one per core; 1 to train a plan of one CPU device, whose kernels then use every core)")->check(of::cli::at_least(1));
+  app.add_option("--kernel-threads", o.kernel_threads, "threads each kernel may use (default: 1; every core to train a plan of one CPU device)")->check(of::cli::at_least(1));
   app.add_option("--scheduler", o.policy, "CAF scheduling policy")->check(CLI::IsMember({"sharing", "stealing"}));
   app.add_option("--gemm", o.gemm, "matrix products: onednn (fast) or openblas (PyTorch's summation order, to track it step for step)")
       ->check(CLI::IsMember({"onednn", "openblas"}));

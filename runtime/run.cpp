@@ -146,7 +146,7 @@ RunResult run(const RunOptions& o) {
   }
 
   // Kernels are prepared (shapes checked, workspaces allocated) before anything runs.
-  const ThreadCounts threads = thread_counts(p, o.rank, o.threads, o.kernel_threads, usable_cores());
+  const ThreadCounts threads = thread_counts(p, false, o.rank, o.threads, o.kernel_threads, usable_cores());
   auto actions = actions_for(inst, make_source, std::make_unique<SinkAction>(collect), {},
                              threads.kernel, gemm_backend(o.gemm));
   if (!o.trace_path.empty() && !fits(sizeof(ActRecord) * p.tasks.size()))

@@ -8,10 +8,10 @@
 
 namespace of::runtime {
 
-ThreadCounts thread_counts(const plan::Plan& p, int32_t rank, int threads, int kernel_threads, int cores) {
+ThreadCounts thread_counts(const plan::Plan& p, bool training, int32_t rank, int threads, int kernel_threads, int cores) {
   cores = std::max(1, cores);
   const bool one_cpu_device = p.devices.size() == 1 && p.devices[0].kind == 0;
-  if (threads == 0 && kernel_threads == 0 && one_cpu_device && rank < 0) return ThreadCounts{1, cores};
+  if (training && threads == 0 && kernel_threads == 0 && one_cpu_device && rank < 0) return ThreadCounts{1, cores};
   return ThreadCounts{threads > 0 ? threads : cores, kernel_threads > 0 ? kernel_threads : 1};
 }
 

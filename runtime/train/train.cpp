@@ -191,7 +191,7 @@ SourceMaker data_sources(const PlanInstance& inst, const BatchInputs& batch, con
 }
 
 ThreadCounts threads_for(const PlanInstance& inst, const TrainOptions& o) {
-  return thread_counts(inst.plan(), o.rank, o.threads, o.kernel_threads, usable_cores());
+  return thread_counts(inst.plan(), true, o.rank, o.threads, o.kernel_threads, usable_cores());
 }
 
 // Training and evaluation stream through ofrun's one entry (runtime/stream.h).
