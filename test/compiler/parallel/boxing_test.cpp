@@ -400,13 +400,19 @@ TEST_CASE("boxing: a reduce-scatter and an all-gather over 2^k ranks take k pair
   auto across = [&](const Layout& from, const Layout& to, const std::vector<int32_t>& ranks) {
     Graph g;
     std::vector<ValueId> v = sources(g, grad, from);
+    // The device a value lives on: its producer's, or for a source value its place in `from`.
+    std::map<ValueId, int32_t> source_device;
+    for (size_t j = 0; j < v.size(); ++j) source_device[v[j]] = from.placement.devices[j];
+    auto device_of = [&](ValueId x) {
+      const NodeId p = g.values[size_t(x)].producer;
+      return p >= 0 ? g.nodes[size_t(p)].device : source_device.at(x);
+    };
     const std::vector<Layout> route = boxing_route(grad, from, to, &ranks);
     for (size_t k = 0; k + 1 < route.size(); ++k)
       v = lower_boxing(g, plan_hop(grad, route, k), grad, route[k], route[k + 1], v, "x/boxing", &ranks);
     size_t copies = 0;
     for (const Node& n : g.nodes)
-      if (n.op_type == "Copy" && ranks[size_t(g.nodes[size_t(g.values[size_t(n.inputs[0])].producer)].device)] != ranks[size_t(n.device)])
-        ++copies;
+      if (n.op_type == "Copy" && ranks[size_t(device_of(n.inputs[0]))] != ranks[size_t(n.device)]) ++copies;
     return double(copies) / 16;
   };
   // 8 ranks of 2: within each rank a reduce-scatter, 3 halving hops, then one piece per device
