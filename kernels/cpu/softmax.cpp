@@ -40,38 +40,28 @@ Softmax::Softmax(const KernelConfig& cfg, const char* name, bool log) : log_(log
 }
 
 void Softmax::run_rows(const float* x, float* y) {
-  if (!log_) {  // rows are independent: split between the kernel threads (parallel_split.h)
-    const int64_t n = n_;
-#pragma omp parallel for schedule(static) if (outer_ > 1 && outer_ * n >= kParallelElements)
-    for (int64_t o = 0; o < outer_; ++o) {
-      const float* xr = x + o * n;
-      float* yr = y + o * n;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < n; ++k) m = std::max(m, xr[k]);
-      exp_shifted(xr, m, yr, n);
-      float sum = 0.0f;
-      for (int64_t k = 0; k < n; ++k) sum += yr[k];
-      const float inv = 1.0f / sum;
-      for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
-    }
-    return;
-  }
-  for (int64_t o = 0; o < outer_; ++o, x += n_, y += n_) {
+  const int64_t n = n_;
+  // Rows are independent: split between the kernel threads (parallel_split.h), but for
+  // log_softmax, whose rows share the scratch row exps_.
+#pragma omp parallel for schedule(static) if (!log_ && outer_ > 1 && outer_ * n >= kParallelElements)
+  for (int64_t o = 0; o < outer_; ++o) {
+    const float* xr = x + o * n;
+    float* yr = y + o * n;
     float m = -std::numeric_limits<float>::infinity();
-    for (int64_t k = 0; k < n_; ++k) m = std::max(m, x[k]);
+    for (int64_t k = 0; k < n; ++k) m = std::max(m, xr[k]);
     float sum = 0.0f;
     if (log_) {  // y is written only after the last read of x, so x may alias y
       float* e = exps_.data();
-      exp_shifted(x, m, e, n_);
-      for (int64_t k = 0; k < n_; ++k) sum += e[k];
+      exp_shifted(xr, m, e, n);
+      for (int64_t k = 0; k < n; ++k) sum += e[k];
       // (x - m) - log(sum), not x - (m + log(sum)): m + log(sum) would round at |m|'s scale.
       const float log_sum = std::log(sum);
-      for (int64_t k = 0; k < n_; ++k) y[k] = (x[k] - m) - log_sum;
+      for (int64_t k = 0; k < n; ++k) yr[k] = (xr[k] - m) - log_sum;
     } else {
-      exp_shifted(x, m, y, n_);
-      for (int64_t k = 0; k < n_; ++k) sum += y[k];
+      exp_shifted(xr, m, yr, n);
+      for (int64_t k = 0; k < n; ++k) sum += yr[k];
       const float inv = 1.0f / sum;
-      for (int64_t k = 0; k < n_; ++k) y[k] *= inv;
+      for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
     }
   }
 }
