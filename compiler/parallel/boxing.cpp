@@ -430,37 +430,49 @@ std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, co
     out.sbp.insert(out.sbp.end(), from.sbp.begin() + std::ptrdiff_t(level) + 1, from.sbp.end());
     return out;
   };
+  // The route's halves, shared by the three collectives. Each appends to `route` (a layout equal
+  // to its last is skipped). The first: within each rank a reduce-scatter to `chunk` (g > 1),
+  // then, if `halved`, k halving hops across ranks; it leaves the binary levels chunk-split, or
+  // still partial. The second: k doubling hops from those levels, then within each rank an
+  // all-gather of `chunk` (g > 1).
+  auto add = [](std::vector<Layout>& route, const Layout& l) {
+    if (!(l == route.back())) route.push_back(l);
+  };
+  auto reduce_half = [&](std::vector<Layout>& route, Sbp chunk, bool halved) {
+    if (g > 1) {
+      add(route, on_wide(Sbp::P(), Sbp::P()));
+      add(route, on_wide(Sbp::P(), chunk));
+    }
+    std::vector<Sbp> bits(size_t(k), Sbp::P());
+    add(route, on_tree(chunk, bits));
+    for (int b = 0; halved && b < k; ++b) {
+      bits[size_t(b)] = chunk;
+      add(route, on_tree(chunk, bits));
+    }
+    return bits;
+  };
+  auto gather_half = [&](std::vector<Layout>& route, Sbp chunk, std::vector<Sbp> bits) {
+    for (int b = k; b-- > 0;) {
+      bits[size_t(b)] = Sbp::B();
+      add(route, on_tree(chunk, bits));
+    }
+    if (g > 1) {
+      add(route, on_wide(Sbp::B(), chunk));
+      add(route, on_wide(Sbp::B(), Sbp::B()));
+    }
+  };
   if (kind != Collective::all_reduce) {
     const Sbp split = kind == Collective::reduce_scatter ? to.sbp[level] : from.sbp[level];
-    std::vector<Sbp> bits(size_t(k), split);
-    if (!splits_evenly(logical.shape, tree, on_tree(split, bits).sbp)) return {};
+    const std::vector<Sbp> halved(size_t(k), split);
+    if (!splits_evenly(logical.shape, tree, on_tree(split, halved).sbp)) return {};
     std::vector<Layout> route{from};
-    auto add = [&](const Layout& l) {
-      if (!(l == route.back())) route.push_back(l);
-    };
     if (kind == Collective::reduce_scatter) {
-      if (g > 1) {
-        add(on_wide(Sbp::P(), Sbp::P()));
-        add(on_wide(Sbp::P(), split));
-      }
-      for (Sbp& b : bits) b = Sbp::P();
-      add(on_tree(split, bits));
-      for (int b = 0; b < k; ++b) {
-        bits[size_t(b)] = split;
-        add(on_tree(split, bits));
-      }
+      reduce_half(route, split, true);
     } else {
-      add(on_tree(split, bits));
-      for (int b = k; b-- > 0;) {
-        bits[size_t(b)] = Sbp::B();
-        add(on_tree(split, bits));
-      }
-      if (g > 1) {
-        add(on_wide(Sbp::B(), split));
-        add(on_wide(Sbp::B(), Sbp::B()));
-      }
+      add(route, on_tree(split, halved));
+      gather_half(route, split, halved);
     }
-    add(to);
+    add(route, to);
     return route_possible(logical, route) ? route : std::vector<Layout>{};
   }
   // Candidates, best first: chunks halved across ranks (an axis splits over all n devices); each
@@ -481,30 +493,10 @@ std::vector<Layout> tree_route(const TensorDesc& logical, const Layout& from, co
   if (!small) candidates.emplace_back(Sbp::B(), false);
   for (const auto& [chunk, halved] : candidates) {
     if (g == 1 && chunk.is_split() && !halved) continue;
-    std::vector<Sbp> bits(size_t(k), Sbp::P());
     if (!splits_evenly(logical.shape, tree, on_tree(chunk, std::vector<Sbp>(size_t(k), halved ? chunk : Sbp::P())).sbp)) continue;
     std::vector<Layout> route{from};
-    auto add = [&](const Layout& l) {
-      if (!(l == route.back())) route.push_back(l);
-    };
-    if (g > 1) {
-      add(on_wide(Sbp::P(), Sbp::P()));
-      add(on_wide(Sbp::P(), chunk));
-    }
-    add(on_tree(chunk, bits));
-    for (int b = 0; halved && b < k; ++b) {
-      bits[size_t(b)] = chunk;
-      add(on_tree(chunk, bits));
-    }
-    for (int b = k; b-- > 0;) {
-      bits[size_t(b)] = Sbp::B();
-      add(on_tree(chunk, bits));
-    }
-    if (g > 1) {
-      add(on_wide(Sbp::B(), chunk));
-      add(on_wide(Sbp::B(), Sbp::B()));
-    }
-    add(to);
+    gather_half(route, chunk, reduce_half(route, chunk, halved));
+    add(route, to);
     if (route_possible(logical, route)) return route;
   }
   return {};
