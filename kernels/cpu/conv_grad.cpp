@@ -98,15 +98,14 @@ class ConvGradWeight final : public Kernel {
           my_cols = g_.direct ? nullptr : reinterpret_cast<float*>(w);
           mine = reinterpret_cast<float*>(w + cols);
         }
-        partial[size_t(t)] = to > from ? mine : nullptr;
-        if (to > from) images(from, to, my_cols, mine);
-        else if (t == 0) std::fill(dw, dw + dw_n, 0.0f);
+        // n >= 2 * threads >= 2 * team: every thread has images.
+        partial[size_t(t)] = mine;
+        images(from, to, my_cols, mine);
 #pragma omp barrier
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < dw_n; ++i) {
           float s = dw[i];
-          for (int u = 1; u < team; ++u)
-            if (partial[size_t(u)]) s += partial[size_t(u)][i];
+          for (int u = 1; u < team; ++u) s += partial[size_t(u)][i];
           dw[i] = s;
         }
       }
@@ -117,7 +116,7 @@ class ConvGradWeight final : public Kernel {
 
  private:
   ConvGeometry g_;
-  std::vector<float*> partial_;  // per thread of a split act: its sum of images, or null
+  std::vector<float*> partial_;  // per thread of a split act: its sum of images
 };
 
 }  // namespace
