@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
                "--recompute and --zero 3 are weighed only when nothing fits --device-memory); ofdump shows what was weighed");
   int32_t auto_compile = 3;
   app.add_option("--auto-compile", auto_compile,
-                 "with --auto: compile and play at most this many splits, those a closed-form estimate ranks best (refused ones do "
-                 "not count); more weighs more in full")
+                 "with --auto: compile and play at most this many splits, those a closed-form estimate ranks best (those refused "
+                 "before compiling do not count; those refused for their size, most of a compile, do); more weighs more in full")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   std::string costs_file;

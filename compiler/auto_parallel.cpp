@@ -75,25 +75,27 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     splits = std::move(sorted);
   }
   std::vector<plan::Candidate> weighed, refused;
-  // One plan in memory at a time (a GPT over 1024 devices is gigabytes of ofc's memory): the last
-  // one compiled is kept; the best is known by its options, and compiled again at the end if it
-  // is not the one kept (compiles are deterministic: the same plan).
-  std::optional<Compilation> held;
-  std::optional<CompileOptions> best;
+  // The best plan so far stays in memory beside the one being compiled (a GPT over 1024 devices
+  // is gigabytes of ofc's memory, but compiling the best again at the end cost as much time as
+  // the first compile: 12 s on 128x8).
+  std::optional<Compilation> best;
   double best_seconds = 0;
-  bool held_is_best = false;
   int32_t compiled = 0;
+  // Splits refused for their size count toward fixed.compiled as if compiled: reaching the bound
+  // took most of a compile (on 128x8 the GPT's tp-heavy splits each built 1.7M nodes, about 12 s,
+  // before they were refused), while those refused at once (a pipeline deeper than the
+  // micro-batches or the ops) do not.
+  int32_t too_large = 0;
   uint64_t max_nodes = 0;  // set by the first plan weighed
   auto weigh = [&](const CompileOptions& o) {
     if (compiled >= fixed.max_candidates) return;
     ++compiled;
     plan::Candidate k{.flags = strategy_flags(o), .step_seconds = 0, .peak_bytes = 0, .refused = {}};
-    held.reset();
-    held_is_best = false;
     try {
       CompileOptions bounded = o;
       bounded.max_parallel_nodes = max_nodes;
       Compilation c = compile_model(model_path, bounded);
+      c.options.max_parallel_nodes = 0;  // the plan's options as given (the eval plan compiles with them)
       // A candidate's plan may be far larger than the first's (tp over many ranks): one of more
       // than 4 times its nodes is refused as soon as it passes that, before it fills the memory
       // (the GPT on 128x8: dp 1024 is 0.5M nodes, dp 256 x tp 4 grew past 6M and 20 GB). At least
@@ -103,18 +105,18 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
       k.peak_bytes = largest_arena(c);
       // Ties keep the first in the order weighed (the estimate's, else dp ascending, then tp).
       if (!best || k.step_seconds < best_seconds) {
-        best = o;
+        best.reset();  // before the move: one plan fewer at the peak
+        best = std::move(c);
         best_seconds = k.step_seconds;
-        held_is_best = true;
       }
-      held = std::move(c);
       weighed.push_back(std::move(k));
     } catch (const Error& e) {
+      if (e.where().field == "--auto") ++too_large;  // parallelize's bound (max_parallel_nodes)
       k.refused = one_line(e.what());
       refused.push_back(std::move(k));
     }
   };
-  for (size_t i = 0; i < splits.size() && weighed.size() < size_t(fixed.compiled); ++i) {
+  for (size_t i = 0; i < splits.size() && weighed.size() + size_t(too_large) < size_t(fixed.compiled); ++i) {
     if (base.time_passes)  // at scale a compile takes minutes: say which
       fmt::print(stderr, "ofc: --auto compiles {}{}\n", strategy_flags(splits[i]),
                  estimated.empty() ? "" : fmt::format(" (estimated {:.3f} ms)", 1e3 * estimated[i]));
@@ -149,11 +151,7 @@ AutoChoice choose_parallel(const std::string& model_path, const CompileOptions& 
     fail({.field = "--auto"}, "none of the {} strategies weighed compiles{}: {}", compiled, base.device_memory > 0 ? " and fits" : "", why);
   }
   std::stable_sort(weighed.begin(), weighed.end(), [](const plan::Candidate& a, const plan::Candidate& b) { return a.step_seconds < b.step_seconds; });
-  if (!held_is_best) {
-    held.reset();
-    held = compile_model(model_path, *best);
-  }
-  AutoChoice out{.best = std::move(*held), .candidates = std::move(weighed), .ranked = int32_t(ranked)};
+  AutoChoice out{.best = std::move(*best), .candidates = std::move(weighed), .ranked = int32_t(ranked)};
   out.candidates.insert(out.candidates.end(), refused.begin(), refused.end());
   out.best.tasks.prediction.candidates = out.candidates;
   return out;

@@ -29,7 +29,8 @@ struct AutoConstraints {
   std::optional<int32_t> dp, tp, pp;  // degrees the user gave
   int32_t max_candidates = 128;       // compiles at most this many (a bound by count: deterministic)
   // Splits compiled in full: more than this many are first ordered by their estimate
-  // (strategy_cost.h) and only the best ones that compile are compiled (refused ones do not count).
+  // (strategy_cost.h) and only the best ones that compile are compiled (splits refused before
+  // parallelize do not count; those refused for their size, past max_parallel_nodes, do).
   int32_t compiled = 3;
 };
 
