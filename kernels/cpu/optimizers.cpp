@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
@@ -42,11 +43,12 @@ float float_attr(const KernelConfig& cfg, const char* name, const char* attr, fl
 
 // One element-wise pass with the branches decided outside the loop, so that it vectorizes. The
 // outputs may be the inputs themselves (in place): each element is read before it is written and
-// no element depends on another, which is what `omp simd` asserts.
+// no element depends on another, which is what `omp simd` asserts, and what lets the kernel
+// threads take contiguous runs of a large tensor each (the same bits on any thread count).
 template <bool Momentum, bool Nesterov>
 void sgd_loop(int64_t n, const float* p, const float* grad, const float* buf, float* p_out, float* buf_out, float mu,
               float keep, float wd, float lr, bool first) {
-#pragma omp simd
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) {
     const float pi = p[i];
     float g = grad[i] + wd * pi;
@@ -140,7 +142,7 @@ class AdamUpdate final : public Kernel {
     const float b1 = beta1_, b2 = beta2_, eps = eps_;
     const float l2 = decoupled_ ? 0.0f : weight_decay_;
     const float shrink = decoupled_ ? 1.0f - lr * weight_decay_ : 1.0f;
-#pragma omp simd
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)  // as sgd_loop
     for (int64_t i = 0; i < n; ++i) {
       const float pi = p[i] * shrink;
       const float g = grad[i] + l2 * p[i];

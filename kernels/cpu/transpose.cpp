@@ -4,8 +4,10 @@
 // becomes a 3-D [N, C, H*W] -> [N, H*W, C] walk. When the last two output axes swap the input's
 // last two (a matrix transpose per outer index: an nn.Linear weight, attention's K^T), the
 // matrix is copied in square tiles, so the strided reads of one tile stay in cache; a plain
-// walk of a [768, 256] weight reads a new cache line for every element.
+// walk of a [768, 256] weight reads a new cache line for every element. From kParallelElements
+// the kernel threads split the output's matrices (or rows) between them.
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +16,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
@@ -29,9 +32,9 @@ class Transpose final : public Kernel {
 
  private:
   template <class T>
-  void walk(const T* x, T* y) const;
+  void walk(const T* x, T* y, int64_t begin, int64_t end) const;
   template <class T>
-  void tiled(const T* x, T* y) const;
+  void tiled(const T* x, T* y, int64_t begin, int64_t end) const;
 
   // Collapsed output dims and, per output dim, the input stride in elements.
   size_t rank_ = 0;
@@ -50,13 +53,20 @@ Transpose::Transpose(const KernelConfig& cfg) {
   elem_size_ = g.elem_size;
 }
 
+// Output rows [begin, end) of the last axis's length: the odometer starts at row `begin`.
 template <class T>
-void Transpose::walk(const T* x, T* y) const {
+void Transpose::walk(const T* x, T* y, int64_t begin, int64_t end) const {
   const size_t last = rank_ - 1;
   const int64_t n = dims_[last], s = in_strides_[last];
   std::array<int64_t, max_rank> idx{};
   int64_t off = 0;
-  for (int64_t done = 0; done < total_; done += n, y += n) {
+  for (size_t i = last, rest = size_t(begin); i-- > 0;) {
+    idx[i] = int64_t(rest % size_t(dims_[i]));
+    rest /= size_t(dims_[i]);
+    off += idx[i] * in_strides_[i];
+  }
+  y += begin * n;
+  for (int64_t row = begin; row < end; ++row, y += n) {
     if (s == 1) {
       std::memcpy(y, x + off, n * sizeof(T));
     } else {
@@ -73,14 +83,20 @@ void Transpose::walk(const T* x, T* y) const {
 
 // Output [outer..., rows, cols] from input [outer..., cols, rows]: the collapsed output's
 // second-to-last axis is the input's contiguous one and the last walks the input by `rows`.
+// Matrices [begin, end) of the outer dims.
 template <class T>
-void Transpose::tiled(const T* x, T* y) const {
+void Transpose::tiled(const T* x, T* y, int64_t begin, int64_t end) const {
   constexpr int64_t tile = 32;
   const int64_t rows = dims_[rank_ - 2], cols = dims_[rank_ - 1], stride = in_strides_[rank_ - 1];
-  const int64_t matrices = total_ / (rows * cols);
   std::array<int64_t, max_rank> idx{};
   int64_t off = 0;
-  for (int64_t m = 0; m < matrices; ++m, y += rows * cols) {
+  for (size_t i = rank_ - 2, rest = size_t(begin); i-- > 0;) {
+    idx[i] = int64_t(rest % size_t(dims_[i]));
+    rest /= size_t(dims_[i]);
+    off += idx[i] * in_strides_[i];
+  }
+  y += begin * rows * cols;
+  for (int64_t m = begin; m < end; ++m, y += rows * cols) {
     for (int64_t r0 = 0; r0 < rows; r0 += tile)
       for (int64_t c0 = 0; c0 < cols; c0 += tile) {
         const int64_t r1 = std::min(rows, r0 + tile), c1 = std::min(cols, c0 + tile);
@@ -99,13 +115,22 @@ void Transpose::tiled(const T* x, T* y) const {
 void Transpose::run(const RunCtx&, const void* const* in, void* const* out) {
   if (total_ == 0) return;
   const bool matrix = rank_ >= 2 && in_strides_[rank_ - 2] == 1;
+  // The kernel threads take contiguous runs of the output's matrices (or rows): a copy, the same
+  // bytes on any thread count. One matrix (an nn.Linear weight) stays on one thread.
+  const int64_t units = matrix ? total_ / (dims_[rank_ - 2] * dims_[rank_ - 1]) : total_ / dims_[rank_ - 1];
   auto go = [&](auto* x) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
     T* y = static_cast<T*>(out[0]);
-    if (matrix)
-      tiled(x, y);
-    else
-      walk(x, y);
+    const int threads = units > 1 && total_ >= kParallelElements ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      const int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
+      const int64_t begin = units * t / k, end = units * (t + 1) / k;
+      if (matrix)
+        tiled(x, y, begin, end);
+      else
+        walk(x, y, begin, end);
+    }
   };
   switch (elem_size_) {
     case 1:

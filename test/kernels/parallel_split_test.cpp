@@ -29,7 +29,7 @@ void check_same_bits(const char* what, const std::function<std::vector<std::vect
 
 }  // namespace
 
-TEST_CASE("parallel split: rows, elements and planes on two kernel threads give the one-thread bits", "[kernels]") {
+TEST_CASE("parallel split: rows, elements, planes, transposes and updates on two kernel threads give the one-thread bits", "[kernels]") {
   constexpr int64_t rows = 300, n = 130;  // 39000 elements: past kParallelElements
   std::mt19937 rng(71);
   const auto x = testing::random_floats(rows * n, rng, -4, 4);
@@ -56,6 +56,42 @@ TEST_CASE("parallel split: rows, elements and planes on two kernel threads give 
     testing::run_kernel("softmax_cross_entropy_grad", Attrs{}, {{{}, DType::f32}, {{rows, n}, DType::f32}, {{rows}, DType::i64}},
                         {{{rows, n}, DType::f32}}, {&dloss, prob.data(), labels.data()}, {dx.data()});
     return std::vector<std::vector<float>>{loss, prob, dx};
+  });
+  check_same_bits("transpose, rows and tiled matrices", [&] {
+    Attrs heads, matrices;
+    heads.set_ints("perm", {0, 2, 1, 3});  // attention's [B,T,H,D] -> [B,H,T,D]: rows of D
+    matrices.set_ints("perm", {0, 2, 1});  // K^T per batch: tiles
+    return std::vector<std::vector<float>>{testing::run_f32("transpose", heads, {{3, 50, 4, 65}}, {x}, {3, 4, 50, 65}),
+                                           testing::run_f32("transpose", matrices, {{6, 50, 130}}, {x}, {6, 130, 50})};
+  });
+  const int64_t e = rows * n;
+  const std::vector<float> v0 = testing::random_floats(e, rng), m0 = testing::random_floats(e, rng, 0, 1);
+  check_same_bits("sgd (momentum, nesterov) and adam (Adam, AdamW) updates", [&] {
+    const float lr = 0.01f, step = 3;
+    std::vector<std::vector<float>> outs;
+    for (int nesterov = 0; nesterov < 2; ++nesterov) {
+      Attrs a;
+      a.set_float("momentum", 0.9f);
+      a.set_int("nesterov", nesterov);
+      std::vector<float> p(static_cast<size_t>(e)), v(static_cast<size_t>(e));
+      testing::run_kernel("sgd_update", a, {{{e}, DType::f32}, {{e}, DType::f32}, {{e}, DType::f32}, {{}, DType::f32}, {{}, DType::f32}},
+                          {{{e}, DType::f32}, {{e}, DType::f32}}, {x.data(), dy.data(), v0.data(), &lr, &step}, {p.data(), v.data()});
+      outs.push_back(p);
+      outs.push_back(v);
+    }
+    for (int decoupled = 0; decoupled < 2; ++decoupled) {
+      Attrs a;
+      a.set_float("weight_decay", 0.1f);
+      a.set_int("decoupled", decoupled);
+      std::vector<float> p(static_cast<size_t>(e)), m(static_cast<size_t>(e)), v(static_cast<size_t>(e));
+      const TensorDesc t{{e}, DType::f32}, s{{}, DType::f32};
+      testing::run_kernel("adam_update", a, {t, t, t, t, s, s}, {t, t, t}, {x.data(), dy.data(), v0.data(), m0.data(), &lr, &step},
+                          {p.data(), m.data(), v.data()});
+      outs.push_back(p);
+      outs.push_back(m);
+      outs.push_back(v);
+    }
+    return outs;
   });
   check_same_bits("relu, its gradient and add", [&] {
     return std::vector<std::vector<float>>{testing::run_f32("relu", Attrs{}, {{rows, n}}, {x}, {rows, n}),
