@@ -5,7 +5,12 @@
 //   layer_norm_scale_grad (dy, x)            -> dscale = sum over rows of dy * xhat
 // Statistics are recomputed from x in each (rows are short; nothing is kept between kernels).
 // Sums per row accumulate in double, as torch's CPU kernel does for its moments.
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -81,22 +86,40 @@ class LayerNormGrad final : public Kernel {
   LayerNormRows r_;
 };
 
+// Two passes, each split between the kernel threads as it stands: the rows' statistics (rows are
+// independent), then the sums by columns (each column adds its rows in row order, as one thread
+// does): the same bits on any thread count.
 class LayerNormScaleGrad final : public Kernel {
  public:
-  LayerNormScaleGrad(const KernelConfig& cfg) : r_(layer_norm_scale_grad_rows(cfg)) {}
+  LayerNormScaleGrad(const KernelConfig& cfg)
+      : r_(layer_norm_scale_grad_rows(cfg)), mean_(size_t(r_.rows)), rstd_(size_t(r_.rows)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* x = static_cast<const float*>(in[1]);
     auto* ds = static_cast<float*>(out[0]);
-    for (int64_t k = 0; k < r_.n; ++k) ds[k] = 0.0f;
-    for (int64_t r = 0; r < r_.rows; ++r, x += r_.n, dy += r_.n) {
-      const auto [mean, rstd] = moments(x, r_.n, r_.eps);
-      for (int64_t k = 0; k < r_.n; ++k) ds[k] += dy[k] * (x[k] - mean) * rstd;
+    const int64_t rows = r_.rows, n = r_.n;
+    float* mean = mean_.data();
+    float* rstd = rstd_.data();
+#pragma omp parallel if (rows > 1 && rows * n >= kParallelElements)
+    {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) std::tie(mean[r], rstd[r]) = moments(x + r * n, n, r_.eps);
+      // Columns in runs of whole cache lines, so that two threads never write one line.
+      const int64_t lines = (n + 15) / 16, t = omp_get_thread_num(), k = omp_get_num_threads();
+      const int64_t begin = std::min(n, lines * t / k * 16), end = std::min(n, lines * (t + 1) / k * 16);
+      for (int64_t c = begin; c < end; ++c) ds[c] = 0.0f;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * n;
+        const float* dyr = dy + r * n;
+        const float m = mean[r], s = rstd[r];
+        for (int64_t c = begin; c < end; ++c) ds[c] += dyr[c] * (xr[c] - m) * s;
+      }
     }
   }
 
  private:
   LayerNormRows r_;
+  std::vector<float> mean_, rstd_;  // per row: the statistics of the first pass
 };
 
 }  // namespace

@@ -37,10 +37,11 @@ TEST_CASE("parallel split: rows, elements, planes, transposes and updates on two
   const auto scale = testing::random_floats(n, rng, 0.5f, 2), bias = testing::random_floats(n, rng);
   Attrs last;
   last.set_int("axis", 1);
-  check_same_bits("layer_norm and its gradient", [&] {
+  check_same_bits("layer_norm and its gradients", [&] {
     return std::vector<std::vector<float>>{
         testing::run_f32("layer_norm", last, {{rows, n}, {n}, {n}}, {x, scale, bias}, {rows, n}),
-        testing::run_f32("layer_norm_grad", last, {{rows, n}, {rows, n}, {n}}, {dy, x, scale}, {rows, n})};
+        testing::run_f32("layer_norm_grad", last, {{rows, n}, {rows, n}, {n}}, {dy, x, scale}, {rows, n}),
+        testing::run_f32("layer_norm_scale_grad", last, {{rows, n}, {rows, n}}, {dy, x}, {n})};
   });
   check_same_bits("softmax and its gradient", [&] {
     const std::vector<float> y = testing::run_f32("softmax", last, {{rows, n}}, {x}, {rows, n});
