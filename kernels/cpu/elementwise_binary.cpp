@@ -131,19 +131,33 @@ void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
     }
     return;
   }
+  // Broadcasts: rows of the last axis, contiguous runs of them per kernel thread, each thread's
+  // odometer started at its first row.
   const size_t last = rank_ - 1;
-  const int64_t n = dims_[last];
-  std::array<int64_t, max_rank> idx{};
-  int64_t oa = 0, ob = 0;
-  for (int64_t done = 0; done < total_; done += n) {
-    row<Op>(a + oa, a_strides_[last], b + ob, b_strides_[last], y + done, n);
-    for (size_t i = last; i-- > 0;) {  // odometer over the outer dims
-      oa += a_strides_[i];
-      ob += b_strides_[i];
-      if (++idx[i] < dims_[i]) break;
-      oa -= a_strides_[i] * dims_[i];
-      ob -= b_strides_[i] * dims_[i];
-      idx[i] = 0;
+  const int64_t n = dims_[last], rows = total_ / n;
+  const int threads = rows > 1 && total_ >= kParallelElements ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t begin = rows * t / team, end = rows * (t + 1) / team;
+    std::array<int64_t, max_rank> idx{};
+    int64_t oa = 0, ob = 0;
+    for (size_t i = last, rest = size_t(begin); i-- > 0;) {
+      idx[i] = int64_t(rest % size_t(dims_[i]));
+      rest /= size_t(dims_[i]);
+      oa += idx[i] * a_strides_[i];
+      ob += idx[i] * b_strides_[i];
+    }
+    for (int64_t r = begin; r < end; ++r) {
+      row<Op>(a + oa, a_strides_[last], b + ob, b_strides_[last], y + r * n, n);
+      for (size_t i = last; i-- > 0;) {  // odometer over the outer dims
+        oa += a_strides_[i];
+        ob += b_strides_[i];
+        if (++idx[i] < dims_[i]) break;
+        oa -= a_strides_[i] * dims_[i];
+        ob -= b_strides_[i] * dims_[i];
+        idx[i] = 0;
+      }
     }
   }
 }

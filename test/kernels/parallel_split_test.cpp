@@ -94,10 +94,14 @@ TEST_CASE("parallel split: rows, elements, planes, transposes and updates on two
     }
     return outs;
   });
-  check_same_bits("relu, its gradient and add", [&] {
+  const auto b390 = testing::random_floats(390, rng), b300 = testing::random_floats(300, rng);
+  check_same_bits("relu, its gradient, add, and broadcasting add, mul and sub", [&] {
     return std::vector<std::vector<float>>{testing::run_f32("relu", Attrs{}, {{rows, n}}, {x}, {rows, n}),
                                            testing::run_f32("relu_grad", Attrs{}, {{rows, n}, {rows, n}}, {dy, x}, {rows, n}),
-                                           testing::run_f32("add", Attrs{}, {{rows, n}, {rows, n}}, {x, dy}, {rows, n})};
+                                           testing::run_f32("add", Attrs{}, {{rows, n}, {rows, n}}, {x, dy}, {rows, n}),
+                                           testing::run_f32("add", Attrs{}, {{rows, n}, {n}}, {x, bias}, {rows, n}),
+                                           testing::run_f32("mul", Attrs{}, {{3, 100, 1, 130}, {3, 1, 1, 130}}, {x, b390}, {3, 100, 1, 130}),
+                                           testing::run_f32("sub", Attrs{}, {{3, 1, 130}, {3, 100, 1}}, {b390, b300}, {3, 100, 130})};
   });
 }
 
