@@ -17,6 +17,7 @@
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
+#include "kernels/cpu/row_reduce.h"
 #include "kernels/cpu/vector_exp.h"
 
 namespace of::kernels::cpu {
@@ -54,14 +55,12 @@ class SoftmaxCrossEntropy final : public Kernel {
       if (c == 0) continue;
       const float* xr = x + r * c;
       float* pr = prob + r * c;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < c; ++k) m = std::max(m, xr[k]);
+      const float m = row_max(xr, c);
       const int64_t label = labels[r];
       const bool counted = label >= 0 && label < c;
       const float picked = counted ? xr[label] - m : 0.0f;  // read before prob overwrites x
       exp_shifted(xr, m, pr, c);
-      float sum = 0.0f;
-      for (int64_t k = 0; k < c; ++k) sum += pr[k];
+      const float sum = row_sum(pr, c);
       // -log softmax[label] = log(sum) - (x[label] - m): log-sum-exp without overflow.
       row_loss[r] = counted ? double(std::log(sum) - picked) : 0.0;
       row_counted_[size_t(r)] = counted;

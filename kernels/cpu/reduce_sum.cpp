@@ -8,26 +8,12 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
-#include "kernels/cpu/vector_clones.h"
+#include "kernels/cpu/row_reduce.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
 namespace {
-
-// The sum of a contiguous row, in eight interleaved partial sums (element j into lane j % 8)
-// combined pairwise, then the tail in order: one add in flight per lane, where a single running
-// sum waits on each add in turn (a conv's bias gradient sums rows of H*W elements), and the same
-// order on every machine whatever its vector width.
-OF_VECTOR_CLONES float row_sum(const float* __restrict x, int64_t n) {
-  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) lane[k] += x[j + k];
-  float s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-  for (; j < n; ++j) s += x[j];
-  return s;
-}
 
 class ReduceSum final : public Kernel {
  public:

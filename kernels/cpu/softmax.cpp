@@ -10,6 +10,7 @@
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/parallel_split.h"
 #include "kernels/rules.h"
+#include "kernels/cpu/row_reduce.h"
 #include "kernels/cpu/vector_exp.h"
 
 namespace of::kernels::cpu {
@@ -47,19 +48,17 @@ void Softmax::run_rows(const float* x, float* y) {
   for (int64_t o = 0; o < outer_; ++o) {
     const float* xr = x + o * n;
     float* yr = y + o * n;
-    float m = -std::numeric_limits<float>::infinity();
-    for (int64_t k = 0; k < n; ++k) m = std::max(m, xr[k]);
-    float sum = 0.0f;
+    const float m = row_max(xr, n);
     if (log_) {  // y is written only after the last read of x, so x may alias y
       float* e = exps_.data();
       exp_shifted(xr, m, e, n);
-      for (int64_t k = 0; k < n; ++k) sum += e[k];
+      const float sum = row_sum(e, n);
       // (x - m) - log(sum), not x - (m + log(sum)): m + log(sum) would round at |m|'s scale.
       const float log_sum = std::log(sum);
       for (int64_t k = 0; k < n; ++k) yr[k] = (xr[k] - m) - log_sum;
     } else {
       exp_shifted(xr, m, yr, n);
-      for (int64_t k = 0; k < n; ++k) sum += yr[k];
+      const float sum = row_sum(yr, n);
       const float inv = 1.0f / sum;
       for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
     }
