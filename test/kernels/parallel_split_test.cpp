@@ -58,6 +58,17 @@ TEST_CASE("parallel split: rows, elements, planes, transposes and updates on two
                         {{{rows, n}, DType::f32}}, {&dloss, prob.data(), labels.data()}, {dx.data()});
     return std::vector<std::vector<float>>{loss, prob, dx};
   });
+  const auto b390 = testing::random_floats(390, rng), b300 = testing::random_floats(300, rng);
+  std::vector<uint8_t> mask(100 * 130);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = uint8_t((i * 7) % 3 == 0);
+  check_same_bits("where and expand, broadcast", [&] {
+    std::vector<float> picked(size_t(rows * n)), spread(size_t(rows * n));
+    const float zero = 0;
+    testing::run_kernel("where", Attrs{}, {{{100, 130}, DType::bool_}, {{3, 100, 130}, DType::f32}, {{}, DType::f32}},
+                        {{{3, 100, 130}, DType::f32}}, {mask.data(), x.data(), &zero}, {picked.data()});
+    testing::run_kernel("expand", Attrs{}, {{{3, 1, 130}, DType::f32}}, {{{3, 100, 130}, DType::f32}}, {b390.data()}, {spread.data()});
+    return std::vector<std::vector<float>>{picked, spread};
+  });
   check_same_bits("transpose, rows and tiled matrices", [&] {
     Attrs heads, matrices;
     heads.set_ints("perm", {0, 2, 1, 3});  // attention's [B,T,H,D] -> [B,H,T,D]: rows of D
@@ -94,7 +105,6 @@ TEST_CASE("parallel split: rows, elements, planes, transposes and updates on two
     }
     return outs;
   });
-  const auto b390 = testing::random_floats(390, rng), b300 = testing::random_floats(300, rng);
   check_same_bits("relu, its gradient, add, and broadcasting add, mul and sub", [&] {
     return std::vector<std::vector<float>>{testing::run_f32("relu", Attrs{}, {{rows, n}}, {x}, {rows, n}),
                                            testing::run_f32("relu_grad", Attrs{}, {{rows, n}, {rows, n}}, {dy, x}, {rows, n}),
