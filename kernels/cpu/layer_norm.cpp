@@ -10,11 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
-#include <vector>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/parallel_split.h"
+#include "kernels/cpu/thread_workspace.h"
 #include "kernels/cpu/vector_clones.h"
 #include "kernels/rules.h"
 
@@ -124,15 +124,16 @@ class LayerNormGrad final : public Kernel {
 // does): the same bits on any thread count.
 class LayerNormScaleGrad final : public Kernel {
  public:
-  LayerNormScaleGrad(const KernelConfig& cfg)
-      : r_(layer_norm_scale_grad_rows(cfg)), mean_(size_t(r_.rows)), rstd_(size_t(r_.rows)) {}
-  void run(const RunCtx&, const void* const* in, void* const* out) override {
+  LayerNormScaleGrad(const KernelConfig& cfg) : r_(layer_norm_scale_grad_rows(cfg)) {}
+  // The first pass's statistics, per row: the act's scratch (thread_workspace.h), not the kernel's.
+  size_t workspace_bytes() const override { return 2 * size_t(std::max<int64_t>(r_.rows, 1)) * sizeof(float); }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* x = static_cast<const float*>(in[1]);
     auto* ds = static_cast<float*>(out[0]);
     const int64_t rows = r_.rows, n = r_.n;
-    float* mean = mean_.data();
-    float* rstd = rstd_.data();
+    float* mean = static_cast<float*>(act_workspace(ctx, workspace_bytes()));
+    float* rstd = mean + rows;
 #pragma omp parallel if (rows > 1 && rows * n >= kParallelElements)
     {
 #pragma omp for schedule(static)
@@ -152,7 +153,6 @@ class LayerNormScaleGrad final : public Kernel {
 
  private:
   LayerNormRows r_;
-  std::vector<float> mean_, rstd_;  // per row: the statistics of the first pass
 };
 
 }  // namespace
