@@ -125,8 +125,7 @@ void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
     const int64_t sa = a_strides_[0], sb = b_strides_[0];
 #pragma omp parallel
     {
-      const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-      const int64_t lo = total_ * t / team, hi = total_ * (t + 1) / team;
+      const auto [lo, hi] = thread_share(total_);
       if (hi > lo) row<Op>(a + lo * sa, sa, b + lo * sb, sb, y + lo, hi - lo);
     }
     return;
@@ -135,16 +134,13 @@ void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
   // odometer started at its first row.
   const size_t last = rank_ - 1;
   const int64_t n = dims_[last], rows = total_ / n;
-  const int threads = rows > 1 && total_ >= kParallelElements ? omp_get_max_threads() : 1;
+  const int threads = split_threads(rows, total_);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    const int64_t begin = rows * t / team, end = rows * (t + 1) / team;
-    std::array<int64_t, max_rank> idx{};
+    const auto [begin, end] = thread_share(rows);
+    std::array<int64_t, max_rank> idx = odometer_at(begin, dims_, last);
     int64_t oa = 0, ob = 0;
-    for (size_t i = last, rest = size_t(begin); i-- > 0;) {
-      idx[i] = int64_t(rest % size_t(dims_[i]));
-      rest /= size_t(dims_[i]);
+    for (size_t i = 0; i < last; ++i) {
       oa += idx[i] * a_strides_[i];
       ob += idx[i] * b_strides_[i];
     }

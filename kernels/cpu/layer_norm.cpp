@@ -5,8 +5,6 @@
 //   layer_norm_scale_grad (dy, x)            -> dscale = sum over rows of dy * xhat
 // Statistics are recomputed from x in each (rows are short; nothing is kept between kernels).
 // Sums per row accumulate in double, as torch's CPU kernel does for its moments (in eight lanes).
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -139,8 +137,8 @@ class LayerNormScaleGrad final : public Kernel {
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) std::tie(mean[r], rstd[r]) = moments(x + r * n, n, r_.eps);
       // Columns in runs of whole cache lines, so that two threads never write one line.
-      const int64_t lines = (n + 15) / 16, t = omp_get_thread_num(), k = omp_get_num_threads();
-      const int64_t begin = std::min(n, lines * t / k * 16), end = std::min(n, lines * (t + 1) / k * 16);
+      const auto [first_line, end_line] = thread_share((n + 15) / 16);
+      const int64_t begin = std::min(n, first_line * 16), end = std::min(n, end_line * 16);
       for (int64_t c = begin; c < end; ++c) ds[c] = 0.0f;
       for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * n;

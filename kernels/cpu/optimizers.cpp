@@ -4,8 +4,6 @@
 // schedule can change them every step without re-preparing the kernel. The state outputs may
 // alias their inputs (out[k] == the matching in[]): every element is read before it is written.
 // Micro-batches are summed before the update, by the accumulate kernel: an update steps once.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -49,11 +47,10 @@ float float_attr(const KernelConfig& cfg, const char* name, const char* attr, fl
 // update of a 1024x1024 weight 0.31 -> 0.78 ms on one thread).
 template <class Run>
 void split_runs(int64_t n, Run run) {
-  const int threads = n >= kParallelElements ? omp_get_max_threads() : 1;
+  const int threads = split_threads(n, n);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    const int64_t lo = n * t / team, hi = n * (t + 1) / team;
+    const auto [lo, hi] = thread_share(n);
     if (hi > lo) run(lo, hi - lo);
   }
 }

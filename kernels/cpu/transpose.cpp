@@ -7,7 +7,6 @@
 // walk of a [768, 256] weight reads a new cache line for every element. From kParallelElements
 // the kernel threads split the output's matrices (or rows) between them.
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -58,13 +57,9 @@ template <class T>
 void Transpose::walk(const T* x, T* y, int64_t begin, int64_t end) const {
   const size_t last = rank_ - 1;
   const int64_t n = dims_[last], s = in_strides_[last];
-  std::array<int64_t, max_rank> idx{};
+  std::array<int64_t, max_rank> idx = odometer_at(begin, dims_, last);
   int64_t off = 0;
-  for (size_t i = last, rest = size_t(begin); i-- > 0;) {
-    idx[i] = int64_t(rest % size_t(dims_[i]));
-    rest /= size_t(dims_[i]);
-    off += idx[i] * in_strides_[i];
-  }
+  for (size_t i = 0; i < last; ++i) off += idx[i] * in_strides_[i];
   y += begin * n;
   for (int64_t row = begin; row < end; ++row, y += n) {
     if (s == 1) {
@@ -88,13 +83,9 @@ template <class T>
 void Transpose::tiled(const T* x, T* y, int64_t begin, int64_t end) const {
   constexpr int64_t tile = 32;
   const int64_t rows = dims_[rank_ - 2], cols = dims_[rank_ - 1], stride = in_strides_[rank_ - 1];
-  std::array<int64_t, max_rank> idx{};
+  std::array<int64_t, max_rank> idx = odometer_at(begin, dims_, rank_ - 2);
   int64_t off = 0;
-  for (size_t i = rank_ - 2, rest = size_t(begin); i-- > 0;) {
-    idx[i] = int64_t(rest % size_t(dims_[i]));
-    rest /= size_t(dims_[i]);
-    off += idx[i] * in_strides_[i];
-  }
+  for (size_t i = 0; i + 2 < rank_; ++i) off += idx[i] * in_strides_[i];
   y += begin * rows * cols;
   for (int64_t m = begin; m < end; ++m, y += rows * cols) {
     for (int64_t r0 = 0; r0 < rows; r0 += tile)
@@ -121,11 +112,10 @@ void Transpose::run(const RunCtx&, const void* const* in, void* const* out) {
   auto go = [&](auto* x) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
     T* y = static_cast<T*>(out[0]);
-    const int threads = units > 1 && total_ >= kParallelElements ? omp_get_max_threads() : 1;
+    const int threads = split_threads(units, total_);
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-      const int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
-      const int64_t begin = units * t / k, end = units * (t + 1) / k;
+      const auto [begin, end] = thread_share(units);
       if (matrix)
         tiled(x, y, begin, end);
       else

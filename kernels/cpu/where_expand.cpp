@@ -2,8 +2,6 @@
 // where (cond ? a : b, all three broadcast numpy-style; cond is bool, nonzero = true) and expand
 // (x copied to a broadcast shape, any element size). Both walk the output with per-operand
 // strides (0 along broadcast axes), dims collapsed at prepare time as elementwise_binary.cpp does.
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -78,18 +76,14 @@ void for_each_row(const Walk<K>& w, Row&& row) {
   if (w.total == 0) return;
   const size_t last = w.rank - 1;
   const int64_t n = w.dims[last], rows = w.total / n;
-  const int threads = rows > 1 && w.total >= kParallelElements ? omp_get_max_threads() : 1;
+  const int threads = split_threads(rows, w.total);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    const int64_t begin = rows * t / team, end = rows * (t + 1) / team;
-    std::array<int64_t, max_rank> idx{};
+    const auto [begin, end] = thread_share(rows);
+    std::array<int64_t, max_rank> idx = odometer_at(begin, w.dims, last);
     std::array<int64_t, K> off{};
-    for (size_t i = last, rest = size_t(begin); i-- > 0;) {
-      idx[i] = int64_t(rest % size_t(w.dims[i]));
-      rest /= size_t(w.dims[i]);
+    for (size_t i = 0; i < last; ++i)
       for (size_t k = 0; k < K; ++k) off[k] += idx[i] * w.strides[k][i];
-    }
     for (int64_t r = begin; r < end; ++r) {
       row(off, r * n, n);
       for (size_t i = last; i-- > 0;) {  // odometer over the outer dims
