@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   std::string calibrate_path;
   app.add_option("--calibrate", calibrate_path,
                  "measure this machine's kernels, copies and messages (a few seconds; with a plan, also that plan's kernels) into FILE for ofc --costs, and exit");
+  bool merge = false;
+  app.add_flag("--merge", merge,
+               "with --calibrate and a plan: keep the kernels and shapes FILE holds from other plans, adding this plan's (one costs file for "
+               "several plans; the machine's rates are measured again)");
   auto* input_opt = app.add_option("--input", inputs, "inference: feed a graph input: NAME=FILE.npy (k x batch rows stream as k pieces)");
   auto* output_opt = app.add_option("--output", outputs, "inference: write a graph output: NAME=FILE.npy (pieces concatenated)");
   auto* pieces_opt = app.add_option("--pieces", o.pieces, "inference: pieces to stream (inputs repeat as needed)")->check(of::cli::at_least(1));
@@ -150,13 +154,18 @@ int main(int argc, char** argv) {
       if (!o.plan_path.empty()) reads.push_back({o.plan_path, "the plan"});
       of::refuse_outputs_over_inputs({{calibrate_path, "--calibrate"}}, reads);
       of::check_can_create(calibrate_path, "--calibrate");
+      if (merge && o.plan_path.empty()) throw of::cli::UsageError("--merge adds a plan's kernel shapes to the --calibrate file: give the plan");
       const std::optional<of::plan::Plan> plan = o.plan_path.empty() ? std::nullopt : std::optional(of::runtime::load_plan(o.plan_path));
+      // Read before measuring: a file that is not a costs file is refused, and left as it was.
+      const bool merging = merge && std::filesystem::exists(calibrate_path);
+      const std::optional<of::MachineCosts> before = merging ? std::optional(of::read_machine_costs(calibrate_path)) : std::nullopt;
       of::MachineCosts c = of::runtime::calibrate();
+      if (before) c.kernels = before->kernels, c.shapes = before->shapes;
       const int64_t tasks = plan ? of::runtime::calibrate_kernels(*plan, c) : 0;
       of::write_machine_costs(c, calibrate_path);
       fmt::print("ofrun: calibrated: matrix {:.2f} GFLOP/s, convolution {:.2f}, recurrent {:.2f}, memory {:.2f} GB/s, copy {:.2f} GB/s, "
                  "act {:.2f} us{}; wrote {}\n", c.rates[0] / 1e9, c.rates[1] / 1e9, c.rates[2] / 1e9, c.rates[3] / 1e9, c.copy_bytes_per_s / 1e9,
-                 1e6 * c.task_overhead_s, plan ? fmt::format("; {} kernels of {} on their shapes ({} tasks)", c.kernels.size(), o.plan_path, tasks) : "",
+                 1e6 * c.task_overhead_s, plan ? fmt::format("; {} kernels of {} on their shapes ({} shapes; {} in the file)", c.kernels.size(), o.plan_path, tasks, c.shapes.size()) : "",
                  calibrate_path);
       return 0;
     }

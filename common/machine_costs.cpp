@@ -2,6 +2,8 @@
 #include "common/machine_costs.h"
 
 #include <cmath>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -14,6 +16,25 @@ namespace {
 constexpr const char* kRateNames[4] = {"matrix_flops_per_s", "convolution_flops_per_s", "recurrent_flops_per_s", "memory_bytes_per_s"};
 
 }  // namespace
+
+std::string kernel_shape_key(std::string_view kernel, const Attrs& attrs, const std::vector<TensorDesc>& in,
+                             const std::vector<TensorDesc>& out) {
+  std::string key(kernel);
+  for (const Attr& a : attrs.all()) {
+    key += fmt::format(" {}=", a.name);
+    if (!a.str.empty()) key += a.str;
+    if (!a.ints.empty()) key += fmt::format("{}", fmt::join(a.ints, ","));
+    if (!a.floats.empty()) key += fmt::format("{}", fmt::join(a.floats, ","));
+  }
+  key += " :";
+  auto tensors = [&](const std::vector<TensorDesc>& v) {
+    for (const TensorDesc& d : v) key += fmt::format(" {}{}", dtype_name(d.dtype), shape_str(d.shape));
+  };
+  tensors(in);
+  key += " ->";
+  tensors(out);
+  return key;
+}
 
 MachineCosts builtin_costs() {
   MachineCosts c;
@@ -70,6 +91,20 @@ MachineCosts read_machine_costs(const std::string& path) {
       c.kernels[name] = KernelRate{value("rate", 1e3, 1e18), value("fixed_s", 0, 1)};
     }
   }
+  if (j.contains("shapes")) {
+    if (!j["shapes"].is_object()) fail({.file = path, .field = "shapes"}, "not an object of kernel shapes and seconds");
+    constexpr size_t kMaxShapes = 1 << 20, kMaxKey = 4096;
+    if (j["shapes"].size() > kMaxShapes) fail({.file = path, .field = "shapes"}, "more than {} entries", kMaxShapes);
+    for (const auto& item : j["shapes"].items()) {
+      const std::string key = item.key();
+      if (key.empty() || key.size() > kMaxKey) fail({.file = path, .field = "shapes"}, "a key of {} characters (1 to {})", key.size(), kMaxKey);
+      const std::string field = "shapes." + key.substr(0, key.find(' '));
+      if (!item.value().is_number()) fail({.file = path, .field = field}, "not a number (seconds of one act)");
+      const double v = item.value().get<double>();
+      if (!std::isfinite(v) || v < 0 || v > 10) fail({.file = path, .field = field}, "{} is outside [0, 10] seconds", v);
+      c.shapes[key] = v;
+    }
+  }
   if (j.contains("measured_on") && j["measured_on"].is_string()) c.measured_on = j["measured_on"].get<std::string>();
   c.source = path;
   return c;
@@ -88,6 +123,8 @@ void write_machine_costs(const MachineCosts& c, const std::string& path) {
   j["host_bytes_per_s"] = c.host_bytes_per_s;
   j["kernels"] = nlohmann::json::object();
   for (const auto& [name, k] : c.kernels) j["kernels"][name] = {{"rate", k.rate}, {"fixed_s", k.fixed_s}};
+  j["shapes"] = nlohmann::json::object();
+  for (const auto& [key, seconds] : c.shapes) j["shapes"][key] = seconds;
   const std::string text = j.dump(2) + "\n";
   write_file_atomic(path, text.data(), text.size());
 }

@@ -8,6 +8,11 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/attrs.h"
+#include "common/shape.h"
 
 namespace of {
 
@@ -30,11 +35,20 @@ struct MachineCosts {
   double host_bytes_per_s = 5e9;
   // Kernels measured by name; others cost their work at rates[kind].
   std::map<std::string, KernelRate> kernels;
+  // Seconds of one act of a kernel on exact shapes and attributes (kernel_shape_key), measured on
+  // a plan's own tasks: what a rate cannot say (a product of 32 rows is not half the time of one
+  // of 64: the weight is read and packed whole either way). Looked up before `kernels`.
+  std::map<std::string, double> shapes;
   std::string source;               // "built-in" or the file it came from (for people)
   std::string measured_on;          // calibration's host name and date; empty for the built-in
 };
 
 MachineCosts builtin_costs();
+
+// The key of MachineCosts::shapes: the kernel, its attributes and its tensors, e.g.
+// "gemm trans_b=1 : f32[64,1024] f32[1024,1024] -> f32[64,1024]".
+std::string kernel_shape_key(std::string_view kernel, const Attrs& attrs, const std::vector<TensorDesc>& in,
+                             const std::vector<TensorDesc>& out);
 // Rough figures for one datacenter GPU (an H100's float32 without TF32, HBM3, NVLink between the
 // GPUs of a rank, a 400 Gb/s NIC between ranks, PCIe 5 to the host), for plans on cuda devices
 // without --costs; a GPU run's calibration replaces them.

@@ -177,11 +177,14 @@ int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task)
   kernels::set_kernel_threads(1);
   std::map<std::string, std::vector<Sample>> samples;
   int64_t measured = 0;
+  std::map<std::string, double> seen;  // this plan's shapes: each measured once (devices repeat them)
   for (const plan::Task& t : p.tasks) {
     if (t.kind != plan::TaskKind::compute || t.out_regsts.empty()) continue;
     std::vector<TensorDesc> in, out;
     for (const plan::TaskInput& i : t.inputs) in.push_back(plan::input_desc(p, i));
     out = plan::output_descs(p, t);
+    const std::string key = kernel_shape_key(t.kernel, t.attrs, in, out);
+    if (seen.count(key)) continue;
     kernels::KernelConfig cfg{t.attrs, in, out, t.name};
     std::unique_ptr<kernels::Kernel> k = kernels::make_kernel(t.kernel, kernels::DeviceKind::cpu, out.at(0).dtype, cfg);
     // Zeroed, aligned buffers: what a kernel reads as indices is 0, always in range.
@@ -210,9 +213,11 @@ int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task)
     const double s = median_seconds(per_task, [&] { k->run(ctx, ins.data(), outs.data()); }, as_in_a_run);
     const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
     samples[t.kernel].push_back(Sample{w.measure(), s});
+    seen[key] = s;
     ++measured;
   }
   for (const auto& [name, v] : samples) c.kernels[name] = fit(v);
+  for (const auto& [key, s] : seen) c.shapes[key] = s;
   return measured;
 }
 

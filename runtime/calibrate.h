@@ -20,9 +20,10 @@ namespace of::runtime {
 MachineCosts calibrate(double seconds = 0.5);
 
 // Also measures each compute task's kernel of `p` on its own shapes (zeroed buffers: every index
-// is 0, in range) and fits, per kernel name, an act's time to fixed_s + work / rate over that
-// kernel's tasks (least squares; a plain rate where the fit is not positive). Kernels that plan
-// does not have keep the per-kind rates. Returns how many tasks were measured.
+// is 0, in range; a shape that several tasks share, once), records each in c.shapes and fits, per
+// kernel name, an act's time to fixed_s + work / rate over that kernel's shapes (least squares; a
+// plain rate where the fit is not positive). Kernels that plan does not have keep what `c` had.
+// Returns how many shapes were measured.
 int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double seconds_per_task = 0.02);
 
 }  // namespace of::runtime

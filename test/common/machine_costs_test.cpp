@@ -22,6 +22,8 @@ TEST_CASE("machine costs: written and read back", "[common]") {
   c.task_overhead_s = 3e-6;
   c.measured_on = "host, today";
   c.kernels["conv"] = KernelRate{3e10, 2e-5};
+  c.shapes["gemm trans_b=1 : f32[64,1024] f32[1024,1024] -> f32[64,1024]"] = 7.5e-4;
+  c.shapes["relu : f32[8] -> f32[8]"] = 0;
   const std::string path = temp_path("roundtrip.json");
   write_machine_costs(c, path);
   const MachineCosts r = read_machine_costs(path);
@@ -35,6 +37,7 @@ TEST_CASE("machine costs: written and read back", "[common]") {
   REQUIRE(r.kernels.size() == 1);
   CHECK(r.kernels.at("conv").rate == 3e10);
   CHECK(r.kernels.at("conv").fixed_s == 2e-5);
+  CHECK(r.shapes == c.shapes);
   CHECK(r.source == path);
   CHECK(builtin_costs().source == "built-in");
   std::filesystem::remove(path);
@@ -62,6 +65,7 @@ TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
   const std::string path = temp_path("bad.json");
   MachineCosts c = builtin_costs();
   c.kernels["gemm"] = KernelRate{5e10, 1e-6};
+  c.shapes["gemm : f32[2,2] f32[2,2] -> f32[2,2]"] = 2e-6;
   write_machine_costs(c, path);
   std::ifstream in(path);
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -88,6 +92,10 @@ TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
   CHECK_THAT(refused(replaced("\"memory_bytes_per_s\": ", "\"memory_bytes_per_s\": \"fast\", \"x\": ")), Catch::Contains("memory_bytes_per_s"));
   CHECK_THAT(refused(replaced("\"fixed_s\": ", "\"fixed_s\": 1e9, \"x\": ")), Catch::Contains("kernels.gemm.fixed_s") && Catch::Contains("outside"));
   CHECK_THAT(refused(replaced("\"rate\"", "\"speed\"")), Catch::Contains("kernels.gemm.rate") && Catch::Contains("missing"));
+  CHECK_THAT(refused(replaced("-> f32[2,2]\": ", "-> f32[2,2]\": -")), Catch::Contains("shapes.gemm") && Catch::Contains("outside"));
+  CHECK_THAT(refused(replaced("-> f32[2,2]\": ", "-> f32[2,2]\": \"soon\", \"y\": ")), Catch::Contains("shapes.gemm") && Catch::Contains("not a number"));
+  CHECK_THAT(refused(replaced("\"shapes\": {", "\"shapes\": [], \"z\": {")), Catch::Contains("shapes") && Catch::Contains("not an object"));
+  CHECK_THAT(refused(replaced("\"gemm : f32", "\"" + std::string(5000, 'g') + " : f32")), Catch::Contains("shapes") && Catch::Contains("characters (1 to 4096)"));
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(read_machine_costs(path), Catch::Contains(path));
 }

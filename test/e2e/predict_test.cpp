@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -77,6 +78,27 @@ TEST_CASE("predict: ofrun --calibrate writes the costs ofc --costs reads and a r
   REQUIRE(measured.at("kernels").contains("gemm"));
   CHECK(measured.at("kernels").at("gemm").at("rate").get<double>() > 1e6);
   CHECK(ofc_mlp(d, "k.ofp", "--costs " + (d / "c2.json")).exit_code == 0);
+  // Each distinct shape once, by its key; --merge adds another plan's shapes (a dp 2 plan's half
+  // batches) to those the file has, and ofc costs both plans' kernels as measured.
+  REQUIRE(measured.contains("shapes"));
+  const json& one = measured.at("shapes");
+  CHECK(one.size() >= 8);  // the MLP's products, gradients and updates on one device
+  CHECK(one.contains("gemm alpha=1 beta=1 trans_a=1 trans_b=0 : f32[64,1024] f32[64,1024] -> f32[1024,1024]"));
+  REQUIRE(ofc_mlp(d, "dp.ofp", "--devices 2:cpu --dp 2").exit_code == 0);
+  CmdResult merged = run_cmd(bin("ofrun") + " " + (d / "dp.ofp") + " --calibrate " + (d / "c2.json") + " --merge", d);
+  INFO(merged.out << merged.err);
+  REQUIRE(merged.exit_code == 0);
+  const json both = json::parse(slurp(d / "c2.json")).at("shapes");
+  for (const auto& item : one.items()) CHECK(both.contains(item.key()));
+  CHECK(both.contains("gemm alpha=1 beta=1 trans_a=1 trans_b=0 : f32[32,1024] f32[32,1024] -> f32[1024,1024]"));
+  CHECK(merged.out.find(fmt::format("{} in the file", both.size())) != std::string::npos);
+  // Merging into a file that is not a costs file is refused, and the file is left as it was.
+  std::ofstream(d / "notes.json") << "{\"mine\": 1}\n";
+  CmdResult not_costs = run_cmd(bin("ofrun") + " " + (d / "dp.ofp") + " --calibrate " + (d / "notes.json") + " --merge", d);
+  CHECK(not_costs.exit_code != 0);
+  CHECK(not_costs.err.find(d / "notes.json") != std::string::npos);
+  CHECK(slurp(d / "notes.json") == "{\"mine\": 1}\n");
+  CHECK(run_cmd(bin("ofrun") + " --calibrate " + (d / "c4.json") + " --merge", d).err.find("--merge adds a plan's") != std::string::npos);
   const std::string plan_bytes = slurp(d / "p.ofp");
   CmdResult over = run_cmd(bin("ofrun") + " " + (d / "p.ofp") + " --calibrate " + (d / "p.ofp"), d);
   CHECK(over.exit_code != 0);

@@ -146,6 +146,35 @@ TEST_CASE("step time: a matrix product costs its flops at the matrix rate", "[co
   CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(mm)], round_costs()) == Approx(1e-6 + 2.0 * 64 * 16 * 32 / 1e9).epsilon(1e-9));
 }
 
+TEST_CASE("step time: a kernel measured on the task's exact shapes costs what was measured, other shapes their rate", "[compiler]") {
+  Builder b(1);
+  const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
+  const plan::RegstId a = b.regst(src, 64 * 32);
+  const plan::RegstId w = b.regst(src, 32 * 16);
+  b.p.regsts[size_t(a)].blobs[0].desc.shape = {64, 32};
+  b.p.regsts[size_t(w)].blobs[0].desc.shape = {32, 16};
+  const plan::TaskId mm = b.task(plan::TaskKind::compute, "gemm", 0, {a, w});
+  b.p.tasks[size_t(mm)].attrs.set_int("trans_b", 0);
+  b.regst(mm, 64 * 16);
+  b.p.regsts.back().blobs[0].desc.shape = {64, 16};
+  MachineCosts c = round_costs();
+  c.kernels["gemm"] = KernelRate{2e9, 5e-6};
+  const double by_rate = 1e-6 + 5e-6 + 2.0 * 64 * 16 * 32 / 2e9;
+  const PlayedPlan pp{b.p, b.tensors, 1};
+  CHECK(act_seconds(pp, b.p.tasks[size_t(mm)], c) == Approx(by_rate).epsilon(1e-9));
+  // Another shape, or the same shapes under other attributes, measured: still the rate.
+  c.shapes[kernel_shape_key("gemm", b.p.tasks[size_t(mm)].attrs, {TensorDesc{{32, 32}}, TensorDesc{{32, 16}}}, {TensorDesc{{32, 16}}})] = 1.0;
+  Attrs tb;
+  tb.set_int("trans_b", 1);
+  c.shapes[kernel_shape_key("gemm", tb, {TensorDesc{{64, 32}}, TensorDesc{{32, 16}}}, {TensorDesc{{64, 16}}})] = 1.0;
+  CHECK(act_seconds(pp, b.p.tasks[size_t(mm)], c) == Approx(by_rate).epsilon(1e-9));
+  // These very shapes measured: the act is that measurement and the act's overhead.
+  const std::string key = kernel_shape_key("gemm", b.p.tasks[size_t(mm)].attrs, {TensorDesc{{64, 32}}, TensorDesc{{32, 16}}}, {TensorDesc{{64, 16}}});
+  CHECK(key == "gemm trans_b=0 : f32[64,32] f32[32,16] -> f32[64,16]");
+  c.shapes[key] = 3e-4;
+  CHECK(act_seconds(pp, b.p.tasks[size_t(mm)], c) == Approx(1e-6 + 3e-4).epsilon(1e-9));
+}
+
 TEST_CASE("step time: accumulation acts per micro-batch, the update once per step, and readers wait for the new version", "[compiler]") {
   Builder b(1);
   const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
