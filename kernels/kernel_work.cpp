@@ -29,7 +29,8 @@ KernelWork kernel_work(std::string_view kernel, const Attrs& attrs, const std::v
     w.flops = 2.0 * out * double(a[attrs.get_int("trans_a", 0) ? 0 : 1]);
   } else if ((kernel == "matmul" || kernel == "matmul_tb") && !a.empty()) {
     w.kind = WorkKind::matrix;
-    w.flops = 2.0 * out * double(a.back());
+    const bool trans_a = kernel == "matmul" && a.size() >= 2 && attrs.get_int("trans_a", 0);
+    w.flops = 2.0 * out * double(a[a.size() - (trans_a ? 2 : 1)]);
   } else if (kernel == "conv" || kernel == "conv_grad_data" || kernel == "conv_grad_weight") {
     // Per output element of the forward pass, in_channels x kernel area multiply-adds
     // (numel(w) / out_channels); both gradients cost the same as the forward pass.

@@ -198,11 +198,21 @@ cpu::AxisView softmax_grad_view(const KernelConfig& cfg, const char* name) {
 MatMulGeometry matmul_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "matmul", 2, 2, 1);
   cpu::check_dtypes(cfg, "matmul", DType::f32);
-  const Shape& a = cfg.inputs[0].shape;
-  const Shape& b = cfg.inputs[1].shape;
+  MatMulGeometry g;
+  g.trans_a = cfg.attrs.get_int("trans_a", 0) != 0;
+  g.trans_b = cfg.attrs.get_int("trans_b", 0) != 0;
+  // The operands as the product reads them: a transposed one's last two dims swapped.
+  auto as_read = [&](const Shape& s, bool transposed, const char* which) {
+    if (!transposed) return s;
+    if (s.size() < 2) fail(where_of(cfg), "matmul: {} {} is read transposed and must have rank >= 2", which, shape_str(s));
+    Shape t = s;
+    std::swap(t[t.size() - 1], t[t.size() - 2]);
+    return t;
+  };
+  const Shape a = as_read(cfg.inputs[0].shape, g.trans_a, "A");
+  const Shape b = as_read(cfg.inputs[1].shape, g.trans_b, "B");
   if (a.empty() || b.empty())
     fail(where_of(cfg), "matmul: operands {} and {} must have rank >= 1", shape_str(a), shape_str(b));
-  MatMulGeometry g;
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   g.m = a_vec ? 1 : a[a.size() - 2];
   g.k = a.back();
@@ -235,8 +245,8 @@ MatMulGeometry matmul_geometry(const KernelConfig& cfg) {
   cpu::check_output_shape(cfg, "matmul", 0, y);
 
   const int64_t batches = numel(batch);
-  if (numel(b_batch) == 1 && numel(a_batch) == batches) {
-    // B is shared and A is contiguous: fold the batch into M, one large product.
+  if (numel(b_batch) == 1 && numel(a_batch) == batches && !g.trans_a) {
+    // B is shared and A's rows are one after another: fold the batch into M, one large product.
     g.m *= batches;
     g.a_offsets = {0};
     g.b_offsets = {0};

@@ -69,13 +69,16 @@ int64_t unary_grad_count(const KernelConfig& cfg, const char* name, const char* 
 cpu::AxisView softmax_view(const KernelConfig& cfg, const char* name);
 cpu::AxisView softmax_grad_view(const KernelConfig& cfg, const char* name);
 
-// matmul (numpy semantics: 1-D operands promoted then squeezed, batch dims broadcast) and
+// matmul (numpy semantics: 1-D operands promoted then squeezed, batch dims broadcast; attributes
+// trans_a / trans_b, default 0: that operand, of rank >= 2, is read with its last two dims
+// swapped, as autodiff's A^T dY and dY B^T read them, without a transpose of their own) and
 // matmul_tb (A [..., M, K] times the transpose of B [N, K]): Y's batch t is the row-major product
-// of A at a_offsets[t] ([m,k]) and B at b_offsets[t] ([k,n], or [n,k] when trans_b), at t*m*n in Y.
-// A shared B with a contiguous A folds the batch into m (one product).
+// of A at a_offsets[t] ([m,k], or [k,m] when trans_a) and B at b_offsets[t] ([k,n], or [n,k]
+// when trans_b), at t*m*n in Y. A shared B with a contiguous, untransposed A folds the batch into
+// m (one product).
 struct MatMulGeometry {
   int64_t m = 0, n = 0, k = 0;
-  bool trans_b = false;
+  bool trans_a = false, trans_b = false;
   std::vector<int64_t> a_offsets, b_offsets;  // in elements, one per batch
 };
 MatMulGeometry matmul_geometry(const KernelConfig& cfg);

@@ -48,8 +48,9 @@ void lower_matmul(OpCtx& c) { c.set_kernel("matmul"); }
 
 // Y = A B (batched, broadcast): dA = dY B^T and dB = A^T dY, summed over the batch dims an
 // operand was broadcast along. A 1-D operand is promoted as the forward pass did it ([K] ->
-// [1,K] or [K,1]) and its gradient reshaped back. Two 2-D operands take one gemm each, with
-// the transposes as flags; otherwise the last two dims are transposed explicitly.
+// [1,K] or [K,1]) and its gradient reshaped back. Two 2-D operands take one gemm each, batched
+// ones one matmul each, with the transposes as flags (the kernels read the operand transposed:
+// attention's gradients no longer copy q, k, v and the weights into their transposes first).
 void grad_matmul(GradCtx& g) {
   const ValueId a = g.in(0), b = g.in(1);
   Shape sa = g.desc(a).shape, sb = g.desc(b).shape, sy = g.desc(g.out(0)).shape;
@@ -59,25 +60,13 @@ void grad_matmul(GradCtx& g) {
   if (a_vec) sy.insert(sy.end() - (b_vec ? 0 : 1), 1);
   if (b_vec) sy.push_back(1);
   const ValueId ap = g.reshape(a, sa), bp = g.reshape(b, sb), dy = g.reshape(g.out_grad(0), sy);
-  auto swap_last = [](Shape s) {
-    std::swap(s[s.size() - 1], s[s.size() - 2]);
-    return s;
-  };
-  auto transposed = [&](ValueId v) {
-    const Shape& s = g.desc(v).shape;
-    std::vector<int64_t> perm(s.size());
-    for (size_t i = 0; i < s.size(); ++i) perm[i] = int64_t(i);
-    std::swap(perm[s.size() - 1], perm[s.size() - 2]);
-    Attrs t;
-    t.set_ints("perm", perm);
-    return g.emit("Transpose", "transpose", {v}, std::move(t), TensorDesc{swap_last(s), DType::f32});
-  };
-  auto gemm = [&](ValueId x, ValueId y, bool tx, bool ty, const Shape& out) {
+  auto product = [&](const char* kernel, ValueId x, ValueId y, bool tx, bool ty, const Shape& out) {
     Attrs at;
     at.set_int("trans_a", tx);
     at.set_int("trans_b", ty);
-    return g.emit("MatMulGrad", "gemm", {x, y}, std::move(at), TensorDesc{out, DType::f32});
+    return g.emit("MatMulGrad", kernel, {x, y}, std::move(at), TensorDesc{out, DType::f32});
   };
+  auto gemm = [&](ValueId x, ValueId y, bool tx, bool ty, const Shape& out) { return product("gemm", x, y, tx, ty, out); };
   const bool plain = sa.size() == 2 && sb.size() == 2;
   // [..., M, K] x [K, N] (a layer applied to every position): the batch folds into the rows, so
   // both gradients are single GEMMs, and a weight is never transposed as a task of its own (which
@@ -99,20 +88,19 @@ void grad_matmul(GradCtx& g) {
   };
   if (g.wants(0)) {
     const int64_t m = sa[sa.size() - 2], k = sa.back();
-    ValueId da = plain ? gemm(dy, bp, false, true, sa)
-                       : g.emit("MatMulGrad", "matmul", {dy, transposed(bp)}, {}, TensorDesc{with_batch(m, k), DType::f32});
+    ValueId da = plain ? gemm(dy, bp, false, true, sa) : product("matmul", dy, bp, false, true, with_batch(m, k));
     g.add_in_grad(0, g.reshape(g.unbroadcast(da, sa), g.desc(a).shape));
   }
   if (g.wants(1)) {
     const int64_t k = sb[sb.size() - 2], n = sb.back();
-    ValueId db = plain ? gemm(ap, dy, true, false, sb)
-                       : g.emit("MatMulGrad", "matmul", {transposed(ap), dy}, {}, TensorDesc{with_batch(k, n), DType::f32});
+    ValueId db = plain ? gemm(ap, dy, true, false, sb) : product("matmul", ap, dy, true, false, with_batch(k, n));
     g.add_in_grad(1, g.reshape(g.unbroadcast(db, sb), g.desc(b).shape));
   }
 }
 
 // matmul: [..., M, K] x [..., K, N] (B may be 2-D and then is shared by every batch): batch axes,
-// rows, columns, or the reduction of a shared B (partial sums).
+// rows, columns, or the reduction of a shared B (partial sums). An operand read transposed
+// (kernel attributes trans_a / trans_b) has its last two axes the other way round.
 void matmul_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
   using Sig = Signature;
   const Shape& a = sbp::shape_of(g, n.inputs[0]);
@@ -120,15 +108,17 @@ void matmul_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
   const Shape& y = sbp::shape_of(g, n.outputs[0]);
   if (a.size() < 2 || b.size() < 2) return;
   const auto ra = int64_t(a.size()), rb = int64_t(b.size()), ry = int64_t(y.size());
+  const bool ta = n.kernel_attrs.get_int("trans_a", 0) != 0, tb = n.kernel_attrs.get_int("trans_b", 0) != 0;
+  const int64_t m_a = ta ? ra - 1 : ra - 2, k_a = ta ? ra - 2 : ra - 1, k_b = tb ? rb - 1 : rb - 2, n_b = tb ? rb - 2 : rb - 1;
   for (int64_t d = 0; d < ry - 2; ++d) {  // batch axes
     const int64_t da = d - (ry - ra), db = d - (ry - rb);
     const Sbp sa = da >= 0 && a[size_t(da)] == y[size_t(d)] ? Sbp::S(da) : Sbp::B();
     const Sbp sb = db >= 0 && b[size_t(db)] == y[size_t(d)] ? Sbp::S(db) : Sbp::B();
     out.push_back(Sig{{sa, sb}, {Sbp::S(d)}, Sig::Tweak::none, true});
   }
-  out.push_back(Sig{{Sbp::S(ra - 2), Sbp::B()}, {Sbp::S(ry - 2)}, Sig::Tweak::none, true});
-  out.push_back(Sig{{Sbp::B(), Sbp::S(rb - 1)}, {Sbp::S(ry - 1)}, Sig::Tweak::none, true});
-  if (rb == 2) out.push_back(Sig{{Sbp::S(ra - 1), Sbp::S(0)}, {Sbp::P()}, Sig::Tweak::none, true});
+  out.push_back(Sig{{Sbp::S(m_a), Sbp::B()}, {Sbp::S(ry - 2)}, Sig::Tweak::none, true});
+  out.push_back(Sig{{Sbp::B(), Sbp::S(n_b)}, {Sbp::S(ry - 1)}, Sig::Tweak::none, true});
+  if (rb == 2) out.push_back(Sig{{Sbp::S(k_a), Sbp::S(k_b)}, {Sbp::P()}, Sig::Tweak::none, true});
 }
 
 // of.MatMulTransB (fuse-transposed-weights makes it from MatMul(A, Transpose(W)), what torch

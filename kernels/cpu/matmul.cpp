@@ -18,20 +18,17 @@ namespace {
 
 class MatMul final : public Kernel {
  public:
-  MatMul(const KernelConfig& cfg);
   explicit MatMul(const MatMulGeometry& g);
   void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
   int64_t m_ = 0, n_ = 0, k_ = 0;
-  char trans_b_ = 'N';
+  char trans_a_ = 'N', trans_b_ = 'N';
   std::vector<int64_t> a_offsets_, b_offsets_;  // per batch, in elements; Y's is i*M*N
 };
 
-MatMul::MatMul(const KernelConfig& cfg) : MatMul(matmul_geometry(cfg)) {}
-
 MatMul::MatMul(const MatMulGeometry& g)
-    : m_(g.m), n_(g.n), k_(g.k), trans_b_(g.trans_b ? 'T' : 'N'), a_offsets_(g.a_offsets), b_offsets_(g.b_offsets) {}
+    : m_(g.m), n_(g.n), k_(g.k), trans_a_(g.trans_a ? 'T' : 'N'), trans_b_(g.trans_b ? 'T' : 'N'), a_offsets_(g.a_offsets), b_offsets_(g.b_offsets) {}
 
 void MatMul::run(const RunCtx&, const void* const* in, void* const* out) {
   const float* a = static_cast<const float*>(in[0]);
@@ -43,9 +40,9 @@ void MatMul::run(const RunCtx&, const void* const* in, void* const* out) {
     std::fill(y, y + batches * m_ * n_, 0.0f);
     return;
   }
-  const int64_t ldb = trans_b_ == 'T' ? k_ : n_;
+  const int64_t lda = trans_a_ == 'T' ? m_ : k_, ldb = trans_b_ == 'T' ? k_ : n_;
   for (int64_t t = 0; t < batches; ++t)
-    dnnl_sgemm('N', trans_b_, m_, n_, k_, 1.0f, a + a_offsets_[t], k_, b + b_offsets_[t], ldb, 0.0f,
+    dnnl_sgemm(trans_a_, trans_b_, m_, n_, k_, 1.0f, a + a_offsets_[t], lda, b + b_offsets_[t], ldb, 0.0f,
                y + t * m_ * n_, n_);
 }
 

@@ -88,13 +88,13 @@ class DnnlMatMul final : public Kernel {
     batched_ = batches > 1 && (sa == 0 || sa == g.m * g.k) && (sb == 0 || sb == g.k * g.n) && (sa != 0 || sb != 0);
     dnnl::matmul::primitive_desc pd = [&] {
       if (!batched_) {
-        const memory::desc a({g.m, g.k}, dt::f32, tag::ab);
+        const memory::desc a({g.m, g.k}, dt::f32, g.trans_a ? tag::ba : tag::ab);
         const memory::desc b({g.k, g.n}, dt::f32, g.trans_b ? tag::ba : tag::ab);
         const memory::desc y({g.m, g.n}, dt::f32, tag::ab);
         return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, y), primitive_attr(), cpu_engine());
       }
       // A shared operand is a batch of one, which the primitive broadcasts.
-      const memory::desc a({sa == 0 ? 1 : batches, g.m, g.k}, dt::f32, tag::abc);
+      const memory::desc a({sa == 0 ? 1 : batches, g.m, g.k}, dt::f32, g.trans_a ? tag::acb : tag::abc);
       const memory::desc b({sb == 0 ? 1 : batches, g.k, g.n}, dt::f32, g.trans_b ? tag::acb : tag::abc);
       const memory::desc y({batches, g.m, g.n}, dt::f32, tag::abc);
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, y), primitive_attr(), cpu_engine());

@@ -42,17 +42,19 @@ class MatMul final : public Kernel {
       s.check_launch("matmul");
       return;
     }
-    const cublasOperation_t op_b = g_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int ldb = int(g_.trans_b ? k : n);
+    // Row-major X is column-major X^T: Y^T = op(B)^T op(A)^T, a transposed operand's
+    // column-major self transposed again.
+    const cublasOperation_t op_b = g_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = g_.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ldb = int(g_.trans_b ? k : n), lda = int(g_.trans_a ? m : k);
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     if (strided_) {
-      st = cublas().sgemm_strided_batched(s.blas, op_b, CUBLAS_OP_N, int(n), int(m), int(k), &one, b, ldb, stride_b_, a,
-                                     int(k), stride_a_, &zero, y, int(n), m * n, int(batches));
+      st = cublas().sgemm_strided_batched(s.blas, op_b, op_a, int(n), int(m), int(k), &one, b, ldb, stride_b_, a,
+                                     lda, stride_a_, &zero, y, int(n), m * n, int(batches));
     } else {
       for (int64_t t = 0; t < batches && st == CUBLAS_STATUS_SUCCESS; ++t)
-        st = cublas().sgemm(s.blas, op_b, CUBLAS_OP_N, int(n), int(m), int(k), &one, b + g_.b_offsets[size_t(t)], ldb,
-                         a + g_.a_offsets[size_t(t)], int(k), &zero, y + t * m * n, int(n));
+        st = cublas().sgemm(s.blas, op_b, op_a, int(n), int(m), int(k), &one, b + g_.b_offsets[size_t(t)], ldb,
+                         a + g_.a_offsets[size_t(t)], lda, &zero, y + t * m * n, int(n));
     }
     if (st != CUBLAS_STATUS_SUCCESS) s.note_failure("matmul: cublasSgemm", int(st));
   }

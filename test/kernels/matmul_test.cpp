@@ -67,6 +67,47 @@ TEST_CASE("matmul: numpy shapes (1-D, batched, broadcast) match naive reference"
   }
 }
 
+// The last two dims of a row-major tensor swapped, as a copy.
+std::vector<float> swap_last_two(const Shape& s, const std::vector<float>& v) {
+  const int64_t r = s[s.size() - 2], c = s.back(), planes = numel(s) / std::max<int64_t>(r * c, 1);
+  std::vector<float> t(v.size());
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) t[size_t(p * r * c + j * r + i)] = v[size_t(p * r * c + i * c + j)];
+  return t;
+}
+
+TEST_CASE("matmul: trans_a and trans_b read an operand with its last two dims swapped, batched and broadcast", "[kernels]") {
+  // Shapes as the product reads them; the operand given is stored transposed.
+  const std::vector<std::pair<Shape, Shape>> cases = {{{3, 4}, {4, 5}},          {{2, 3, 4}, {2, 4, 5}},
+                                                      {{2, 3, 4}, {4, 5}},       {{1, 3, 4}, {2, 4, 5}},
+                                                      {{2, 4, 33, 17}, {2, 4, 17, 9}}, {{2, 1, 3, 4}, {3, 4, 5}},
+                                                      {{8, 4, 16, 8}, {8, 4, 8, 16}}, {{2, 3, 0}, {2, 0, 4}}};
+  std::mt19937 rng(13);
+  for (const auto& [a, b] : cases)
+    for (int ta : {0, 1})
+      for (int tb : {0, 1}) {
+        INFO(shape_str(a) << " x " << shape_str(b) << " trans_a " << ta << " trans_b " << tb);
+        const auto av = random_floats(numel(a), rng), bv = random_floats(numel(b), rng);
+        Shape y_shape;
+        const auto ref = reference(a, b, av, bv, y_shape);
+        auto stored = [](Shape s, bool t) {
+          if (t) std::swap(s[s.size() - 1], s[s.size() - 2]);
+          return s;
+        };
+        Attrs attrs;
+        attrs.set_int("trans_a", ta);
+        attrs.set_int("trans_b", tb);
+        const auto y = testing::run_f32("matmul", attrs, {stored(a, ta), stored(b, tb)},
+                                        {ta ? swap_last_two(a, av) : av, tb ? swap_last_two(b, bv) : bv}, y_shape);
+        testing::check_close(y, ref);
+      }
+  Attrs ta;
+  ta.set_int("trans_a", 1);
+  testing::check_rejects("matmul", ta, {{4}, {4, 5}}, {{5}});         // a 1-D operand is not transposed
+  testing::check_rejects("matmul", ta, {{3, 4}, {4, 5}}, {{3, 5}});   // read as [4, 3]: K differs
+}
+
 TEST_CASE("matmul: bad configs throw of::Error", "[kernels]") {
   Attrs none;
   testing::check_rejects("matmul", none, {{3, 4}, {5, 6}}, {{3, 6}});           // inner dims

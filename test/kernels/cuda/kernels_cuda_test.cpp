@@ -105,6 +105,16 @@ TEST_CASE("cuda twin: matmul broadcasts batches as numpy does, matmul_tb reads B
     check_twin("matmul", {}, {random_f32(c.a, 23), random_f32(c.b, 24)}, f32({c.y}));
   }
   check_twin("matmul_tb", {}, {random_f32({2, 5, 70}, 25), random_f32({33, 70}, 26)}, f32({{2, 5, 33}}));
+  // Operands read transposed (autodiff's A^T dY and dY B^T): strided-batched and per batch.
+  for (int ta : {0, 1})
+    for (int tb : {0, 1}) {
+      INFO("trans_a " << ta << " trans_b " << tb);
+      Attrs attrs = ints({{"trans_a", ta}, {"trans_b", tb}});
+      const Shape a = ta ? Shape{3, 4, 7, 5} : Shape{3, 4, 5, 7}, b = tb ? Shape{3, 4, 2, 7} : Shape{3, 4, 7, 2};
+      check_twin("matmul", attrs, {random_f32(a, 27), random_f32(b, 28)}, f32({{3, 4, 5, 2}}));
+      const Shape b_rep = tb ? Shape{4, 2, 7} : Shape{4, 7, 2};
+      check_twin("matmul", attrs, {random_f32(a, 29), random_f32(b_rep, 30)}, f32({{3, 4, 5, 2}}));
+    }
 }
 
 TEST_CASE("cuda twin: softmax and log_softmax with their gradients, on the last and on inner axes", "[cuda]") {
