@@ -10,6 +10,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/parallel_split.h"
+#include "kernels/cpu/vector_clones.h"
 #include "kernels/rules.h"
 
 namespace of::kernels::cpu {
@@ -96,11 +97,34 @@ void for_each_row(const Walk<K>& w, Row&& row) {
   }
 }
 
+// One row of where with each operand's stride along it 0 (broadcast) or 1, known at compile
+// time: a select the compiler vectorizes (attention's causal mask: a [T,T] condition, a scalar
+// -inf, and the scores; its gradient: a scalar 0 and the scores' gradient). Strides chosen at run
+// time it did not vectorize: 275 us for the GPT's [8,4,128,128] against 80.
+template <int SC, int SA, int SB>
+OF_VECTOR_CLONES void where_row(const uint8_t* __restrict c, const float* __restrict a, const float* __restrict b, float* __restrict y,
+                                int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = c[i * SC] ? a[i * SA] : b[i * SB];
+}
+
+using WhereRow = void (*)(const uint8_t*, const float*, const float*, float*, int64_t);
+
+// The row function for strides (sc, sa, sb), each 0 or 1; nullptr for others.
+WhereRow where_row_for(int64_t sc, int64_t sa, int64_t sb) {
+  static constexpr WhereRow rows[8] = {where_row<0, 0, 0>, where_row<0, 0, 1>, where_row<0, 1, 0>, where_row<0, 1, 1>,
+                                       where_row<1, 0, 0>, where_row<1, 0, 1>, where_row<1, 1, 0>, where_row<1, 1, 1>};
+  auto unit = [](int64_t s) { return s == 0 || s == 1; };
+  if (!unit(sc) || !unit(sa) || !unit(sb)) return nullptr;
+  return rows[sc * 4 + sa * 2 + sb];
+}
+
 class WhereKernel final : public Kernel {
  public:
   WhereKernel(const KernelConfig& cfg) {
     const Shape y = where_shape(cfg);
     walk_ = make_walk<3>(y, {&cfg.inputs[0].shape, &cfg.inputs[1].shape, &cfg.inputs[2].shape});
+    const size_t last = walk_.rank - 1;
+    unit_row_ = where_row_for(walk_.strides[0][last], walk_.strides[1][last], walk_.strides[2][last]);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* c = static_cast<const uint8_t*>(in[0]);
@@ -110,13 +134,14 @@ class WhereKernel final : public Kernel {
     const size_t last = walk_.rank - 1;
     const int64_t sc = walk_.strides[0][last], sa = walk_.strides[1][last],
                   sb = walk_.strides[2][last];
+    const WhereRow unit_row = unit_row_;
     for_each_row(walk_, [&](const std::array<int64_t, 3>& o, int64_t done, int64_t n) {
       const uint8_t* cr = c + o[0];
       const float* ar = a + o[1];
       const float* br = b + o[2];
       float* yr = y + done;
-      if (sc == 1 && sa == 1 && sb == 1) {  // same shapes: a loop the compiler vectorizes
-        for (int64_t i = 0; i < n; ++i) yr[i] = cr[i] ? ar[i] : br[i];
+      if (unit_row) {
+        unit_row(cr, ar, br, yr, n);
       } else {
         for (int64_t i = 0; i < n; ++i) yr[i] = cr[i * sc] ? ar[i * sa] : br[i * sb];
       }
@@ -125,6 +150,7 @@ class WhereKernel final : public Kernel {
 
  private:
   Walk<3> walk_;
+  WhereRow unit_row_ = nullptr;  // where_row_for the last axis' strides
 };
 
 // T is an unsigned integer of the element's size: expand moves bits, whatever the dtype.

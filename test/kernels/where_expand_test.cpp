@@ -50,6 +50,17 @@ TEST_CASE("where: same shapes, scalar cond and mixed broadcasts match index refe
   check_where({0, 3}, {3}, {}, {0, 3});
 }
 
+TEST_CASE("where: each operand broadcast or not along the last axis, as a causal mask and its gradient use it", "[kernels]") {
+  // Every combination of the three operands stepping along the last axis (stride 1) or standing
+  // still there (stride 0: a scalar or a size-1 last dim), over rows of 37 (a vector loop's tail);
+  // one of them steps, or the output would have no last axis of 37.
+  for (int mask = 1; mask < 8; ++mask) {
+    const Shape c = mask & 4 ? Shape{3, 37} : Shape{2, 3, 1}, a = mask & 2 ? Shape{2, 3, 37} : Shape{}, b = mask & 1 ? Shape{2, 3, 37} : Shape{2, 1, 1};
+    check_where(c, a, b, {2, 3, 37});
+  }
+  check_where({128, 128}, {}, {2, 4, 128, 128}, {2, 4, 128, 128});  // masked_fill(-inf) of attention scores
+}
+
 template <class T>
 void check_expand(DType dtype, const Shape& x, const Shape& y) {
   const auto xv = testing::iota_data<T>(numel(x));
