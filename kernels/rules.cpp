@@ -195,6 +195,27 @@ cpu::AxisView softmax_grad_view(const KernelConfig& cfg, const char* name) {
   return cpu::axis_view(cfg, name, s);
 }
 
+MaskedSoftmaxView masked_softmax_view(const KernelConfig& cfg, const char* name, bool grad) {
+  const int n_in = grad ? 3 : 2;
+  cpu::check_arity(cfg, name, n_in, n_in, 1);
+  std::vector<DType> in(size_t(n_in), DType::f32);
+  in.back() = DType::bool_;
+  cpu::check_dtypes(cfg, name, in, {DType::f32});
+  const Shape& x = cfg.inputs[0].shape;
+  if (grad) cpu::check_input_shape(cfg, name, 1, "y", x);
+  cpu::check_output_shape(cfg, name, 0, x);
+  Shape cond = cfg.inputs[size_t(n_in - 1)].shape;
+  while (!cond.empty() && cond.front() == 1) cond.erase(cond.begin());
+  if (x.empty() || cond.empty() || cond.size() > x.size() || !std::equal(cond.begin(), cond.end(), x.end() - int64_t(cond.size())))
+    fail(where_of(cfg), "{}: condition {} is not the last dims of x {}", name, shape_str(cfg.inputs[size_t(n_in - 1)].shape), shape_str(x));
+  MaskedSoftmaxView v;
+  v.n = x.back();
+  v.rows = v.n == 0 ? 0 : numel(x) / v.n;
+  v.cond_rows = v.n == 0 ? 1 : std::max<int64_t>(1, numel(cond) / v.n);
+  v.masked = cfg.attrs.get_int("masked", 1) != 0;
+  return v;
+}
+
 MatMulGeometry matmul_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "matmul", 2, 2, 1);
   cpu::check_dtypes(cfg, "matmul", DType::f32);

@@ -69,6 +69,18 @@ int64_t unary_grad_count(const KernelConfig& cfg, const char* name, const char* 
 cpu::AxisView softmax_view(const KernelConfig& cfg, const char* name);
 cpu::AxisView softmax_grad_view(const KernelConfig& cfg, const char* name);
 
+// masked_softmax (x, cond) -> y: softmax along x's last axis after the positions where bool cond
+// is `masked` (attribute, default 1: where cond is true; 0: where it is false) became -inf, as
+// Where(cond, -inf, x) and then Softmax(axis -1) compute it (compiler/passes/
+// fuse_masked_softmax.cpp fuses them: attention's causal mask). masked_softmax_grad (dy, y, cond)
+// -> dx: softmax's gradient, +0 where masked, as Where's gradient gives it. cond's shape, leading
+// 1s dropped, is x's last dims: x is `rows` rows of n, row r masked by cond's row r % cond_rows.
+struct MaskedSoftmaxView {
+  int64_t rows = 0, n = 0, cond_rows = 1;
+  bool masked = true;
+};
+MaskedSoftmaxView masked_softmax_view(const KernelConfig& cfg, const char* name, bool grad);
+
 // matmul (numpy semantics: 1-D operands promoted then squeezed, batch dims broadcast; attributes
 // trans_a / trans_b, default 0: that operand, of rank >= 2, is read with its last two dims
 // swapped, as autodiff's A^T dY and dY B^T read them, without a transpose of their own) and

@@ -38,6 +38,10 @@ struct Value {
   bool initializer = false;
   // Read by a node folded at compile time (const_eval): its contents are baked into the plan.
   bool folded_into_plan = false;
+  // A float initializer that reaches the graph's outputs only through comparisons or casts to
+  // non-float types (const_eval.h, mark_comparison_only): no gradient reaches it, so it is a
+  // constant however the model names it (nanoGPT's float causal mask, compared with 0).
+  bool comparison_only = false;
   // Optimizer state (add-optimizer): zeros at the start of every run, so not stored in the
   // weights file (the runtime zeroes it); checkpoints keep it.
   bool optimizer_state = false;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <limits>
 
 #include "common/error.h"
@@ -439,9 +440,43 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
 }  // namespace
 
 bool is_parameter(const Graph& g, const Value& v) {
-  if (!v.initializer || v.desc.dtype != DType::f32) return false;
+  if (!v.initializer || v.desc.dtype != DType::f32 || v.comparison_only) return false;
   // Told to train the exporter's folded copies too, those are parameters as well.
   return !exporter_named(v.name) || (g.train_folded && numel(v.desc.shape) > 1);
+}
+
+namespace {
+
+// Whatever its inputs, the node's outputs are not floats: no gradient flows through it.
+bool ends_float_paths(const Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  static const std::set<std::string> ops = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+                                            "IsNaN", "IsInf", "Shape", "Size", "ArgMax", "ArgMin", "NonZero"};
+  if (ops.count(n.op_type)) return true;
+  if (n.op_type != "Cast") return false;
+  // ONNX TensorProto data types: FLOAT 1, FLOAT16 10, DOUBLE 11, BFLOAT16 16.
+  const int64_t to = n.attrs.get_int("to", 1);
+  return to != 1 && to != 10 && to != 11 && to != 16;
+}
+
+}  // namespace
+
+void mark_comparison_only(Graph& g) {
+  std::vector<bool> reaches(g.values.size(), false);  // a path of float values leads to an output
+  for (ValueId v : g.outputs) reaches[size_t(v)] = true;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (ends_float_paths(n)) continue;
+    bool any = false;
+    for (ValueId o : n.outputs) any = any || (o != kNoValue && reaches[size_t(o)]);
+    if (!any) continue;
+    for (ValueId in : n.inputs)
+      if (in != kNoValue) reaches[size_t(in)] = true;
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    Value& val = g.values[v];
+    val.comparison_only = val.initializer && val.desc.dtype == DType::f32 && !val.consumers.empty() && !reaches[v];
+  }
 }
 
 bool exporter_named(const std::string& name) { return name.rfind("onnx::", 0) == 0 || name.rfind('/', 0) == 0; }

@@ -18,6 +18,7 @@ OpDef gather_def();               // gather.cpp
 OpDef gemm_def();                 // gemm.cpp
 OpDef layer_norm_def();           // layer_norm.cpp
 OpDef matmul_def();               // matmul.cpp
+OpDef masked_softmax_def();        // softmax.cpp (of.MaskedSoftmax, made by fuse-masked-softmax)
 OpDef matmul_trans_b_def();       // matmul.cpp (of.MatMulTransB, made by fuse-transposed-weights)
 OpDef average_pool_def();         // pool.cpp
 OpDef global_average_pool_def();

@@ -65,7 +65,8 @@ const std::vector<OpDef>& all_ops() {
       trilu_def(),
       unsqueeze_def(),
       where_def(),
-      matmul_trans_b_def(),  // custom ops (domain-qualified) last, sorted too
+      masked_softmax_def(),  // custom ops (domain-qualified) last, sorted too
+      matmul_trans_b_def(),
       delay_def(),
   };
   return ops;

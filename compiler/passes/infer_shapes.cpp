@@ -12,6 +12,7 @@ namespace of::compiler {
 
 bool InferShapes::run(Compilation& c) {
   Graph& g = c.graph;
+  mark_comparison_only(g);  // before folding: what only comparisons read folds like a constant
   std::vector<bool> folded(g.nodes.size(), false);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     Node& node = g.nodes[n];

@@ -210,6 +210,12 @@ class FuseLayerNorm final : public Pass {
   bool run(Compilation& c) override;
 };
 
+class FuseMaskedSoftmax final : public Pass {
+ public:
+  std::string name() const override { return "fuse-masked-softmax"; }
+  bool run(Compilation& c) override;
+};
+
 class FuseTransposedWeights final : public Pass {
  public:
   std::string name() const override { return "fuse-transposed-weights"; }

@@ -15,6 +15,7 @@ Pipeline build_pipeline(const CompileOptions&) {
   p.add<FuseLayerNorm>();    // likewise: before infer-shapes lowers the eight ops it replaces
   p.add<InferShapes>();      // every later pass reads shapes, dtypes and the lowered kernels
   p.add<FuseTransposedWeights>();  // needs shapes; before autodiff, so the gradient is the fused op's
+  p.add<FuseMaskedSoftmax>();      // likewise (and the mask is a constant by now: infer-shapes folds it)
   p.add<Autodiff>();         // needs lowered kernels (grad rules read their attributes)
   p.add<AddOptimizer>();     // needs every weight's gradient
   p.add<Recompute>();        // needs the whole backward pass (and BatchNorm's update); before parallelize, which gives clones their original's signature

@@ -81,6 +81,8 @@ std::unique_ptr<Kernel> make_lstm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_lstm_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_log_softmax_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_masked_softmax(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_masked_softmax_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_matmul(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_matmul_tb(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_max_pool(const KernelConfig& cfg);

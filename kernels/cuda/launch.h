@@ -92,6 +92,12 @@ void launch_scale_inplace(float* acc, float scale, int64_t n, cudaStream_t strea
 
 // softmax / log_softmax along one axis of a tensor viewed as [outer, n, inner]; y may alias x.
 void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+// masked_softmax and its gradient (kernels/rules.h): `rows` rows of n, cond's row r % cond_rows
+// for row r.
+void launch_masked_softmax(const float* x, const uint8_t* cond, bool masked, float* y, int64_t rows, int64_t n, int64_t cond_rows,
+                           cudaStream_t stream);
+void launch_masked_softmax_grad(const float* dy, const float* y, const uint8_t* cond, bool masked, float* dx, int64_t rows, int64_t n,
+                                int64_t cond_rows, cudaStream_t stream);
 // Their gradients from (dy, y): softmax dx = y*(dy - sum(dy*y)); log_softmax dx = dy - exp(y)*sum(dy).
 void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner,
                          cudaStream_t stream);

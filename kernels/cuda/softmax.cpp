@@ -45,7 +45,33 @@ class SoftmaxGrad final : public Kernel {
   cpu::AxisView v_;
 };
 
+class MaskedSoftmax final : public Kernel {
+ public:
+  MaskedSoftmax(const KernelConfig& cfg, bool grad) : grad_(grad) {
+    v_ = masked_softmax_view(cfg, grad ? "masked_softmax_grad" : "masked_softmax", grad);
+    if (v_.rows > kMaxRows) fail(cpu::where_of(cfg), "masked_softmax: {} rows exceed a CUDA grid", v_.rows);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    if (grad_) {
+      launch_masked_softmax_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<const uint8_t*>(in[2]),
+                                 v_.masked, static_cast<float*>(out[0]), v_.rows, v_.n, v_.cond_rows, ctx.stream->stream);
+      ctx.stream->check_launch("masked_softmax_grad");
+    } else {
+      launch_masked_softmax(static_cast<const float*>(in[0]), static_cast<const uint8_t*>(in[1]), v_.masked, static_cast<float*>(out[0]),
+                            v_.rows, v_.n, v_.cond_rows, ctx.stream->stream);
+      ctx.stream->check_launch("masked_softmax");
+    }
+  }
+
+ private:
+  bool grad_;
+  MaskedSoftmaxView v_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_masked_softmax(const KernelConfig& cfg) { return std::make_unique<MaskedSoftmax>(cfg, false); }
+std::unique_ptr<Kernel> make_masked_softmax_grad(const KernelConfig& cfg) { return std::make_unique<MaskedSoftmax>(cfg, true); }
 
 std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg) { return std::make_unique<Softmax>(cfg, "softmax", false); }
 std::unique_ptr<Kernel> make_log_softmax(const KernelConfig& cfg) {

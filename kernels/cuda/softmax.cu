@@ -76,7 +76,51 @@ __global__ void softmax_grad_lanes(bool log, const float* dy, const float* y, fl
   }
 }
 
+// masked_softmax (kernels/rules.h): softmax_rows on x with -inf where row r % cond_rows of cond
+// says masked; its gradient softmax_grad_rows' with +0 there.
+__global__ void masked_softmax_rows(const float* x, const uint8_t* cond, bool masked, float* y, int64_t n, int64_t cond_rows) {
+  __shared__ float shared[kRowThreads];
+  const float* xr = x + int64_t(blockIdx.x) * n;
+  const uint8_t* c = cond + (int64_t(blockIdx.x) % cond_rows) * n;
+  float* yr = y + int64_t(blockIdx.x) * n;
+  auto at = [&](int64_t k) { return (c[k] != 0) == masked ? -INFINITY : xr[k]; };
+  float m = -FLT_MAX;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = fmaxf(m, at(k));
+  m = block_reduce(m, shared, MaxOp{});
+  float sum = 0.0f;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += expf(at(k) - m);
+  sum = block_reduce(sum, shared, SumF{});
+  const float inv = 1.0f / sum;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) yr[k] = expf(at(k) - m) * inv;
+}
+
+__global__ void masked_softmax_grad_rows(const float* dy, const float* y, const uint8_t* cond, bool masked, float* dx, int64_t n,
+                                         int64_t cond_rows) {
+  __shared__ float shared[kRowThreads];
+  const int64_t off = int64_t(blockIdx.x) * n;
+  const uint8_t* c = cond + (int64_t(blockIdx.x) % cond_rows) * n;
+  float sum = 0.0f;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += dy[off + k] * y[off + k];
+  sum = block_reduce(sum, shared, SumF{});
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    const int64_t i = off + k;
+    dx[i] = (c[k] != 0) == masked ? 0.0f : y[i] * (dy[i] - sum);
+  }
+}
+
 }  // namespace
+
+void launch_masked_softmax(const float* x, const uint8_t* cond, bool masked, float* y, int64_t rows, int64_t n, int64_t cond_rows,
+                           cudaStream_t stream) {
+  if (rows * n == 0) return;
+  masked_softmax_rows<<<unsigned(rows), kRowThreads, 0, stream>>>(x, cond, masked, y, n, cond_rows);
+}
+
+void launch_masked_softmax_grad(const float* dy, const float* y, const uint8_t* cond, bool masked, float* dx, int64_t rows, int64_t n,
+                                int64_t cond_rows, cudaStream_t stream) {
+  if (rows * n == 0) return;
+  masked_softmax_grad_rows<<<unsigned(rows), kRowThreads, 0, stream>>>(dy, y, cond, masked, dx, n, cond_rows);
+}
 
 void launch_softmax(bool log, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
   if (outer * n * inner == 0) return;

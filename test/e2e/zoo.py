@@ -21,6 +21,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 with a fused qkv Linear split in three, a causal mask buffer applied with
                 masked_fill(-inf), GELU MLP, Dropout(0.0), an untied head; vocab 64, width 32,
                 4 heads, 16 tokens; logits [64,64]. Trained on a token file (next-token labels).
+  nanogpt       the gpt with nanoGPT's own mask: a float tril buffer "bias" [1,1,16,16] applied with
+                masked_fill(bias[:, :, :t, :t] == 0, -inf) (a comparison of a float buffer: ofc folds it).
   gpt_tied      the gpt with nanoGPT's tied head (head.weight is wte.weight): the export and the
                 checkpoint hold one tensor, which this test loads under both names.
   encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
@@ -159,7 +161,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first"]
+               "decoder_batch_first", "nanogpt"]
 
 
 def parse_args():
@@ -280,14 +282,18 @@ GPT_VOCAB, GPT_WIDTH, GPT_HEADS, GPT_SEQ, GPT_LAYERS = 64, 32, 4, 16, 2
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self):
+    def __init__(self, float_mask=False):
         super().__init__()
         self.c_attn = nn.Linear(GPT_WIDTH, 3 * GPT_WIDTH)
         self.c_proj = nn.Linear(GPT_WIDTH, GPT_WIDTH)
         self.attn_dropout, self.resid_dropout = nn.Dropout(0.0), nn.Dropout(0.0)
-        # A persistent bool buffer, as users register it: it is in the state_dict, so a strict
-        # load of `of`'s checkpoint needs it there too.
-        self.register_buffer("mask", torch.triu(torch.ones(GPT_SEQ, GPT_SEQ, dtype=torch.bool), 1))
+        self.float_mask = float_mask
+        if float_mask:  # nanoGPT's own: a float tril buffer "bias", compared with 0 in forward
+            self.register_buffer("bias", torch.tril(torch.ones(GPT_SEQ, GPT_SEQ)).view(1, 1, GPT_SEQ, GPT_SEQ))
+        else:
+            # A persistent bool buffer, as users register it: it is in the state_dict, so a strict
+            # load of `of`'s checkpoint needs it there too.
+            self.register_buffer("mask", torch.triu(torch.ones(GPT_SEQ, GPT_SEQ, dtype=torch.bool), 1))
 
     def forward(self, x):
         b, t, c = x.size()
@@ -296,17 +302,20 @@ class CausalSelfAttention(nn.Module):
         k = k.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2)
         v = v.view(b, t, GPT_HEADS, c // GPT_HEADS).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.mask[:t, :t], float("-inf"))
+        if self.float_mask:
+            att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        else:
+            att = att.masked_fill(self.mask[:t, :t], float("-inf"))
         att = self.attn_dropout(F.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
         return self.resid_dropout(self.c_proj(y))
 
 
 class GptBlock(nn.Module):
-    def __init__(self):
+    def __init__(self, float_mask=False):
         super().__init__()
         self.ln_1, self.ln_2 = nn.LayerNorm(GPT_WIDTH), nn.LayerNorm(GPT_WIDTH)
-        self.attn = CausalSelfAttention()
+        self.attn = CausalSelfAttention(float_mask)
         self.mlp = nn.Sequential(nn.Linear(GPT_WIDTH, 4 * GPT_WIDTH), nn.GELU(),
                                  nn.Linear(4 * GPT_WIDTH, GPT_WIDTH), nn.Dropout(0.0))
 
@@ -316,11 +325,11 @@ class GptBlock(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self):
+    def __init__(self, float_mask=False):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(GPT_VOCAB, GPT_WIDTH), nn.Embedding(GPT_SEQ, GPT_WIDTH)
         self.drop = nn.Dropout(0.0)
-        self.blocks = nn.ModuleList(GptBlock() for _ in range(GPT_LAYERS))
+        self.blocks = nn.ModuleList(GptBlock(float_mask) for _ in range(GPT_LAYERS))
         self.ln_f = nn.LayerNorm(GPT_WIDTH)
         self.head = nn.Linear(GPT_WIDTH, GPT_VOCAB, bias=False)
 
@@ -335,6 +344,10 @@ class GPT(nn.Module):
 
 def gpt():
     return Model(GPT(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
+
+
+def nanogpt():
+    return Model(GPT(float_mask=True), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
 
 
 def gpt_tied():
@@ -539,7 +552,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first]))
+                                decoder_batch_first, nanogpt]))
 
 
 def build(name):
