@@ -140,6 +140,19 @@ TEST_CASE("cuda twin: softmax and log_softmax with their gradients, on the last 
   }
 }
 
+TEST_CASE("cuda twin: masked_softmax and its gradient with a causal mask broadcast over batch and heads, kept where true or false", "[cuda]") {
+  std::vector<uint8_t> causal(130 * 130);
+  for (size_t i = 0; i < causal.size(); ++i) causal[i] = (i % 130) > (i / 130) ? 1 : 0;  // above the diagonal
+  causal[5] = 7;  // nonzero is true
+  for (int masked : {1, 0}) {
+    INFO("masked " << masked);
+    const Attrs attrs = ints({{"masked", masked}});
+    const auto y = check_twin("masked_softmax", attrs, {random_f32({2, 3, 130, 130}, 31, -5, 5), bool_tensor({1, 1, 130, 130}, causal)},
+                              f32({{2, 3, 130, 130}}));
+    check_twin("masked_softmax_grad", attrs, {random_f32({2, 3, 130, 130}, 32), y[0], bool_tensor({130, 130}, causal)}, f32({{2, 3, 130, 130}}));
+  }
+}
+
 TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
   for (int64_t axis : {0, 1, 2}) {
     INFO("axis " << axis);
