@@ -19,6 +19,9 @@ OpDef gemm_def();                 // gemm.cpp
 OpDef layer_norm_def();           // layer_norm.cpp
 OpDef matmul_def();               // matmul.cpp
 OpDef masked_softmax_def();        // softmax.cpp (of.MaskedSoftmax, made by fuse-masked-softmax)
+// of.MaskedSoftmax's one shape rule, which fuse-masked-softmax asks before it fuses: the mask,
+// leading 1s dropped, is x's last dims (softmax.cpp).
+bool masked_softmax_fits(const Shape& x, const Shape& mask);
 OpDef matmul_trans_b_def();       // matmul.cpp (of.MatMulTransB, made by fuse-transposed-weights)
 OpDef average_pool_def();         // pool.cpp
 OpDef global_average_pool_def();

@@ -48,11 +48,8 @@ void infer_masked_softmax(OpCtx& c) {
   c.expect_arity(2, 2);
   c.expect_float(0);
   if (c.in(1).dtype != DType::bool_) c.fail("input 1 (condition) has dtype {}, expected bool", dtype_name(c.in(1).dtype));
-  const Shape& x = c.in(0).shape;
-  const Shape& cond = c.in(1).shape;
-  const size_t k = cond_dims(cond);
-  if (x.empty() || k == 0 || k > x.size() || !std::equal(cond.end() - int64_t(k), cond.end(), x.end() - int64_t(k)))
-    c.fail("input 1 (condition) {} is not the last dims of input 0 {}", shape_str(cond), shape_str(x));
+  if (!masked_softmax_fits(c.in(0).shape, c.in(1).shape))
+    c.fail("input 1 (condition) {} is not the last dims of input 0 {}", shape_str(c.in(1).shape), shape_str(c.in(0).shape));
   c.out(0) = c.in(0);
 }
 
@@ -82,6 +79,11 @@ void masked_softmax_sbp(const Graph& g, const Node& n, std::vector<Signature>& o
 }
 
 }  // namespace
+
+bool masked_softmax_fits(const Shape& x, const Shape& mask) {
+  const size_t k = cond_dims(mask);
+  return !x.empty() && k > 0 && k <= x.size() && std::equal(mask.end() - int64_t(k), mask.end(), x.end() - int64_t(k));
+}
 
 OpDef masked_softmax_def() {
   return {"of.MaskedSoftmax", infer_masked_softmax, lower_masked_softmax, grad_masked_softmax, {int_attr("masked", 0, 1)},

@@ -9,6 +9,7 @@
 // before autodiff, which then takes the fused op's gradient rule.
 #include <cmath>
 
+#include "compiler/ops/ops.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/pattern.h"
 
@@ -18,14 +19,6 @@ namespace {
 bool minus_inf(const Graph& g, ValueId v) {
   const std::optional<float> s = pattern::scalar(g, v);
   return s && std::isinf(*s) && *s < 0;
-}
-
-// cond, leading 1s dropped, is the last dims of x.
-bool trailing(const Shape& cond, const Shape& x) {
-  size_t lead = 0;
-  while (lead < cond.size() && cond[lead] == 1) ++lead;
-  const size_t k = cond.size() - lead;
-  return k > 0 && k <= x.size() && std::equal(cond.begin() + int64_t(lead), cond.end(), x.end() - int64_t(k));
 }
 
 }  // namespace
@@ -42,10 +35,11 @@ bool FuseMaskedSoftmax::run(Compilation& c) {
     const bool masked = minus_inf(g, where.inputs[1]);  // Where(cond, -inf, x): masked where cond
     if (!masked && !minus_inf(g, where.inputs[2])) continue;
     const ValueId x = where.inputs[masked ? 2 : 1];
-    const Value& y = g.values[size_t(where.outputs[0])];
+    if (cond == kNoValue || x == kNoValue) continue;
     const Shape& xs = g.values[size_t(x)].desc.shape;
-    if (cond == kNoValue || x == kNoValue || g.values[size_t(cond)].desc.dtype != DType::bool_ || xs != y.desc.shape || xs.empty() ||
-        !trailing(g.values[size_t(cond)].desc.shape, xs))
+    // x is not broadcast (the Where's output is x's shape), and the op's own shape rule holds.
+    if (g.values[size_t(cond)].desc.dtype != DType::bool_ || xs != g.values[size_t(where.outputs[0])].desc.shape ||
+        !masked_softmax_fits(xs, g.values[size_t(cond)].desc.shape))
       continue;
     const NodeId s = pattern::only_reader(g, where.outputs[0], "Softmax");
     if (s < 0) continue;
