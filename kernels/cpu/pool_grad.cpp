@@ -139,8 +139,8 @@ class MaxPoolGrad final : public PoolGrad {
     teams_ = std::max(1, omp_get_max_threads());
     // Each kernel thread's scratch whole cache lines (16 floats or int32s) from the others' and
     // from the heap's neighbours (one row of padding before the first thread's and after the
-    // last one's): two threads writing the two ends of one line made the act slower on two
-    // threads than on one.
+    // last one's), so that no two threads write one line. (On this 2-core machine the act takes
+    // about as long on two kernel threads as on one, padded or not: 9-10 ms for resnet18's.)
     band_stride_ = (cols_.in + 15) / 16 * 16;
     band_max_.resize(size_t(band_stride_ * (teams_ + 2)));
     band_row_.resize(size_t(band_stride_ * (teams_ + 2)));
