@@ -132,31 +132,29 @@ TEST_CASE("step time: a transfer between a host and its GPU pays the host link, 
   CHECK(s.busy_seconds[1] == Approx(9e-6 + 17e-6).epsilon(1e-9));
 }
 
-TEST_CASE("step time: a matrix product costs its flops at the matrix rate", "[compiler]") {
-  Builder b(1);
+// A source writing A [64,32] and W [32,16], and a gemm task reading both into [64,16]: its id.
+plan::TaskId gemm_64x32x16(Builder& b) {
   const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
   const plan::RegstId a = b.regst(src, 64 * 32);
   const plan::RegstId w = b.regst(src, 32 * 16);
   b.p.regsts[size_t(a)].blobs[0].desc.shape = {64, 32};
   b.p.regsts[size_t(w)].blobs[0].desc.shape = {32, 16};
   const plan::TaskId mm = b.task(plan::TaskKind::compute, "gemm", 0, {a, w});
-  b.p.tasks[size_t(mm)].inputs[1].id = w;
   b.regst(mm, 64 * 16);
   b.p.regsts.back().blobs[0].desc.shape = {64, 16};
+  return mm;
+}
+
+TEST_CASE("step time: a matrix product costs its flops at the matrix rate", "[compiler]") {
+  Builder b(1);
+  const plan::TaskId mm = gemm_64x32x16(b);
   CHECK(act_seconds(PlayedPlan{b.p, b.tensors, 1}, b.p.tasks[size_t(mm)], round_costs()) == Approx(1e-6 + 2.0 * 64 * 16 * 32 / 1e9).epsilon(1e-9));
 }
 
 TEST_CASE("step time: a kernel measured on the task's exact shapes costs what was measured, other shapes their rate", "[compiler]") {
   Builder b(1);
-  const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
-  const plan::RegstId a = b.regst(src, 64 * 32);
-  const plan::RegstId w = b.regst(src, 32 * 16);
-  b.p.regsts[size_t(a)].blobs[0].desc.shape = {64, 32};
-  b.p.regsts[size_t(w)].blobs[0].desc.shape = {32, 16};
-  const plan::TaskId mm = b.task(plan::TaskKind::compute, "gemm", 0, {a, w});
+  const plan::TaskId mm = gemm_64x32x16(b);
   b.p.tasks[size_t(mm)].attrs.set_int("trans_b", 0);
-  b.regst(mm, 64 * 16);
-  b.p.regsts.back().blobs[0].desc.shape = {64, 16};
   MachineCosts c = round_costs();
   c.kernels["gemm"] = KernelRate{2e9, 5e-6};
   const double by_rate = 1e-6 + 5e-6 + 2.0 * 64 * 16 * 32 / 2e9;
