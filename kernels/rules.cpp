@@ -537,6 +537,44 @@ TransposeGeometry transpose_geometry(const KernelConfig& cfg) {
   return g;
 }
 
+PadSpace pad_space(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "pad_grad" : "pad";
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  // The unpadded and the padded tensor: X and Y, or dX (the output) and dY.
+  const Shape& x = grad ? cfg.outputs[0].shape : cfg.inputs[0].shape;
+  const Shape& y = grad ? cfg.inputs[0].shape : cfg.outputs[0].shape;
+  const auto rank = int64_t(x.size());
+  if (rank > PadSpace::kMaxRank) fail(where_of(cfg), "{}: rank {} exceeds {}", name, rank, PadSpace::kMaxRank);
+  const std::vector<int64_t> pads = cfg.attrs.get_ints("pads");
+  if (int64_t(pads.size()) != 2 * rank)
+    fail(where_of(cfg), "{}: pads [{}] has {} entries, expected 2 x rank {} = {}", name, fmt::join(pads, ","), pads.size(), rank, 2 * rank);
+  PadSpace s;
+  s.rank = int(rank);
+  const std::string mode = cfg.attrs.get_str("mode", "constant");
+  if (mode == "constant") s.mode = PadMode::constant;
+  else if (mode == "reflect") s.mode = PadMode::reflect;
+  else if (mode == "edge") s.mode = PadMode::edge;
+  else fail(where_of(cfg), "{}: mode '{}' is not constant, reflect or edge", name, mode);
+  s.value = cfg.attrs.get_float("value", 0.0f);
+  Shape padded(size_t(rank), 0);
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t b = pads[size_t(d)], a = pads[size_t(d + rank)], n = x[size_t(d)];
+    if (b < 0 || a < 0) fail(where_of(cfg), "{}: pads [{}] has a negative entry", name, fmt::join(pads, ","));
+    if (s.mode == PadMode::reflect && (b >= n || a >= n) && (a > 0 || b > 0))
+      fail(where_of(cfg), "{}: reflect pads {} and {} of axis {} must be below its size {}", name, b, a, d, n);
+    if (s.mode == PadMode::edge && n == 0 && (a > 0 || b > 0))
+      fail(where_of(cfg), "{}: edge pads axis {}, which is empty", name, d);
+    s.in_dims[d] = n;
+    s.before[d] = b;
+    s.out_dims[d] = padded[size_t(d)] = b + n + a;
+  }
+  if (padded != y)
+    fail(where_of(cfg), "{}: {} {} padded by [{}] is {}, not {}", name, grad ? "dX" : "X", shape_str(x), fmt::join(pads, ","),
+         shape_str(padded), shape_str(y));
+  return s;
+}
+
 SliceGeometry slice_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "slice", 1, 1, 1);
   const Shape& x = cfg.inputs[0].shape;

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/check.h"
 #include "kernels/kernel.h"
+#include "kernels/pad_space.h"
 
 namespace of::kernels {
 
@@ -224,5 +225,11 @@ struct TransposeGeometry {
   int64_t total = 0, elem_size = 4;
 };
 TransposeGeometry transpose_geometry(const KernelConfig& cfg);
+
+// pad (X -> Y) and pad_grad (dY -> dX), f32, rank <= 8: attribute `pads` (ints, 2 x rank, all
+// >= 0: every axis's new positions before, then every axis's after, ONNX's order), `mode`
+// ("constant", the default, "reflect" or "edge") and `value` (constant mode's fill, default 0).
+// Reflect needs each pad below its axis's size, edge a non-empty axis where it pads.
+PadSpace pad_space(const KernelConfig& cfg, bool grad);
 
 }  // namespace of::kernels

@@ -46,6 +46,7 @@ const std::vector<OpDef>& all_ops() {
       neg_def(),
       not_def(),
       or_def(),
+      pad_def(),
       pow_def(),
       range_def(),
       reciprocal_def(),

@@ -100,6 +100,8 @@ std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_pad(const KernelConfig& cfg);  // pad.cpp
+std::unique_ptr<Kernel> make_pad_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_slice(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);

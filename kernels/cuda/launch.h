@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/pad_space.h"
 #include "kernels/pointwise_ops.h"
 
 namespace of::kernels::cuda {
@@ -161,6 +162,11 @@ struct TransposeSpace {
   int64_t total = 0;
 };
 void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void* x, void* y, cudaStream_t stream);
+
+// pad (kernels/pad_space.h): one thread per element of Y; pad_grad one per element of dX, each
+// summing what reads it in the CPU kernel's order.
+void launch_pad(const PadSpace& space, const float* x, float* y, cudaStream_t stream);
+void launch_pad_grad(const PadSpace& space, const float* dy, float* dx, cudaStream_t stream);
 
 // The pointwise ops of kernels/pointwise_ops.h (the CPU kernels' own definitions) over n floats:
 // y = op(x); dx = op(dy, x), x the forward input. dx may alias dy or x. Instantiated for each op

@@ -53,6 +53,14 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   lstm_bi, gru_bi
                 one bidirectional layer (batch_first=False) started from learned initial states
                 (h0, and c0 for the LSTM), the mean over the sequence, Linear(48,10).
+  densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
+                initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
+                which torch exports as a Pad of zeros before the AveragePool).
+  pads          the padding modules on [4,3,8,8]: Conv(3,8,3,padding=1) -> ReLU ->
+                ReflectionPad2d(2) -> Conv(8,8,5) -> ReLU ->
+                ReplicationPad2d((1,2,0,1)) -> Conv(8,8,3) -> ReLU -> ZeroPad2d(1) -> AvgPool2d(2),
+                then F.pad(x, (0, 1), value=0.5) and Linear(192,10) (ONNX Pad in its reflect, edge
+                and constant modes).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -161,7 +169,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads"]
 
 
 def parse_args():
@@ -511,6 +519,29 @@ class Bidirectional(nn.Module):
         return self.fc(y.mean(dim=0))
 
 
+def densenet():
+    from torchvision.models import DenseNet
+    return Model(DenseNet(growth_rate=8, block_config=(2, 2, 2), num_init_features=16, num_classes=10), (3, 32, 32), 10,
+                 lr_scale=0.1, float64_referee=True)
+
+
+class Pads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        # Reflection after a layer: its gradient flows back into conv1.
+        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.ReflectionPad2d(2), nn.Conv2d(8, 8, 5), nn.ReLU(),
+                                 nn.ReplicationPad2d((1, 2, 0, 1)), nn.Conv2d(8, 8, 3), nn.ReLU(),
+                                 nn.ZeroPad2d(1), nn.AvgPool2d(2))
+        self.head = nn.Linear(8 * 4 * 6, 10)
+
+    def forward(self, x):
+        return self.head(F.pad(self.net(x), (0, 1), value=0.5).flatten(1))
+
+
+def pads():
+    return Model(Pads(), (3, 8, 8), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -552,7 +583,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt]))
+                                decoder_batch_first, nanogpt, densenet, pads]))
 
 
 def build(name):

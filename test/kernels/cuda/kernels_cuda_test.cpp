@@ -153,6 +153,19 @@ TEST_CASE("cuda twin: masked_softmax and its gradient with a causal mask broadca
   }
 }
 
+TEST_CASE("cuda twin: pad and pad_grad in constant, reflect and edge modes on three axes of four", "[cuda]") {
+  for (const char* mode : {"constant", "reflect", "edge"}) {
+    INFO(mode);
+    Attrs attrs;
+    attrs.set_ints("pads", {0, 1, 3, 2, 0, 2, 1, 3});
+    attrs.set_str("mode", mode);
+    attrs.set_float("value", 0.25f);
+    // Both devices sum each element's readers in pad_grad_at's order: the same bits.
+    check_twin("pad", attrs, {random_f32({2, 3, 5, 4}, 41)}, f32({{2, 6, 9, 9}}), Tolerance{0, 0});
+    check_twin("pad_grad", attrs, {random_f32({2, 6, 9, 9}, 42)}, f32({{2, 3, 5, 4}}), Tolerance{0, 0});
+  }
+}
+
 TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
   for (int64_t axis : {0, 1, 2}) {
     INFO("axis " << axis);
