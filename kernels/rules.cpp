@@ -575,6 +575,37 @@ PadSpace pad_space(const KernelConfig& cfg, bool grad) {
   return s;
 }
 
+StridedSliceGeometry strided_slice_geometry(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "strided_slice_grad" : "strided_slice";
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  if (cfg.outputs[0].dtype != cfg.inputs[0].dtype)
+    fail(where_of(cfg), "{}: output dtype {} differs from the input's {}", name, dtype_name(cfg.outputs[0].dtype), dtype_name(cfg.inputs[0].dtype));
+  const Shape& x = grad ? cfg.outputs[0].shape : cfg.inputs[0].shape;
+  const Shape& y = grad ? cfg.inputs[0].shape : cfg.outputs[0].shape;
+  const auto rank = int64_t(x.size());
+  if (rank > 8) fail(where_of(cfg), "{}: rank {} exceeds 8", name, rank);
+  const std::vector<int64_t> starts = cfg.attrs.get_ints("starts"), steps = cfg.attrs.get_ints("steps");
+  if (int64_t(y.size()) != rank || int64_t(starts.size()) != rank || int64_t(steps.size()) != rank)
+    fail(where_of(cfg), "{}: starts [{}] and steps [{}] must name every axis of {} (sliced to {})", name, fmt::join(starts, ","),
+         fmt::join(steps, ","), shape_str(x), shape_str(y));
+  StridedSliceGeometry g;
+  g.elem_size = dtype_size(cfg.inputs[0].dtype);
+  g.total = numel(y);
+  int64_t stride = 1;
+  g.dims.assign(size_t(rank), 0);
+  g.in_strides.assign(size_t(rank), 0);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const int64_t s = starts[size_t(d)], st = steps[size_t(d)], n = x[size_t(d)], count = y[size_t(d)];
+    if (st < 1 || s < 0 || count < 0 || (count > 0 && (s >= n || (count - 1) > (n - 1 - s) / st)))
+      fail(where_of(cfg), "{}: {} elements from {} in steps of {} do not fit axis {} of {}", name, count, s, st, d, shape_str(x));
+    g.dims[size_t(d)] = count;
+    g.in_strides[size_t(d)] = stride * st;
+    g.offset += stride * s;
+    stride *= n;
+  }
+  return g;
+}
+
 SliceGeometry slice_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "slice", 1, 1, 1);
   const Shape& x = cfg.inputs[0].shape;

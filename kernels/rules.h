@@ -126,6 +126,16 @@ struct SliceGeometry {
 };
 SliceGeometry slice_geometry(const KernelConfig& cfg);
 
+// strided_slice (X -> Y, f32 or i64) and strided_slice_grad (dY -> dX, f32): attributes `starts`
+// and `steps` (one each per axis, steps >= 1); Y's extent along each axis is how many it takes.
+// Y's element at index i is X's at offset + sum(i[d] * in_strides[d]) (elements); the gradient
+// writes dY there and zeros elsewhere.
+struct StridedSliceGeometry {
+  std::vector<int64_t> dims, in_strides;  // Y's dims, and X's stride along each times its step
+  int64_t offset = 0, total = 0, elem_size = 4;
+};
+StridedSliceGeometry strided_slice_geometry(const KernelConfig& cfg, bool grad);
+
 // The attributes of the pointwise ops (pointwise_ops.h): a float with a default (NaN refused:
 // every comparison with it is false), pow's exponent (required, finite), clip's bounds (unbounded
 // by default).

@@ -163,7 +163,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   // Inputs every op below reads without checking; a malformed node fails here by name.
   static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
       {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
-      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}};
+      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}};
   for (const auto& [name, need] : kMinInputs)
     if (op == name)
       for (size_t i = 0; i < need; ++i)
@@ -218,6 +218,54 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     Ct r = broadcast_map(in, compare ? DType::bool_ : in[0].dtype, f, bad);
     if (!compare && r.dtype == DType::f32)
       for (double& x : r.v) x = double(float(x));  // f32 arithmetic, as at run time
+    return one(r);
+  }
+  if (op == "Mod") {  // x % y: fmod = 0 (integers) takes the divisor's sign, as Python's %; fmod = 1 the dividend's
+    const bool fmod = a.get_int("fmod", 0) != 0;
+    if (in[0].dtype == DType::f32 && !fmod) bad("Mod of floats needs fmod = 1");
+    if (in[0].dtype != DType::f32)
+      for (double d : in[1].v)
+        if (d == 0) bad("integer modulo by zero");
+    Ct r = broadcast_map(in, in[0].dtype, [fmod](const double* x) {
+      double m = std::fmod(x[0], x[1]);
+      if (!fmod && m != 0 && (m < 0) != (x[1] < 0)) m += x[1];
+      return m;
+    }, bad);
+    if (r.dtype == DType::f32)
+      for (double& x : r.v) x = double(float(x));
+    return one(r);
+  }
+  if (op == "ScatterND") {  // data with the slices `indices` names set to (or combined with) `updates`
+    const Ct &data = in[0], &idx = in[1], &upd = in[2];
+    const std::string reduction = a.get_str("reduction", "none");
+    if (reduction != "none" && reduction != "add" && reduction != "mul") bad(fmt::format("reduction '{}' is not supported", reduction));
+    if (idx.shape.empty()) bad("indices must have rank >= 1");
+    const int64_t k = idx.shape.back(), rank = int64_t(data.shape.size());
+    if (k < 1 || k > rank) bad(fmt::format("indices address {} axes of data of rank {}", k, rank));
+    // updates' shape: indices' leading dims, then data's dims after the first k.
+    Shape want(idx.shape.begin(), idx.shape.end() - 1);
+    want.insert(want.end(), data.shape.begin() + k, data.shape.end());
+    if (upd.shape != want) bad(fmt::format("updates have shape {}, expected {}", shape_str(upd.shape), shape_str(want)));
+    const std::vector<int64_t> st = strides_of(data.shape);
+    const int64_t slice = k == rank ? 1 : st[size_t(k - 1)];
+    Ct r = data;
+    for (int64_t t = 0; t < idx.n() / k; ++t) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t j = to_i64(idx.v[size_t(t * k + d)]);
+        const int64_t dim = data.shape[size_t(d)];
+        if (j < 0) j += dim;
+        if (j < 0 || j >= dim) bad(fmt::format("index {} is out of range for axis {} of size {}", to_i64(idx.v[size_t(t * k + d)]), d, dim));
+        off += j * st[size_t(d)];
+      }
+      for (int64_t e = 0; e < slice; ++e) {
+        double& o = r.v[size_t(off + e)];
+        const double u = upd.v[size_t(t * slice + e)];
+        o = reduction == "add" ? o + u : reduction == "mul" ? o * u : u;
+      }
+    }
+    if (r.dtype == DType::f32)
+      for (double& x : r.v) x = double(float(x));
     return one(r);
   }
   if (op == "Not" || op == "Neg" || op == "Sqrt" || op == "Reciprocal") {

@@ -44,9 +44,11 @@ OpDef constant_of_shape_def();
 OpDef equal_def();
 OpDef greater_def();
 OpDef less_def();
+OpDef mod_def();
 OpDef not_def();
 OpDef or_def();
 OpDef range_def();
+OpDef scatter_nd_def();
 OpDef shape_def();
 OpDef trilu_def();
 OpDef dropout_def();              // dropout.cpp

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Split (tensor.split, a fused qkv) and Slice on run-time tensors. Split's sizes come from the
 // `split` attribute (opset < 13), a constant input (13+) or equal parts (num_outputs, 18).
-// Slice at run time covers one axis with step 1 (what the exporter writes for weights and
-// activations); constant slices of other forms are folded at compile time.
+// Slice at run time takes any positive steps on any axes (one axis with step 1 is kernel slice,
+// the rest strided_slice: x[..., 0::2, 0::2, :]); constant slices are folded at compile time.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,49 +74,87 @@ void grad_split(GradCtx& g) {
   g.add_in_grad(0, g.emit("SplitGrad", "concat", parts, std::move(a), g.desc(g.in(0))));
 }
 
-struct SliceRange {
-  int64_t axis, start, size;
+// A Slice as the kernels take it: one axis with step 1 (kernel slice: Concat's gradient and
+// boxing's too), or anything else (kernel strided_slice: steps, several axes) as a start and step
+// per axis. Steps must be positive (torch slices only so).
+struct SliceSpec {
+  Shape out;
+  bool strided = false;
+  int64_t axis = 0, start = 0;             // slice
+  std::vector<int64_t> starts, steps;      // strided_slice: one per axis
 };
 
-SliceRange slice_range(OpCtx& c) {
+SliceSpec slice_spec(OpCtx& c) {
   const TensorDesc& x = c.in(0);
   const auto rank = int64_t(x.shape.size());
   const std::vector<int64_t> starts = c.const_ints(1), ends = c.const_ints(2);
-  const std::vector<int64_t> axes = c.has_in(3) ? c.const_ints(3) : std::vector<int64_t>{0};
-  const std::vector<int64_t> steps = c.has_in(4) ? c.const_ints(4) : std::vector<int64_t>{1};
-  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 || steps[0] != 1)
-    c.fail("slices a run-time tensor on {} axes with steps [{}]; only one axis with step 1 is supported", starts.size(),
-           fmt::join(steps, ","));
-  const int64_t axis = c.axis(axes[0], rank), dim = x.shape[size_t(axis)];
-  int64_t s = starts[0], e = ends[0];
-  if (s < 0) s += dim;
-  if (e < 0 && e != std::numeric_limits<int64_t>::min()) e += dim;
-  s = std::clamp<int64_t>(s, 0, dim);
-  e = std::clamp<int64_t>(e, s, dim);
-  return {axis, s, e - s};
+  std::vector<int64_t> axes;
+  if (c.has_in(3)) {
+    axes = c.const_ints(3);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  }
+  const std::vector<int64_t> steps = c.has_in(4) ? c.const_ints(4) : std::vector<int64_t>(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts [{}], ends [{}], axes [{}] and steps [{}] differ in length", fmt::join(starts, ","), fmt::join(ends, ","),
+           fmt::join(axes, ","), fmt::join(steps, ","));
+  SliceSpec spec;
+  spec.out = x.shape;
+  spec.starts.assign(size_t(rank), 0);
+  spec.steps.assign(size_t(rank), 1);
+  std::vector<bool> seen(size_t(rank), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t ax = c.axis(axes[i], rank, "input 3 (axes)"), dim = x.shape[size_t(ax)];
+    if (seen[size_t(ax)]) c.fail("axes [{}] name axis {} twice", fmt::join(axes, ","), ax);
+    seen[size_t(ax)] = true;
+    if (steps[i] < 1) c.fail("step {} on axis {}: only positive steps are supported", steps[i], ax);
+    const int64_t st = std::min(steps[i], std::max<int64_t>(dim, 1));  // a longer step takes one element alike
+    int64_t s = starts[i], e = ends[i];
+    if (s < 0) s += dim;
+    if (e < 0 && e != std::numeric_limits<int64_t>::min()) e += dim;
+    s = std::clamp<int64_t>(s, 0, dim);
+    e = std::clamp<int64_t>(e, s, dim);
+    spec.out[size_t(ax)] = (e - s + st - 1) / st;
+    spec.starts[size_t(ax)] = s;
+    spec.steps[size_t(ax)] = st;
+  }
+  spec.strided = starts.size() != 1 || steps[0] != 1;
+  if (!spec.strided) {
+    spec.axis = c.axis(axes[0], rank, "input 3 (axes)");
+    spec.start = spec.starts[size_t(spec.axis)];
+  }
+  return spec;
 }
 
 void infer_slice(OpCtx& c) {
   c.expect_arity(3, 5);
-  const SliceRange r = slice_range(c);
-  Shape s = c.in(0).shape;
-  s[size_t(r.axis)] = r.size;
-  c.out(0) = TensorDesc{s, c.in(0).dtype};
+  c.out(0) = TensorDesc{slice_spec(c).out, c.in(0).dtype};
 }
 
 void lower_slice(OpCtx& c) {
-  const SliceRange r = slice_range(c);
+  const SliceSpec spec = slice_spec(c);
   Attrs a;
-  a.set_int("axis", r.axis);
-  a.set_int("start", r.start);
-  c.set_kernel("slice", std::move(a));
+  if (spec.strided) {
+    a.set_ints("starts", spec.starts);
+    a.set_ints("steps", spec.steps);
+    c.set_kernel("strided_slice", std::move(a));
+  } else {
+    a.set_int("axis", spec.axis);
+    a.set_int("start", spec.start);
+    c.set_kernel("slice", std::move(a));
+  }
   c.set_runtime_inputs({0});
 }
 
-// dX: dY in its place along the axis, zeros before and after.
+// dX: dY in its place along the axis, zeros before and after; a strided slice's dY scattered
+// into zeros.
 void grad_slice(GradCtx& g) {
   if (!g.wants(0)) return;
   const TensorDesc x = g.desc(g.in(0));
+  if (g.node().kernel == "strided_slice") {
+    g.add_in_grad(0, g.emit("SliceGrad", "strided_slice_grad", {g.out_grad(0)}, g.attrs(), x));
+    return;
+  }
   const int64_t axis = g.attrs().get_int("axis", 0), start = g.attrs().get_int("start", 0);
   const int64_t size = g.desc(g.out(0)).shape[size_t(axis)], dim = x.shape[size_t(axis)];
   std::vector<ValueId> parts;
@@ -137,9 +175,22 @@ void grad_slice(GradCtx& g) {
   g.add_in_grad(0, g.emit("SliceGrad", "concat", parts, std::move(a), x));
 }
 
+// strided_slice and its gradient: split along an axis taken whole (start 0, step 1).
+void strided_slice_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  const std::vector<int64_t> starts = n.kernel_attrs.get_ints("starts"), steps = n.kernel_attrs.get_ints("steps");
+  const Shape& a = sbp::shape_of(g, n.inputs[0]);
+  const Shape& b = sbp::shape_of(g, n.outputs[0]);
+  for (size_t d = 0; d < starts.size() && d < steps.size() && d < a.size() && d < b.size(); ++d)
+    if (starts[d] == 0 && steps[d] == 1 && a[d] == b[d])
+      out.push_back(Signature{{Sbp::S(int64_t(d))}, {Sbp::S(int64_t(d))}, Signature::Tweak::none, true});
+}
+
 }  // namespace
 
-OpDef slice_def() { return {"Slice", infer_slice, lower_slice, grad_slice, {}, {sbp_rule("slice", sbp::other_axes)}}; }
+OpDef slice_def() {
+  return {"Slice", infer_slice, lower_slice, grad_slice, {},
+          {sbp_rule("slice", sbp::other_axes), sbp_rule("strided_slice", strided_slice_sbp), sbp_rule("strided_slice_grad", strided_slice_sbp)}};
+}
 OpDef split_def() { return {"Split", infer_split, lower_split, grad_split,
           {int_attr("axis", -kMaxAxis, kMaxAxis), ints_attr("split", 0, kMaxInt), int_attr("num_outputs", 1, 64)},
           {sbp_rule("split", sbp::other_axes)}}; }

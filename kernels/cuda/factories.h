@@ -88,6 +88,8 @@ std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_split(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_strided_slice(const KernelConfig& cfg);  // strided_slice.cpp
+std::unique_ptr<Kernel> make_strided_slice_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sqrt(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_tanh(const KernelConfig& cfg);

@@ -163,6 +163,12 @@ struct TransposeSpace {
 };
 void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void* x, void* y, cudaStream_t stream);
 
+// strided_slice's gradient: dx (zeroed first, dx_elements of them) gets dy's elements at the
+// offsets `space` (dy's dims, dx's strides) gives, from dx + offset. The forward pass is
+// launch_transpose from x + offset.
+void launch_strided_scatter(const TransposeSpace& space, int64_t offset, const float* dy, float* dx, int64_t dx_elements,
+                            cudaStream_t stream);
+
 // pad (kernels/pad_space.h): one thread per element of Y; pad_grad one per element of dX, each
 // summing what reads it in the CPU kernel's order.
 void launch_pad(const PadSpace& space, const float* x, float* y, cudaStream_t stream);

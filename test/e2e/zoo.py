@@ -61,6 +61,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 ReplicationPad2d((1,2,0,1)) -> Conv(8,8,3) -> ReLU -> ZeroPad2d(1) -> AvgPool2d(2),
                 then F.pad(x, (0, 1), value=0.5) and Linear(192,10) (ONNX Pad in its reflect, edge
                 and constant modes).
+  swin          torchvision's SwinTransformer (swin_t's code) sized down: 32 px, patch 4, width 16,
+                depths (2,2), heads (2,4), window 4, stochastic_depth_prob=0.0, on [4,3,32,32]
+                (shifted windows: torch.roll, an attention mask built with Mod and ScatterND, which
+                fold; patch merging's x[..., 0::2, 0::2, :], a strided Slice at run time).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -169,7 +173,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin"]
 
 
 def parse_args():
@@ -542,6 +546,12 @@ def pads():
     return Model(Pads(), (3, 8, 8), 10)
 
 
+def swin():
+    from torchvision.models import SwinTransformer
+    return Model(SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                                 stochastic_depth_prob=0.0, num_classes=10), (3, 32, 32), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -583,7 +593,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin]))
 
 
 def build(name):

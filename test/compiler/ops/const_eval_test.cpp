@@ -175,3 +175,45 @@ TEST_CASE("const_eval: Trilu keeps torch.triu / torch.tril of a constant, k abov
   g.nodes.push_back(Node{.name = "T1", .op_type = "Trilu", .inputs = {vec}, .outputs = {g.add_value("bad")}});
   REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'T1' (Trilu)") && Catch::Contains("rank 2"));
 }
+
+TEST_CASE("const_eval: Mod as Python's % and as fmod, ScatterND filling a mask by slices", "[compiler]") {
+  Graph g;
+  auto i64 = [&](const std::string& name, std::vector<int64_t> xs, of::Shape shape) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = TensorDesc{shape, of::DType::i64};
+    g.values[size_t(v)].known = true;
+    g.values[size_t(v)].data = std::vector<uint8_t>(xs.size() * 8);
+    std::memcpy(g.values[size_t(v)].data->data(), xs.data(), xs.size() * 8);
+    return v;
+  };
+  auto fold = [&](const std::string& op, std::vector<ValueId> in, of::Attrs attrs = {}) {
+    const ValueId out = g.add_value(op + std::to_string(g.nodes.size()));
+    g.nodes.push_back(Node{.name = op, .op_type = op, .inputs = std::move(in), .outputs = {out}, .attrs = std::move(attrs)});
+    REQUIRE(try_fold(g, g.nodes.back()));
+    std::vector<int64_t> v(g.values[size_t(out)].data->size() / 8);
+    std::memcpy(v.data(), g.values[size_t(out)].data->data(), v.size() * 8);
+    return v;
+  };
+  // Swin's padding to whole windows: (window - W % window) % window, W = 7, 8 and -3.
+  const ValueId w = i64("w", {7, 8, -3}, {3});
+  const ValueId four = i64("four", {4}, {});
+  CHECK(fold("Mod", {w, four}) == std::vector<int64_t>{3, 0, 1});  // -3 % 4 = 1, as in Python
+  of::Attrs fmod;
+  fmod.set_int("fmod", 1);
+  CHECK(fold("Mod", {w, four}, fmod) == std::vector<int64_t>{3, 0, -3});  // C's fmod keeps the dividend's sign
+  g.nodes.push_back(Node{.name = "M0", .op_type = "Mod", .inputs = {w, i64("zero", {0}, {})}, .outputs = {g.add_value("m0")}});
+  REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'M0' (Mod)") && Catch::Contains("modulo by zero"));
+  // img_mask[:, 0:2, :] = 1 then [:, 2:3, :] = 2 on a [1, 3, 2] mask, as the exporter writes it:
+  // indices [1, 3, 1] (one row of the second axis each) and updates [1, 3, 2].
+  const ValueId mask = i64("mask", std::vector<int64_t>(6, 0), {1, 3, 2});
+  const ValueId idx = i64("idx", {0, 0, 0, 1, 0, 2}, {3, 2});  // (0,0), (0,1), (0,2)
+  const ValueId upd = i64("upd", {1, 1, 1, 1, 2, 2}, {3, 2});
+  CHECK(fold("ScatterND", {mask, idx, upd}) == std::vector<int64_t>{1, 1, 1, 1, 2, 2});
+  of::Attrs add;
+  add.set_str("reduction", "add");
+  CHECK(fold("ScatterND", {i64("ones", std::vector<int64_t>(6, 1), {1, 3, 2}), i64("i1", {0, 2}, {1, 2}), i64("u1", {5, 7}, {1, 2})},
+             add) == std::vector<int64_t>{1, 1, 1, 1, 6, 8});
+  g.nodes.push_back(Node{.name = "S0", .op_type = "ScatterND", .inputs = {mask, i64("far", {0, 3}, {1, 2}), i64("u2", {1, 1}, {1, 2})},
+                         .outputs = {g.add_value("s0")}});
+  REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'S0' (ScatterND)") && Catch::Contains("index 3 is out of range"));
+}

@@ -166,6 +166,17 @@ TEST_CASE("cuda twin: pad and pad_grad in constant, reflect and edge modes on th
   }
 }
 
+TEST_CASE("cuda twin: strided_slice (f32, i64) and its gradient, steps on outer and inner axes", "[cuda]") {
+  Attrs attrs;
+  attrs.set_ints("starts", {0, 1, 0, 2});
+  attrs.set_ints("steps", {1, 2, 3, 1});
+  check_twin("strided_slice", attrs, {random_f32({2, 9, 8, 5}, 43)}, f32({{2, 4, 3, 3}}), Tolerance{0, 0});
+  check_twin("strided_slice_grad", attrs, {random_f32({2, 4, 3, 3}, 44)}, f32({{2, 9, 8, 5}}), Tolerance{0, 0});
+  std::vector<int64_t> ids(2 * 9 * 8 * 5);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i) * 1000003;
+  check_twin("strided_slice", attrs, {i64_tensor({2, 9, 8, 5}, ids)}, {TensorDesc{{2, 4, 3, 3}, DType::i64}}, Tolerance{0, 0});
+}
+
 TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
   for (int64_t axis : {0, 1, 2}) {
     INFO("axis " << axis);
