@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pointwise math of one tensor (erf, sqrt, reciprocal, exp, gelu, neg, pow, clip, leaky_relu,
-// hard_sigmoid, hard_swish) and of their gradients, which take (dy, x) with x the forward INPUT:
+// hard_sigmoid, hard_swish, log, abs, sin, cos, softplus, elu) and of their gradients, which take (dy, x) with x the forward INPUT:
 // one definition for the CPU kernels (cpu/pointwise.cpp) and their CUDA twins
 // (cuda/pointwise_math.cu), which compile it for the device. On the host each op calls what it
 // always called (std::erf, std::max, ...), so the CPU's results are unchanged; on the device the
@@ -21,6 +21,11 @@ __device__ inline float erf(float x) { return erff(x); }
 __device__ inline float sqrt(float x) { return sqrtf(x); }
 __device__ inline float exp(float x) { return expf(x); }
 __device__ inline float pow(float x, float p) { return powf(x, p); }
+__device__ inline float log(float x) { return logf(x); }
+__device__ inline float log1p(float x) { return log1pf(x); }
+__device__ inline float expm1(float x) { return expm1f(x); }
+__device__ inline float sin(float x) { return sinf(x); }
+__device__ inline float cos(float x) { return cosf(x); }
 __device__ inline float max(float a, float b) { return (a < b) ? b : a; }  // std::max's definition
 __device__ inline float min(float a, float b) { return (b < a) ? b : a; }  // std::min's
 #else
@@ -28,6 +33,11 @@ inline float erf(float x) { return std::erf(x); }
 inline float sqrt(float x) { return std::sqrt(x); }
 inline float exp(float x) { return std::exp(x); }
 inline float pow(float x, float p) { return std::pow(x, p); }
+inline float log(float x) { return std::log(x); }
+inline float log1p(float x) { return std::log1p(x); }
+inline float expm1(float x) { return std::expm1(x); }
+inline float sin(float x) { return std::sin(x); }
+inline float cos(float x) { return std::cos(x); }
 inline float max(float a, float b) { return std::max(a, b); }
 inline float min(float a, float b) { return std::min(a, b); }
 #endif
@@ -93,6 +103,29 @@ struct HardSwishOp {
   OF_HOST_DEVICE float operator()(float x) const { return x * math::min(math::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 };
 
+struct LogOp {
+  OF_HOST_DEVICE float operator()(float x) const { return math::log(x); }
+};
+struct AbsOp {
+  OF_HOST_DEVICE float operator()(float x) const { return x < 0.0f ? -x : (x == 0.0f ? 0.0f : x); }  // |-0| = +0, NaN stays
+};
+struct SinOp {
+  OF_HOST_DEVICE float operator()(float x) const { return math::sin(x); }
+};
+struct CosOp {
+  OF_HOST_DEVICE float operator()(float x) const { return math::cos(x); }
+};
+// ONNX Softplus is log(exp(x) + 1); torch.nn.Softplus (beta 1, threshold 20, which is what torch
+// exports as it) returns x itself above the threshold, and log1p(exp(x)) below.
+struct SoftplusOp {
+  OF_HOST_DEVICE float operator()(float x) const { return x > 20.0f ? x : math::log1p(math::exp(x)); }
+};
+// torch.nn.ELU: x above 0, alpha (exp(x) - 1) at and below it.
+struct EluOp {
+  float alpha;
+  OF_HOST_DEVICE float operator()(float x) const { return x > 0.0f ? x : alpha * math::expm1(x); }
+};
+
 // Gradient ops: dx = op(dy, x).
 
 constexpr float two_over_sqrt_pi = 1.12837916709551257f;
@@ -155,6 +188,33 @@ struct HardSwishGradOp {
     if (x <= 3.0f) return dy * (2.0f * x + 3.0f) / 6.0f;
     return dy;
   }
+};
+
+struct LogGradOp {
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return dy / x; }
+};
+// torch's abs backward: dy times sign(x), 0 at x == 0.
+struct AbsGradOp {
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f * dy); }
+};
+struct SinGradOp {
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return dy * math::cos(x); }
+};
+struct CosGradOp {
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return -dy * math::sin(x); }
+};
+// torch's softplus_backward: dy above the threshold, dy z / (z + 1) with z = exp(x) below it.
+struct SoftplusGradOp {
+  OF_HOST_DEVICE float operator()(float dy, float x) const {
+    if (x > 20.0f) return dy;
+    const float z = math::exp(x);
+    return dy * z / (z + 1.0f);
+  }
+};
+// torch's elu_backward (from the input): dy above 0, dy alpha exp(x) at and below it.
+struct EluGradOp {
+  float alpha;
+  OF_HOST_DEVICE float operator()(float dy, float x) const { return x > 0.0f ? dy : dy * alpha * math::exp(x); }
 };
 
 // pow and its gradient by exponent: the common ones get exact loops (x*x rather than powf(x, 2)),

@@ -59,11 +59,18 @@ OpDef gelu_def();
 OpDef hard_sigmoid_def();
 OpDef hard_swish_def();
 OpDef leaky_relu_def();
+OpDef log_def();
+OpDef abs_def();
+OpDef sin_def();
+OpDef cos_def();
+OpDef softplus_def();
+OpDef elu_def();
 OpDef neg_def();
 OpDef pow_def();
 OpDef reciprocal_def();
 OpDef sqrt_def();
-OpDef reduce_mean_def();          // reduce_mean.cpp
+OpDef reduce_mean_def();          // reduce.cpp
+OpDef reduce_sum_def();
 OpDef slice_def();                // split.cpp
 OpDef split_def();
 OpDef expand_def();               // where.cpp

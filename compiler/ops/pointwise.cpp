@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Erf, Exp, Sqrt, Reciprocal, Neg, Pow (constant exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
-// HardSwish: element-wise f32, output shape = input shape. Gradients either have their own
+// HardSwish, Log, Abs, Sin, Cos, Softplus (and so nn.Mish), Elu: element-wise f32, output shape = input shape. Gradients either have their own
 // kernel `<k>_grad(dy, x)` or are composed of existing ones (Exp, Sqrt, Reciprocal, Neg). Every
 // kernel here splits like any element-wise one.
 #include <cmath>
@@ -43,7 +43,8 @@ void grad_by_kernel(GradCtx& g) {
 }
 
 constexpr char kErf[] = "erf", kExp[] = "exp", kGelu[] = "gelu", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
-               kClip[] = "clip", kLeakyRelu[] = "leaky_relu", kHardSigmoid[] = "hard_sigmoid", kHardSwish[] = "hard_swish";
+               kClip[] = "clip", kLeakyRelu[] = "leaky_relu", kHardSigmoid[] = "hard_sigmoid", kHardSwish[] = "hard_swish",
+               kLog[] = "log", kAbs[] = "abs", kSin[] = "sin", kCos[] = "cos", kSoftplus[] = "softplus", kElu[] = "elu";
 
 // y = exp(x): dx = dy y.
 void grad_exp(GradCtx& g) {
@@ -106,6 +107,11 @@ void lower_leaky_relu(OpCtx& c) {
   c.set_kernel(kLeakyRelu, std::move(a));
 }
 
+void lower_elu(OpCtx& c) {
+  Attrs a;
+  a.set_float("alpha", c.attrs().get_float("alpha", 1.0f));
+  c.set_kernel(kElu, std::move(a));
+}
 void lower_hard_sigmoid(OpCtx& c) {
   Attrs a;
   a.set_float("alpha", c.attrs().get_float("alpha", 0.2f));
@@ -136,6 +142,12 @@ OpDef hard_sigmoid_def() { return {"HardSigmoid", infer_one, lower_hard_sigmoid,
 OpDef hard_swish_def() { return {"HardSwish", infer_one, lower_plain<kHardSwish>, grad_by_kernel<kHardSwish>, {}, with_grad("hard_swish", "hard_swish_grad")}; }
 OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_by_kernel<kLeakyRelu>, {real_attr("alpha")},
           with_grad("leaky_relu", "leaky_relu_grad")}; }
+OpDef log_def() { return {"Log", infer_one, lower_plain<kLog>, grad_by_kernel<kLog>, {}, with_grad("log", "log_grad")}; }
+OpDef abs_def() { return {"Abs", infer_one, lower_plain<kAbs>, grad_by_kernel<kAbs>, {}, with_grad("abs", "abs_grad")}; }
+OpDef sin_def() { return {"Sin", infer_one, lower_plain<kSin>, grad_by_kernel<kSin>, {}, with_grad("sin", "sin_grad")}; }
+OpDef cos_def() { return {"Cos", infer_one, lower_plain<kCos>, grad_by_kernel<kCos>, {}, with_grad("cos", "cos_grad")}; }
+OpDef softplus_def() { return {"Softplus", infer_one, lower_plain<kSoftplus>, grad_by_kernel<kSoftplus>, {}, with_grad("softplus", "softplus_grad")}; }
+OpDef elu_def() { return {"Elu", infer_one, lower_elu, grad_by_kernel<kElu>, {real_attr("alpha")}, with_grad("elu", "elu_grad")}; }
 OpDef neg_def() { return {"Neg", infer_one, lower_plain<kNeg>, grad_neg, {}, {sbp_rule("neg", sbp::elementwise_linear)}}; }
 OpDef pow_def() { return {"Pow", infer_pow, lower_pow, grad_by_kernel<kPow>, {}, with_grad("pow", "pow_grad")}; }
 OpDef reciprocal_def() { return {"Reciprocal", infer_one, lower_plain<kReciprocal>, grad_reciprocal, {}, {sbp_rule("reciprocal", sbp::elementwise)}}; }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pointwise math over same-shaped tensors (erf, sqrt, reciprocal, exp, neg, pow, clip, leaky_relu,
-// hard_sigmoid, hard_swish) and the *_grad kernels, which take (dy, x) with x the forward INPUT.
+// hard_sigmoid, hard_swish, log, abs, sin, cos, softplus, elu) and the *_grad kernels, which take (dy, x) with x the forward INPUT.
 // Each op is a functor holding its attributes, read once at prepare time; dx may alias dy or x.
 #include <algorithm>
 #include <cmath>
@@ -82,6 +82,23 @@ std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_hard_swish_grad(const KernelConfig& cfg) {
   return unary_grad<HardSwishGradOp>(cfg, "hard_swish_grad");
+}
+
+std::unique_ptr<Kernel> make_log(const KernelConfig& cfg) { return unary<LogOp>(cfg, "log"); }
+std::unique_ptr<Kernel> make_log_grad(const KernelConfig& cfg) { return unary_grad<LogGradOp>(cfg, "log_grad"); }
+std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg) { return unary<AbsOp>(cfg, "abs"); }
+std::unique_ptr<Kernel> make_abs_grad(const KernelConfig& cfg) { return unary_grad<AbsGradOp>(cfg, "abs_grad"); }
+std::unique_ptr<Kernel> make_sin(const KernelConfig& cfg) { return unary<SinOp>(cfg, "sin"); }
+std::unique_ptr<Kernel> make_sin_grad(const KernelConfig& cfg) { return unary_grad<SinGradOp>(cfg, "sin_grad"); }
+std::unique_ptr<Kernel> make_cos(const KernelConfig& cfg) { return unary<CosOp>(cfg, "cos"); }
+std::unique_ptr<Kernel> make_cos_grad(const KernelConfig& cfg) { return unary_grad<CosGradOp>(cfg, "cos_grad"); }
+std::unique_ptr<Kernel> make_softplus(const KernelConfig& cfg) { return unary<SoftplusOp>(cfg, "softplus"); }
+std::unique_ptr<Kernel> make_softplus_grad(const KernelConfig& cfg) { return unary_grad<SoftplusGradOp>(cfg, "softplus_grad"); }
+std::unique_ptr<Kernel> make_elu(const KernelConfig& cfg) {
+  return unary(cfg, "elu", EluOp{pointwise_float_attr(cfg, "elu", "alpha", 1.0f)});
+}
+std::unique_ptr<Kernel> make_elu_grad(const KernelConfig& cfg) {
+  return unary_grad(cfg, "elu_grad", EluGradOp{pointwise_float_attr(cfg, "elu_grad", "alpha", 1.0f)});
 }
 
 }  // namespace of::kernels::cpu

@@ -80,6 +80,18 @@ std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_abs_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_cos(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_cos_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_elu(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_elu_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_log(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_log_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_sin(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_sin_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_softplus(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_softplus_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_pad(const KernelConfig& cfg);  // pad.cpp
 std::unique_ptr<Kernel> make_pad_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_slice(const KernelConfig& cfg);

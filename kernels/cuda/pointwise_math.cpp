@@ -91,4 +91,19 @@ std::unique_ptr<Kernel> make_hard_sigmoid_grad(const KernelConfig& cfg) {
 std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg) { return map<HardSwishOp>(cfg, "hard_swish"); }
 std::unique_ptr<Kernel> make_hard_swish_grad(const KernelConfig& cfg) { return map_grad<HardSwishGradOp>(cfg, "hard_swish_grad"); }
 
+std::unique_ptr<Kernel> make_log(const KernelConfig& cfg) { return map<LogOp>(cfg, "log"); }
+std::unique_ptr<Kernel> make_log_grad(const KernelConfig& cfg) { return map_grad<LogGradOp>(cfg, "log_grad"); }
+std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg) { return map<AbsOp>(cfg, "abs"); }
+std::unique_ptr<Kernel> make_abs_grad(const KernelConfig& cfg) { return map_grad<AbsGradOp>(cfg, "abs_grad"); }
+std::unique_ptr<Kernel> make_sin(const KernelConfig& cfg) { return map<SinOp>(cfg, "sin"); }
+std::unique_ptr<Kernel> make_sin_grad(const KernelConfig& cfg) { return map_grad<SinGradOp>(cfg, "sin_grad"); }
+std::unique_ptr<Kernel> make_cos(const KernelConfig& cfg) { return map<CosOp>(cfg, "cos"); }
+std::unique_ptr<Kernel> make_cos_grad(const KernelConfig& cfg) { return map_grad<CosGradOp>(cfg, "cos_grad"); }
+std::unique_ptr<Kernel> make_softplus(const KernelConfig& cfg) { return map<SoftplusOp>(cfg, "softplus"); }
+std::unique_ptr<Kernel> make_softplus_grad(const KernelConfig& cfg) { return map_grad<SoftplusGradOp>(cfg, "softplus_grad"); }
+std::unique_ptr<Kernel> make_elu(const KernelConfig& cfg) { return map(cfg, "elu", EluOp{pointwise_float_attr(cfg, "elu", "alpha", 1.0f)}); }
+std::unique_ptr<Kernel> make_elu_grad(const KernelConfig& cfg) {
+  return map_grad(cfg, "elu_grad", EluGradOp{pointwise_float_attr(cfg, "elu_grad", "alpha", 1.0f)});
+}
+
 }  // namespace of::kernels::cuda

@@ -65,6 +65,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 depths (2,2), heads (2,4), window 4, stochastic_depth_prob=0.0, on [4,3,32,32]
                 (shifted windows: torch.roll, an attention mask built with Mod and ScatterND, which
                 fold; patch merging's x[..., 0::2, 0::2, :], a strided Slice at run time).
+  pointwise     the element-wise math a model writes, on [4,16]: Linear(16,16), sin of half its
+                features and cos of the other half, Linear(16,32) -> F.elu(alpha=0.5) -> Linear -> F.softplus ->
+                Linear -> F.mish, then log(|h| + 1).sum(dim=1) and |h|.sum(dim=1) beside h into
+                Linear(34,10) (Sin, Cos, Elu, Softplus, Log, Abs, ReduceSum).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -173,7 +177,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise"]
 
 
 def parse_args():
@@ -552,6 +556,25 @@ def swin():
                                  stochastic_depth_prob=0.0, num_classes=10), (3, 32, 32), 10)
 
 
+class Pointwise(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc0, self.fc1 = nn.Linear(16, 16), nn.Linear(16, 32)
+        self.fc2, self.fc3 = nn.Linear(32, 32), nn.Linear(32, 32)
+        self.head = nn.Linear(34, 10)
+
+    def forward(self, x):
+        x = self.fc0(x)
+        x = torch.cat([torch.sin(x[:, :8]), torch.cos(x[:, 8:])], dim=1)
+        h = F.mish(self.fc3(F.softplus(self.fc2(F.elu(self.fc1(x), alpha=0.5)))))
+        stats = torch.stack([torch.log(torch.abs(h) + 1).sum(dim=1), h.abs().sum(dim=1)], dim=1)
+        return self.head(torch.cat([h, stats], dim=1))
+
+
+def pointwise():
+    return Model(Pointwise(), (16,), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -593,7 +616,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise]))
 
 
 def build(name):

@@ -196,15 +196,42 @@ TEST_CASE("pointwise grads: PyTorch's rules at the kinks", "[kernels]") {
         std::vector<float>{-0.5f, 1.5f, 0, 1});
 }
 
+double softplus_ref(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+double elu_ref(double x, double alpha) { return x > 0 ? x : alpha * std::expm1(x); }
+
+TEST_CASE("log abs sin cos softplus elu: match double references", "[kernels]") {
+  check_forward("log", Attrs{}, [](double x) { return std::log(x); }, 0.05f, 8);
+  check_forward("abs", Attrs{}, [](double x) { return std::fabs(x); }, -4, 4);
+  check_forward("sin", Attrs{}, [](double x) { return std::sin(x); }, -7, 7);
+  check_forward("cos", Attrs{}, [](double x) { return std::cos(x); }, -7, 7);
+  check_forward("softplus", Attrs{}, softplus_ref, -30, 30);  // both sides of torch's threshold 20
+  check_forward("elu", Attrs{}, [](double x) { return elu_ref(x, 1.0); }, -5, 5);
+  check_forward("elu", float_attrs({{"alpha", 0.3f}}), [](double x) { return elu_ref(x, 0.3); }, -5, 5);
+}
+
+TEST_CASE("log_grad abs_grad sin_grad cos_grad softplus_grad elu_grad: match finite differences", "[kernels]") {
+  check_backward("log_grad", Attrs{}, [](double x) { return std::log(x); }, 0.05f, 8);
+  check_backward("abs_grad", Attrs{}, [](double x) { return std::fabs(x); }, -4, 4, {0});
+  check_backward("sin_grad", Attrs{}, [](double x) { return std::sin(x); }, -7, 7);
+  check_backward("cos_grad", Attrs{}, [](double x) { return std::cos(x); }, -7, 7);
+  check_backward("softplus_grad", Attrs{}, softplus_ref, -30, 30, {20});
+  check_backward("elu_grad", float_attrs({{"alpha", 0.3f}}), [](double x) { return elu_ref(x, 0.3); }, -5, 5, {0});
+  // torch's rules where the derivative jumps: sgn(0) = 0; ELU at 0 takes alpha exp(0).
+  const Shape s{3};
+  CHECK(testing::run_f32("abs_grad", Attrs{}, {s, s}, {{2, 2, 2}, {0, -1, 1}}, s) == std::vector<float>{0, -2, 2});
+  CHECK(testing::run_f32("elu_grad", float_attrs({{"alpha", 0.5f}}), {s, s}, {{2, 2, 2}, {0, 1, -40}}, s)[0] == 1.0f);
+}
+
 TEST_CASE("pointwise: bad configs throw of::Error", "[kernels]") {
   for (const char* name : {"erf", "sqrt", "reciprocal", "exp", "neg", "clip", "leaky_relu",
-                           "hard_sigmoid", "hard_swish", "gelu"}) {
+                           "hard_sigmoid", "hard_swish", "gelu", "log", "abs", "sin", "cos", "softplus", "elu"}) {
     INFO(name);
     testing::check_rejects(name, Attrs{}, {{3, 4}}, {{4, 3}});          // output shape
     testing::check_rejects(name, Attrs{}, {{3, 4}, {3, 4}}, {{3, 4}});  // arity
   }
   for (const char* name : {"erf_grad", "clip_grad", "leaky_relu_grad", "hard_sigmoid_grad",
-                           "hard_swish_grad", "gelu_grad"}) {
+                           "hard_swish_grad", "gelu_grad", "log_grad", "abs_grad", "sin_grad", "cos_grad",
+                           "softplus_grad", "elu_grad"}) {
     INFO(name);
     testing::check_rejects(name, Attrs{}, {{3, 4}, {4, 3}}, {{3, 4}});  // x shape
     testing::check_rejects(name, Attrs{}, {{3, 4}, {3, 4}}, {{12}});    // output shape

@@ -450,6 +450,17 @@ TEST_CASE("cuda twin: the pointwise math erf, sqrt, reciprocal, exp, neg, pow, c
   const HostTensor x = random_f32(shape, 90, -4, 4), dy = random_f32(shape, 91);
   const HostTensor positive = random_f32(shape, 92, 0.05f, 4);  // sqrt, reciprocal, fractional powers
   Attrs none;
+  // log, abs, sin, cos, softplus (both sides of its threshold), elu and their gradients.
+  const HostTensor wide = random_f32(shape, 93, -30, 30);
+  for (const char* k : {"abs", "sin", "cos", "elu"}) {
+    INFO(k);
+    check_twin(k, none, {x}, f32({shape}));
+    check_twin(std::string(k) + "_grad", none, {dy, x}, f32({shape}));
+  }
+  check_twin("softplus", none, {wide}, f32({shape}));
+  check_twin("softplus_grad", none, {dy, wide}, f32({shape}));
+  check_twin("log", none, {positive}, f32({shape}));
+  check_twin("log_grad", none, {dy, positive}, f32({shape}));
   for (const char* k : {"erf", "exp", "neg", "hard_swish"}) {
     INFO(k);
     check_twin(k, none, {x}, f32({shape}));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// ReduceMean (a LayerNorm written out below opset 17, a mean over the sequence): axes from the
-// attribute (opsets 13-17) or a constant input (18); keepdims. Runs reduce_sum with a divisor.
+// ReduceMean (a LayerNorm written out below opset 17, a mean over the sequence) and ReduceSum
+// (x.sum(dim)): axes from the attribute (ReduceMean below opset 18) or a constant input (ReduceSum
+// from opset 13, ReduceMean from 18); keepdims; noop_with_empty_axes. Both run reduce_sum,
+// ReduceMean with a divisor.
 #include <algorithm>
 
 #include "compiler/ops/ops.h"
@@ -8,7 +10,7 @@
 namespace of::compiler {
 namespace {
 
-std::vector<int64_t> mean_axes(OpCtx& c) {
+std::vector<int64_t> reduced_axes(OpCtx& c) {
   const auto rank = int64_t(c.in(0).shape.size());
   std::vector<int64_t> axes = c.has_in(1) ? c.const_ints(1) : c.attrs().get_ints("axes");
   if (axes.empty() && c.attrs().get_int("noop_with_empty_axes", 0) == 0)
@@ -19,10 +21,10 @@ std::vector<int64_t> mean_axes(OpCtx& c) {
   return axes;
 }
 
-void infer_reduce_mean(OpCtx& c) {
+void infer_reduce(OpCtx& c) {
   c.expect_arity(1, 2);
   c.expect_float(0);
-  const std::vector<int64_t> axes = mean_axes(c);
+  const std::vector<int64_t> axes = reduced_axes(c);
   const bool keep = c.attrs().get_int("keepdims", 1) != 0;
   Shape out;
   const Shape& x = c.in(0).shape;
@@ -34,28 +36,33 @@ void infer_reduce_mean(OpCtx& c) {
   c.out(0) = TensorDesc{out, DType::f32};
 }
 
-void lower_reduce_mean(OpCtx& c) {
-  const std::vector<int64_t> axes = mean_axes(c);
+void lower_reduce(OpCtx& c, bool mean) {
+  const std::vector<int64_t> axes = reduced_axes(c);
   int64_t n = 1;
   for (int64_t a : axes) n *= c.in(0).shape[size_t(a)];
   Attrs a;
   a.set_ints("axes", axes);
   a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
-  a.set_float("divisor", n > 0 ? float(n) : 1.0f);
+  a.set_float("divisor", mean && n > 0 ? float(n) : 1.0f);
   c.set_kernel("reduce_sum", std::move(a));
   c.set_runtime_inputs({0});
 }
 
-// dX = dY (with the reduced axes kept as 1) broadcast to X's shape, divided by n.
-void grad_reduce_mean(GradCtx& g) {
+void lower_reduce_mean(OpCtx& c) { lower_reduce(c, true); }
+void lower_reduce_sum(OpCtx& c) { lower_reduce(c, false); }
+
+// dX = dY (with the reduced axes kept as 1) broadcast to X's shape, divided by n for a mean.
+void grad_reduce(GradCtx& g) {
   if (!g.wants(0)) return;
   const TensorDesc x = g.desc(g.in(0));
   const std::vector<int64_t> axes = g.attrs().get_ints("axes");
   Shape kept = x.shape;
   for (int64_t a : axes) kept[size_t(a)] = 1;
+  const std::string op = g.node().op_type + "Grad";
   const ValueId dy = g.reshape(g.out_grad(0), kept);
-  const ValueId wide = g.emit("ReduceMeanGrad", "expand", {dy}, {}, x);
-  g.add_in_grad(0, g.emit("ReduceMeanGrad", "div", {wide, g.scalar(g.attrs().get_float("divisor", 1.0f))}, {}, x));
+  const ValueId wide = g.emit(op, "expand", {dy}, {}, x);
+  const float divisor = g.attrs().get_float("divisor", 1.0f);
+  g.add_in_grad(0, divisor == 1.0f ? wide : g.emit(op, "div", {wide, g.scalar(divisor)}, {}, x));
 }
 
 // reduce_sum (ReduceMean's kernel, and every gradient that undoes a broadcast): a split of a
@@ -81,8 +88,12 @@ void reduce_sum_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) 
 
 }  // namespace
 
-OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce_mean, lower_reduce_mean, grad_reduce_mean,
+OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce, lower_reduce_mean, grad_reduce,
           {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
           {sbp_rule("reduce_sum", reduce_sum_sbp)}}; }
+
+// reduce_sum's SBP rule is ReduceMean's (listed there once).
+OpDef reduce_sum_def() { return {"ReduceSum", infer_reduce, lower_reduce_sum, grad_reduce,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}}; }
 
 }  // namespace of::compiler
