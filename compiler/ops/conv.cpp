@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conv (2-D only): X [N,C,H,W], W [M,C/group,kH,kW], optional B [M] -> [N,M,oH,oW], with
-// auto_pad resolved into explicit pads for the kernel.
+// Conv (2-D, and 1-D as height 1): X [N,C,H,W], W [M,C/group,kH,kW], optional B [M] ->
+// [N,M,oH,oW] (or X [N,C,L], W [M,C/group,k] -> [N,M,oL]), with auto_pad resolved into explicit
+// pads for the kernel.
 #include <fmt/format.h>
 
 #include "compiler/ops/ops.h"
@@ -14,7 +15,8 @@ Window2d conv_window(const OpCtx& c) {
   const Shape& w = c.in(1).shape;
   int64_t group = c.attrs().get_int("group", 1);
   if (group < 1) c.fail("attribute group = {} must be >= 1", group);
-  if (w.size() != 4) c.fail("input 1 (weight) has shape {}, expected rank 4 [M,C/group,kH,kW]", shape_str(w));
+  if (w.size() != x.size())
+    c.fail("input 1 (weight) has shape {}, expected rank {} ({})", shape_str(w), x.size(), x.size() == 3 ? "[M,C/group,k]" : "[M,C/group,kH,kW]");
   if (x[1] % group != 0) c.fail("input channels {} are not divisible by group {}", x[1], group);
   if (w[1] != x[1] / group)
     c.fail("input 1 (weight) has shape {}, expected [*,{},*,*] (input channels {} / group {})", shape_str(w),
@@ -22,19 +24,20 @@ Window2d conv_window(const OpCtx& c) {
   if (w[0] % group != 0) c.fail("input 1 (weight) has {} output channels, not divisible by group {}", w[0], group);
   if (c.has_in(2) && c.in(2).shape != Shape{w[0]})
     c.fail("input 2 (bias) has shape {}, expected [{}]", shape_str(c.in(2).shape), w[0]);
-  if (c.attrs().has("kernel_shape") && c.attrs().get_ints("kernel_shape") != std::vector<int64_t>{w[2], w[3]})
-    c.fail("attribute kernel_shape = [{}] does not match the weight's spatial shape [{},{}]",
-           fmt::join(c.attrs().get_ints("kernel_shape"), ","), w[2], w[3]);
-  return window_2d(c, x, {w[2], w[3]}, false);
+  const std::vector<int64_t> spatial(w.begin() + 2, w.end());
+  if (c.attrs().has("kernel_shape") && c.attrs().get_ints("kernel_shape") != spatial)
+    c.fail("attribute kernel_shape = [{}] does not match the weight's spatial shape [{}]",
+           fmt::join(c.attrs().get_ints("kernel_shape"), ","), fmt::join(spatial, ","));
+  return window_2d(c, x, w.size() == 3 ? std::array<int64_t, 2>{1, w[2]} : std::array<int64_t, 2>{w[2], w[3]}, false);
 }
 
 void infer_conv(OpCtx& c) {
   c.expect_arity(2, 3);
   for (size_t i = 0; i < 3; ++i)
     if (c.has_in(i)) c.expect_float(i);
-  expect_2d(c, "convolution");
+  expect_1d_or_2d(c, "convolution");
   Window2d win = conv_window(c);
-  c.out(0) = TensorDesc{{c.in(0).shape[0], c.in(1).shape[0], win.out[0], win.out[1]}, DType::f32};
+  c.out(0) = TensorDesc{window_output(c.in(0).shape, c.in(1).shape[0], win), DType::f32};
 }
 
 void lower_conv(OpCtx& c) {
@@ -47,14 +50,15 @@ void lower_conv(OpCtx& c) {
   c.set_kernel("conv", std::move(a));
 }
 
-// dX and dW by the conv_grad kernels (same geometry attributes), db by summing dY over N, H, W.
+// dX and dW by the conv_grad kernels (same geometry attributes), db by summing dY over N, H, W
+// (N, L for a 1-D convolution).
 void grad_conv(GradCtx& g) {
   const ValueId dy = g.out_grad(0);
   if (g.wants(0)) g.add_in_grad(0, g.emit("ConvGradData", "conv_grad_data", {dy, g.in(1)}, g.attrs(), g.desc(g.in(0))));
   if (g.wants(1)) g.add_in_grad(1, g.emit("ConvGradWeight", "conv_grad_weight", {dy, g.in(0)}, g.attrs(), g.desc(g.in(1))));
   if (g.wants(2)) {
     Attrs a;
-    a.set_ints("axes", {0, 2, 3});
+    a.set_ints("axes", g.desc(dy).shape.size() == 3 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{0, 2, 3});
     a.set_int("keepdims", 0);
     g.add_in_grad(2, g.emit("ReduceSum", "reduce_sum", {dy}, std::move(a), g.desc(g.in(2))));
   }

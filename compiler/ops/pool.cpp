@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// MaxPool and AveragePool (2-D, explicit or auto_pad pads, ceil_mode) and GlobalAveragePool.
+// MaxPool and AveragePool (1-D and 2-D, explicit or auto_pad pads, ceil_mode) and GlobalAveragePool.
 #include <algorithm>
 
 #include "compiler/ops/ops.h"
@@ -11,17 +11,17 @@ namespace {
 // Checks what both pooling ops share and returns the window; `what` names the op in messages.
 Window2d pool_window(OpCtx& c, std::string_view what) {
   c.expect_float(0);
-  expect_2d(c, what);
+  const int axes = expect_1d_or_2d(c, what);
   if (!c.attrs().has("kernel_shape")) c.fail("attribute kernel_shape is required");
   std::vector<int64_t> k = c.attrs().get_ints("kernel_shape");
-  if (k.size() != 2) c.fail("attribute kernel_shape has {} values, expected 2", k.size());
+  if (k.size() != size_t(axes)) c.fail("attribute kernel_shape has {} values, expected {}", k.size(), axes);
   int64_t ceil_mode = c.attrs().get_int("ceil_mode", 0);
-  return window_2d(c, c.in(0).shape, {k[0], k[1]}, ceil_mode != 0);
+  return window_2d(c, c.in(0).shape, axes == 1 ? std::array<int64_t, 2>{1, k[0]} : std::array<int64_t, 2>{k[0], k[1]},
+                   ceil_mode != 0);
 }
 
 void set_out(OpCtx& c, const Window2d& win) {
-  const Shape& x = c.in(0).shape;
-  c.out(0) = TensorDesc{{x[0], x[1], win.out[0], win.out[1]}, DType::f32};
+  c.out(0) = TensorDesc{window_output(c.in(0).shape, c.in(0).shape[1], win), DType::f32};
 }
 
 void check_max_pool(OpCtx& c) {
@@ -47,7 +47,8 @@ void lower_max_pool(OpCtx& c) {
 }
 
 Window2d average_pool_window(OpCtx& c) {
-  if (c.attrs().get_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
+  const std::vector<int64_t> dil = c.attrs().get_ints("dilations", {});
+  if (std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; }))
     c.fail("attribute dilations is not supported for average pooling");
   return pool_window(c, "average pooling");
 }

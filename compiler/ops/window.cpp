@@ -21,18 +21,33 @@ std::vector<int64_t> ints_attr(const OpCtx& c, const char* name, size_t n, int64
 
 }  // namespace
 
-void expect_2d(const OpCtx& c, std::string_view what) {
+int expect_1d_or_2d(const OpCtx& c, std::string_view what) {
   const Shape& x = c.in(0).shape;
-  if (x.size() != 4)
-    c.fail("only 2-D {} is supported: input 0 has shape {}, expected rank 4 [N,C,H,W]", what, shape_str(x));
+  if (x.size() != 3 && x.size() != 4)
+    c.fail("only 1-D and 2-D {} is supported: input 0 has shape {}, expected rank 3 [N,C,L] or 4 [N,C,H,W]", what,
+           shape_str(x));
+  return int(x.size()) - 2;
 }
 
-Window2d window_2d(const OpCtx& c, const Shape& input, std::array<int64_t, 2> kernel, bool ceil_mode) {
+Shape window_output(const Shape& input, int64_t channels, const Window2d& w) {
+  if (input.size() == 3) return {input[0], channels, w.out[1]};
+  return {input[0], channels, w.out[0], w.out[1]};
+}
+
+Window2d window_2d(const OpCtx& c, const Shape& input_given, std::array<int64_t, 2> kernel, bool ceil_mode) {
   Window2d w;
   w.kernel = kernel;
-  std::vector<int64_t> s = ints_attr(c, "strides", 2, 1, 1);
-  std::vector<int64_t> d = ints_attr(c, "dilations", 2, 1, 1);
-  std::vector<int64_t> p = ints_attr(c, "pads", 4, 0, 0);
+  const bool one_d = input_given.size() == 3;
+  const Shape input = one_d ? Shape{input_given[0], input_given[1], 1, input_given[2]} : input_given;
+  const size_t axes = one_d ? 1 : 2;
+  std::vector<int64_t> s = ints_attr(c, "strides", axes, 1, 1);
+  std::vector<int64_t> d = ints_attr(c, "dilations", axes, 1, 1);
+  std::vector<int64_t> p = ints_attr(c, "pads", 2 * axes, 0, 0);
+  if (one_d) {  // height 1: kernel, stride and dilation 1 and no pads along it
+    s = {1, s[0]};
+    d = {1, d[0]};
+    p = {0, p[0], 0, p[1]};
+  }
   std::string auto_pad = c.attrs().get_str("auto_pad", "NOTSET");
   if (auto_pad.empty()) auto_pad = "NOTSET";
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")

@@ -51,6 +51,11 @@ AxisView axis_view(const KernelConfig& cfg, std::string_view kernel, const Shape
 // when absent; anything else is refused.
 bool fused_relu(const KernelConfig& cfg, std::string_view kernel);
 
+// The windowed kernels (conv, pooling and their gradients) are 2-D; a 1-D one (nn.Conv1d,
+// MaxPool1d, AvgPool1d: [N,C,L], weights [M,C/g,k]) runs as the 2-D one of height 1, which the
+// compiler lowers with 2-D attributes. This is that shape: rank 3 gets a 1 before its last axis.
+inline Shape as_2d_window(const Shape& s) { return s.size() == 3 ? Shape{s[0], s[1], 1, s[2]} : s; }
+
 // y[i] = max(y[i], 0) over n floats.
 void relu_inplace(float* y, int64_t n);
 

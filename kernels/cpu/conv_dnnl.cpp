@@ -48,7 +48,8 @@ struct ConvDescs {
 
 // The oneDNN description of a configuration the im2col kernels already validated, or nothing
 // when oneDNN's primitive is not the faster choice (groups, few input channels) or not f32.
-std::optional<ConvDescs> conv_descs(const KernelConfig& cfg, const Shape& x, const Shape& w, const Shape& y) {
+std::optional<ConvDescs> conv_descs(const KernelConfig& cfg, const Shape& x_given, const Shape& w_given, const Shape& y_given) {
+  const Shape x = as_2d_window(x_given), w = as_2d_window(w_given), y = as_2d_window(y_given);  // 1-D: height 1
   if (x.size() != 4 || w.size() != 4 || y.size() != 4 || cfg.attrs.get_int("group", 1) != 1) return std::nullopt;
   if (x[1] < kMinChannels || w[1] != x[1] || y[1] != w[0] || y[0] != x[0]) return std::nullopt;
   for (const auto* list : {&cfg.inputs, &cfg.outputs})

@@ -24,12 +24,14 @@ Range valid_outputs(int64_t len, int64_t stride, int64_t offset, int64_t out_len
 
 }  // namespace
 
-ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, const Shape& x,
-                           const Shape& wt) {
+ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, const Shape& x_given,
+                           const Shape& wt_given) {
   ConvGeometry g;
+  g.one_d = x_given.size() == 3 && wt_given.size() == 3;
+  const Shape x = g.one_d ? as_2d_window(x_given) : x_given, wt = g.one_d ? as_2d_window(wt_given) : wt_given;
   if (x.size() != 4 || wt.size() != 4)
-    fail(where_of(cfg), "{}: only 2-D convolution is supported: X {}, W {}", kernel,
-         shape_str(x), shape_str(wt));
+    fail(where_of(cfg), "{}: only 1-D and 2-D convolution is supported: X {}, W {}", kernel,
+         shape_str(x_given), shape_str(wt_given));
   g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
   g.m = wt[0], g.kh = wt[2], g.kw = wt[3];
   if (g.c < 1 || g.kh < 1 || g.kw < 1)

@@ -21,16 +21,17 @@ struct ConvGeometry {
   int64_t stride_h = 1, stride_w = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
   // 1x1, stride 1, unpadded: an input block already is its column matrix (no im2col).
   bool direct = false;
+  bool one_d = false;  // X [N,C,L] and W [M,C/g,k], run as height 1 (cpu::as_2d_window)
   std::vector<Range> rows, cols;  // per kernel row / column: outputs inside the input
 
   int64_t kdim() const { return cg * kh * kw; }  // rows of the column matrix
   int64_t spatial() const { return oh * ow; }    // its columns
   // The thread workspace one block's im2col needs (none when direct).
   size_t column_bytes() const { return direct ? 0 : size_t(kdim() * spatial()) * sizeof(float); }
-  Shape y_shape() const { return {n, m, oh, ow}; }
+  Shape y_shape() const { return one_d ? Shape{n, m, ow} : Shape{n, m, oh, ow}; }
 };
 
-// Checks X [N,C,H,W] and W [M,C/g,kH,kW] against the attributes (kernel_shape, strides, pads,
+// Checks X [N,C,H,W] and W [M,C/g,kH,kW] (or [N,C,L] and [M,C/g,k], as height 1) against the attributes (kernel_shape, strides, pads,
 // dilations, group) and returns the geometry; throws of::Error naming cfg.node and `kernel`.
 ConvGeometry conv_geometry(const KernelConfig& cfg, std::string_view kernel, const Shape& x,
                            const Shape& w);

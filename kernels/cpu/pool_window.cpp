@@ -28,10 +28,13 @@ std::vector<Window> windows(const Axis& a) {
   return ws;
 }
 
-std::pair<Axis, Axis> pool_axes(const KernelConfig& cfg, const char* name, const Shape& x,
-                                const Shape& y, const char* y_what, bool dilations) {
+std::pair<Axis, Axis> pool_axes(const KernelConfig& cfg, const char* name, const Shape& x_given,
+                                const Shape& y_given, const char* y_what, bool dilations) {
+  if (x_given.size() != y_given.size())
+    fail(where_of(cfg), "{}: X {} and {} {} differ in rank", name, shape_str(x_given), y_what, shape_str(y_given));
+  const Shape x = as_2d_window(x_given), y = as_2d_window(y_given);  // 1-D pooling: height 1
   if (x.size() != 4)
-    fail(where_of(cfg), "{}: only 2-D pooling is supported: X {}", name, shape_str(x));
+    fail(where_of(cfg), "{}: only 1-D and 2-D pooling is supported: X {}", name, shape_str(x_given));
   const auto ks = get_ints_n(cfg, name, "kernel_shape", 2, {});
   const auto st = get_ints_n(cfg, name, "strides", 2, {1, 1});
   const auto pads = get_ints_n(cfg, name, "pads", 4, {0, 0, 0, 0});

@@ -133,7 +133,7 @@ const std::vector<Row>& rows() {
       {"model: a value defined twice", [](const TempDir& d) { return ofc(d, "hostile/duplicate_output.onnx"); },
        "ofc: error: {f}/hostile/duplicate_output.onnx: node 'b' (Relu): output 't' is defined twice"},
       {"model: 3-D convolution", [](const TempDir& d) { return ofc(d, "hostile/conv_3d.onnx"); },
-       "ofc: error: {f}/hostile/conv_3d.onnx: node 'conv' (Conv): only 2-D convolution is supported: input 0 has shape [1,1,4,4,4], expected rank 4 [N,C,H,W]"},
+       "ofc: error: {f}/hostile/conv_3d.onnx: node 'conv' (Conv): only 1-D and 2-D convolution is supported: input 0 has shape [1,1,4,4,4], expected rank 3 [N,C,L] or 4 [N,C,H,W]"},
       {"model: opset newer than the importer knows", [](const TempDir& d) { return ofc(d, "hostile/new_opset.onnx"); },
        "ofc: error: {f}/hostile/new_opset.onnx: opset 99 is newer than this ofc knows (13..18); export with opset_version <= 18"},
       {"model: a batch of 0", [](const TempDir& d) { return ofc(d, "hostile/batch_zero.onnx"); },

@@ -69,6 +69,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 features and cos of the other half, Linear(16,32) -> F.elu(alpha=0.5) -> Linear -> F.softplus ->
                 Linear -> F.mish, then log(|h| + 1).sum(dim=1) and |h|.sum(dim=1) beside h into
                 Linear(34,10) (Sin, Cos, Elu, Softplus, Log, Abs, ReduceSum).
+  conv1d        a 1-D CNN over sequences, on [4,4,32]: Conv1d(4,16,5,padding=2,bias=False) ->
+                BatchNorm1d -> ReLU
+                -> MaxPool1d(2) -> Conv1d(16,16,3,stride=2,dilation=2,padding=2) -> ReLU ->
+                AvgPool1d(2) -> AdaptiveAvgPool1d(1) -> Linear(16,10).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -177,7 +181,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d"]
 
 
 def parse_args():
@@ -575,6 +579,14 @@ def pointwise():
     return Model(Pointwise(), (16,), 10)
 
 
+def conv1d():
+    # No bias before the BatchNorm (bn_cnn says why); the second convolution has one.
+    net = nn.Sequential(nn.Conv1d(4, 16, 5, padding=2, bias=False), nn.BatchNorm1d(16), nn.ReLU(), nn.MaxPool1d(2),
+                        nn.Conv1d(16, 16, 3, stride=2, dilation=2, padding=2), nn.ReLU(), nn.AvgPool1d(2),
+                        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(16, 10))
+    return Model(net, (4, 32), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -616,7 +628,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d]))
 
 
 def build(name):

@@ -49,10 +49,21 @@ TEST_CASE("conv: an absent optional bias is not read at run time", "[compiler]")
   CHECK(t.node().runtime_inputs.size() == 2);
 }
 
-TEST_CASE("conv: rejects 1-D convolution", "[compiler]") {
-  REQUIRE_THROWS_AS(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3})}), of::Error);
-  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3})}),
-                      Catch::Contains("node 'Conv_0' (Conv)") && Catch::Contains("only 2-D convolution is supported"));
+TEST_CASE("conv: 1-D (nn.Conv1d) lowers as the 2-D kernel of height 1", "[compiler]") {
+  OneNode t(conv_def(), {f32({2, 3, 10}), f32({4, 3, 3}), f32({4})}, A().is("strides", {2}).is("pads", {1, 2}).is("dilations", {1}));
+  CHECK(t.shape() == Shape{2, 4, 6});  // (10 + 1 + 2 - 3) / 2 + 1
+  CHECK(t.kernel() == "conv");
+  CHECK(t.ints("strides") == std::vector<int64_t>{1, 2});
+  CHECK(t.ints("pads") == std::vector<int64_t>{0, 1, 0, 2});
+  CHECK(t.ints("dilations") == std::vector<int64_t>{1, 1});
+}
+
+TEST_CASE("conv: rejects 3-D convolution, and a weight of another rank than the input", "[compiler]") {
+  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 4, 4, 4}), f32({4, 3, 3, 3, 3})}),
+                      Catch::Contains("node 'Conv_0' (Conv)") && Catch::Contains("only 1-D and 2-D convolution is supported"));
+  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3, 3})}), Catch::Contains("expected rank 3 ([M,C/group,k])"));
+  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3})}, A().is("strides", {1, 1})),
+                      Catch::Contains("attribute strides has 2 values, expected 1"));
 }
 
 TEST_CASE("conv: rejects a weight whose channels do not match input channels / group", "[compiler]") {

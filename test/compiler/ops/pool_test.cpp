@@ -49,9 +49,22 @@ TEST_CASE("max_pool: rejects the Indices output, storage_order and a missing ker
                       Catch::Contains("node 'MaxPool_0'") && Catch::Contains("kernel_shape is required"));
 }
 
+TEST_CASE("pooling: 1-D (MaxPool1d, AvgPool1d) lowers as the 2-D kernels of height 1", "[compiler]") {
+  OneNode m(max_pool_def(), {f32({2, 3, 9})}, A().is("kernel_shape", {3}).is("strides", {2}).is("pads", {1, 1}));
+  CHECK(m.shape() == Shape{2, 3, 5});
+  CHECK(m.ints("kernel_shape") == std::vector<int64_t>{1, 3});
+  CHECK(m.ints("strides") == std::vector<int64_t>{1, 2});
+  CHECK(m.ints("pads") == std::vector<int64_t>{0, 1, 0, 1});
+  OneNode a(average_pool_def(), {f32({2, 3, 8})}, A().is("kernel_shape", {2}).is("strides", {2}));
+  CHECK(a.shape() == Shape{2, 3, 4});
+  CHECK(a.ints("kernel_shape") == std::vector<int64_t>{1, 2});
+  REQUIRE_THROWS_WITH(OneNode(max_pool_def(), {f32({2, 3, 9})}, A().is("kernel_shape", {3, 3})),
+                      Catch::Contains("kernel_shape has 2 values, expected 1"));
+}
+
 TEST_CASE("max_pool: rejects 3-D pooling and bad strides", "[compiler]") {
   REQUIRE_THROWS_WITH(OneNode(max_pool_def(), {f32({1, 1, 4, 4, 4})}, A().is("kernel_shape", {2, 2, 2})),
-                      Catch::Contains("only 2-D max pooling is supported: input 0 has shape [1,1,4,4,4]"));
+                      Catch::Contains("only 1-D and 2-D max pooling is supported: input 0 has shape [1,1,4,4,4]"));
   REQUIRE_THROWS_WITH(
       OneNode(max_pool_def(), {f32({1, 1, 4, 4})}, A().is("kernel_shape", {2, 2}).is("strides", {0, 1})),
       Catch::Contains("attribute strides = [0,1] must hold values >= 1"));

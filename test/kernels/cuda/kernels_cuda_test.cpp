@@ -266,7 +266,8 @@ TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations,
       {{1, 2, 10, 9}, {3, 2, 3, 2}, {1, 3, 7, 9}, conv_attrs({3, 2}, {1, 1}, {0, 1, 1, 0}, {2, 1}, 1)},       // asym. pads, dilation
       {{3, 4, 6, 6}, {4, 1, 3, 3}, {3, 4, 2, 2}, conv_attrs({3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 4)},        // depthwise, stride 3
       {{2, 4, 11, 10}, {6, 2, 3, 3}, {2, 6, 5, 3}, conv_attrs({3, 3}, {2, 3}, {2, 0, 1, 1}, {2, 1}, 2)},     // all at once
-      {{0, 3, 9, 9}, {4, 3, 3, 3}, {0, 4, 9, 9}, conv_attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)}};      // empty batch
+      {{0, 3, 9, 9}, {4, 3, 3, 3}, {0, 4, 9, 9}, conv_attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)},       // empty batch
+      {{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({1, 3}, {1, 2}, {0, 1, 0, 2}, {1, 1}, 1)}};                // 1-D (Conv1d)
   for (const Case& c : cases) {
     INFO("X " << shape_str(c.x) << " W " << shape_str(c.w));
     const HostTensor x = random_f32(c.x, 45), w = random_f32(c.w, 46), dy = random_f32(c.y, 47);
@@ -291,7 +292,8 @@ TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows
       {{1, 2, 9, 8}, {1, 2, 5, 4}, conv_attrs({3, 2}, {1, 2}, {0, 0, 0, 0}, {2, 1}, 0)},  // dilation
       {{1, 2, 3, 3}, {1, 2, 3, 3}, conv_attrs({1, 1}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0)},  // corner windows all padding
       {{1, 2, 5, 5}, {1, 2, 3, 3}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)},  // ceil mode
-      {{0, 2, 4, 4}, {0, 2, 2, 2}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)}};  // empty batch
+      {{0, 2, 4, 4}, {0, 2, 2, 2}, conv_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0)},  // empty batch
+      {{2, 3, 9}, {2, 3, 5}, conv_attrs({1, 3}, {1, 2}, {0, 1, 0, 1}, {1, 1}, 0)}};     // 1-D (MaxPool1d)
   const Tolerance exact{0, 0};  // a max moves values: no rounding, nothing to tolerate
   for (const Case& c : cases) {
     INFO(shape_str(c.x));
