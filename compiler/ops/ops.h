@@ -13,6 +13,7 @@ OpDef div_def();
 OpDef batch_norm_def();           // batch_norm.cpp
 OpDef concat_def();               // concat.cpp
 OpDef conv_def();                 // conv.cpp
+OpDef conv_transpose_def();       // conv_transpose.cpp
 OpDef delay_def();                // delay.cpp (custom op of.test.Delay)
 OpDef gather_def();               // gather.cpp
 OpDef gemm_def();                 // gemm.cpp

@@ -20,6 +20,7 @@ const std::vector<OpDef>& all_ops() {
       concat_def(),
       constant_of_shape_def(),
       conv_def(),
+      conv_transpose_def(),
       cos_def(),
       div_def(),
       dropout_def(),

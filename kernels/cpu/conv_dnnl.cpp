@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "kernels/cpu/check.h"
+#include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/thread_workspace.h"
 
@@ -123,10 +124,11 @@ class DnnlConv final : public Kernel {
   int64_t size_;  // elements of the output
 };
 
-// in: dY, W; out: dX.
+// in: dY, W[, bias]; out: dX (+ bias: ConvTranspose's forward pass).
 class DnnlConvGradData final : public Kernel {
  public:
-  explicit DnnlConvGradData(const ConvDescs& d) {
+  DnnlConvGradData(const ConvDescs& d, const KernelConfig& cfg)
+      : bias_(cfg.inputs.size() == 3), g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {
     dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, ConvDescs::any(d.x),
                                                ConvDescs::any(d.w), ConvDescs::any(d.y), d.strides, d.dilations,
                                                d.pad_l, d.pad_r);
@@ -146,11 +148,14 @@ class DnnlConvGradData final : public Kernel {
     set_handle(w_, in[1]);
     set_handle(dx_, out[0]);
     seq_.run(ctx);
+    if (bias_) add_channel_bias(g_, static_cast<const float*>(in[2]), static_cast<float*>(out[0]));
   }
 
   size_t workspace_bytes() const override { return seq_.workspace_bytes(); }
 
  private:
+  bool bias_;
+  ConvGeometry g_;
   DnnlSequence seq_;
   memory dy_, w_, dx_;
 };
@@ -247,7 +252,7 @@ std::unique_ptr<Kernel> make_dnnl_conv(const KernelConfig& cfg) {
 std::unique_ptr<Kernel> make_dnnl_conv_grad_data(const KernelConfig& cfg) {
   const auto d = conv_descs(cfg, cfg.outputs[0].shape, cfg.inputs[1].shape, cfg.inputs[0].shape);
   if (!d) return nullptr;
-  return std::make_unique<DnnlConvGradData>(*d);
+  return std::make_unique<DnnlConvGradData>(*d, cfg);
 }
 
 std::unique_ptr<Kernel> make_dnnl_conv_grad_weight(const KernelConfig& cfg) {

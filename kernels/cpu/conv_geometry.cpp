@@ -89,13 +89,24 @@ ConvForward conv_forward(const KernelConfig& cfg) {
 }
 
 ConvGeometry conv_grad_geometry(const KernelConfig& cfg, const char* name, bool x_is_output) {
-  check_arity(cfg, name, 2, 2, 1);
+  check_arity(cfg, name, 2, x_is_output ? 3 : 2, 1);  // conv_grad_data: a bias for ConvTranspose
   check_dtypes(cfg, name, DType::f32);
   const Shape& x = x_is_output ? cfg.outputs[0].shape : cfg.inputs[1].shape;
   const Shape& w = x_is_output ? cfg.inputs[1].shape : cfg.outputs[0].shape;
   ConvGeometry g = conv_geometry(cfg, name, x, w);
   check_input_shape(cfg, name, 0, "dy", g.y_shape());
+  if (cfg.inputs.size() == 3) check_input_shape(cfg, name, 2, "bias", {g.c});
   return g;
+}
+
+void add_channel_bias(const ConvGeometry& g, const float* bias, float* x) {
+  const int64_t plane = g.h * g.w;
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t c = 0; c < g.c; ++c) {
+      float* p = x + (b * g.c + c) * plane;
+      const float v = bias[c];
+      for (int64_t i = 0; i < plane; ++i) p[i] += v;
+    }
 }
 
 void im2col(const ConvGeometry& g, const float* x, float* col) {

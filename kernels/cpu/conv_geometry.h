@@ -43,10 +43,14 @@ struct ConvForward {
 };
 ConvForward conv_forward(const KernelConfig& cfg);
 
-// The geometry of conv_grad_data (dY, W) -> dX and conv_grad_weight (dY, X) -> dW: dY's shape is
-// checked against the one X's shape implies; several X sizes give the same dY when strides > 1,
-// which is why dX's shape comes from the compiler.
+// The geometry of conv_grad_data (dY, W[, bias]) -> dX and conv_grad_weight (dY, X) -> dW: dY's
+// shape is checked against the one X's shape implies; several X sizes give the same dY when
+// strides > 1, which is why dX's shape comes from the compiler. conv_grad_data is also
+// ConvTranspose's forward pass (Y = the transposed convolution of X), whose bias [C of dX] it
+// adds after the product.
 ConvGeometry conv_grad_geometry(const KernelConfig& cfg, const char* name, bool x_is_output);
+// x [N, C, H, W] += bias[c] on every plane (conv_grad_data's bias).
+void add_channel_bias(const ConvGeometry& g, const float* bias, float* x);
 
 // col [kdim, OH*OW] from the C/g planes at x (zeros where a tap reads padding).
 void im2col(const ConvGeometry& g, const float* x, float* col);

@@ -22,7 +22,8 @@ namespace {
 
 class ConvGradData final : public Kernel {
  public:
-  explicit ConvGradData(const KernelConfig& cfg) : g_(conv_grad_geometry(cfg, "conv_grad_data", true)) {}
+  explicit ConvGradData(const KernelConfig& cfg)
+      : g_(conv_grad_geometry(cfg, "conv_grad_data", true)), bias_(cfg.inputs.size() == 3) {}
   // The column matrix of one (batch, group).
   size_t workspace_bytes() const override { return g_.column_bytes(); }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
@@ -47,10 +48,12 @@ class ConvGradData final : public Kernel {
         }
       }
     }
+    if (bias_) add_channel_bias(g_, static_cast<const float*>(in[2]), dx);
   }
 
  private:
   ConvGeometry g_;
+  bool bias_;
 };
 
 class ConvGradWeight final : public Kernel {

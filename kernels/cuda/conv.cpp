@@ -81,7 +81,8 @@ class Conv final : public ConvBase {
 
 class ConvGradData final : public ConvBase {
  public:
-  explicit ConvGradData(const KernelConfig& cfg) : ConvBase(cfg, "conv_grad_data", cpu::conv_grad_geometry(cfg, "conv_grad_data", true)) {}
+  explicit ConvGradData(const KernelConfig& cfg)
+      : ConvBase(cfg, "conv_grad_data", cpu::conv_grad_geometry(cfg, "conv_grad_data", true)), bias_(cfg.inputs.size() == 3) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     DeviceStream& s = *ctx.stream;
     const auto* dy = static_cast<const float*>(in[0]);
@@ -105,8 +106,23 @@ class ConvGradData final : public ConvBase {
         if (!g_.direct) launch_col2im(block_, col(), dxg, s.stream);
       }
     if (st != CUBLAS_STATUS_SUCCESS) s.note_failure("conv_grad_data: cublasSgemm", int(st));
+    if (bias_) {  // ConvTranspose's bias: dX [N, C, plane] += bias[c], in place
+      BroadcastSpace b;
+      b.rank = 3;
+      const int64_t dims[3] = {g_.n, g_.c, plane}, dense[3] = {g_.c * plane, plane, 1}, per_channel[3] = {0, 1, 0};
+      for (int d = 0; d < 3; ++d) {
+        b.dims[d] = dims[d];
+        b.a_strides[d] = dense[d];
+        b.b_strides[d] = per_channel[d];
+      }
+      b.total = g_.n * g_.c * plane;
+      launch_binary(BinaryOp::add, b, dx, static_cast<const float*>(in[2]), dx, s.stream);
+    }
     s.check_launch("conv_grad_data");
   }
+
+ private:
+  bool bias_;
 };
 
 class ConvGradWeight final : public ConvBase {

@@ -73,6 +73,11 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 BatchNorm1d -> ReLU
                 -> MaxPool1d(2) -> Conv1d(16,16,3,stride=2,dilation=2,padding=2) -> ReLU ->
                 AvgPool1d(2) -> AdaptiveAvgPool1d(1) -> Linear(16,10).
+  unet          a small U-Net on [4,3,16,16]: two Conv2d+ReLU downsampling steps (stride 2), a
+                ConvTranspose2d(16,8,3,stride=2,padding=1,output_padding=1) back up, its output
+                concatenated with the skip, a ConvTranspose2d(16,8,2,stride=2,groups=2), a
+                ConvTranspose1d(8,4,3,stride=2) over the flattened rows, then Linear(.,10)
+                (ONNX ConvTranspose: output_padding, groups, bias, 1-D).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -181,7 +186,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet"]
 
 
 def parse_args():
@@ -587,6 +592,28 @@ def conv1d():
     return Model(net, (4, 32), 10)
 
 
+class UNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down1 = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU())
+        self.down2 = nn.Sequential(nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU())
+        self.up1 = nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = nn.ConvTranspose2d(16, 8, 2, stride=2, groups=2)
+        self.up3 = nn.ConvTranspose1d(8, 4, 3, stride=2, bias=False)
+        self.head = nn.Linear(4 * 513, 10)
+
+    def forward(self, x):
+        d1 = self.down1(x)                                    # [4, 8, 8, 8]
+        u = torch.relu(self.up1(self.down2(d1)))              # [4, 8, 8, 8]
+        u = torch.relu(self.up2(torch.cat([u, d1], dim=1)))   # [4, 8, 16, 16]
+        u = self.up3(u.flatten(2))                            # [4, 4, 513]
+        return self.head(u.flatten(1))
+
+
+def unet():
+    return Model(UNet(), (3, 16, 16), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -628,7 +655,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet]))
 
 
 def build(name):

@@ -277,6 +277,7 @@ TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations,
     fused.set_str("activation", "relu");
     check_twin("conv", fused, {x, w, random_f32({c.w[0]}, 48)}, f32({c.y}), {1e-4, 1e-4});
     check_twin("conv_grad_data", c.attrs, {dy, w}, f32({c.x}), {1e-4, 1e-4});
+    check_twin("conv_grad_data", c.attrs, {dy, w, random_f32({c.x[1]}, 51)}, f32({c.x}), {1e-4, 1e-4});  // ConvTranspose's bias
     check_twin("conv_grad_weight", c.attrs, {dy, x}, f32({c.w}), {1e-4, 1e-4});
   }
 }
