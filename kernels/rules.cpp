@@ -575,6 +575,47 @@ PadSpace pad_space(const KernelConfig& cfg, bool grad) {
   return s;
 }
 
+ResizeSpace resize_space(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "resize_grad" : "resize";
+  cpu::check_arity(cfg, name, 1, 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  const Shape& x = grad ? cfg.outputs[0].shape : cfg.inputs[0].shape;
+  const Shape& y = grad ? cfg.inputs[0].shape : cfg.outputs[0].shape;
+  if ((x.size() != 3 && x.size() != 4) || y.size() != x.size() || y[0] != x[0] || y[1] != x[1])
+    fail(where_of(cfg), "{}: X {} and Y {} must be [N,C,H,W] or [N,C,L] with the same N and C", name, shape_str(x), shape_str(y));
+  ResizeSpace s;
+  s.planes = x[0] * x[1];
+  const bool one_d = x.size() == 3;
+  s.in_h = one_d ? 1 : x[2];
+  s.out_h = one_d ? 1 : y[2];
+  s.in_w = x.back();
+  s.out_w = y.back();
+  const std::vector<float> scales = cfg.attrs.get_floats("scales");
+  if (scales.size() != x.size() - 2)
+    fail(where_of(cfg), "{}: scales has {} values, expected {}", name, scales.size(), x.size() - 2);
+  for (float f : scales)
+    if (!(f > 0.0f) || !std::isfinite(f)) fail(where_of(cfg), "{}: scale {} is not positive and finite", name, f);
+  s.scale_h = one_d ? 1.0f : scales[0];
+  s.scale_w = scales.back();
+  if ((s.in_h == 0 || s.in_w == 0) && s.out_h * s.out_w > 0) fail(where_of(cfg), "{}: X {} has no positions to read", name, shape_str(x));
+  const std::string mode = cfg.attrs.get_str("mode", "nearest"), coord = cfg.attrs.get_str("coord", "half_pixel"),
+                    round = cfg.attrs.get_str("nearest_mode", "round_prefer_floor");
+  if (mode == "nearest") s.mode = ResizeMode::nearest;
+  else if (mode == "linear") s.mode = ResizeMode::linear;
+  else fail(where_of(cfg), "{}: mode '{}' is not nearest or linear", name, mode);
+  if (coord == "asymmetric") s.coord = ResizeCoord::asymmetric;
+  else if (coord == "half_pixel") s.coord = ResizeCoord::half_pixel;
+  else if (coord == "pytorch_half_pixel") s.coord = ResizeCoord::pytorch_half_pixel;
+  else if (coord == "align_corners") s.coord = ResizeCoord::align_corners;
+  else fail(where_of(cfg), "{}: coordinate transformation '{}' is not supported", name, coord);
+  if (round == "floor") s.round = ResizeRound::floor;
+  else if (round == "ceil") s.round = ResizeRound::ceil;
+  else if (round == "round_prefer_floor") s.round = ResizeRound::round_prefer_floor;
+  else if (round == "round_prefer_ceil") s.round = ResizeRound::round_prefer_ceil;
+  else fail(where_of(cfg), "{}: nearest_mode '{}' is not supported", name, round);
+  return s;
+}
+
 StridedSliceGeometry strided_slice_geometry(const KernelConfig& cfg, bool grad) {
   const char* name = grad ? "strided_slice_grad" : "strided_slice";
   cpu::check_arity(cfg, name, 1, 1, 1);

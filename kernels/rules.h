@@ -11,6 +11,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/kernel.h"
 #include "kernels/pad_space.h"
+#include "kernels/resize_space.h"
 
 namespace of::kernels {
 
@@ -125,6 +126,13 @@ struct SliceGeometry {
   size_t in_row = 0, out_row = 0, offset = 0;
 };
 SliceGeometry slice_geometry(const KernelConfig& cfg);
+
+// resize (X -> Y) and resize_grad (dY -> dX), f32, [N,C,H,W] or [N,C,L] (height 1): attributes
+// `mode` (nearest, linear), `coord` (asymmetric, half_pixel, pytorch_half_pixel, align_corners),
+// `nearest_mode` (floor, ceil, round_prefer_floor, round_prefer_ceil) and `scales` (one per
+// spatial axis, output over input: what the coordinates divide by). Y's spatial sizes are the
+// compiler's (ONNX: floor(input x scale), or the sizes the node names).
+ResizeSpace resize_space(const KernelConfig& cfg, bool grad);
 
 // strided_slice (X -> Y, f32 or i64) and strided_slice_grad (dY -> dX, f32): attributes `starts`
 // and `steps` (one each per axis, steps >= 1); Y's extent along each axis is how many it takes.

@@ -20,6 +20,7 @@ OpDef gemm_def();                 // gemm.cpp
 OpDef layer_norm_def();           // layer_norm.cpp
 OpDef matmul_def();               // matmul.cpp
 OpDef pad_def();                  // pad.cpp
+OpDef resize_def();               // resize.cpp
 OpDef masked_softmax_def();        // softmax.cpp (of.MaskedSoftmax, made by fuse-masked-softmax)
 // of.MaskedSoftmax's one shape rule, which fuse-masked-softmax asks before it fuses: the mask,
 // leading 1s dropped, is x's last dims (softmax.cpp).

@@ -60,6 +60,7 @@ const std::vector<OpDef>& all_ops() {
       reduce_sum_def(),
       relu_def(),
       reshape_def(),
+      resize_def(),
       scatter_nd_def(),
       shape_def(),
       sigmoid_def(),

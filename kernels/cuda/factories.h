@@ -94,6 +94,8 @@ std::unique_ptr<Kernel> make_softplus(const KernelConfig& cfg);  // pointwise
 std::unique_ptr<Kernel> make_softplus_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_pad(const KernelConfig& cfg);  // pad.cpp
 std::unique_ptr<Kernel> make_pad_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_resize(const KernelConfig& cfg);  // resize.cpp
+std::unique_ptr<Kernel> make_resize_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_slice(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_softmax_cross_entropy(const KernelConfig& cfg);

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/pad_space.h"
+#include "kernels/resize_space.h"
 #include "kernels/pointwise_ops.h"
 
 namespace of::kernels::cuda {
@@ -168,6 +169,10 @@ void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void
 // launch_transpose from x + offset.
 void launch_strided_scatter(const TransposeSpace& space, int64_t offset, const float* dy, float* dx, int64_t dx_elements,
                             cudaStream_t stream);
+
+// resize (kernels/resize_space.h): one thread per element of Y; resize_grad one per plane.
+void launch_resize(const ResizeSpace& space, const float* x, float* y, cudaStream_t stream);
+void launch_resize_grad(const ResizeSpace& space, const float* dy, float* dx, cudaStream_t stream);
 
 // pad (kernels/pad_space.h): one thread per element of Y; pad_grad one per element of dX, each
 // summing what reads it in the CPU kernel's order.

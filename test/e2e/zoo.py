@@ -78,6 +78,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 concatenated with the skip, a ConvTranspose2d(16,8,2,stride=2,groups=2), a
                 ConvTranspose1d(8,4,3,stride=2) over the flattened rows, then Linear(.,10)
                 (ONNX ConvTranspose: output_padding, groups, bias, 1-D).
+  upsample      nn.Upsample and F.interpolate between convolutions on [4,3,6,6]: nearest x2,
+                bilinear x2 (align_corners=False), bilinear to a size (align_corners=True), then
+                linear x2 over the flattened rows, and Linear(.,10) (ONNX Resize).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -186,7 +189,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample"]
 
 
 def parse_args():
@@ -614,6 +617,26 @@ def unet():
     return Model(UNet(), (3, 16, 16), 10)
 
 
+class Upsample(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.c3 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1), nn.Conv2d(4, 2, 3, padding=1)
+        self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
+        self.up2 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.head = nn.Linear(2 * 2 * 10 * 10, 10)
+
+    def forward(self, x):
+        x = self.up1(torch.relu(self.c1(x)))                       # [4, 4, 12, 12]
+        x = self.up2(torch.relu(self.c2(x)))                       # [4, 4, 24, 24]
+        x = F.interpolate(self.c3(x), size=(10, 10), mode="bilinear", align_corners=True)
+        x = F.interpolate(x.flatten(2), scale_factor=2, mode="linear")  # [4, 2, 200]
+        return self.head(x.flatten(1))
+
+
+def upsample():
+    return Model(Upsample(), (3, 6, 6), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -655,7 +678,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample]))
 
 
 def build(name):

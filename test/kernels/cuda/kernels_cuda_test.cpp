@@ -177,6 +177,25 @@ TEST_CASE("cuda twin: strided_slice (f32, i64) and its gradient, steps on outer 
   check_twin("strided_slice", attrs, {i64_tensor({2, 9, 8, 5}, ids)}, {TensorDesc{{2, 4, 3, 3}, DType::i64}}, Tolerance{0, 0});
 }
 
+TEST_CASE("cuda twin: resize and resize_grad, nearest and linear, up and down, 2-D and 1-D", "[cuda]") {
+  struct Case {
+    Shape x, y;
+    std::vector<float> scales;
+  };
+  for (const Case& c : {Case{{2, 3, 5, 4}, {2, 3, 10, 8}, {2, 2}}, Case{{2, 3, 9, 7}, {2, 3, 4, 3}, {0.5f, 0.5f}}, Case{{1, 2, 6}, {1, 2, 15}, {2.5f}}})
+    for (const char* mode : {"nearest", "linear"})
+      for (const char* coord : {"asymmetric", "pytorch_half_pixel", "align_corners"}) {
+        INFO(mode << " " << coord << " " << shape_str(c.x));
+        Attrs a;
+        a.set_str("mode", mode);
+        a.set_str("coord", coord);
+        a.set_str("nearest_mode", "floor");
+        a.set_floats("scales", c.scales);
+        check_twin("resize", a, {random_f32(c.x, 52)}, f32({c.y}), {1e-6, 1e-5});
+        check_twin("resize_grad", a, {random_f32(c.y, 53)}, f32({c.x}), {1e-6, 1e-5});
+      }
+}
+
 TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
   for (int64_t axis : {0, 1, 2}) {
     INFO("axis " << axis);
