@@ -458,6 +458,32 @@ LayerNormRows rows_of(const KernelConfig& cfg, const char* name, const Shape& x)
 
 }  // namespace
 
+InstanceNormRows instance_norm_rows(const KernelConfig& cfg, const char* kernel) {
+  const std::string_view k = kernel;
+  const bool forward = k == "instance_norm", scale_grad = k == "instance_norm_scale_grad";
+  cpu::check_arity(cfg, kernel, forward ? 3 : scale_grad ? 2 : 3, 3, 1);
+  cpu::check_dtypes(cfg, kernel, DType::f32);
+  const Shape& x = forward ? cfg.inputs[0].shape : cfg.inputs[1].shape;
+  if (x.size() < 3) fail(where_of(cfg), "{}: X {} must be [N, C, ...] with at least one more axis", kernel, shape_str(x));
+  InstanceNormRows r;
+  r.channels = x[1];
+  r.rows = x[0] * x[1];
+  r.n = numel(x) / std::max<int64_t>(r.rows, 1);
+  if (x[0] * x[1] == 0) r.n = 0;
+  r.eps = cfg.attrs.get_float("epsilon", 1e-5f);
+  if (!(r.eps >= 0.0f) || !std::isfinite(r.eps)) fail(where_of(cfg), "{}: epsilon {} must be finite and >= 0", kernel, r.eps);
+  const Shape per_channel{r.channels};
+  if (!forward) cpu::check_input_shape(cfg, kernel, 0, "dY", x);
+  if (forward) {
+    cpu::check_input_shape(cfg, kernel, 1, "scale", per_channel);
+    cpu::check_input_shape(cfg, kernel, 2, "bias", per_channel);
+  } else if (!scale_grad) {
+    cpu::check_input_shape(cfg, kernel, 2, "scale", per_channel);
+  }
+  cpu::check_output_shape(cfg, kernel, 0, scale_grad ? per_channel : x);
+  return r;
+}
+
 LayerNormRows layer_norm_rows(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "layer_norm", 2, 3, 1);
   cpu::check_dtypes(cfg, "layer_norm", DType::f32);

@@ -235,6 +235,18 @@ LayerNormRows layer_norm_rows(const KernelConfig& cfg);
 LayerNormRows layer_norm_grad_rows(const KernelConfig& cfg);
 LayerNormRows layer_norm_scale_grad_rows(const KernelConfig& cfg);
 
+// Instance normalization (ONNX InstanceNormalization: nn.InstanceNorm, and nn.GroupNorm, which
+// torch exports as one over [N, groups, rest]): X [N, C, ...] as N*C rows of the remaining
+// elements, each row normalized alone, `epsilon`; scale and bias per channel (row r's is r % C).
+//   instance_norm            (x, scale[C], bias[C]) -> y
+//   instance_norm_grad       (dy, x, scale[C])      -> dx
+//   instance_norm_scale_grad (dy, x)                -> dscale[C] (sums over N and the positions)
+struct InstanceNormRows {
+  int64_t rows = 0, n = 0, channels = 0;
+  float eps = 1e-5f;
+};
+InstanceNormRows instance_norm_rows(const KernelConfig& cfg, const char* kernel);
+
 // transpose: Y = X permuted by `perm` (default: reversed), rank <= 8, any dtype; the output as
 // collapsed dims (size-1 axes dropped, axes adjacent in both merged), outermost first, each with
 // its input stride in elements.

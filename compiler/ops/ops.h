@@ -17,6 +17,7 @@ OpDef conv_transpose_def();       // conv_transpose.cpp
 OpDef delay_def();                // delay.cpp (custom op of.test.Delay)
 OpDef gather_def();               // gather.cpp
 OpDef gemm_def();                 // gemm.cpp
+OpDef instance_norm_def();        // instance_norm.cpp
 OpDef layer_norm_def();           // layer_norm.cpp
 OpDef matmul_def();               // matmul.cpp
 OpDef pad_def();                  // pad.cpp

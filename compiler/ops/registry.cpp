@@ -39,6 +39,7 @@ const std::vector<OpDef>& all_ops() {
       hard_sigmoid_def(),
       hard_swish_def(),
       identity_def(),
+      instance_norm_def(),
       lstm_def(),  // "LSTM" < "LayerNormalization"
       layer_norm_def(),
       leaky_relu_def(),

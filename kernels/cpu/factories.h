@@ -72,6 +72,9 @@ std::unique_ptr<Kernel> make_hard_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_sigmoid_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_swish_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_instance_norm(const KernelConfig& cfg);  // layer_norm.cpp
+std::unique_ptr<Kernel> make_instance_norm_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_instance_norm_scale_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_layer_norm(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_layer_norm_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_layer_norm_scale_grad(const KernelConfig& cfg);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Layer normalization over the trailing dims from `axis` (rows of n elements), and its gradients:
+// Layer normalization over the trailing dims from `axis` (rows of n elements), and its gradients
+// (instance normalization, its rows a channel's positions and its scale per channel, is below):
 //   layer_norm            (x, scale[, bias]) -> y = xhat * scale + bias, xhat = (x - mean) * rstd
 //   layer_norm_grad       (dy, x, scale)     -> dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale
 //   layer_norm_scale_grad (dy, x)            -> dscale = sum over rows of dy * xhat
@@ -153,7 +154,96 @@ class LayerNormScaleGrad final : public Kernel {
   LayerNormRows r_;
 };
 
+// Instance normalization: the rows' statistics as layer norm's (moments), the scale and bias of
+// row r those of channel r % C. The gradient of a row with scale s is s times layer norm's with
+// a scale of ones: dx = rstd * (s dy - s mean(dy) - xhat s mean(dy xhat)).
+class InstanceNorm final : public Kernel {
+ public:
+  InstanceNorm(const KernelConfig& cfg) : r_(instance_norm_rows(cfg, "instance_norm")) {}
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const float*>(in[0]);
+    const auto* scale = static_cast<const float*>(in[1]);
+    const auto* bias = static_cast<const float*>(in[2]);
+    auto* y = static_cast<float*>(out[0]);
+    const int64_t n = r_.n;
+#pragma omp parallel for schedule(static) if (r_.rows > 1 && r_.rows * n >= kParallelElements)
+    for (int64_t r = 0; r < r_.rows; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      const auto [mean, rstd] = moments(xr, n, r_.eps);
+      const float s = scale[r % r_.channels], b = bias[r % r_.channels];
+      for (int64_t k = 0; k < n; ++k) yr[k] = (xr[k] - mean) * rstd * s + b;
+    }
+  }
+
+ private:
+  InstanceNormRows r_;
+};
+
+class InstanceNormGrad final : public Kernel {
+ public:
+  InstanceNormGrad(const KernelConfig& cfg) : r_(instance_norm_rows(cfg, "instance_norm_grad")) {}
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* dy = static_cast<const float*>(in[0]);
+    const auto* x = static_cast<const float*>(in[1]);
+    const auto* scale = static_cast<const float*>(in[2]);
+    auto* dx = static_cast<float*>(out[0]);
+    const int64_t n = r_.n;
+#pragma omp parallel for schedule(static) if (r_.rows > 1 && r_.rows * n >= kParallelElements)
+    for (int64_t r = 0; r < r_.rows; ++r) {
+      const float* xr = x + r * n;
+      const float* dyr = dy + r * n;
+      float* dxr = dx + r * n;
+      const auto [mean, rstd] = moments(xr, n, r_.eps);
+      const float s = scale[r % r_.channels];
+      double g_sum = 0, gx_sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const double g = double(dyr[k]) * s;
+        g_sum += g;
+        gx_sum += g * double((xr[k] - mean) * rstd);
+      }
+      const float g_mean = float(g_sum / double(n)), gx_mean = float(gx_sum / double(n));
+      for (int64_t k = 0; k < n; ++k) {
+        const float xhat = (xr[k] - mean) * rstd;
+        dxr[k] = rstd * (dyr[k] * s - g_mean - xhat * gx_mean);
+      }
+    }
+  }
+
+ private:
+  InstanceNormRows r_;
+};
+
+// dscale[c]: the sum of dy xhat over channel c's rows, in row order (the CUDA twin's order).
+class InstanceNormScaleGrad final : public Kernel {
+ public:
+  InstanceNormScaleGrad(const KernelConfig& cfg) : r_(instance_norm_rows(cfg, "instance_norm_scale_grad")) {}
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* dy = static_cast<const float*>(in[0]);
+    const auto* x = static_cast<const float*>(in[1]);
+    auto* ds = static_cast<float*>(out[0]);
+    const int64_t n = r_.n;
+    for (int64_t c = 0; c < r_.channels; ++c) {
+      double sum = 0;
+      for (int64_t r = c; r < r_.rows; r += r_.channels) {
+        const float* xr = x + r * n;
+        const float* dyr = dy + r * n;
+        const auto [mean, rstd] = moments(xr, n, r_.eps);
+        for (int64_t k = 0; k < n; ++k) sum += double(dyr[k]) * double((xr[k] - mean) * rstd);
+      }
+      ds[c] = float(sum);
+    }
+  }
+
+ private:
+  InstanceNormRows r_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_instance_norm(const KernelConfig& cfg) { return std::make_unique<InstanceNorm>(cfg); }
+std::unique_ptr<Kernel> make_instance_norm_grad(const KernelConfig& cfg) { return std::make_unique<InstanceNormGrad>(cfg); }
+std::unique_ptr<Kernel> make_instance_norm_scale_grad(const KernelConfig& cfg) { return std::make_unique<InstanceNormScaleGrad>(cfg); }
 
 std::unique_ptr<Kernel> make_layer_norm(const KernelConfig& cfg) { return std::make_unique<LayerNorm>(cfg); }
 std::unique_ptr<Kernel> make_layer_norm_grad(const KernelConfig& cfg) { return std::make_unique<LayerNormGrad>(cfg); }

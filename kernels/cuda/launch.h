@@ -122,6 +122,14 @@ void launch_layer_norm_grad(const float* dy, const float* x, const float* scale,
                             float eps, cudaStream_t stream);
 void launch_layer_norm_scale_grad(const float* dy, const float* x, float* moments, float* dscale, int64_t rows,
                                   int64_t n, float eps, cudaStream_t stream);
+// Instance normalization (the CPU twin: kernels/cpu/layer_norm.cpp): rows of n, row r's scale and
+// bias those of channel r % channels; the scale's gradient one block per channel, rows in order.
+void launch_instance_norm(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t n,
+                          int64_t channels, float eps, cudaStream_t stream);
+void launch_instance_norm_grad(const float* dy, const float* x, const float* scale, float* dx, int64_t rows, int64_t n,
+                               int64_t channels, float eps, cudaStream_t stream);
+void launch_instance_norm_scale_grad(const float* dy, const float* x, float* dscale, int64_t rows, int64_t n, int64_t channels,
+                                     float eps, cudaStream_t stream);
 
 // 2-D convolution blocks (one batch element, one group: `channels` = C/g input planes of h x w):
 // im2col writes col [channels*kh*kw, oh*ow] (zeros where a tap reads padding); col2im writes each

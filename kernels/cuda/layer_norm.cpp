@@ -63,12 +63,41 @@ class LayerNormScaleGrad final : public Kernel {
   DeviceBuffer moments_;
 };
 
+// Instance normalization: the CPU twins' rule (kernels/rules.h), one launch each.
+class InstanceNorm final : public Kernel {
+ public:
+  InstanceNorm(const KernelConfig& cfg, const char* name) : r_(instance_norm_rows(cfg, name)), name_(name) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    const auto* a = static_cast<const float*>(in[0]);
+    const auto* b = static_cast<const float*>(in[1]);
+    auto* y = static_cast<float*>(out[0]);
+    const std::string_view name = name_;
+    if (name == "instance_norm")
+      launch_instance_norm(a, b, static_cast<const float*>(in[2]), y, r_.rows, r_.n, r_.channels, r_.eps, ctx.stream->stream);
+    else if (name == "instance_norm_grad")
+      launch_instance_norm_grad(a, b, static_cast<const float*>(in[2]), y, r_.rows, r_.n, r_.channels, r_.eps, ctx.stream->stream);
+    else
+      launch_instance_norm_scale_grad(a, b, y, r_.rows, r_.n, r_.channels, r_.eps, ctx.stream->stream);
+    ctx.stream->check_launch(name_);
+  }
+
+ private:
+  InstanceNormRows r_;
+  const char* name_;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_layer_norm(const KernelConfig& cfg) { return std::make_unique<LayerNorm>(cfg); }
 std::unique_ptr<Kernel> make_layer_norm_grad(const KernelConfig& cfg) { return std::make_unique<LayerNormGrad>(cfg); }
 std::unique_ptr<Kernel> make_layer_norm_scale_grad(const KernelConfig& cfg) {
   return std::make_unique<LayerNormScaleGrad>(cfg);
+}
+
+std::unique_ptr<Kernel> make_instance_norm(const KernelConfig& cfg) { return std::make_unique<InstanceNorm>(cfg, "instance_norm"); }
+std::unique_ptr<Kernel> make_instance_norm_grad(const KernelConfig& cfg) { return std::make_unique<InstanceNorm>(cfg, "instance_norm_grad"); }
+std::unique_ptr<Kernel> make_instance_norm_scale_grad(const KernelConfig& cfg) {
+  return std::make_unique<InstanceNorm>(cfg, "instance_norm_scale_grad");
 }
 
 }  // namespace of::kernels::cuda

@@ -71,7 +71,70 @@ __global__ void scale_grad_columns(const float* dy, const float* x, const float*
   }
 }
 
+// Instance normalization: a row's scale and bias are its channel's (row % channels).
+__global__ void instance_norm_rows(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t channels,
+                                   float eps) {
+  __shared__ double shared[kRowThreads];
+  const int64_t off = int64_t(blockIdx.x) * n;
+  float mean, rstd;
+  row_moments(x + off, n, eps, shared, mean, rstd);
+  const float s = scale[blockIdx.x % channels], b = bias[blockIdx.x % channels];
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) y[off + k] = (x[off + k] - mean) * rstd * s + b;
+}
+
+__global__ void instance_norm_grad_rows(const float* dy, const float* x, const float* scale, float* dx, int64_t n,
+                                        int64_t channels, float eps) {
+  __shared__ double shared[kRowThreads];
+  const int64_t off = int64_t(blockIdx.x) * n;
+  float mean, rstd;
+  row_moments(x + off, n, eps, shared, mean, rstd);
+  const float s = scale[blockIdx.x % channels];
+  double g_sum = 0.0, gx_sum = 0.0;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    const double g = double(dy[off + k]) * s;
+    g_sum += g;
+    gx_sum += g * double((x[off + k] - mean) * rstd);
+  }
+  g_sum = block_reduce(g_sum, shared, SumD{});
+  gx_sum = block_reduce(gx_sum, shared, SumD{});
+  const float g_mean = float(g_sum / double(n)), gx_mean = float(gx_sum / double(n));
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    const float xhat = (x[off + k] - mean) * rstd;
+    dx[off + k] = rstd * (dy[off + k] * s - g_mean - xhat * gx_mean);
+  }
+}
+
+// One block per channel: its rows in order, each row's sum of dy xhat reduced over the block.
+__global__ void instance_norm_scale_grad_channels(const float* dy, const float* x, float* ds, int64_t rows, int64_t n,
+                                                  int64_t channels, float eps) {
+  __shared__ double shared[kRowThreads];
+  double total = 0.0;
+  for (int64_t r = blockIdx.x; r < rows; r += channels) {
+    float mean, rstd;
+    row_moments(x + r * n, n, eps, shared, mean, rstd);
+    double sum = 0.0;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) sum += double(dy[r * n + k]) * double((x[r * n + k] - mean) * rstd);
+    total += block_reduce(sum, shared, SumD{});
+  }
+  if (threadIdx.x == 0) ds[blockIdx.x] = float(total);
+}
+
 }  // namespace
+
+void launch_instance_norm(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t n,
+                          int64_t channels, float eps, cudaStream_t stream) {
+  if (rows > 0 && n > 0) instance_norm_rows<<<unsigned(rows), kRowThreads, 0, stream>>>(x, scale, bias, y, n, channels, eps);
+}
+
+void launch_instance_norm_grad(const float* dy, const float* x, const float* scale, float* dx, int64_t rows, int64_t n,
+                               int64_t channels, float eps, cudaStream_t stream) {
+  if (rows > 0 && n > 0) instance_norm_grad_rows<<<unsigned(rows), kRowThreads, 0, stream>>>(dy, x, scale, dx, n, channels, eps);
+}
+
+void launch_instance_norm_scale_grad(const float* dy, const float* x, float* dscale, int64_t rows, int64_t n, int64_t channels,
+                                     float eps, cudaStream_t stream) {
+  if (channels > 0) instance_norm_scale_grad_channels<<<unsigned(channels), kRowThreads, 0, stream>>>(dy, x, dscale, rows, n, channels, eps);
+}
 
 void launch_layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t n,
                        float eps, cudaStream_t stream) {

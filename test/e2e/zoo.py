@@ -81,6 +81,12 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   upsample      nn.Upsample and F.interpolate between convolutions on [4,3,6,6]: nearest x2,
                 bilinear x2 (align_corners=False), bilinear to a size (align_corners=True), then
                 linear x2 over the flattened rows, and Linear(.,10) (ONNX Resize).
+  norms         GroupNorm and InstanceNorm as convolutional nets use them, on [4,3,8,8]:
+                Conv(3,8) -> GroupNorm(2,8) -> ReLU -> Conv(8,8) -> InstanceNorm2d(8) (no affine) ->
+                ReLU -> Conv(8,8) -> InstanceNorm2d(8, affine=True) -> ReLU -> AdaptiveAvgPool ->
+                Linear(8,10) (ONNX
+                InstanceNormalization: GroupNorm's with a constant unit scale, the affine ones
+                with parameters).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -189,7 +195,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms"]
 
 
 def parse_args():
@@ -637,6 +643,15 @@ def upsample():
     return Model(Upsample(), (3, 6, 6), 10)
 
 
+def norms():
+    # No bias before a normalization (bn_cnn says why).
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.GroupNorm(2, 8), nn.ReLU(),
+                        nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.InstanceNorm2d(8), nn.ReLU(),
+                        nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.InstanceNorm2d(8, affine=True), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+    return Model(net, (3, 8, 8), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -678,7 +693,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms]))
 
 
 def build(name):

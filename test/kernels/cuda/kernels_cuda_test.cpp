@@ -196,6 +196,19 @@ TEST_CASE("cuda twin: resize and resize_grad, nearest and linear, up and down, 2
       }
 }
 
+TEST_CASE("cuda twin: instance_norm and its two gradients (GroupNorm's and InstanceNorm's), rows short and long", "[cuda]") {
+  Attrs eps;
+  eps.set_float("epsilon", 1e-5f);
+  for (const Shape& x : {Shape{3, 4, 5, 6}, Shape{2, 3, 1000}}) {
+    INFO(shape_str(x));
+    const Shape c{x[1]};
+    const HostTensor xv = random_f32(x, 54, -3, 5), dy = random_f32(x, 55), scale = random_f32(c, 56, 0.5f, 2), bias = random_f32(c, 57);
+    check_twin("instance_norm", eps, {xv, scale, bias}, f32({x}), {1e-5, 1e-4});
+    check_twin("instance_norm_grad", eps, {dy, xv, scale}, f32({x}), {1e-5, 1e-4});
+    check_twin("instance_norm_scale_grad", eps, {dy, xv}, f32({c}), {1e-4, 1e-4});
+  }
+}
+
 TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
   for (int64_t axis : {0, 1, 2}) {
     INFO("axis " << axis);
