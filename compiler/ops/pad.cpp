@@ -31,6 +31,7 @@ std::vector<int64_t> pads_of(OpCtx& c) {
     const int64_t b = given[k], a = given[k + axes.size()];
     if (b < 0 || a < 0)
       c.fail("pads [{}] has a negative entry: cropping with Pad is not supported", fmt::join(given, ","));
+    if (double(b) > kMaxDim || double(a) > kMaxDim) c.fail("pads [{}] has an entry above 2^31", fmt::join(given, ","));
     pads[size_t(axes[k])] += b;
     pads[size_t(axes[k] + rank)] += a;
   }

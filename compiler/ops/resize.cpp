@@ -6,6 +6,7 @@
 // Cubic, antialias, axes and tf_crop_and_resize are refused by name.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -51,13 +52,13 @@ ResizePlan resize_plan(OpCtx& c) {
     if (scales.size() != x.size()) c.fail("scales has {} values for input 0 {}", scales.size(), shape_str(x));
     for (size_t i = 0; i < x.size(); ++i) {
       if (!(scales[i] > 0.0f) || !std::isfinite(scales[i])) c.fail("scale {} of axis {} is not positive and finite", scales[i], i);
-      r.out[i] = int64_t(std::floor(double(x[i]) * double(scales[i])));
+      r.out[i] = int64_t(std::min(std::floor(double(x[i]) * double(scales[i])), 1e18));
       if (i >= 2) r.scales.push_back(scales[i]);
     }
   }
   if (r.out[0] != x[0] || r.out[1] != x[1]) c.fail("resizes the batch or channel axis ({} to {})", shape_str(x), shape_str(r.out));
   for (size_t i = 2; i < x.size(); ++i) {
-    if (r.out[i] < 1 || x[i] < 1) c.fail("axis {} would resize from {} to {} positions", i, x[i], r.out[i]);
+    if (r.out[i] < 1 || x[i] < 1 || double(r.out[i]) > kMaxDim) c.fail("axis {} would resize from {} to {} positions", i, x[i], r.out[i]);
     if (has_sizes) r.scales.push_back(float(r.out[i]) / float(x[i]));
   }
   return r;
