@@ -49,20 +49,21 @@ GemmGeometry gemm_geometry(const KernelConfig& cfg) {
   return g;
 }
 
-ReduceGeometry reduce_geometry(const KernelConfig& cfg) {
-  cpu::check_arity(cfg, "reduce_sum", 1, 1, 1);
-  cpu::check_dtypes(cfg, "reduce_sum", DType::f32);
-  const Shape& x = cfg.inputs[0].shape;
+namespace {
+
+// The axes a reduction's attributes name (sorted `axes`, absent: all; `keepdims`) over X, as a
+// flag per axis, and the output's shape.
+Shape reduced_shape(const KernelConfig& cfg, const char* name, const Shape& x, std::vector<bool>& reduced) {
   const int64_t rank = static_cast<int64_t>(x.size());
   std::vector<int64_t> axes = cfg.attrs.get_ints("axes", {});
   if (!cfg.attrs.has("axes"))
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   for (size_t i = 0; i < axes.size(); ++i)
     if (axes[i] < 0 || axes[i] >= rank || (i > 0 && axes[i] <= axes[i - 1]))
-      fail(where_of(cfg), "reduce_sum: axes must be sorted, distinct and in [0,{}) for X {}", rank, shape_str(x));
+      fail(where_of(cfg), "{}: axes must be sorted, distinct and in [0,{}) for X {}", name, rank, shape_str(x));
   const int64_t keepdims = cfg.attrs.get_int("keepdims", 1);
-  if (keepdims != 0 && keepdims != 1) fail(where_of(cfg), "reduce_sum: keepdims must be 0 or 1, got {}", keepdims);
-  std::vector<bool> reduced(size_t(rank), false);
+  if (keepdims != 0 && keepdims != 1) fail(where_of(cfg), "{}: keepdims must be 0 or 1, got {}", name, keepdims);
+  reduced.assign(size_t(rank), false);
   for (int64_t a : axes) reduced[size_t(a)] = true;
   Shape y;
   for (int64_t i = 0; i < rank; ++i)
@@ -70,6 +71,50 @@ ReduceGeometry reduce_geometry(const KernelConfig& cfg) {
       y.push_back(x[size_t(i)]);
     else if (keepdims)
       y.push_back(1);
+  return y;
+}
+
+}  // namespace
+
+ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "reduce_max_grad" : "reduce_max";
+  cpu::check_arity(cfg, name, grad ? 3 : 1, grad ? 3 : 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  const Shape& x = grad ? cfg.inputs[1].shape : cfg.inputs[0].shape;
+  if (x.size() > size_t(ReduceMaxSpace::kMaxRank)) fail(where_of(cfg), "{}: rank {} exceeds {}", name, x.size(), ReduceMaxSpace::kMaxRank);
+  std::vector<bool> reduced;
+  const Shape y = reduced_shape(cfg, name, x, reduced);
+  if (grad) {
+    cpu::check_input_shape(cfg, name, 0, "dY", y);
+    cpu::check_input_shape(cfg, name, 2, "Y", y);
+    cpu::check_output_shape(cfg, name, 0, x);
+  } else {
+    cpu::check_output_shape(cfg, name, 0, y);
+  }
+  ReduceMaxSpace s;
+  const std::vector<int64_t> strides = strides_of(x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (reduced[i]) {
+      if (x[i] == 0) fail(where_of(cfg), "{}: axis {} of X {} is empty: there is no maximum", name, i, shape_str(x));
+      s.red_dims[s.reduced] = x[i];
+      s.red_strides[s.reduced++] = strides[i];
+      s.per_out *= x[i];
+    } else {
+      s.kept_dims[s.kept] = x[i];
+      s.kept_strides[s.kept++] = strides[i];
+    }
+  }
+  s.out_n = numel(y);
+  return s;
+}
+
+ReduceGeometry reduce_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "reduce_sum", 1, 1, 1);
+  cpu::check_dtypes(cfg, "reduce_sum", DType::f32);
+  const Shape& x = cfg.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<bool> reduced;
+  const Shape y = reduced_shape(cfg, "reduce_sum", x, reduced);
   cpu::check_output_shape(cfg, "reduce_sum", 0, y);
   ReduceGeometry g;
   g.in_n = numel(x);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/check.h"
 #include "kernels/kernel.h"
 #include "kernels/pad_space.h"
+#include "kernels/reduce_max_space.h"
 #include "kernels/resize_space.h"
 
 namespace of::kernels {
@@ -35,6 +36,10 @@ struct ReduceGeometry {
   float divisor = 1.0f;
 };
 ReduceGeometry reduce_geometry(const KernelConfig& cfg);
+
+// reduce_max (X -> Y) and reduce_max_grad (dY, X, Y -> dX): `axes` and `keepdims` as reduce_sum's
+// (kernels/reduce_max_space.h: the index math both devices share).
+ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad);
 
 // Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...), or
 // with attribute param_last 1 (states'..., param'): ZeRO 1/2 update the states in place but

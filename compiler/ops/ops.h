@@ -72,7 +72,8 @@ OpDef neg_def();
 OpDef pow_def();
 OpDef reciprocal_def();
 OpDef sqrt_def();
-OpDef reduce_mean_def();          // reduce.cpp
+OpDef reduce_max_def();           // reduce.cpp
+OpDef reduce_mean_def();
 OpDef reduce_sum_def();
 OpDef slice_def();                // split.cpp
 OpDef split_def();

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// ReduceMean (a LayerNorm written out below opset 17, a mean over the sequence) and ReduceSum
-// (x.sum(dim)): axes from the attribute (ReduceMean below opset 18) or a constant input (ReduceSum
-// from opset 13, ReduceMean from 18); keepdims; noop_with_empty_axes. Both run reduce_sum,
-// ReduceMean with a divisor.
+// ReduceMean (a LayerNorm written out below opset 17, a mean over the sequence), ReduceSum
+// (x.sum(dim)) and ReduceMax (x.max(dim).values, torch.amax: a global max pooling): axes from the
+// attribute (ReduceMean and ReduceMax below opset 18) or a constant input (ReduceSum from opset
+// 13, the others from 18); keepdims; noop_with_empty_axes. ReduceMean and ReduceSum run
+// reduce_sum, ReduceMean with a divisor; ReduceMax runs reduce_max, whose gradient goes to the
+// first maximum (torch.max(dim)'s; torch.amax splits a tie evenly, which only ties can tell).
 #include <algorithm>
 
 #include "compiler/ops/ops.h"
@@ -65,6 +67,45 @@ void grad_reduce(GradCtx& g) {
   g.add_in_grad(0, divisor == 1.0f ? wide : g.emit(op, "div", {wide, g.scalar(divisor)}, {}, x));
 }
 
+void lower_reduce_max(OpCtx& c) {
+  Attrs a;
+  a.set_ints("axes", reduced_axes(c));
+  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  c.set_kernel("reduce_max", std::move(a));
+  c.set_runtime_inputs({0});
+}
+
+void infer_reduce_max(OpCtx& c) {
+  infer_reduce(c);
+  for (int64_t a : reduced_axes(c))
+    if (c.in(0).shape[size_t(a)] == 0) c.fail("axis {} of input 0 {} is empty: it has no maximum", a, shape_str(c.in(0).shape));
+}
+
+// dX: dY at each output's first maximum in X, zeros elsewhere.
+void grad_reduce_max(GradCtx& g) {
+  if (g.wants(0))
+    g.add_in_grad(0, g.emit("ReduceMaxGrad", "reduce_max_grad", {g.out_grad(0), g.in(0), g.out(0)}, g.attrs(), g.desc(g.in(0))));
+}
+
+// reduce_max and its gradient: a kept axis splits (the maximum of a part is the part's); a
+// reduced one does not (a maximum is no sum of parts).
+void reduce_max_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
+  const bool grad = n.kernel == "reduce_max_grad";
+  const Shape& x = sbp::shape_of(g, n.inputs[grad ? 1 : 0]);
+  const std::vector<int64_t> axes = n.kernel_attrs.get_ints("axes");
+  const bool keep = n.kernel_attrs.get_int("keepdims", 1) != 0;
+  for (int64_t a = 0; a < int64_t(x.size()); ++a) {
+    if (std::count(axes.begin(), axes.end(), a) > 0) continue;
+    int64_t ya = a;
+    if (!keep)
+      for (int64_t r : axes) ya -= r < a ? 1 : 0;
+    if (grad)
+      out.push_back(Signature{{Sbp::S(ya), Sbp::S(a), Sbp::S(ya)}, {Sbp::S(a)}, Signature::Tweak::none, true});
+    else
+      out.push_back(Signature{{Sbp::S(a)}, {Sbp::S(ya)}, Signature::Tweak::none, true});
+  }
+}
+
 // reduce_sum (ReduceMean's kernel, and every gradient that undoes a broadcast): a split of a
 // reduced axis gives partial sums; a kept axis stays split; partial sums stay partial.
 void reduce_sum_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
@@ -91,6 +132,10 @@ void reduce_sum_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) 
 OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce, lower_reduce_mean, grad_reduce,
           {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
           {sbp_rule("reduce_sum", reduce_sum_sbp)}}; }
+
+OpDef reduce_max_def() { return {"ReduceMax", infer_reduce_max, lower_reduce_max, grad_reduce_max,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
+          {sbp_rule("reduce_max", reduce_max_sbp), sbp_rule("reduce_max_grad", reduce_max_sbp)}}; }
 
 // reduce_sum's SBP rule is ReduceMean's (listed there once).
 OpDef reduce_sum_def() { return {"ReduceSum", infer_reduce, lower_reduce_sum, grad_reduce,

@@ -57,6 +57,7 @@ const std::vector<OpDef>& all_ops() {
       pow_def(),
       range_def(),
       reciprocal_def(),
+      reduce_max_def(),
       reduce_mean_def(),
       reduce_sum_def(),
       relu_def(),

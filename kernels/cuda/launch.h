@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/pad_space.h"
+#include "kernels/reduce_max_space.h"
 #include "kernels/resize_space.h"
 #include "kernels/pointwise_ops.h"
 
@@ -176,6 +177,12 @@ void launch_transpose(const TransposeSpace& space, int64_t elem_size, const void
 // offsets `space` (dy's dims, dx's strides) gives, from dx + offset. The forward pass is
 // launch_transpose from x + offset.
 void launch_strided_scatter(const TransposeSpace& space, int64_t offset, const float* dy, float* dx, int64_t dx_elements,
+                            cudaStream_t stream);
+
+// reduce_max (kernels/reduce_max_space.h): one thread per output element; its gradient zeroes dX
+// (x_n elements) and puts each dY at its output's first maximum.
+void launch_reduce_max(const ReduceMaxSpace& space, const float* x, float* y, cudaStream_t stream);
+void launch_reduce_max_grad(const ReduceMaxSpace& space, const float* dy, const float* x, const float* y, float* dx, int64_t x_n,
                             cudaStream_t stream);
 
 // resize (kernels/resize_space.h): one thread per element of Y; resize_grad one per plane.

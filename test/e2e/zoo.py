@@ -87,6 +87,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 Linear(8,10) (ONNX
                 InstanceNormalization: GroupNorm's with a constant unit scale, the affine ones
                 with parameters).
+  maxpool_time  a text-CNN-style max over time, on [4,4,16]: Conv1d(4,8,3) -> ReLU, then
+                torch.max(h, dim=2).values beside torch.amax(h, dim=1) (over channels, of the
+                positions) into Linear(8+14,10) (ONNX ReduceMax).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
 
@@ -195,7 +198,7 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time"]
 
 
 def parse_args():
@@ -652,6 +655,20 @@ def norms():
     return Model(net, (3, 8, 8), 10)
 
 
+class MaxOverTime(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = nn.Conv1d(4, 8, 3), nn.Linear(8 + 14, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))                                # [4, 8, 14]
+        return self.head(torch.cat([torch.max(h, dim=2).values, torch.amax(h, dim=1)], dim=1))
+
+
+def maxpool_time():
+    return Model(MaxOverTime(), (4, 16), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -693,7 +710,7 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time]))
 
 
 def build(name):

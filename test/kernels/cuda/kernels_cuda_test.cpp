@@ -209,6 +209,19 @@ TEST_CASE("cuda twin: instance_norm and its two gradients (GroupNorm's and Insta
   }
 }
 
+TEST_CASE("cuda twin: reduce_max and its gradient over inner, outer and several axes", "[cuda]") {
+  const Shape x{3, 40, 50};
+  for (const auto& [axes, y] : std::vector<std::pair<std::vector<int64_t>, Shape>>{{{2}, {3, 40}}, {{0}, {40, 50}}, {{0, 2}, {40}}}) {
+    INFO(shape_str(y));
+    Attrs a;
+    a.set_ints("axes", axes);
+    a.set_int("keepdims", 0);
+    const HostTensor xv = random_f32(x, 58);
+    const auto out = check_twin("reduce_max", a, {xv}, f32({y}), Tolerance{0, 0});
+    check_twin("reduce_max_grad", a, {random_f32(y, 59), xv, out[0]}, f32({x}), Tolerance{0, 0});
+  }
+}
+
 TEST_CASE("cuda twin: concat and split along the first, a middle and the last axis, unequal and empty parts", "[cuda]") {
   for (int64_t axis : {0, 1, 2}) {
     INFO("axis " << axis);

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// reduce_max's index math (x.max(dim).values, torch.amax: ONNX ReduceMax), one definition for the
+// CPU kernels and their CUDA twins (OF_HOST_DEVICE). Output element o reads the inputs at its
+// kept axes' index and every index of the reduced axes, in increasing memory order; the maximum
+// is a NaN if one is read (torch's max propagates it), and its gradient goes to the first input
+// equal to it (torch.max(dim) backward: the index it returned).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/host_device.h"
+
+namespace of::kernels {
+
+struct ReduceMaxSpace {
+  static constexpr int kMaxRank = 8;
+  int kept = 0, reduced = 0;
+  int64_t kept_dims[kMaxRank] = {}, kept_strides[kMaxRank] = {};  // X's strides along the kept axes
+  int64_t red_dims[kMaxRank] = {}, red_strides[kMaxRank] = {};    // ... and the reduced ones
+  int64_t out_n = 0, per_out = 1;                                 // outputs, and inputs per output
+};
+
+// X's offset of output o's first input, and of its t-th reduced position from there.
+OF_HOST_DEVICE inline int64_t reduce_base(const ReduceMaxSpace& s, int64_t o) {
+  int64_t off = 0;
+  for (int d = s.kept - 1; d >= 0; --d) {
+    off += (o % s.kept_dims[d]) * s.kept_strides[d];
+    o /= s.kept_dims[d];
+  }
+  return off;
+}
+OF_HOST_DEVICE inline int64_t reduce_step(const ReduceMaxSpace& s, int64_t t) {
+  int64_t off = 0;
+  for (int d = s.reduced - 1; d >= 0; --d) {
+    off += (t % s.red_dims[d]) * s.red_strides[d];
+    t /= s.red_dims[d];
+  }
+  return off;
+}
+
+OF_HOST_DEVICE inline float reduce_max_at(const ReduceMaxSpace& s, const float* x, int64_t o) {
+  const int64_t base = reduce_base(s, o);
+  float m = x[base];
+  for (int64_t t = 1; t < s.per_out && m == m; ++t) {  // stops at a NaN: the result
+    const float v = x[base + reduce_step(s, t)];
+    if (v > m || v != v) m = v;
+  }
+  return m;
+}
+
+// X's offset of the first input of output o equal to y (a NaN y: the first NaN).
+OF_HOST_DEVICE inline int64_t reduce_argmax_at(const ReduceMaxSpace& s, const float* x, int64_t o, float y) {
+  const int64_t base = reduce_base(s, o);
+  for (int64_t t = 0; t < s.per_out; ++t) {
+    const int64_t off = base + reduce_step(s, t);
+    const float v = x[off];
+    if (v == y || (v != v && y != y)) return off;
+  }
+  return base;  // y was not read from x (not this kernel's output): the first position
+}
+
+}  // namespace of::kernels
