@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shape, ConstantOfShape, Range, Equal, Less, Greater, Not, And, Or, Trilu, Mod, ScatterND: the
-// shape and mask arithmetic exporters write (Mod and ScatterND: torchvision's Swin Transformer
-// pads to whole windows and fills its shifted windows' attention mask by slices). Plans have
+// Shape, ConstantOfShape, Range, Equal, Less, Greater, Not, And, Or, Trilu, Mod, ScatterND,
+// ReduceProd: the shape and mask arithmetic exporters write (Mod and ScatterND: torchvision's Swin
+// Transformer pads to whole windows and fills its shifted windows' attention mask by slices;
+// ReduceProd: x.std(dim) counts its elements from the shape). Plans have
 // static shapes, so infer-shapes folds these into constants (const_eval.cpp) before asking their
 // OpDef; one reached here computes from run-time data, which no kernel does yet. (Cast folds here too; a cast to the same dtype is in reshape.cpp.)
 #include "compiler/ops/ops.h"
@@ -26,6 +27,7 @@ OpDef not_def() { return {"Not", infer_compile_time, lower_none}; }
 OpDef or_def() { return {"Or", infer_compile_time, lower_none}; }
 OpDef range_def() { return {"Range", infer_compile_time, lower_none}; }
 OpDef mod_def() { return {"Mod", infer_compile_time, lower_none, nullptr, {bool_attr("fmod")}}; }
+OpDef reduce_prod_def() { return {"ReduceProd", infer_compile_time, lower_none, nullptr, {bool_attr("keepdims"), bool_attr("noop_with_empty_axes")}}; }
 OpDef scatter_nd_def() { return {"ScatterND", infer_compile_time, lower_none}; }
 OpDef trilu_def() { return {"Trilu", infer_compile_time, lower_none, nullptr, {bool_attr("upper")}}; }
 OpDef shape_def() { return {"Shape", infer_compile_time, lower_none, nullptr, {int_attr("start", -kMaxInt, kMaxInt), int_attr("end", -kMaxInt, kMaxInt)}}; }

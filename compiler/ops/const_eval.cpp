@@ -163,7 +163,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   // Inputs every op below reads without checking; a malformed node fails here by name.
   static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
       {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
-      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}};
+      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}, {"ReduceProd", 1}};
   for (const auto& [name, need] : kMinInputs)
     if (op == name)
       for (size_t i = 0; i < need; ++i)
@@ -456,6 +456,36 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
       const int64_t i = (flat / cols) % rows, j = flat % cols;
       if (upper ? j - i < k : j - i > k) r.v[size_t(flat)] = 0;
     }
+    return one(r);
+  }
+  if (op == "ReduceProd") {  // the element count of a shape (x.std(dim)'s divisor, as the exporter writes it)
+    const Ct& x = in[0];
+    const auto rank = int64_t(x.shape.size());
+    std::vector<int64_t> axes = has(1) ? ints(in[1]) : a.get_ints("axes");
+    if (axes.empty() && a.get_int("noop_with_empty_axes", 0) == 0)
+      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    std::vector<bool> reduced(size_t(rank), false);
+    for (int64_t ax : axes) {
+      const int64_t n = norm_axis(ax, rank, bad);
+      if (reduced[size_t(n)]) bad("axes repeat an axis");
+      reduced[size_t(n)] = true;
+    }
+    const bool keep = a.get_int("keepdims", 1) != 0;
+    Shape out, kept_dims;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (!reduced[size_t(i)]) kept_dims.push_back(x.shape[size_t(i)]);
+      if (!reduced[size_t(i)] || keep) out.push_back(reduced[size_t(i)] ? 1 : x.shape[size_t(i)]);
+    }
+    Ct r{out, x.dtype, std::vector<double>(size_t(checked_numel(out, bad)), 1.0)};
+    const std::vector<int64_t> st = strides_of(x.shape), kst = strides_of(kept_dims);
+    for (int64_t flat = 0; flat < x.n(); ++flat) {
+      int64_t o = 0;
+      for (int64_t d = 0, k = 0; d < rank; ++d)
+        if (!reduced[size_t(d)]) o += (flat / st[size_t(d)]) % x.shape[size_t(d)] * kst[size_t(k++)];
+      r.v[size_t(o)] *= x.v[size_t(flat)];
+    }
+    if (r.dtype == DType::f32)
+      for (double& v : r.v) v = double(float(v));
     return one(r);
   }
   if (op == "Transpose") {

@@ -51,6 +51,7 @@ OpDef mod_def();
 OpDef not_def();
 OpDef or_def();
 OpDef range_def();
+OpDef reduce_prod_def();
 OpDef scatter_nd_def();
 OpDef shape_def();
 OpDef trilu_def();

@@ -59,6 +59,7 @@ const std::vector<OpDef>& all_ops() {
       reciprocal_def(),
       reduce_max_def(),
       reduce_mean_def(),
+      reduce_prod_def(),
       reduce_sum_def(),
       relu_def(),
       reshape_def(),

@@ -67,8 +67,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 fold; patch merging's x[..., 0::2, 0::2, :], a strided Slice at run time).
   pointwise     the element-wise math a model writes, on [4,16]: Linear(16,16), sin of half its
                 features and cos of the other half, Linear(16,32) -> F.elu(alpha=0.5) -> Linear -> F.softplus ->
-                Linear -> F.mish, then log(|h| + 1).sum(dim=1) and |h|.sum(dim=1) beside h into
-                Linear(34,10) (Sin, Cos, Elu, Softplus, Log, Abs, ReduceSum).
+                Linear -> F.mish, then log(|h| + 1).sum(dim=1), |h|.sum(dim=1) and h.std(dim=1)
+                beside h into Linear(35,10) (Sin, Cos, Elu, Softplus, Log, Abs, ReduceSum; std's
+                element count, a ReduceProd of the shape, folds).
   conv1d        a 1-D CNN over sequences, on [4,4,32]: Conv1d(4,16,5,padding=2,bias=False) ->
                 BatchNorm1d -> ReLU
                 -> MaxPool1d(2) -> Conv1d(16,16,3,stride=2,dilation=2,padding=2) -> ReLU ->
@@ -582,13 +583,13 @@ class Pointwise(nn.Module):
         super().__init__()
         self.fc0, self.fc1 = nn.Linear(16, 16), nn.Linear(16, 32)
         self.fc2, self.fc3 = nn.Linear(32, 32), nn.Linear(32, 32)
-        self.head = nn.Linear(34, 10)
+        self.head = nn.Linear(35, 10)
 
     def forward(self, x):
         x = self.fc0(x)
         x = torch.cat([torch.sin(x[:, :8]), torch.cos(x[:, 8:])], dim=1)
         h = F.mish(self.fc3(F.softplus(self.fc2(F.elu(self.fc1(x), alpha=0.5)))))
-        stats = torch.stack([torch.log(torch.abs(h) + 1).sum(dim=1), h.abs().sum(dim=1)], dim=1)
+        stats = torch.stack([torch.log(torch.abs(h) + 1).sum(dim=1), h.abs().sum(dim=1), h.std(dim=1)], dim=1)
         return self.head(torch.cat([h, stats], dim=1))
 
 

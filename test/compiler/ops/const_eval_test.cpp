@@ -176,7 +176,7 @@ TEST_CASE("const_eval: Trilu keeps torch.triu / torch.tril of a constant, k abov
   REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'T1' (Trilu)") && Catch::Contains("rank 2"));
 }
 
-TEST_CASE("const_eval: Mod as Python's % and as fmod, ScatterND filling a mask by slices", "[compiler]") {
+TEST_CASE("const_eval: Mod as Python's % and as fmod, ReduceProd of a shape, ScatterND filling a mask by slices", "[compiler]") {
   Graph g;
   auto i64 = [&](const std::string& name, std::vector<int64_t> xs, of::Shape shape) {
     const ValueId v = g.add_value(name);
@@ -203,6 +203,13 @@ TEST_CASE("const_eval: Mod as Python's % and as fmod, ScatterND filling a mask b
   CHECK(fold("Mod", {w, four}, fmod) == std::vector<int64_t>{3, 0, -3});  // C's fmod keeps the dividend's sign
   g.nodes.push_back(Node{.name = "M0", .op_type = "Mod", .inputs = {w, i64("zero", {0}, {})}, .outputs = {g.add_value("m0")}});
   REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'M0' (Mod)") && Catch::Contains("modulo by zero"));
+  // x.std(dim=1)'s element count: the product of the gathered dims, keepdims 0.
+  of::Attrs prod;
+  prod.set_int("keepdims", 0);
+  CHECK(fold("ReduceProd", {i64("dims", {4, 5, 6}, {3})}, prod) == std::vector<int64_t>{120});
+  of::Attrs prod_axis;
+  prod_axis.set_ints("axes", {1});
+  CHECK(fold("ReduceProd", {i64("m", {1, 2, 3, 4, 5, 6}, {2, 3})}, prod_axis) == std::vector<int64_t>{6, 120});
   // img_mask[:, 0:2, :] = 1 then [:, 2:3, :] = 2 on a [1, 3, 2] mask, as the exporter writes it:
   // indices [1, 3, 1] (one row of the second axis each) and updates [1, 3, 2].
   const ValueId mask = i64("mask", std::vector<int64_t>(6, 0), {1, 3, 2});
