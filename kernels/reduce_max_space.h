@@ -20,22 +20,22 @@ struct ReduceMaxSpace {
   int64_t out_n = 0, per_out = 1;                                 // outputs, and inputs per output
 };
 
-// X's offset of output o's first input, and of its t-th reduced position from there.
-OF_HOST_DEVICE inline int64_t reduce_base(const ReduceMaxSpace& s, int64_t o) {
+// The offset of flat index i of dims[0..n) (last fastest) in a tensor of the given strides.
+OF_HOST_DEVICE inline int64_t strided_offset(int64_t i, const int64_t* dims, const int64_t* strides, int n) {
   int64_t off = 0;
-  for (int d = s.kept - 1; d >= 0; --d) {
-    off += (o % s.kept_dims[d]) * s.kept_strides[d];
-    o /= s.kept_dims[d];
+  for (int d = n - 1; d >= 0; --d) {
+    off += (i % dims[d]) * strides[d];
+    i /= dims[d];
   }
   return off;
 }
+
+// X's offset of output o's first input, and of its t-th reduced position from there.
+OF_HOST_DEVICE inline int64_t reduce_base(const ReduceMaxSpace& s, int64_t o) {
+  return strided_offset(o, s.kept_dims, s.kept_strides, s.kept);
+}
 OF_HOST_DEVICE inline int64_t reduce_step(const ReduceMaxSpace& s, int64_t t) {
-  int64_t off = 0;
-  for (int d = s.reduced - 1; d >= 0; --d) {
-    off += (t % s.red_dims[d]) * s.red_strides[d];
-    t /= s.red_dims[d];
-  }
-  return off;
+  return strided_offset(t, s.red_dims, s.red_strides, s.reduced);
 }
 
 OF_HOST_DEVICE inline float reduce_max_at(const ReduceMaxSpace& s, const float* x, int64_t o) {
