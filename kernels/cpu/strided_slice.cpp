@@ -3,6 +3,7 @@
 // several axes: x[..., 0::2, 0::2, :], Swin's patch merging); strided_slice_grad writes dY back
 // into those places of a zeroed dX. Both walk Y row by row along its last axis.
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/factories.h"
 #include "kernels/rules.h"
@@ -20,7 +21,7 @@ void for_each_row(const StridedSliceGeometry& g, Row&& row) {
     row(g.offset, 0);
     return;
   }
-  std::vector<int64_t> idx(rank, 0);
+  int64_t idx[8] = {};  // rank <= 8 (the rule checks): run() allocates nothing
   const int64_t width = g.dims[rank - 1];
   for (int64_t r = 0;; ++r) {
     int64_t off = g.offset;
