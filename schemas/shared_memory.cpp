@@ -79,7 +79,7 @@ bool GroupOrder::read_before_task(const Regst& x, TaskId t) const {
 std::vector<uint64_t> GroupOrder::read_before_row(const Regst& x) const {
   std::vector<uint64_t> row(words_, x.consumers.empty() ? 0 : ~uint64_t(0));
   for (TaskId c : x.consumers) {
-    const uint64_t* from = in_group(c) ? &reach_[size_t(place(c)) * words_] : proxy_row(c).data();
+    const uint64_t* from = reader_row(c);
     for (size_t w = 0; w < words_; ++w) row[w] &= from[w];
   }
   return row;
@@ -188,9 +188,12 @@ void check_group(const Plan& p, size_t gi, const std::string& path) {
 struct Extent {
   uint64_t begin, end;
   int32_t group;  // -1: bytes of its own
-  int32_t slot;
+  int32_t slot;   // a register's slot, or a variable's id
   RegstId regst;  // -1: a variable
-  std::string field;
+  // Named only for a refusal (a plan has hundreds of thousands of extents).
+  std::string field() const {
+    return regst >= 0 ? fmt::format("regsts[{}].offsets[{}]", regst, slot) : fmt::format("variables[{}]", slot);
+  }
 };
 
 }  // namespace
@@ -208,11 +211,10 @@ void check_shared_memory(const Plan& p, const std::string& path) {
 
   std::vector<std::vector<Extent>> by_arena(p.arenas.size());
   for (const Variable& v : p.variables)
-    if (v.bytes > 0) by_arena[size_t(v.arena)].push_back({v.offset, v.offset + v.bytes, -1, 0, -1, fmt::format("variables[{}]", v.id)});
+    if (v.bytes > 0) by_arena[size_t(v.arena)].push_back({v.offset, v.offset + v.bytes, -1, v.id, -1});
   for (const Regst& r : p.regsts) {
-    const std::string f = fmt::format("regsts[{}]", r.id);
     if (r.share_group >= 0) {
-      auto at = [&](const std::string& field) { return Where{.file = path, .field = f + field}; };
+      auto at = [&](const std::string& field) { return Where{.file = path, .field = fmt::format("regsts[{}]{}", r.id, field)}; };
       if (size_t(r.share_group) >= p.share_groups.size()) fail(at(".share_group"), "share group {} does not exist", r.share_group);
       const ShareGroup& g = p.share_groups[size_t(r.share_group)];
       const GroupOrder& order = orders[size_t(r.share_group)];
@@ -227,13 +229,34 @@ void check_shared_memory(const Plan& p, const std::string& path) {
     }
     if (r.slot_bytes == 0) continue;
     for (size_t s = 0; s < r.offsets.size(); ++s)
-      by_arena[size_t(r.arena)].push_back({r.offsets[s], r.offsets[s] + r.slot_bytes, r.share_group, int32_t(s), r.id, fmt::format("{}.offsets[{}]", f, s)});
+      by_arena[size_t(r.arena)].push_back({r.offsets[s], r.offsets[s] + r.slot_bytes, r.share_group, int32_t(s), r.id});
   }
+  // The sweep below compares every pair of overlapping extents, many per register: each shared
+  // register's producer (its index in its group) and its readers' rows are looked up once, so
+  // that a pair costs a bit per reader (GroupOrder::before, without its searches).
+  std::vector<int32_t> producer_at(p.regsts.size(), -1);
+  std::vector<size_t> rows_from(p.regsts.size() + 1, 0);
+  std::vector<const uint64_t*> reader_rows;
+  for (size_t i = 0; i < p.regsts.size(); ++i) {
+    const Regst& r = p.regsts[i];
+    if (r.share_group >= 0) {
+      const GroupOrder& order = orders[size_t(r.share_group)];
+      producer_at[i] = order.index_of(r.producer);
+      for (TaskId c : r.consumers) reader_rows.push_back(order.reader_row(c));
+    }
+    rows_from[i + 1] = reader_rows.size();
+  }
+  auto before = [&](RegstId x, RegstId y) {  // GroupOrder::before(x, y)
+    const size_t from = rows_from[size_t(x)], to = rows_from[size_t(x) + 1];
+    const int32_t at = producer_at[size_t(y)];
+    if (from == to) return false;
+    for (size_t k = from; k < to; ++k)
+      if (!GroupOrder::has_bit(reader_rows[k], at)) return false;
+    return true;
+  };
   auto may_share = [&](const Extent& a, const Extent& b) {
     if (a.group < 0 || a.group != b.group || a.slot != b.slot || a.regst == b.regst) return false;
-    const GroupOrder& order = orders[size_t(a.group)];
-    const Regst &x = p.regsts[size_t(a.regst)], &y = p.regsts[size_t(b.regst)];
-    return order.before(x, y) || order.before(y, x);
+    return before(a.regst, b.regst) || before(b.regst, a.regst);
   };
   for (size_t a = 0; a < by_arena.size(); ++a) {
     std::vector<Extent>& extents = by_arena[a];
@@ -243,8 +266,8 @@ void check_shared_memory(const Plan& p, const std::string& path) {
       std::erase_if(open, [&](const Extent* o) { return o->end <= e.begin; });
       for (const Extent* o : open)
         if (!may_share(*o, e))
-          fail(Where{.file = path, .field = e.field}, "[{}, {}) overlaps {} [{}, {}) in arena {}, and nothing orders their uses", e.begin,
-               e.end, o->field, o->begin, o->end, a);
+          fail(Where{.file = path, .field = e.field()}, "[{}, {}) overlaps {} [{}, {}) in arena {}, and nothing orders their uses", e.begin,
+               e.end, o->field(), o->begin, o->end, a);
       open.push_back(&e);
     }
   }

@@ -59,6 +59,14 @@ class GroupOrder {
   // (placing a frame): one row per register, then a bit per pair.
   std::vector<uint64_t> read_before_row(const Regst& x) const;
   bool row_has(const std::vector<uint64_t>& row, TaskId t) const { return has_bit(row, place(t)); }
+  // The row of the group's tasks reader `c` has completed before (a task of the group: those it
+  // reaches; one outside: those its proxies are or reach, none without proxies). Valid for the
+  // group's life. For comparing many pairs: looked up once per reader, then a bit per pair.
+  const uint64_t* reader_row(TaskId c) const {
+    const int32_t i = place(c);
+    return i >= 0 ? &reach_[size_t(i) * words_] : proxy_row(c).data();
+  }
+  static bool has_bit(const uint64_t* row, int32_t i) { return i >= 0 && (row[size_t(i) / 64] >> (size_t(i) % 64)) & 1; }
   // The same by a task's index among the group's tasks (index_of; -1: no).
   static bool has_bit(const std::vector<uint64_t>& row, int32_t i) { return i >= 0 && (row[size_t(i) / 64] >> (size_t(i) % 64)) & 1; }
   int32_t index_of(TaskId t) const { return place(t); }
