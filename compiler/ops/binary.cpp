@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Add, Sub, Mul, Div: element-wise with numpy multidirectional broadcasting (opset 13+).
+// Add, Sub, Mul, Div, and Max, Min of two inputs (torch.maximum, torch.minimum, torch.clamp with
+// tensor bounds): element-wise with numpy multidirectional broadcasting (opset 13+).
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
 namespace {
 
 void infer_binary(OpCtx& c) {
+  // Max and Min take any number of inputs in ONNX; torch writes two.
+  if (c.num_inputs() != 2 && (c.node().op_type == "Max" || c.node().op_type == "Min"))
+    c.fail("{} of {} inputs: only two are supported (torch.maximum / torch.minimum write two)", c.node().op_type, c.num_inputs());
   c.expect_arity(2, 2);
   c.expect_float(0);
   c.expect_float(1);
@@ -15,7 +19,7 @@ void infer_binary(OpCtx& c) {
 template <const char* kKernel>
 void lower_binary(OpCtx& c) { c.set_kernel(kKernel); }
 
-constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div";
+constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div", kMax[] = "max", kMin[] = "min";
 
 // d(a op b): each side's gradient computed at the output's shape, then summed back over the axes
 // that side was broadcast along.
@@ -47,11 +51,31 @@ void grad_div(GradCtx& g) {
   }
 }
 
+// y = max(a, b) as torch.maximum differentiates it: dy to the larger side, half to each where
+// they are equal; min alike to the smaller. With s = sign(a - b) (abs_grad: dy * sign, 0 at 0):
+// max: da = (dy + dy s) / 2, db = (dy - dy s) / 2; min: the other way round. Exact: dy + dy and
+// dy - dy are, and so is halving.
+template <bool kIsMax>
+void grad_extremum(GradCtx& g) {
+  const ValueId dy = g.out_grad(0);
+  const TensorDesc d = g.desc(dy);  // a copy: emitting nodes may move the graph's values
+  const ValueId diff = g.emit("Sub", "sub", {g.in(0), g.in(1)}, {}, d);
+  const ValueId signed_dy = g.emit("Sign", "abs_grad", {dy, diff}, {}, d);
+  for (size_t i = 0; i < 2; ++i) {
+    if (!g.wants(i)) continue;
+    const bool plus = (i == 0) == kIsMax;  // the side that takes dy where a > b
+    const ValueId twice = g.emit(plus ? "Add" : "Sub", plus ? "add" : "sub", {dy, signed_dy}, {}, d);
+    g.add_in_grad(i, g.unbroadcast(g.emit("Half", "mul", {twice, g.scalar(0.5f)}, {}, d), g.desc(g.in(i)).shape));
+  }
+}
+
 }  // namespace
 
 OpDef add_def() { return {"Add", infer_binary, lower_binary<kAdd>, grad_add, {}, {sbp_rule("add", sbp::elementwise_linear)}}; }
 OpDef sub_def() { return {"Sub", infer_binary, lower_binary<kSub>, grad_sub, {}, {sbp_rule("sub", sbp::elementwise_linear)}}; }
 OpDef mul_def() { return {"Mul", infer_binary, lower_binary<kMul>, grad_mul, {}, {sbp_rule("mul", sbp::elementwise)}}; }
 OpDef div_def() { return {"Div", infer_binary, lower_binary<kDiv>, grad_div, {}, {sbp_rule("div", sbp::elementwise)}}; }
+OpDef max_def() { return {"Max", infer_binary, lower_binary<kMax>, grad_extremum<true>, {}, {sbp_rule("max", sbp::elementwise)}}; }
+OpDef min_def() { return {"Min", infer_binary, lower_binary<kMin>, grad_extremum<false>, {}, {sbp_rule("min", sbp::elementwise)}}; }
 
 }  // namespace of::compiler

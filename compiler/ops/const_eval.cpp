@@ -197,7 +197,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     return one(r);
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
-      op == "Greater" || op == "And" || op == "Or") {
+      op == "Greater" || op == "And" || op == "Or" || op == "Max" || op == "Min") {
     if (in.size() != 2 || !has(0) || !has(1)) bad("expects 2 inputs");
     const bool integer = in[0].dtype != DType::f32;
     const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
@@ -207,6 +207,8 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     else if (op == "Mul") f = [](const double* x) { return x[0] * x[1]; };
     else if (op == "Div") f = [integer](const double* x) { return integer ? std::trunc(x[0] / x[1]) : x[0] / x[1]; };
     else if (op == "Pow") f = [](const double* x) { return std::pow(x[0], x[1]); };
+    else if (op == "Max") f = [](const double* x) { return x[0] > x[1] || std::isnan(x[0]) ? x[0] : x[1]; };  // the kernel's rule
+    else if (op == "Min") f = [](const double* x) { return x[0] < x[1] || std::isnan(x[0]) ? x[0] : x[1]; };
     else if (op == "Equal") f = [](const double* x) { return double(x[0] == x[1]); };
     else if (op == "Less") f = [](const double* x) { return double(x[0] < x[1]); };
     else if (op == "Greater") f = [](const double* x) { return double(x[0] > x[1]); };

@@ -10,6 +10,8 @@ OpDef add_def();                  // binary.cpp
 OpDef sub_def();
 OpDef mul_def();
 OpDef div_def();
+OpDef max_def();
+OpDef min_def();
 OpDef batch_norm_def();           // batch_norm.cpp
 OpDef concat_def();               // concat.cpp
 OpDef conv_def();                 // conv.cpp

@@ -47,7 +47,9 @@ const std::vector<OpDef>& all_ops() {
       log_def(),
       log_softmax_def(),
       matmul_def(),
+      max_def(),  // "Max" < "MaxPool"
       max_pool_def(),
+      min_def(),
       mod_def(),
       mul_def(),
       neg_def(),

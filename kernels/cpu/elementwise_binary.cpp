@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// add, sub, mul, div with numpy (multidirectional) broadcasting. The factory collapses adjacent
+// add, sub, mul, div, max, min with numpy (multidirectional) broadcasting. The factory collapses adjacent
 // dimensions that both operands walk contiguously (or both broadcast), so identical shapes,
 // scalar operands and the trailing case ([M,N] op [N]) become one or two flat, vectorizable loops.
 #include <algorithm>
@@ -28,6 +28,14 @@ struct MulOp {
 };
 struct DivOp {
   float operator()(float a, float b) const { return a / b; }
+};
+// torch.maximum / torch.minimum: a NaN on either side gives NaN (std::max would drop one), equal
+// values give b (the same value; +0 and -0 alike compare equal). Selects, so the rows vectorize.
+struct MaxOp {
+  float operator()(float a, float b) const { return a > b || a != a ? a : b; }
+};
+struct MinOp {
+  float operator()(float a, float b) const { return a < b || a != a ? a : b; }
 };
 
 // One row of the innermost dimension; the stride pairs (1,1), (1,0), (0,1) get their own loops
@@ -171,6 +179,12 @@ std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) {
   return std::make_unique<Binary<DivOp>>(cfg, "div");
+}
+std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) {
+  return std::make_unique<Binary<MaxOp>>(cfg, "max");
+}
+std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) {
+  return std::make_unique<Binary<MinOp>>(cfg, "min");
 }
 
 }  // namespace of::kernels::cpu

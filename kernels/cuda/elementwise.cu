@@ -46,6 +46,8 @@ __device__ inline float binary_op(float a, float b) {
   if constexpr (Op == BinaryOp::add) return a + b;
   if constexpr (Op == BinaryOp::sub) return a - b;
   if constexpr (Op == BinaryOp::mul) return a * b;
+  if constexpr (Op == BinaryOp::max) return a > b || a != a ? a : b;  // NaN wins, as the CPU twin
+  if constexpr (Op == BinaryOp::min) return a < b || a != a ? a : b;
   return a / b;
 }
 
@@ -134,6 +136,8 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
     case BinaryOp::sub: binary_kernel<BinaryOp::sub><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::mul: binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::div: binary_kernel<BinaryOp::div><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::max: binary_kernel<BinaryOp::max><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::min: binary_kernel<BinaryOp::min><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
   }
 }
 

@@ -33,6 +33,8 @@ std::unique_ptr<Kernel> make_conv_grad_data(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_conv_grad_weight(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_max(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_min(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_erf(const KernelConfig& cfg);

@@ -148,5 +148,7 @@ std::unique_ptr<Kernel> make_add(const KernelConfig& cfg) { return std::make_uni
 std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "sub", BinaryOp::sub); }
 std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "mul", BinaryOp::mul); }
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "div", BinaryOp::div); }
+std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "max", BinaryOp::max); }
+std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "min", BinaryOp::min); }
 
 }  // namespace of::kernels::cuda

@@ -199,7 +199,8 @@ DP = 2  # devices of the dp2-* and zero3-* checks
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
-               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time"]
+               "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
+               "extremum"]
 
 
 def parse_args():
@@ -670,6 +671,29 @@ def maxpool_time():
     return Model(MaxOverTime(), (4, 16), 10)
 
 
+class Extremum(nn.Module):
+    """torch.maximum / torch.minimum (ONNX Max, Min), broadcast, and torch.clamp with tensor
+    bounds. twin_a and twin_b start equal, so their maximum ties everywhere: torch gives each
+    half of the gradient, and they stay equal only if `of` does the same."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(16, 32)
+        self.twin_a, self.twin_b = nn.Linear(32, 32), nn.Linear(32, 32)
+        self.twin_b.load_state_dict(self.twin_a.state_dict())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        a, b = self.fc1(x), self.fc2(x)
+        h = torch.maximum(a, b) + torch.minimum(a, b[:, :1])
+        h = torch.clamp(h, min=-a.abs(), max=b.abs() + 0.1)
+        return self.head(torch.maximum(self.twin_a(h), self.twin_b(h)))
+
+
+def extremum():
+    return Model(Extremum(), (16,), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -711,7 +735,8 @@ def layer_norms():
 MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gpt, encoder, mobilenet_v3_small,
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
-                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time]))
+                                decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
+                                extremum]))
 
 
 def build(name):

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// add/sub/mul/div against a per-element numpy-broadcast reference in double, over the fast paths
+// add/sub/mul/div/max/min against a per-element numpy-broadcast reference in double, over the fast paths
 // (same shape, scalar, trailing) and general broadcasts.
+#include <cmath>
 #include <functional>
 
 #include "kernel_test_util.h"
@@ -28,7 +29,7 @@ int64_t source_index(const std::vector<int64_t>& idx, const Shape& s) {
   return off;
 }
 
-TEST_CASE("add/sub/mul/div: broadcasting shapes match per-element reference", "[kernels]") {
+TEST_CASE("add/sub/mul/div/max/min: broadcasting shapes match per-element reference", "[kernels]") {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{3, 5}, {3, 5}},       {{7}, {}},        {{}, {7}},
       {{2, 3}, {1}},          {{4, 6}, {6}},    {{6}, {4, 6}},
@@ -40,7 +41,9 @@ TEST_CASE("add/sub/mul/div: broadcasting shapes match per-element reference", "[
       {"add", std::plus<double>()},
       {"sub", std::minus<double>()},
       {"mul", std::multiplies<double>()},
-      {"div", std::divides<double>()}};
+      {"div", std::divides<double>()},
+      {"max", [](double a, double b) { return std::max(a, b); }},
+      {"min", [](double a, double b) { return std::min(a, b); }}};
   std::mt19937 rng(3);
   for (const auto& [op, fn] : ops)
     for (const auto& [a, b] : cases) {
@@ -55,6 +58,21 @@ TEST_CASE("add/sub/mul/div: broadcasting shapes match per-element reference", "[
       }
       testing::check_close(testing::run_f32(op, Attrs{}, {a, b}, {av, bv}, y), ref);
     }
+}
+
+TEST_CASE("max/min: a NaN on either side gives NaN, as torch.maximum and torch.minimum", "[kernels]") {
+  const std::vector<float> a = {NAN, 1.0f, 2.0f, -0.0f, 3.0f}, b = {1.0f, NAN, 2.0f, 0.0f, -3.0f};
+  const auto mx = testing::run_f32("max", Attrs{}, {{5}, {5}}, {a, b}, {5});
+  const auto mn = testing::run_f32("min", Attrs{}, {{5}, {5}}, {a, b}, {5});
+  CHECK(std::isnan(mx[0]));
+  CHECK(std::isnan(mx[1]));
+  CHECK(std::isnan(mn[0]));
+  CHECK(std::isnan(mn[1]));
+  CHECK(mx[2] == 2.0f);
+  CHECK(mn[2] == 2.0f);
+  CHECK(mx[3] == 0.0f);
+  CHECK(mx[4] == 3.0f);
+  CHECK(mn[4] == -3.0f);
 }
 
 TEST_CASE("add: bad configs throw of::Error", "[kernels]") {

@@ -13,6 +13,15 @@ TEST_CASE("binary: Add broadcasts numpy-style", "[compiler]") {
   CHECK(OneNode(div_def(), {f32({}), f32({5})}).kernel() == "div");
 }
 
+TEST_CASE("binary: Max and Min of two inputs broadcast; of three are refused by node", "[compiler]") {
+  OneNode mx(max_def(), {f32({4, 1}), f32({3})});
+  CHECK(mx.shape() == Shape{4, 3});
+  CHECK(mx.kernel() == "max");
+  CHECK(OneNode(min_def(), {f32({2}), f32({2})}).kernel() == "min");
+  REQUIRE_THROWS_WITH(OneNode(max_def(), {f32({2}), f32({2}), f32({2})}),
+                      Catch::Contains("(Max)") && Catch::Contains("Max of 3 inputs: only two are supported"));
+}
+
 TEST_CASE("binary: a broadcast failure names the node and both shapes", "[compiler]") {
   REQUIRE_THROWS_AS(OneNode(mul_def(), {f32({2, 3}), f32({4})}), of::Error);
   REQUIRE_THROWS_WITH(OneNode(mul_def(), {f32({2, 3}), f32({4})}),
