@@ -134,13 +134,40 @@ void import_attrs(const onnx::NodeProto& node, Attrs& attrs, const Where& where)
   }
 }
 
-// A Constant node's value: the `value` tensor or one of the value_* shorthands.
-void import_constant(Graph& g, const onnx::NodeProto& node, const Where& where) {
+// A float64 constant's values as float32: what Cast(to FLOAT) of it gives. Sizes are checked
+// against the data present before anything is allocated for them.
+std::vector<uint8_t> doubles_as_floats(const onnx::TensorProto& t, int64_t n, const Where& where) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) fail(where, "tensor keeps its data in an external file, which is not supported");
+  if (t.has_raw_data() ? t.raw_data().size() != size_t(n) * 8 : int64_t(t.double_data_size()) != n)
+    fail(where, "tensor holds {} float64 values' data, its shape needs {}", t.has_raw_data() ? t.raw_data().size() / 8 : size_t(t.double_data_size()), n);
+  std::vector<double> d(static_cast<size_t>(n));
+  if (t.has_raw_data()) std::memcpy(d.data(), t.raw_data().data(), t.raw_data().size());
+  else
+    for (int64_t i = 0; i < n; ++i) d[size_t(i)] = t.double_data(int(i));
+  std::vector<uint8_t> out(size_t(n) * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto f = float(d[size_t(i)]);
+    std::memcpy(out.data() + i * 4, &f, 4);
+  }
+  return out;
+}
+
+// A Constant node's value: the `value` tensor or one of the value_* shorthands. A float64 value
+// that only Casts to float32 read (torch writes a Python float so in training exports:
+// F.normalize's eps) is taken as those float32 values; other float64 tensors are refused.
+void import_constant(Graph& g, const onnx::NodeProto& node, const Where& where, bool only_cast_to_float) {
   if (node.output_size() != 1) fail(where, "expects 1 output");
   ValueId v = g.add_value(node.output(0));
   Value& val = g.values[v];
   val.known = true;
   for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == "value" && a.t().data_type() == onnx::TensorProto::DOUBLE && only_cast_to_float) {
+      onnx::TensorProto as_float = a.t();
+      as_float.set_data_type(onnx::TensorProto::FLOAT);  // for its shape and size checks
+      val.desc = tensor_desc(as_float, where);
+      val.data = doubles_as_floats(a.t(), numel(val.desc.shape), where);
+      return;
+    }
     if (a.name() == "value") {
       val.desc = tensor_desc(a.t(), where);
       val.data = tensor_bytes(a.t(), val.desc, where);
@@ -233,6 +260,20 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
   }
   if (g.inputs.empty()) fail(file, "the graph has no inputs to feed");
 
+  // Values that only Cast(to FLOAT) nodes read (see import_constant).
+  std::unordered_map<std::string, bool> only_cast_to_float;
+  for (const onnx::NodeProto& np : gp.node()) {
+    bool to_float = np.op_type() == "Cast" && np.domain().empty();
+    if (to_float)
+      for (const onnx::AttributeProto& a : np.attribute())
+        if (a.name() == "to") to_float = a.i() == onnx::TensorProto::FLOAT;
+    for (const std::string& in : np.input()) {
+      auto [it, fresh] = only_cast_to_float.try_emplace(in, to_float);
+      if (!fresh) it->second = it->second && to_float;
+    }
+  }
+  for (const onnx::ValueInfoProto& out : gp.output()) only_cast_to_float[out.name()] = false;
+
   struct Unsupported {
     std::string type;
     std::string first_node;
@@ -246,7 +287,8 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     Where w{.file = path, .node = name, .op = np.op_type()};
     if (np.op_type() == "Constant" && (np.domain().empty() || np.domain() == "ai.onnx")) {
       if (np.output_size() != 1 || find(np.output(0)) != kNoValue) fail(w, "needs one output with a new name");
-      import_constant(g, np, w);
+      const auto cast_only = only_cast_to_float.find(np.output(0));
+      import_constant(g, np, w, cast_only != only_cast_to_float.end() && cast_only->second);
       by_name[np.output(0)] = ValueId(g.values.size() - 1);
       continue;
     }

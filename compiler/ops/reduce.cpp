@@ -5,7 +5,10 @@
 // 13, the others from 18); keepdims; noop_with_empty_axes. ReduceMean and ReduceSum run
 // reduce_sum, ReduceMean with a divisor; ReduceMax runs reduce_max, whose gradient goes to the
 // first maximum (torch.max(dim)'s; torch.amax splits a tie evenly, which only ties can tell).
+// ReduceL2 (torch.norm(dim), F.normalize) runs reduce_l2, its gradient x / y times dY, which is 0
+// where the norm is 0, as torch.norm's (masked, not 0 / 0).
 #include <algorithm>
+#include <cfloat>
 
 #include "compiler/ops/ops.h"
 
@@ -75,6 +78,28 @@ void lower_reduce_max(OpCtx& c) {
   c.set_runtime_inputs({0});
 }
 
+void lower_reduce_l2(OpCtx& c) {
+  Attrs a;
+  a.set_ints("axes", reduced_axes(c));
+  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  c.set_kernel("reduce_l2", std::move(a));
+  c.set_runtime_inputs({0});
+}
+
+// dX = dY * X / Y, with the reduced axes kept as 1 in dY and Y (broadcast), and Y raised to
+// FLT_MIN first: a norm of 0 has every X 0, so dX is 0 there (torch masks it) instead of 0 / 0;
+// below FLT_MIN (every |X| is) the quotient stays within [-1, 1].
+void grad_reduce_l2(GradCtx& g) {
+  if (!g.wants(0)) return;
+  const TensorDesc x = g.desc(g.in(0));
+  Shape kept = x.shape;
+  for (int64_t a : g.attrs().get_ints("axes")) kept[size_t(a)] = 1;
+  const TensorDesc narrow{kept, DType::f32};
+  const ValueId y = g.emit("ReduceL2Grad", "max", {g.reshape(g.out(0), kept), g.scalar(FLT_MIN)}, {}, narrow);
+  const ValueId ratio = g.emit("ReduceL2Grad", "div", {g.in(0), y}, {}, x);
+  g.add_in_grad(0, g.emit("ReduceL2Grad", "mul", {ratio, g.reshape(g.out_grad(0), kept)}, {}, x));
+}
+
 void infer_reduce_max(OpCtx& c) {
   infer_reduce(c);
   for (int64_t a : reduced_axes(c))
@@ -87,8 +112,8 @@ void grad_reduce_max(GradCtx& g) {
     g.add_in_grad(0, g.emit("ReduceMaxGrad", "reduce_max_grad", {g.out_grad(0), g.in(0), g.out(0)}, g.attrs(), g.desc(g.in(0))));
 }
 
-// reduce_max and its gradient: a kept axis splits (the maximum of a part is the part's); a
-// reduced one does not (a maximum is no sum of parts).
+// reduce_max and its gradient, and reduce_l2: a kept axis splits (the maximum or norm of a part
+// is the part's); a reduced one does not (a maximum or a norm is no sum of parts).
 void reduce_max_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
   const bool grad = n.kernel == "reduce_max_grad";
   const Shape& x = sbp::shape_of(g, n.inputs[grad ? 1 : 0]);
@@ -136,6 +161,10 @@ OpDef reduce_mean_def() { return {"ReduceMean", infer_reduce, lower_reduce_mean,
 OpDef reduce_max_def() { return {"ReduceMax", infer_reduce_max, lower_reduce_max, grad_reduce_max,
           {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
           {sbp_rule("reduce_max", reduce_max_sbp), sbp_rule("reduce_max_grad", reduce_max_sbp)}}; }
+
+OpDef reduce_l2_def() { return {"ReduceL2", infer_reduce, lower_reduce_l2, grad_reduce_l2,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
+          {sbp_rule("reduce_l2", reduce_max_sbp)}}; }
 
 // reduce_sum's SBP rule is ReduceMean's (listed there once).
 OpDef reduce_sum_def() { return {"ReduceSum", infer_reduce, lower_reduce_sum, grad_reduce,

@@ -59,6 +59,7 @@ const std::vector<OpDef>& all_ops() {
       pow_def(),
       range_def(),
       reciprocal_def(),
+      reduce_l2_def(),
       reduce_max_def(),
       reduce_mean_def(),
       reduce_prod_def(),

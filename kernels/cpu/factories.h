@@ -99,6 +99,7 @@ std::unique_ptr<Kernel> make_neg(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_pow(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_pow_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_reciprocal(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_reduce_l2(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);

@@ -4,7 +4,10 @@
 // divides every sum (ReduceMean: divided, not multiplied by 1/n, as PyTorch's mean rounds). Adjacent axes of the same
 // kind (reduced or kept) are merged at prepare time, so a bias gradient [N,C] -> [C] is one
 // contiguous accumulate per row. The output must not alias the input.
+// reduce_l2 (ReduceL2: torch.norm, F.normalize) is the same walk over squares, then the square
+// root of each sum (no divisor).
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
@@ -17,7 +20,7 @@ namespace {
 
 class ReduceSum final : public Kernel {
  public:
-  ReduceSum(const KernelConfig& cfg);
+  ReduceSum(const KernelConfig& cfg, bool l2);
   void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
@@ -26,10 +29,12 @@ class ReduceSum final : public Kernel {
   std::vector<int64_t> index_;  // odometer over the outer dims (a member: run() allocates nothing)
   int64_t in_n_ = 0, out_n_ = 0;
   float divisor_ = 1.0f;
+  bool l2_ = false;
 };
 
-ReduceSum::ReduceSum(const KernelConfig& cfg) {
+ReduceSum::ReduceSum(const KernelConfig& cfg, bool l2) : l2_(l2) {
   const ReduceGeometry g = reduce_geometry(cfg);
+  if (l2 && g.divisor != 1.0f) fail(where_of(cfg), "reduce_l2: takes no divisor");
   in_n_ = g.in_n;
   out_n_ = g.out_n;
   divisor_ = g.divisor;
@@ -60,7 +65,16 @@ void ReduceSum::run(const RunCtx&, const void* const* in, void* const* out) {
   std::fill(index_.begin(), index_.end(), 0);
   int64_t y_off = 0;
   for (int64_t done = 0; done < in_n_; done += inner, x += inner) {
-    if (inner_reduced) {
+    if (l2_) {
+      float* dst = y + y_off;
+      if (inner_reduced) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < inner; ++j) sum += x[j] * x[j];
+        *dst += sum;
+      } else {
+        for (int64_t j = 0; j < inner; ++j) dst[j] += x[j] * x[j];
+      }
+    } else if (inner_reduced) {
       y[y_off] += row_sum(x, inner);
     } else {
       float* dst = y + y_off;
@@ -76,12 +90,17 @@ void ReduceSum::run(const RunCtx&, const void* const* in, void* const* out) {
   }
   if (divisor_ != 1.0f)
     for (int64_t i = 0; i < out_n_; ++i) y[i] /= divisor_;
+  if (l2_)
+    for (int64_t i = 0; i < out_n_; ++i) y[i] = std::sqrt(y[i]);
 }
 
 }  // namespace
 
 std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg) {
-  return std::make_unique<ReduceSum>(cfg);
+  return std::make_unique<ReduceSum>(cfg, false);
+}
+std::unique_ptr<Kernel> make_reduce_l2(const KernelConfig& cfg) {
+  return std::make_unique<ReduceSum>(cfg, true);
 }
 
 }  // namespace of::kernels::cpu

@@ -54,7 +54,8 @@ void launch_fill_broadcast(const float* c, int64_t row_stride, int64_t col_strid
 void launch_fill(float* y, float value, int64_t n, cudaStream_t stream);
 
 // reduce_sum: the input as `rank` merged dims (outermost first), each either kept or reduced;
-// y (dense over the kept dims, in order) = sum over the reduced ones / divisor.
+// y (dense over the kept dims, in order) = sum over the reduced ones / divisor; l2: the square
+// root of the sum of squares (reduce_l2).
 inline constexpr int kMaxReduceRuns = 16;  // alternating runs of kept and reduced dims
 struct ReduceSpace {
   int rank = 0;
@@ -62,7 +63,7 @@ struct ReduceSpace {
   bool reduced[kMaxReduceRuns] = {};
   int64_t out_n = 0, reduce_n = 0;
 };
-void launch_reduce_sum(const ReduceSpace& space, const float* x, float* y, float divisor, cudaStream_t stream);
+void launch_reduce_sum(const ReduceSpace& space, const float* x, float* y, float divisor, bool l2, cudaStream_t stream);
 
 // softmax_cross_entropy over [n, c]: prob = softmax(x) per row (may alias x), row_loss[r] the
 // row's -log softmax[label] (0 for a label outside [0, c)), then loss = sum(row_loss) / denom.

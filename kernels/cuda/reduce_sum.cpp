@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // reduce_sum's host side on the GPU: the CPU twin's attribute rules (sorted `axes`, absent = all,
-// `keepdims`, `divisor`), then the input as merged runs of kept and reduced dims for the launch.
+// `keepdims`, `divisor`), then the input as merged runs of kept and reduced dims for the launch;
+// reduce_l2 the same.
 #include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
@@ -13,8 +14,9 @@ namespace {
 
 class ReduceSum final : public Kernel {
  public:
-  ReduceSum(const KernelConfig& cfg) {
+  ReduceSum(const KernelConfig& cfg, bool l2) : l2_(l2) {
     const ReduceGeometry g = reduce_geometry(cfg);
+    if (l2 && g.divisor != 1.0f) fail(cpu::where_of(cfg), "reduce_l2: takes no divisor");
     if (g.dims.size() > size_t(kMaxReduceRuns))
       fail(cpu::where_of(cfg), "reduce_sum: X {} alternates reduced and kept axes more than {} times on cuda",
            shape_str(cfg.inputs[0].shape), kMaxReduceRuns);
@@ -28,18 +30,20 @@ class ReduceSum final : public Kernel {
     divisor_ = g.divisor;
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
-    launch_reduce_sum(space_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), divisor_,
+    launch_reduce_sum(space_, static_cast<const float*>(in[0]), static_cast<float*>(out[0]), divisor_, l2_,
                       ctx.stream->stream);
-    ctx.stream->check_launch("reduce_sum");
+    ctx.stream->check_launch(l2_ ? "reduce_l2" : "reduce_sum");
   }
 
  private:
   ReduceSpace space_;
   float divisor_ = 1.0f;
+  bool l2_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg) { return std::make_unique<ReduceSum>(cfg); }
+std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg) { return std::make_unique<ReduceSum>(cfg, false); }
+std::unique_ptr<Kernel> make_reduce_l2(const KernelConfig& cfg) { return std::make_unique<ReduceSum>(cfg, true); }
 
 }  // namespace of::kernels::cuda

@@ -9,6 +9,7 @@ namespace of::kernels::cuda {
 
 namespace {
 
+template <bool kL2>
 __global__ void reduce_sum_kernel(ReduceSpace s, const float* x, float* y, float divisor) {
   // Element strides of each merged dim in the input (row-major).
   int64_t stride[kMaxReduceRuns];
@@ -32,17 +33,19 @@ __global__ void reduce_sum_kernel(ReduceSpace s, const float* x, float* y, float
           off += (left % s.dims[d]) * stride[d];
           left /= s.dims[d];
         }
-      sum += x[off];
+      sum += kL2 ? x[off] * x[off] : x[off];
     }
-    y[o] = divisor == 1.0f ? sum : sum / divisor;
+    if (kL2) y[o] = sqrtf(sum);
+    else y[o] = divisor == 1.0f ? sum : sum / divisor;
   }
 }
 
 }  // namespace
 
-void launch_reduce_sum(const ReduceSpace& s, const float* x, float* y, float divisor, cudaStream_t stream) {
+void launch_reduce_sum(const ReduceSpace& s, const float* x, float* y, float divisor, bool l2, cudaStream_t stream) {
   if (s.out_n <= 0) return;
-  reduce_sum_kernel<<<blocks_for(s.out_n), kThreads, 0, stream>>>(s, x, y, divisor);
+  if (l2) reduce_sum_kernel<true><<<blocks_for(s.out_n), kThreads, 0, stream>>>(s, x, y, divisor);
+  else reduce_sum_kernel<false><<<blocks_for(s.out_n), kThreads, 0, stream>>>(s, x, y, divisor);
 }
 
 }  // namespace of::kernels::cuda

@@ -200,7 +200,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum"]
+               "extremum", "normalize"]
 
 
 def parse_args():
@@ -694,6 +694,28 @@ def extremum():
     return Model(Extremum(), (16,), 10)
 
 
+class Normalize(nn.Module):
+    """F.normalize and torch.linalg.vector_norm (ONNX ReduceL2) over the last dim and over
+    features. One group of each row is zeroed first: torch's norm gives a zero vector the
+    gradient 0 (not 0 / 0), and so must `of`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 16), nn.Linear(16, 16)
+        self.head = nn.Linear(16 + 2 + 16, 10)
+
+    def forward(self, x):
+        zero_first = torch.tensor([[0.0], [1.0]])
+        g = F.normalize(self.fc1(x).reshape(-1, 2, 8) * zero_first, dim=-1).reshape(-1, 16)
+        h = self.fc2(x)
+        n = torch.linalg.vector_norm(h.reshape(-1, 2, 8), dim=-1)
+        return self.head(torch.cat([g, n, F.normalize(h, dim=1)], dim=1))
+
+
+def normalize():
+    return Model(Normalize(), (16,), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -736,7 +758,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum]))
+                                extremum, normalize]))
 
 
 def build(name):

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // reduce_sum against a direct double reference: several axis sets, keepdims 0 and 1, size-1
-// axes, and the all-axes default.
+// axes, and the all-axes default; reduce_l2 (the square root of the sum of squares) alike.
+#include <cmath>
+
 #include "kernel_test_util.h"
 
 namespace of::kernels {
 namespace {
 
 void check_reduce(const Shape& x, const std::vector<int64_t>& axes, bool keepdims,
-                  bool axes_attr = true) {
+                  bool axes_attr = true, bool l2 = false) {
   std::vector<bool> reduced(x.size(), !axes_attr);
   for (int64_t a : axes) reduced[a] = true;
   Shape y, y_kept;  // y_kept: keepdims layout, used to index the reference
@@ -23,13 +25,30 @@ void check_reduce(const Shape& x, const std::vector<int64_t>& axes, bool keepdim
     const auto idx = testing::unravel(i, x);
     int64_t o = 0;
     for (size_t d = 0; d < x.size(); ++d) o += reduced[d] ? 0 : idx[d] * st[d];
-    ref[o] += data[i];
+    ref[o] += l2 ? double(data[i]) * data[i] : data[i];
   }
+  if (l2)
+    for (double& r : ref) r = std::sqrt(r);
   Attrs attrs;
   if (axes_attr) attrs.set_ints("axes", axes);
   attrs.set_int("keepdims", keepdims);
   INFO(shape_str(x) << " -> " << shape_str(y));
-  testing::check_close(testing::run_f32("reduce_sum", attrs, {x}, {data}, y), ref);
+  testing::check_close(testing::run_f32(l2 ? "reduce_l2" : "reduce_sum", attrs, {x}, {data}, y), ref);
+}
+
+TEST_CASE("reduce_l2: axis sets with keepdims 0 and 1, empty and absent axes match reference", "[kernels]") {
+  const Shape x{2, 3, 4, 5};
+  for (bool keep : {false, true})
+    for (const auto& axes : std::vector<std::vector<int64_t>>{{0}, {3}, {1, 3}, {0, 2, 3}, {0, 1, 2, 3}}) {
+      INFO("keepdims " << keep << ", " << axes.size() << " axes");
+      check_reduce(x, axes, keep, true, true);
+    }
+  check_reduce({3, 0, 2}, {1}, false, true, true);  // empty: norms of 0
+  check_reduce({3, 4}, {}, false, false, true);     // absent: all axes
+  Attrs mean;
+  mean.set_ints("axes", {0});
+  mean.set_float("divisor", 2.0f);
+  testing::check_rejects("reduce_l2", mean, {{2, 3}}, {{3}});  // a norm takes no divisor
 }
 
 TEST_CASE("reduce_sum: axis sets with keepdims 0 and 1 match reference", "[kernels]") {

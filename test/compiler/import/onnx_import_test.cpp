@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "compiler/compile.h"
 #include "compiler/import/onnx_import.h"
+#include <onnx/onnx_pb.h>
 
 using namespace of::compiler;
 
@@ -68,4 +69,56 @@ TEST_CASE("compile: infer-shapes and lowering give every task a kernel", "[compi
 TEST_CASE("compile: --slots sets every register's slot count", "[compiler]") {
   Compilation c = compile_model(fixture("mlp.onnx"), CompileOptions{.slots = 3});
   for (const Regst& r : c.tasks.regsts) CHECK(r.slots == 3);
+}
+
+// x + Cast(c) where c is a float64 Constant (torch writes F.normalize's eps so in training
+// exports); `also_added`: c is also read by an Add directly.
+static std::string float64_constant_model(bool also_added) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(14);
+  onnx::GraphProto* g = m.mutable_graph();
+  for (auto* v : {g->add_input(), g->add_output()}) {
+    v->set_name(v == &g->input(0) ? "x" : "y");
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(2);
+  }
+  onnx::NodeProto* c = g->add_node();
+  c->set_op_type("Constant");
+  c->add_output("c");
+  onnx::AttributeProto* value = c->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::DOUBLE);
+  value->mutable_t()->add_double_data(1e-12);
+  onnx::NodeProto* cast = g->add_node();
+  cast->set_op_type("Cast");
+  cast->add_input("c");
+  cast->add_output("cf");
+  onnx::AttributeProto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  onnx::NodeProto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("x");
+  add->add_input(also_added ? "c" : "cf");
+  add->add_output("y");
+  return m.SerializeAsString();
+}
+
+TEST_CASE("onnx_import: a float64 Constant only Cast to float32 reads becomes float32, others are refused", "[compiler]") {
+  const std::string cast_only = float64_constant_model(false);
+  Graph g = import_onnx_bytes(cast_only.data(), cast_only.size(), "f64.onnx");
+  const auto c = std::find_if(g.values.begin(), g.values.end(), [](const Value& v) { return v.name == "c"; });
+  REQUIRE(c != g.values.end());
+  CHECK(c->desc.dtype == of::DType::f32);
+  REQUIRE(c->data.has_value());
+  float f = 0;
+  std::memcpy(&f, c->data->data(), 4);
+  CHECK(f == float(1e-12));
+  const std::string read_as_double = float64_constant_model(true);
+  REQUIRE_THROWS_WITH(import_onnx_bytes(read_as_double.data(), read_as_double.size(), "f64.onnx"),
+                      Catch::Contains("f64.onnx") && Catch::Contains("unsupported element type 11"));
 }

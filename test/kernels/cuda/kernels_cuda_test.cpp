@@ -358,7 +358,7 @@ TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows
   }
 }
 
-TEST_CASE("cuda twin: reduce_sum over leading, trailing, inner and all axes", "[cuda]") {
+TEST_CASE("cuda twin: reduce_sum and reduce_l2 over leading, trailing, inner and all axes", "[cuda]") {
   struct Case {
     Shape x;
     std::vector<int64_t> axes;
@@ -373,6 +373,7 @@ TEST_CASE("cuda twin: reduce_sum over leading, trailing, inner and all axes", "[
     Attrs attrs = ints({{"keepdims", c.keepdims}});
     attrs.set_ints("axes", c.axes);
     check_twin("reduce_sum", attrs, {random_f32(c.x, 11)}, f32({c.y}), {1e-4, 1e-4});
+    check_twin("reduce_l2", attrs, {random_f32(c.x, 11)}, f32({c.y}), {1e-4, 1e-4});
   }
   Attrs mean = ints({{"keepdims", 0}});
   mean.set_ints("axes", {1});
