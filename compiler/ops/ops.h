@@ -75,6 +75,7 @@ OpDef neg_def();
 OpDef pow_def();
 OpDef reciprocal_def();
 OpDef sqrt_def();
+OpDef prelu_def();                // prelu.cpp
 OpDef reduce_l2_def();
 OpDef reduce_max_def();           // reduce.cpp
 OpDef reduce_mean_def();

@@ -55,6 +55,7 @@ const std::vector<OpDef>& all_ops() {
       neg_def(),
       not_def(),
       or_def(),
+      prelu_def(),  // byte order: "PRelu" < "Pad"
       pad_def(),
       pow_def(),
       range_def(),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// add, sub, mul, div, max, min with numpy (multidirectional) broadcasting. The factory collapses adjacent
+// add, sub, mul, div, max, min, prelu with numpy (multidirectional) broadcasting. The factory collapses adjacent
 // dimensions that both operands walk contiguously (or both broadcast), so identical shapes,
 // scalar operands and the trailing case ([M,N] op [N]) become one or two flat, vectorizable loops.
 #include <algorithm>
@@ -36,6 +36,10 @@ struct MaxOp {
 };
 struct MinOp {
   float operator()(float a, float b) const { return a < b || a != a ? a : b; }
+};
+// nn.PReLU: x where x > 0, else slope * x (a NaN x stays NaN).
+struct PreluOp {
+  float operator()(float x, float slope) const { return x > 0.0f ? x : slope * x; }
 };
 
 // One row of the innermost dimension; the stride pairs (1,1), (1,0), (0,1) get their own loops
@@ -185,6 +189,9 @@ std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) {
   return std::make_unique<Binary<MinOp>>(cfg, "min");
+}
+std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) {
+  return std::make_unique<Binary<PreluOp>>(cfg, "prelu");
 }
 
 }  // namespace of::kernels::cpu

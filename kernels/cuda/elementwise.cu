@@ -48,6 +48,7 @@ __device__ inline float binary_op(float a, float b) {
   if constexpr (Op == BinaryOp::mul) return a * b;
   if constexpr (Op == BinaryOp::max) return a > b || a != a ? a : b;  // NaN wins, as the CPU twin
   if constexpr (Op == BinaryOp::min) return a < b || a != a ? a : b;
+  if constexpr (Op == BinaryOp::prelu) return a > 0.0f ? a : b * a;
   return a / b;
 }
 
@@ -138,6 +139,7 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
     case BinaryOp::div: binary_kernel<BinaryOp::div><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::max: binary_kernel<BinaryOp::max><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::min: binary_kernel<BinaryOp::min><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::prelu: binary_kernel<BinaryOp::prelu><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
   }
 }
 

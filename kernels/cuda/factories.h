@@ -35,6 +35,7 @@ std::unique_ptr<Kernel> make_copy(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_max(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_erf(const KernelConfig& cfg);

@@ -150,5 +150,6 @@ std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) { return std::make_uni
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "div", BinaryOp::div); }
 std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "max", BinaryOp::max); }
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "min", BinaryOp::min); }
+std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "prelu", BinaryOp::prelu); }
 
 }  // namespace of::kernels::cuda

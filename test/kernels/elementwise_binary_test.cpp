@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// add/sub/mul/div/max/min against a per-element numpy-broadcast reference in double, over the fast paths
+// add/sub/mul/div/max/min/prelu against a per-element numpy-broadcast reference in double, over the fast paths
 // (same shape, scalar, trailing) and general broadcasts.
 #include <cmath>
 #include <functional>
@@ -29,7 +29,7 @@ int64_t source_index(const std::vector<int64_t>& idx, const Shape& s) {
   return off;
 }
 
-TEST_CASE("add/sub/mul/div/max/min: broadcasting shapes match per-element reference", "[kernels]") {
+TEST_CASE("add/sub/mul/div/max/min/prelu: broadcasting shapes match per-element reference", "[kernels]") {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{3, 5}, {3, 5}},       {{7}, {}},        {{}, {7}},
       {{2, 3}, {1}},          {{4, 6}, {6}},    {{6}, {4, 6}},
@@ -43,7 +43,8 @@ TEST_CASE("add/sub/mul/div/max/min: broadcasting shapes match per-element refere
       {"mul", std::multiplies<double>()},
       {"div", std::divides<double>()},
       {"max", [](double a, double b) { return std::max(a, b); }},
-      {"min", [](double a, double b) { return std::min(a, b); }}};
+      {"min", [](double a, double b) { return std::min(a, b); }},
+      {"prelu", [](double x, double slope) { return x > 0 ? x : slope * x; }}};
   std::mt19937 rng(3);
   for (const auto& [op, fn] : ops)
     for (const auto& [a, b] : cases) {

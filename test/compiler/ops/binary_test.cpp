@@ -22,6 +22,15 @@ TEST_CASE("binary: Max and Min of two inputs broadcast; of three are refused by 
                       Catch::Contains("(Max)") && Catch::Contains("Max of 3 inputs: only two are supported"));
 }
 
+TEST_CASE("binary: PRelu's slope broadcasts to the input one way only", "[compiler]") {
+  OneNode t(prelu_def(), {f32({4, 8, 5, 5}), f32({8, 1, 1})});
+  CHECK(t.shape() == Shape{4, 8, 5, 5});
+  CHECK(t.kernel() == "prelu");
+  CHECK(OneNode(prelu_def(), {f32({4, 16}), f32({1})}).shape() == Shape{4, 16});
+  REQUIRE_THROWS_WITH(OneNode(prelu_def(), {f32({4, 1}), f32({4, 8})}),
+                      Catch::Contains("(PRelu)") && Catch::Contains("slope [4,8] does not broadcast to input [4,1]"));
+}
+
 TEST_CASE("binary: a broadcast failure names the node and both shapes", "[compiler]") {
   REQUIRE_THROWS_AS(OneNode(mul_def(), {f32({2, 3}), f32({4})}), of::Error);
   REQUIRE_THROWS_WITH(OneNode(mul_def(), {f32({2, 3}), f32({4})}),

@@ -41,10 +41,10 @@ TEST_CASE("cuda twin: activations and their gradients match the CPU kernels", "[
   check_twin("relu_grad", {}, {random_f32({300}, 2), random_f32({300}, 3)}, f32({{300}}), {}, 1, {{0, 1}});
 }
 
-TEST_CASE("cuda twin: add, sub, mul, div, max and min broadcast as numpy does", "[cuda]") {
+TEST_CASE("cuda twin: add, sub, mul, div, max, min and prelu broadcast as numpy does", "[cuda]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{64, 100}, {64, 100}}, {{64, 100}, {100}}, {{64, 1}, {1, 100}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{}, {7, 3}}, {{0, 4}, {4}}};
-  for (const char* name : {"add", "sub", "mul", "div", "max", "min"})
+  for (const char* name : {"add", "sub", "mul", "div", "max", "min", "prelu"})
     for (const auto& [a, b] : shapes) {
       INFO(name << " " << shape_str(a) << " " << shape_str(b));
       Shape y = a.size() >= b.size() ? a : b;
