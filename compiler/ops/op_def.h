@@ -112,6 +112,40 @@ class GradCtx {
   std::vector<bool>& wants_;     // per value
 };
 
+// What an op written as other ops (a composite: Einsum as transposes, reshapes and a MatMul)
+// sees when infer-shapes expands it: its inputs, now with shapes, and a way to append the ops it
+// stands for. Each emitted node is an ONNX op whose OpDef's infer() and lower() run as it is
+// emitted, so that autodiff, SBP and the fusions see ordinary ops; the last writes the
+// composite's own output.
+class ExpandCtx {
+ public:
+  ExpandCtx(Graph& g, const Node& composite, std::vector<Node>& out) : g_(g), node_(composite), out_(out) {}
+
+  const Node& node() const { return node_; }
+  const Attrs& attrs() const { return node_.attrs; }
+  ValueId input(size_t i) const { return node_.inputs.at(i); }
+  ValueId output(size_t i) const { return node_.outputs.at(i); }
+  // Shapes are taken by value: emitting may move the graph's values.
+  Shape shape(ValueId v) const { return g_.values[size_t(v)].desc.shape; }
+  // Appends a node of ONNX op `op_type` reading `inputs`; returns its output: a new value, or
+  // `into` (the composite's output, for its last node).
+  ValueId emit(const std::string& op_type, std::vector<ValueId> inputs, Attrs attrs = {}, ValueId into = kNoValue);
+  // A constant 1-D int64 tensor (Reshape's shape, Gather's indices).
+  ValueId ints(const std::vector<int64_t>& v);
+  // A constant f32 tensor of `shape` holding `values`.
+  ValueId floats(Shape shape, const std::vector<float>& values);
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    throw Error(Where{.file = g_.source_file, .node = node_.name, .op = node_.op_type}, fmt::format(f, std::forward<Args>(args)...));
+  }
+
+ private:
+  Graph& g_;
+  const Node& node_;
+  std::vector<Node>& out_;
+};
+
 // The values an attribute may take, checked (check_attrs) before anything reads it, so a model
 // with Gemm transB = 7 or a NaN epsilon fails naming the node, the op and the attribute instead
 // of compiling into something else. Axes, whose range depends on a rank, are checked where they
@@ -142,6 +176,9 @@ struct OpDef {
   // The kernels this op lowers to and its gradient emits that no other op owns, each with its
   // SBP rule or an explicit broadcast_only (compiler/parallel/signatures.h).
   std::vector<KernelSbp> kernels = {};
+  // A composite: infer-shapes replaces the node by the ops this emits (its lower is not called;
+  // its gradient is theirs).
+  void (*expand)(ExpandCtx&) = nullptr;
 };
 
 // Fails through ctx when one of the node's attributes breaks its OpDef's rules (infer-shapes

@@ -10,6 +10,7 @@ OpDef add_def();                  // binary.cpp
 OpDef sub_def();
 OpDef mul_def();
 OpDef div_def();
+OpDef einsum_def();               // einsum.cpp
 OpDef max_def();
 OpDef min_def();
 OpDef batch_norm_def();           // batch_norm.cpp

@@ -24,6 +24,7 @@ const std::vector<OpDef>& all_ops() {
       cos_def(),
       div_def(),
       dropout_def(),
+      einsum_def(),  // byte order: "Einsum" < "Elu"
       elu_def(),
       equal_def(),
       erf_def(),

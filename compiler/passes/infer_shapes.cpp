@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // infer-shapes: afterwards every value has a shape and dtype, every node a kernel (from its
-// OpDef's lower()) that exists in the kernel registry for the node's device and dtype, and no
-// node computes only from compile-time constants (those were folded into constants).
+// OpDef's lower()) that exists in the kernel registry for the node's device and dtype, no
+// node computes only from compile-time constants (those were folded into constants), and no
+// composite op is left (each is replaced, in place, by the ops its OpDef's expand() emits: once
+// its inputs have shapes, which is why it happens here).
 #include "common/error.h"
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
@@ -14,6 +16,10 @@ bool InferShapes::run(Compilation& c) {
   Graph& g = c.graph;
   mark_comparison_only(g);  // before folding: what only comparisons read folds like a constant
   std::vector<bool> folded(g.nodes.size(), false);
+  // Per node, the ops a composite stands for (expanded as soon as it is reached, so its readers
+  // see the shapes those ops give).
+  std::vector<std::vector<Node>> expansions(g.nodes.size());
+  bool expanded = false;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     Node& node = g.nodes[n];
     const OpDef* def = find_op(node.domain, node.op_type);
@@ -29,6 +35,14 @@ bool InferShapes::run(Compilation& c) {
       def->infer(ctx);
       for (size_t i = 0; i < node.outputs.size(); ++i)
         if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);
+      if (def->expand) {
+        ExpandCtx expand(g, node, expansions[n]);
+        def->expand(expand);
+        OF_ASSERT(!expansions[n].empty() && expansions[n].back().outputs == node.outputs,
+                  "a composite's expansion does not end in its output: " + node.name);
+        expanded = true;
+        continue;
+      }
       def->lower(ctx);
       // The kernel runs on the dtype of the node's first output.
       DType dtype = g.values[node.outputs[0]].desc.dtype;
@@ -40,7 +54,21 @@ bool InferShapes::run(Compilation& c) {
       throw Error(Where{.file = g.source_file, .node = node.name, .op = node.op_type}, e.what());
     }
   }
-  remove_nodes(g, folded);
+  if (!expanded) {
+    remove_nodes(g, folded);
+    return true;
+  }
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (folded[n]) continue;
+    if (find_op(g.nodes[n].domain, g.nodes[n].op_type)->expand)
+      for (Node& e : expansions[n]) nodes.push_back(std::move(e));
+    else
+      nodes.push_back(std::move(g.nodes[n]));
+  }
+  g.nodes = std::move(nodes);
+  relink(g);  // before autodiff: no node refers to another yet
   return true;
 }
 

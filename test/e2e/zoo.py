@@ -200,7 +200,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu"]
+               "extremum", "normalize", "prelu", "einsum"]
 
 
 def parse_args():
@@ -723,6 +723,31 @@ def prelu():
     return Model(net, (3, 8, 8), 10)
 
 
+class Einsum(nn.Module):
+    """torch.einsum as people write it: attention over heads, a projection with '...' dims, an
+    outer product, a sum over a letter only one operand has, a transpose of one operand."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.proj = nn.Linear(16, 48), nn.Parameter(torch.randn(16, 16) * 0.2)
+        self.mix = nn.Parameter(torch.randn(4, 8) * 0.3)
+        self.head = nn.Linear(16 * 4 + 64 + 8, 10)
+
+    def forward(self, x):                                          # x [B, 4, 16]
+        q, k, v = self.qkv(x).reshape(-1, 4, 3, 2, 8).permute(2, 0, 3, 1, 4)   # [B, 2 heads, 4, 8] each
+        att = torch.einsum("bhqd,bhkd->bhqk", q, k).softmax(dim=-1)
+        y = torch.einsum("bhqk,bhkd->bqhd", att, v).reshape(-1, 4, 16)
+        y = torch.einsum("...i,ij->...j", y, self.proj)            # [B, 4, 16]
+        outer = torch.einsum("bi,bj->bij", y[:, 0, :8], y[:, 1, 8:]).flatten(1)  # [B, 64]
+        summed = torch.einsum("bti,tj->bj", y[:, :, :4], self.mix)   # i summed away: [B, 8]
+        flipped = torch.einsum("bti->bit", y)                     # [B, 16, 4]
+        return self.head(torch.cat([flipped.flatten(1), outer, summed], dim=1))
+
+
+def einsum():
+    return Model(Einsum(), (4, 16), 10, zero_grad=key_bias(["qkv.bias"], 16))
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -765,7 +790,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu]))
+                                extremum, normalize, prelu, einsum]))
 
 
 def build(name):

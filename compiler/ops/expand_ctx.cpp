@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// ExpandCtx: how a composite op appends the ops it stands for (infer-shapes expands it).
+#include <cstring>
+
+#include "compiler/ops/op_def.h"
+#include "compiler/ops/registry.h"
+
+namespace of::compiler {
+
+ValueId ExpandCtx::emit(const std::string& op_type, std::vector<ValueId> inputs, Attrs attrs, ValueId into) {
+  const OpDef* def = find_op("", op_type);
+  OF_ASSERT(def && !def->expand, "a composite emits an op that is not an ordinary one: " + op_type);
+  Node n{.name = fmt::format("{}/{}_{}", node_.name, op_type, out_.size()), .op_type = op_type, .inputs = std::move(inputs),
+         .attrs = std::move(attrs)};
+  const ValueId out = into != kNoValue ? into : g_.add_value(n.name);
+  n.outputs = {out};
+  const TensorDesc promised = g_.values[size_t(out)].desc;  // the composite's output: what its infer() said
+  g_.values[size_t(out)].known = false;  // the emitted op infers it
+  OpCtx ctx(g_, n);
+  check_attrs(*def, ctx);
+  def->infer(ctx);
+  OF_ASSERT(g_.values[size_t(out)].known, "an expanded op inferred no output: " + n.name);
+  OF_ASSERT(into == kNoValue || (g_.values[size_t(out)].desc.shape == promised.shape && g_.values[size_t(out)].desc.dtype == promised.dtype),
+            fmt::format("{}: the expansion gives {}, the composite promised {}", n.name, shape_str(g_.values[size_t(out)].desc.shape),
+                        shape_str(promised.shape)));
+  def->lower(ctx);
+  out_.push_back(std::move(n));
+  return out;
+}
+
+ValueId ExpandCtx::ints(const std::vector<int64_t>& v) {
+  const ValueId id = g_.add_value(fmt::format("{}/ints_{}", node_.name, g_.values.size()));
+  Value& val = g_.values[size_t(id)];
+  val.desc = TensorDesc{{int64_t(v.size())}, DType::i64};
+  val.data = std::vector<uint8_t>(v.size() * 8);
+  if (!v.empty()) std::memcpy(val.data->data(), v.data(), v.size() * 8);
+  val.known = true;
+  return id;
+}
+
+ValueId ExpandCtx::floats(Shape shape, const std::vector<float>& values) {
+  const ValueId id = g_.add_value(fmt::format("{}/floats_{}", node_.name, g_.values.size()));
+  Value& val = g_.values[size_t(id)];
+  OF_ASSERT(int64_t(values.size()) == numel(shape), "ExpandCtx::floats: values do not fill the shape");
+  val.desc = TensorDesc{std::move(shape), DType::f32};
+  val.data = std::vector<uint8_t>(values.size() * 4);
+  if (!values.empty()) std::memcpy(val.data->data(), values.data(), values.size() * 4);
+  val.known = true;
+  return id;
+}
+
+}  // namespace of::compiler
