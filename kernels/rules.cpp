@@ -708,7 +708,13 @@ StridedSliceGeometry strided_slice_geometry(const KernelConfig& cfg, bool grad) 
   g.in_strides.assign(size_t(rank), 0);
   for (int64_t d = rank - 1; d >= 0; --d) {
     const int64_t s = starts[size_t(d)], st = steps[size_t(d)], n = x[size_t(d)], count = y[size_t(d)];
-    if (st < 1 || s < 0 || count < 0 || (count > 0 && (s >= n || (count - 1) > (n - 1 - s) / st)))
+    // A negative step walks back from s (torch.flip, x[::-1] in ONNX): the last element taken,
+    // s + (count - 1) st, must still be at 0 or after.
+    // (A step below -n - 1 is refused first: it takes one element like -n does, and -st must
+    // not overflow.)
+    const bool step_ok = st != 0 && st >= -n - 1;
+    const bool fits = step_ok && (st > 0 ? (count - 1) <= (n - 1 - s) / st : (count - 1) <= s / -st);
+    if (!step_ok || s < 0 || count < 0 || (count > 0 && (s >= n || !fits)))
       fail(where_of(cfg), "{}: {} elements from {} in steps of {} do not fit axis {} of {}", name, count, s, st, d, shape_str(x));
     g.dims[size_t(d)] = count;
     g.in_strides[size_t(d)] = stride * st;

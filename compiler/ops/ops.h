@@ -9,6 +9,9 @@ namespace of::compiler {
 OpDef add_def();                  // binary.cpp
 OpDef sub_def();
 OpDef mul_def();
+OpDef depth_to_space_def();       // rearrange.cpp
+OpDef tile_def();
+OpDef cumsum_def();               // cumsum.cpp
 OpDef div_def();
 OpDef einsum_def();               // einsum.cpp
 OpDef max_def();
@@ -78,6 +81,8 @@ OpDef reciprocal_def();
 OpDef sqrt_def();
 OpDef prelu_def();                // prelu.cpp
 OpDef reduce_l2_def();
+OpDef reduce_log_sum_exp_def();
+OpDef reduce_min_def();
 OpDef reduce_max_def();           // reduce.cpp
 OpDef reduce_mean_def();
 OpDef reduce_sum_def();

@@ -6,7 +6,9 @@
 // reduce_sum, ReduceMean with a divisor; ReduceMax runs reduce_max, whose gradient goes to the
 // first maximum (torch.max(dim)'s; torch.amax splits a tie evenly, which only ties can tell).
 // ReduceL2 (torch.norm(dim), F.normalize) runs reduce_l2, its gradient x / y times dY, which is 0
-// where the norm is 0, as torch.norm's (masked, not 0 / 0).
+// where the norm is 0, as torch.norm's (masked, not 0 / 0). Composites: ReduceMin (x.min(dim),
+// torch.amin) is -ReduceMax(-x), exact, its gradient to the first minimum; ReduceLogSumExp
+// (torch.logsumexp) is m + log(sum(exp(x - m))) with m the maximum (kept), as torch computes it.
 #include <algorithm>
 #include <cfloat>
 
@@ -100,10 +102,51 @@ void grad_reduce_l2(GradCtx& g) {
   g.add_in_grad(0, g.emit("ReduceL2Grad", "mul", {ratio, g.reshape(g.out_grad(0), kept)}, {}, x));
 }
 
+// A composite reduction's lower: its axes, sorted and non-negative, and keepdims, for expand().
+void lower_composite_reduce(OpCtx& c) {
+  c.node().kernel_attrs.set_ints("axes", reduced_axes(c));
+  c.node().kernel_attrs.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+}
+
+Attrs with_axes(std::vector<int64_t> axes, bool keep) {
+  Attrs a;
+  a.set_ints("axes", std::move(axes));
+  a.set_int("keepdims", keep ? 1 : 0);
+  return a;
+}
+
+// ReduceMin = -ReduceMax(-x): negation is exact, so are the minimum and its gradient.
+void expand_reduce_min(ExpandCtx& c) {
+  const Attrs& k = c.node().kernel_attrs;
+  const ValueId neg = c.emit("Neg", {c.input(0)});
+  const ValueId max = c.emit("ReduceMax", {neg}, with_axes(k.get_ints("axes"), k.get_int("keepdims", 1) != 0));
+  c.emit("Neg", {max}, {}, c.output(0));
+}
+
+// ReduceLogSumExp = m + log(sum(exp(x - m))), m the maximum over the axes (kept, to broadcast):
+// torch.logsumexp's own form, finite for large x. The gradient reaches m along two paths that
+// cancel, so x's is exp(x - y) dY, as torch's (to rounding).
+void expand_reduce_log_sum_exp(ExpandCtx& c) {
+  const Attrs& k = c.node().kernel_attrs;
+  const std::vector<int64_t> axes = k.get_ints("axes");
+  const bool keep = k.get_int("keepdims", 1) != 0;
+  const ValueId m = c.emit("ReduceMax", {c.input(0)}, with_axes(axes, true));
+  const ValueId e = c.emit("Exp", {c.emit("Sub", {c.input(0), m})});
+  const ValueId log_sum = c.emit("Log", {c.emit("ReduceSum", {e}, with_axes(axes, true))});
+  if (keep) {
+    c.emit("Add", {log_sum, m}, {}, c.output(0));
+    return;
+  }
+  const Shape out = c.shape(c.output(0));
+  c.emit("Reshape", {c.emit("Add", {log_sum, m}), c.ints(std::vector<int64_t>(out.begin(), out.end()))}, {}, c.output(0));
+}
+
 void infer_reduce_max(OpCtx& c) {
   infer_reduce(c);
   for (int64_t a : reduced_axes(c))
-    if (c.in(0).shape[size_t(a)] == 0) c.fail("axis {} of input 0 {} is empty: it has no maximum", a, shape_str(c.in(0).shape));
+    if (c.in(0).shape[size_t(a)] == 0)
+      c.fail("axis {} of input 0 {} is empty: it has no {}", a, shape_str(c.in(0).shape),
+             c.node().op_type == "ReduceMin" ? "minimum" : c.node().op_type == "ReduceMax" ? "maximum" : "largest element to subtract");
 }
 
 // dX: dY at each output's first maximum in X, zeros elsewhere.
@@ -165,6 +208,20 @@ OpDef reduce_max_def() { return {"ReduceMax", infer_reduce_max, lower_reduce_max
 OpDef reduce_l2_def() { return {"ReduceL2", infer_reduce, lower_reduce_l2, grad_reduce_l2,
           {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
           {sbp_rule("reduce_l2", reduce_max_sbp)}}; }
+
+OpDef reduce_min_def() {
+  OpDef d{"ReduceMin", infer_reduce_max, lower_composite_reduce, nullptr,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}};
+  d.expand = expand_reduce_min;
+  return d;
+}
+
+OpDef reduce_log_sum_exp_def() {
+  OpDef d{"ReduceLogSumExp", infer_reduce_max, lower_composite_reduce, nullptr,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}};
+  d.expand = expand_reduce_log_sum_exp;
+  return d;
+}
 
 // reduce_sum's SBP rule is ReduceMean's (listed there once).
 OpDef reduce_sum_def() { return {"ReduceSum", infer_reduce, lower_reduce_sum, grad_reduce,

@@ -107,14 +107,24 @@ SliceSpec slice_spec(OpCtx& c) {
     const int64_t ax = c.axis(axes[i], rank, "input 3 (axes)"), dim = x.shape[size_t(ax)];
     if (seen[size_t(ax)]) c.fail("axes [{}] name axis {} twice", fmt::join(axes, ","), ax);
     seen[size_t(ax)] = true;
-    if (steps[i] < 1) c.fail("step {} on axis {}: only positive steps are supported", steps[i], ax);
-    const int64_t st = std::min(steps[i], std::max<int64_t>(dim, 1));  // a longer step takes one element alike
+    if (steps[i] == 0) c.fail("step 0 on axis {}", ax);
+    // A step longer than the axis takes one element alike.
+    const int64_t st = steps[i] > 0 ? std::min(steps[i], std::max<int64_t>(dim, 1)) : std::max(steps[i], -std::max<int64_t>(dim, 1));
     int64_t s = starts[i], e = ends[i];
-    if (s < 0) s += dim;
+    if (s < 0 && s != std::numeric_limits<int64_t>::min()) s += dim;
     if (e < 0 && e != std::numeric_limits<int64_t>::min()) e += dim;
-    s = std::clamp<int64_t>(s, 0, dim);
-    e = std::clamp<int64_t>(e, s, dim);
-    spec.out[size_t(ax)] = (e - s + st - 1) / st;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, s, dim);
+      spec.out[size_t(ax)] = (e - s + st - 1) / st;
+    } else if (dim == 0) {
+      s = 0;
+      spec.out[size_t(ax)] = 0;
+    } else {  // backward (torch.flip): from s down to just after e, as ONNX clamps them
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, s);
+      spec.out[size_t(ax)] = (s - e + (-st) - 1) / -st;
+    }
     spec.starts[size_t(ax)] = s;
     spec.steps[size_t(ax)] = st;
   }

@@ -35,6 +35,7 @@ bool InferShapes::run(Compilation& c) {
       def->infer(ctx);
       for (size_t i = 0; i < node.outputs.size(); ++i)
         if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);
+      def->lower(ctx);  // a composite's only normalizes its attributes (kernel_attrs) for expand()
       if (def->expand) {
         ExpandCtx expand(g, node, expansions[n]);
         def->expand(expand);
@@ -43,7 +44,6 @@ bool InferShapes::run(Compilation& c) {
         expanded = true;
         continue;
       }
-      def->lower(ctx);
       // The kernel runs on the dtype of the node's first output.
       DType dtype = g.values[node.outputs[0]].desc.dtype;
       if (!kernels::kernel_exists(node.kernel, kernels::DeviceKind::cpu, dtype))

@@ -200,7 +200,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu", "einsum"]
+               "extremum", "normalize", "prelu", "einsum", "rearrange"]
 
 
 def parse_args():
@@ -748,6 +748,32 @@ def einsum():
     return Model(Einsum(), (4, 16), 10, zero_grad=key_bias(["qkv.bias"], 16))
 
 
+class Rearrange(nn.Module):
+    """The ops `of` writes as others (composites): x.repeat (Tile), nn.PixelShuffle (DepthToSpace),
+    torch.amin and x.min(dim) (ReduceMin), torch.logsumexp (ReduceLogSumExp), torch.cumsum
+    (CumSum), and torch.flip (Slice with negative steps)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 8, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.fc = nn.Linear(16, 24)
+        self.head = nn.Linear(2 * 64 + 6 + 4 + 1 + 24 + 4 * 24 + 24, 10)
+
+    def forward(self, x):                                          # x [B, 2, 4, 4]
+        img = self.shuffle(torch.relu(self.conv(x)))              # [B, 2, 8, 8]
+        img = torch.flip(img, [3]) + img.repeat(1, 1, 2, 1)[:, :, 4:12, :]
+        h = self.fc(x.flatten(2).transpose(1, 2).reshape(-1, 4, 8).flatten(1)[:, :16])  # [B, 24]
+        seq = h.reshape(-1, 4, 6)
+        stats = [torch.amin(seq, dim=1), seq.min(dim=2).values, torch.logsumexp(h, dim=1, keepdim=True)]
+        running = torch.cumsum(seq, dim=1).flatten(1) + 0.1 * torch.cumsum(h, dim=1)
+        return self.head(torch.cat([img.flatten(1)] + stats + [running, h.repeat(1, 4), h.flip(1)], dim=1))
+
+
+def rearrange():
+    return Model(Rearrange(), (2, 4, 4), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -790,7 +816,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu, einsum]))
+                                extremum, normalize, prelu, einsum, rearrange]))
 
 
 def build(name):

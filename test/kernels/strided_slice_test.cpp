@@ -2,6 +2,8 @@
 // strided_slice against an index reference (f32 and i64; steps on inner and outer axes, a step
 // longer than what is left, an empty result), its gradient as the scatter of dY into zeros, and
 // the configs it refuses.
+#include <climits>
+
 #include "grad_check.h"
 
 namespace of::kernels {
@@ -42,11 +44,15 @@ TEST_CASE("strided_slice: steps on outer and inner axes match the index referenc
   check_strided<float>(DType::f32, {6}, {1}, {4}, {100});                                   // one element
   check_strided<float>(DType::f32, {4, 6}, {0, 6}, {0, 0}, {1, 1});                         // empty
   check_strided<int64_t>(DType::i64, {3, 10}, {3, 4}, {0, 0}, {1, 3});
+  // Negative steps walk back from the start (torch.flip, x[::-2]).
+  check_strided<float>(DType::f32, {3, 7}, {3, 7}, {0, 6}, {1, -1});
+  check_strided<float>(DType::f32, {4, 7}, {2, 4}, {3, 6}, {-2, -2});
+  check_strided<float>(DType::f32, {5}, {1}, {2}, {-6});                                      // a step past the axis
 }
 
 TEST_CASE("strided_slice_grad: dY in its places, zeros elsewhere", "[kernels]") {
   const Shape x{2, 7, 8, 3}, y{2, 4, 4, 3};
-  const std::vector<int64_t> starts{0, 0, 1, 0}, steps{1, 2, 2, 1};
+  const std::vector<int64_t> starts{0, 6, 1, 2}, steps{1, -2, 2, -1};
   std::mt19937 rng(5);
   const auto dy = testing::random_floats(numel(y), rng);
   std::vector<float> want(size_t(numel(x)), 0.0f);
@@ -59,6 +65,8 @@ TEST_CASE("strided_slice: refuses parts outside the input and bad steps, naming 
   testing::check_rejects("strided_slice", slice_attrs({0, 0}, {1, 0}), {{2, 6}}, {{2, 3}});  // step 0
   testing::check_rejects("strided_slice", slice_attrs({0}, {1}), {{2, 6}}, {{2, 3}});        // not one per axis
   testing::check_rejects("strided_slice_grad", slice_attrs({0, 6}, {1, 1}), {{2, 1}}, {{2, 6}});
+  testing::check_rejects("strided_slice", slice_attrs({0, 2}, {1, -1}), {{2, 6}}, {{2, 4}});   // 2, 1, 0, -1: before the start
+  testing::check_rejects("strided_slice", slice_attrs({0, 5}, {1, INT64_MIN}), {{2, 6}}, {{2, 1}});  // -step overflows
 }
 
 }  // namespace

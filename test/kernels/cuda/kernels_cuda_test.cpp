@@ -169,7 +169,7 @@ TEST_CASE("cuda twin: pad and pad_grad in constant, reflect and edge modes on th
   }
 }
 
-TEST_CASE("cuda twin: strided_slice (f32, i64) and its gradient, steps on outer and inner axes", "[cuda]") {
+TEST_CASE("cuda twin: strided_slice (f32, i64) and its gradient, steps on outer and inner axes, negative steps", "[cuda]") {
   Attrs attrs;
   attrs.set_ints("starts", {0, 1, 0, 2});
   attrs.set_ints("steps", {1, 2, 3, 1});
@@ -178,6 +178,11 @@ TEST_CASE("cuda twin: strided_slice (f32, i64) and its gradient, steps on outer 
   std::vector<int64_t> ids(2 * 9 * 8 * 5);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i) * 1000003;
   check_twin("strided_slice", attrs, {i64_tensor({2, 9, 8, 5}, ids)}, {TensorDesc{{2, 4, 3, 3}, DType::i64}}, Tolerance{0, 0});
+  Attrs back;  // negative steps (torch.flip)
+  back.set_ints("starts", {1, 8, 0, 4});
+  back.set_ints("steps", {-1, -2, 3, -1});
+  check_twin("strided_slice", back, {random_f32({2, 9, 8, 5}, 45)}, f32({{2, 5, 3, 5}}), Tolerance{0, 0});
+  check_twin("strided_slice_grad", back, {random_f32({2, 5, 3, 5}, 46)}, f32({{2, 9, 8, 5}}), Tolerance{0, 0});
 }
 
 TEST_CASE("cuda twin: resize and resize_grad, nearest and linear, up and down, 2-D and 1-D", "[cuda]") {

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The composites that move or sum elements: their shapes and refusals (their expansions are
+// checked against PyTorch by test/e2e/zoo.py's model rearrange).
+#include <catch2/catch.hpp>
+
+#include "compiler/ops/ops.h"
+#include "op_test_util.h"
+
+namespace of::compiler::test {
+
+TEST_CASE("rearrange: Tile, DepthToSpace, CumSum, ReduceMin and ReduceLogSumExp shapes", "[compiler]") {
+  CHECK(OneNode(tile_def(), {f32({2, 3}), const_i64({1, 4})}).shape() == Shape{2, 12});
+  CHECK(OneNode(depth_to_space_def(), {f32({1, 8, 3, 4})}, A().i("blocksize", 2).s("mode", "CRD")).shape() == Shape{1, 2, 6, 8});
+  CHECK(OneNode(cumsum_def(), {f32({2, 5, 3}), const_i64({-2})}).shape() == Shape{2, 5, 3});
+  OneNode amin(reduce_min_def(), {f32({2, 5, 3})}, A().is("axes", {1}).i("keepdims", 0));
+  CHECK(amin.shape() == Shape{2, 3});
+  CHECK(amin.node().kernel_attrs.get_ints("axes") == std::vector<int64_t>{1});
+  CHECK(OneNode(reduce_log_sum_exp_def(), {f32({2, 5})}, A().is("axes", {-1})).shape() == Shape{2, 1});
+}
+
+TEST_CASE("rearrange: composites refuse what they cannot write, naming the node", "[compiler]") {
+  REQUIRE_THROWS_WITH(OneNode(tile_def(), {f32({2, 3}), const_i64({2})}), Catch::Contains("(Tile)") && Catch::Contains("repeats has 1 values"));
+  REQUIRE_THROWS_WITH(OneNode(tile_def(), {f32({2, 3}), const_i64({1, -1})}), Catch::Contains("negative count"));
+  REQUIRE_THROWS_WITH(OneNode(depth_to_space_def(), {f32({1, 6, 3, 4})}, A().i("blocksize", 2)),
+                      Catch::Contains("(DepthToSpace)") && Catch::Contains("not a multiple of blocksize^2 = 4"));
+  REQUIRE_THROWS_WITH(OneNode(depth_to_space_def(), {f32({1, 8, 3, 4})}, A().i("blocksize", 2).s("mode", "XYZ")), Catch::Contains("mode 'XYZ'"));
+  REQUIRE_THROWS_WITH(OneNode(cumsum_def(), {f32({2, 5000}), const_i64({1})}),
+                      Catch::Contains("(CumSum)") && Catch::Contains("longer than 2048"));
+  REQUIRE_THROWS_WITH(OneNode(reduce_min_def(), {f32({2, 0})}, A().is("axes", {1})), Catch::Contains("it has no minimum"));
+}
+
+}  // namespace of::compiler::test
