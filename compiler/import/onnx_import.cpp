@@ -153,8 +153,9 @@ std::vector<uint8_t> doubles_as_floats(const onnx::TensorProto& t, int64_t n, co
 }
 
 // A Constant node's value: the `value` tensor or one of the value_* shorthands. A float64 value
-// that only Casts to float32 read (torch writes a Python float so in training exports:
-// F.normalize's eps) is taken as those float32 values; other float64 tensors are refused.
+// that only Casts to float32 and Where read is taken as float32 values: torch writes a Python
+// float so (F.normalize's eps in training exports; `torch.where(mask, x, 0.0)`, a Where of an f32
+// tensor and a float64 scalar, where torch's result is f32). Other float64 tensors are refused.
 void import_constant(Graph& g, const onnx::NodeProto& node, const Where& where, bool only_cast_to_float) {
   if (node.output_size() != 1) fail(where, "expects 1 output");
   ValueId v = g.add_value(node.output(0));
@@ -260,13 +261,14 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
   }
   if (g.inputs.empty()) fail(file, "the graph has no inputs to feed");
 
-  // Values that only Cast(to FLOAT) nodes read (see import_constant).
+  // Values that only Cast(to FLOAT) and Where nodes read (see import_constant).
   std::unordered_map<std::string, bool> only_cast_to_float;
   for (const onnx::NodeProto& np : gp.node()) {
     bool to_float = np.op_type() == "Cast" && np.domain().empty();
     if (to_float)
       for (const onnx::AttributeProto& a : np.attribute())
         if (a.name() == "to") to_float = a.i() == onnx::TensorProto::FLOAT;
+    to_float = to_float || (np.op_type() == "Where" && np.domain().empty());
     for (const std::string& in : np.input()) {
       auto [it, fresh] = only_cast_to_float.try_emplace(in, to_float);
       if (!fresh) it->second = it->second && to_float;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shape, ConstantOfShape, Range, Equal, Less, Greater, Not, And, Or, Trilu, Mod, ScatterND,
-// ReduceProd: the shape and mask arithmetic exporters write (Mod and ScatterND: torchvision's Swin
-// Transformer pads to whole windows and fills its shifted windows' attention mask by slices;
-// ReduceProd: x.std(dim) counts its elements from the shape). Plans have
-// static shapes, so infer-shapes folds these into constants (const_eval.cpp) before asking their
-// OpDef; one reached here computes from run-time data, which no kernel does yet. (Cast folds here too; a cast to the same dtype is in reshape.cpp.)
+// Shape, ConstantOfShape, Range, Trilu, Mod, ScatterND, ReduceProd: the shape and mask
+// arithmetic exporters write (Mod and ScatterND: torchvision's Swin Transformer pads to whole
+// windows and fills its shifted windows' attention mask by slices; ReduceProd: x.std(dim) counts
+// its elements from the shape). Plans have static shapes, so infer-shapes folds these into
+// constants (const_eval.cpp) before asking their OpDef; one reached here computes from run-time
+// data, which no kernel does yet. (Comparisons, logical ops and Cast fold too, and also run:
+// compare.cpp, reshape.cpp.)
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -18,13 +19,7 @@ void lower_none(OpCtx&) {}
 
 }  // namespace
 
-OpDef and_def() { return {"And", infer_compile_time, lower_none}; }
 OpDef constant_of_shape_def() { return {"ConstantOfShape", infer_compile_time, lower_none}; }
-OpDef equal_def() { return {"Equal", infer_compile_time, lower_none}; }
-OpDef greater_def() { return {"Greater", infer_compile_time, lower_none}; }
-OpDef less_def() { return {"Less", infer_compile_time, lower_none}; }
-OpDef not_def() { return {"Not", infer_compile_time, lower_none}; }
-OpDef or_def() { return {"Or", infer_compile_time, lower_none}; }
 OpDef range_def() { return {"Range", infer_compile_time, lower_none}; }
 OpDef mod_def() { return {"Mod", infer_compile_time, lower_none, nullptr, {bool_attr("fmod")}}; }
 OpDef reduce_prod_def() { return {"ReduceProd", infer_compile_time, lower_none, nullptr, {bool_attr("keepdims"), bool_attr("noop_with_empty_axes")}}; }

@@ -197,10 +197,11 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     return one(r);
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
-      op == "Greater" || op == "And" || op == "Or" || op == "Max" || op == "Min") {
+      op == "Greater" || op == "And" || op == "Or" || op == "Max" || op == "Min" || op == "GreaterOrEqual" || op == "LessOrEqual") {
     if (in.size() != 2 || !has(0) || !has(1)) bad("expects 2 inputs");
     const bool integer = in[0].dtype != DType::f32;
-    const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
+    const bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or" || op == "GreaterOrEqual" ||
+                         op == "LessOrEqual";
     std::function<double(const double*)> f;
     if (op == "Add") f = [](const double* x) { return x[0] + x[1]; };
     else if (op == "Sub") f = [](const double* x) { return x[0] - x[1]; };
@@ -211,6 +212,8 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     else if (op == "Min") f = [](const double* x) { return x[0] < x[1] || std::isnan(x[0]) ? x[0] : x[1]; };
     else if (op == "Equal") f = [](const double* x) { return double(x[0] == x[1]); };
     else if (op == "Less") f = [](const double* x) { return double(x[0] < x[1]); };
+    else if (op == "LessOrEqual") f = [](const double* x) { return double(x[0] <= x[1]); };
+    else if (op == "GreaterOrEqual") f = [](const double* x) { return double(x[0] >= x[1]); };
     else if (op == "Greater") f = [](const double* x) { return double(x[0] > x[1]); };
     else if (op == "And") f = [](const double* x) { return double(x[0] != 0 && x[1] != 0); };
     else f = [](const double* x) { return double(x[0] != 0 || x[1] != 0); };  // Or

@@ -13,6 +13,8 @@ OpDef depth_to_space_def();       // rearrange.cpp
 OpDef tile_def();
 OpDef cumsum_def();               // cumsum.cpp
 OpDef div_def();
+OpDef greater_or_equal_def();     // compare.cpp
+OpDef less_or_equal_def();
 OpDef einsum_def();               // einsum.cpp
 OpDef max_def();
 OpDef min_def();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Flatten, Reshape, Identity, Squeeze, Unsqueeze and Cast to the same dtype: a new shape over the same bytes, so all
+// Flatten, Reshape, Identity, Squeeze, Unsqueeze and Cast (to the same dtype; else kernel cast): a new shape over the same bytes, so all
 // run the `copy` kernel and accept any dtype. Reshape's target shape and the axes of Squeeze and
 // Unsqueeze (an attribute before opset 13, a constant input from 13) are known at compile time.
 #include <algorithm>
@@ -92,15 +92,37 @@ void infer_squeeze(OpCtx& c) {
   c.out(0) = TensorDesc{out, x.dtype};
 }
 
-// Cast to the dtype a tensor already has is a copy (exporters write it around masks).
+// Cast to the dtype a tensor already has is a copy (exporters write it around masks); between
+// f32, i64 and bool it runs kernel cast (a mask to f32 for arithmetic, `mask.float()`; token ids
+// to f32; a float to bool), except f32 to i64 (an out-of-range float has no defined integer).
+DType cast_target(OpCtx& c) {
+  const int64_t to = c.attrs().get_int("to", 0);
+  const DType from = c.in(0).dtype;
+  const DType want = to == 1 ? DType::f32 : to == 7 ? DType::i64 : to == 6 ? DType::i32 : to == 9 ? DType::bool_ : DType::f16;
+  const bool known = to == 1 || to == 7 || to == 6 || to == 9;
+  const bool converts = (from == DType::f32 || from == DType::i64 || from == DType::bool_) &&
+                        (want == DType::f32 || want == DType::bool_ || (want == DType::i64 && from != DType::f32));
+  if (!known || (want != from && !converts))
+    c.fail("casts a run-time {} tensor to ONNX type {}; run-time casts go between f32, i64 and bool (f32 to i64 only at compile time)",
+           dtype_name(from), to);
+  return want;
+}
+
 void infer_cast(OpCtx& c) {
   c.expect_arity(1, 1);
-  const int64_t to = c.attrs().get_int("to", 0);
-  const DType want = to == 1 ? DType::f32 : to == 7 ? DType::i64 : to == 6 ? DType::i32 : to == 9 ? DType::bool_ : DType::f16;
-  if (want != c.in(0).dtype || (to != 1 && to != 7 && to != 6 && to != 9))
-    c.fail("casts a run-time {} tensor to ONNX type {}; only compile-time casts and casts to the same dtype are supported",
-           dtype_name(c.in(0).dtype), to);
-  c.out(0) = c.in(0);
+  c.out(0) = TensorDesc{c.in(0).shape, cast_target(c)};
+}
+
+void lower_cast(OpCtx& c) {
+  const DType to = cast_target(c);
+  c.set_kernel(to == c.in(0).dtype && to != DType::bool_ ? "copy" : "cast");  // no copy kernel for bool: cast's bool to bool
+}
+
+// A cast to the same dtype passes the gradient on; one from bool or i64 has none to pass (its
+// input is a mask or ids, as in torch); f32 to bool ends the float path.
+void grad_cast(GradCtx& g) {
+  if (g.wants(0) && g.desc(g.in(0)).dtype == DType::f32 && g.desc(g.out(0)).dtype == DType::f32)
+    g.add_in_grad(0, g.emit("Reshape", "copy", {g.out_grad(0)}, {}, g.desc(g.in(0))));
 }
 
 void infer_identity(OpCtx& c) {
@@ -142,7 +164,7 @@ void copy_sbp(const Graph& g, const Node& n, std::vector<Signature>& out) {
 
 }  // namespace
 
-OpDef cast_def() { return {"Cast", infer_cast, lower_copy, grad_copy, {int_attr("to", 0, kMaxInt)}}; }
+OpDef cast_def() { return {"Cast", infer_cast, lower_cast, grad_cast, {int_attr("to", 0, kMaxInt)}, {sbp_rule("cast", sbp::elementwise)}}; }
 OpDef flatten_def() { return {"Flatten", infer_flatten, lower_copy, grad_copy, {int_attr("axis", -kMaxAxis, kMaxAxis)}}; }
 OpDef identity_def() { return {"Identity", infer_identity, lower_copy, grad_copy}; }
 // Every op here runs `copy`; Reshape lists its rule.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// add, sub, mul, div, max, min, prelu with numpy (multidirectional) broadcasting. The factory collapses adjacent
+// add, sub, mul, div, max, min, prelu with numpy (multidirectional) broadcasting; and the
+// comparisons greater, greater_or_equal, less, less_or_equal, equal (f32 or i64 operands) and
+// logical_and, logical_or (bool operands), whose results are bool (a byte, 0 or 1). The factory collapses adjacent
 // dimensions that both operands walk contiguously (or both broadcast), so identical shapes,
 // scalar operands and the trailing case ([M,N] op [N]) become one or two flat, vectorizable loops.
 #include <algorithm>
@@ -42,28 +44,53 @@ struct PreluOp {
   float operator()(float x, float slope) const { return x > 0.0f ? x : slope * x; }
 };
 
+// Comparisons as torch's (a NaN compares false, except not-equal), bytes out.
+struct GreaterOp {
+  template <class T> uint8_t operator()(T a, T b) const { return a > b; }
+};
+struct GreaterOrEqualOp {
+  template <class T> uint8_t operator()(T a, T b) const { return a >= b; }
+};
+struct LessOp {
+  template <class T> uint8_t operator()(T a, T b) const { return a < b; }
+};
+struct LessOrEqualOp {
+  template <class T> uint8_t operator()(T a, T b) const { return a <= b; }
+};
+struct EqualOp {
+  template <class T> uint8_t operator()(T a, T b) const { return a == b; }
+};
+struct AndOp {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return a != 0 && b != 0; }
+};
+struct OrOp {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return a != 0 || b != 0; }
+};
+
 // One row of the innermost dimension; the stride pairs (1,1), (1,0), (0,1) get their own loops
 // so that the compiler vectorizes them.
-template <class Op>
-void row(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
+template <class Op, class TIn, class TOut>
+void row(const TIn* a, int64_t sa, const TIn* b, int64_t sb, TOut* y, int64_t n) {
   const Op op;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
   } else if (sa == 1 && sb == 0) {
-    const float bv = *b;
+    const TIn bv = *b;
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
   } else if (sa == 0 && sb == 1) {
-    const float av = *a;
+    const TIn av = *a;
     for (int64_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
   }
 }
 
-template <class Op>
+// TIn, TOut: the element types (float, int64_t; uint8_t for bool), checked against the config's
+// dtypes `in`, `out`.
+template <class Op, class TIn = float, class TOut = float>
 class Binary final : public Kernel {
  public:
-  Binary(const KernelConfig& cfg, const char* name);
+  Binary(const KernelConfig& cfg, const char* name, DType in = DType::f32, DType out = DType::f32);
   void run(const RunCtx&, const void* const* in, void* const* out) override;
 
  private:
@@ -73,10 +100,10 @@ class Binary final : public Kernel {
   int64_t total_ = 0;
 };
 
-template <class Op>
-Binary<Op>::Binary(const KernelConfig& cfg, const char* name) {
+template <class Op, class TIn, class TOut>
+Binary<Op, TIn, TOut>::Binary(const KernelConfig& cfg, const char* name, DType in, DType out) {
   check_arity(cfg, name, 2, 2, 1);
-  check_dtypes(cfg, name, DType::f32);
+  check_dtypes(cfg, name, {in, in}, {out});
   const Shape& a = cfg.inputs[0].shape;
   const Shape& b = cfg.inputs[1].shape;
   const size_t rank = std::max(a.size(), b.size());
@@ -125,11 +152,11 @@ Binary<Op>::Binary(const KernelConfig& cfg, const char* name) {
   }
 }
 
-template <class Op>
-void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
-  const float* a = static_cast<const float*>(in[0]);
-  const float* b = static_cast<const float*>(in[1]);
-  float* y = static_cast<float*>(out[0]);
+template <class Op, class TIn, class TOut>
+void Binary<Op, TIn, TOut>::run(const RunCtx&, const void* const* in, void* const* out) {
+  const auto* a = static_cast<const TIn*>(in[0]);
+  const auto* b = static_cast<const TIn*>(in[1]);
+  auto* y = static_cast<TOut*>(out[0]);
   if (total_ == 0) return;
   // Same shapes (or a scalar side): one row, split between the kernel threads in contiguous runs
   // when long enough; every element as on one thread.
@@ -138,7 +165,7 @@ void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
 #pragma omp parallel
     {
       const auto [lo, hi] = thread_share(total_);
-      if (hi > lo) row<Op>(a + lo * sa, sa, b + lo * sb, sb, y + lo, hi - lo);
+      if (hi > lo) row<Op, TIn, TOut>(a + lo * sa, sa, b + lo * sb, sb, y + lo, hi - lo);
     }
     return;
   }
@@ -157,7 +184,7 @@ void Binary<Op>::run(const RunCtx&, const void* const* in, void* const* out) {
       ob += idx[i] * b_strides_[i];
     }
     for (int64_t r = begin; r < end; ++r) {
-      row<Op>(a + oa, a_strides_[last], b + ob, b_strides_[last], y + r * n, n);
+      row<Op, TIn, TOut>(a + oa, a_strides_[last], b + ob, b_strides_[last], y + r * n, n);
       for (size_t i = last; i-- > 0;) {  // odometer over the outer dims
         oa += a_strides_[i];
         ob += b_strides_[i];
@@ -192,6 +219,30 @@ std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) {
   return std::make_unique<Binary<PreluOp>>(cfg, "prelu");
+}
+
+namespace {
+
+// A comparison of f32 or i64 operands (as the first input's dtype says).
+template <class Op>
+std::unique_ptr<Kernel> compare(const KernelConfig& cfg, const char* name) {
+  if (!cfg.inputs.empty() && cfg.inputs[0].dtype == DType::i64)
+    return std::make_unique<Binary<Op, int64_t, uint8_t>>(cfg, name, DType::i64, DType::bool_);
+  return std::make_unique<Binary<Op, float, uint8_t>>(cfg, name, DType::f32, DType::bool_);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_greater(const KernelConfig& cfg) { return compare<GreaterOp>(cfg, "greater"); }
+std::unique_ptr<Kernel> make_greater_or_equal(const KernelConfig& cfg) { return compare<GreaterOrEqualOp>(cfg, "greater_or_equal"); }
+std::unique_ptr<Kernel> make_less(const KernelConfig& cfg) { return compare<LessOp>(cfg, "less"); }
+std::unique_ptr<Kernel> make_less_or_equal(const KernelConfig& cfg) { return compare<LessOrEqualOp>(cfg, "less_or_equal"); }
+std::unique_ptr<Kernel> make_equal(const KernelConfig& cfg) { return compare<EqualOp>(cfg, "equal"); }
+std::unique_ptr<Kernel> make_logical_and(const KernelConfig& cfg) {
+  return std::make_unique<Binary<AndOp, uint8_t, uint8_t>>(cfg, "logical_and", DType::bool_, DType::bool_);
+}
+std::unique_ptr<Kernel> make_logical_or(const KernelConfig& cfg) {
+  return std::make_unique<Binary<OrOp, uint8_t, uint8_t>>(cfg, "logical_or", DType::bool_, DType::bool_);
 }
 
 }  // namespace of::kernels::cpu

@@ -143,6 +143,90 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
   }
 }
 
+namespace {
+
+template <CompareOp Op, class T>
+__device__ inline uint8_t compare_op(T a, T b) {
+  if constexpr (Op == CompareOp::greater) return a > b;
+  if constexpr (Op == CompareOp::greater_or_equal) return a >= b;
+  if constexpr (Op == CompareOp::less) return a < b;
+  if constexpr (Op == CompareOp::less_or_equal) return a <= b;
+  if constexpr (Op == CompareOp::equal) return a == b;
+  if constexpr (Op == CompareOp::logical_and) return a != 0 && b != 0;
+  return a != 0 || b != 0;  // logical_or
+}
+
+template <CompareOp Op, class T>
+__global__ void compare_kernel(BroadcastSpace s, const T* a, const T* b, uint8_t* y) {
+  for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
+    int64_t rest = i, oa = 0, ob = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t k = rest % s.dims[d];
+      rest /= s.dims[d];
+      oa += k * s.a_strides[d];
+      ob += k * s.b_strides[d];
+    }
+    y[i] = compare_op<Op, T>(a[oa], b[ob]);
+  }
+}
+
+template <class T>
+void compare_as(CompareOp op, const BroadcastSpace& s, const void* a, const void* b, uint8_t* y, cudaStream_t stream) {
+  const unsigned g = blocks_for(s.total);
+  const T* x = static_cast<const T*>(a);
+  const T* z = static_cast<const T*>(b);
+  switch (op) {
+    case CompareOp::greater: compare_kernel<CompareOp::greater, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+    case CompareOp::greater_or_equal: compare_kernel<CompareOp::greater_or_equal, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+    case CompareOp::less: compare_kernel<CompareOp::less, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+    case CompareOp::less_or_equal: compare_kernel<CompareOp::less_or_equal, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+    case CompareOp::equal: compare_kernel<CompareOp::equal, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+    case CompareOp::logical_and: compare_kernel<CompareOp::logical_and, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+    case CompareOp::logical_or: compare_kernel<CompareOp::logical_or, T><<<g, kThreads, 0, stream>>>(s, x, z, y); break;
+  }
+}
+
+template <class From, class To>
+__global__ void cast_kernel(const From* x, To* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    if constexpr (sizeof(To) == 1) y[i] = x[i] != From(0);  // to bool
+    else y[i] = To(x[i]);
+  }
+}
+
+template <class From>
+void cast_from(ElemType to, const From* x, void* y, int64_t n, cudaStream_t stream) {
+  const unsigned g = blocks_for(n);
+  if (to == ElemType::f32) cast_kernel<From, float><<<g, kThreads, 0, stream>>>(x, static_cast<float*>(y), n);
+  else if (to == ElemType::i64) cast_kernel<From, int64_t><<<g, kThreads, 0, stream>>>(x, static_cast<int64_t*>(y), n);
+  else cast_kernel<From, uint8_t><<<g, kThreads, 0, stream>>>(x, static_cast<uint8_t*>(y), n);
+}
+
+__global__ void logical_not_kernel(const uint8_t* x, uint8_t* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = x[i] == 0;
+}
+
+}  // namespace
+
+void launch_compare(CompareOp op, ElemType in, const BroadcastSpace& s, const void* a, const void* b, uint8_t* y,
+                    cudaStream_t stream) {
+  if (s.total <= 0) return;
+  if (in == ElemType::f32) compare_as<float>(op, s, a, b, y, stream);
+  else if (in == ElemType::i64) compare_as<int64_t>(op, s, a, b, y, stream);
+  else compare_as<uint8_t>(op, s, a, b, y, stream);
+}
+
+void launch_cast(ElemType from, ElemType to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (from == ElemType::f32) cast_from(to, static_cast<const float*>(x), y, n, stream);
+  else if (from == ElemType::i64) cast_from(to, static_cast<const int64_t*>(x), y, n, stream);
+  else cast_from(to, static_cast<const uint8_t*>(x), y, n, stream);
+}
+
+void launch_logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream) {
+  if (n > 0) logical_not_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+}
+
 void launch_where(const WhereSpace& s, const uint8_t* cond, const float* a, const float* b, float* y,
                   cudaStream_t stream) {
   if (s.total > 0) where_kernel<<<blocks_for(s.total), kThreads, 0, stream>>>(s, cond, a, b, y);

@@ -38,6 +38,16 @@ struct BroadcastSpace {
 void launch_binary(BinaryOp op, const BroadcastSpace& space, const float* a, const float* b, float* y,
                    cudaStream_t stream);
 
+// Comparisons of two broadcast operands (f32 or i64) and logical and/or (bool bytes), into bool
+// bytes (0 or 1): the CPU twin's rules (kernels/cpu/elementwise_binary.cpp).
+enum class CompareOp : int8_t { greater, greater_or_equal, less, less_or_equal, equal, logical_and, logical_or };
+enum class ElemType : int8_t { f32, i64, u8 };
+void launch_compare(CompareOp op, ElemType in, const BroadcastSpace& space, const void* a, const void* b, uint8_t* y,
+                    cudaStream_t stream);
+// cast between f32, i64 and bool bytes (to bool: x != 0), and logical_not of bool bytes.
+void launch_cast(ElemType from, ElemType to, const void* x, void* y, int64_t n, cudaStream_t stream);
+void launch_logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream);
+
 // where: y = cond ? a : b over `rank` output dims with per-operand element strides (0 along
 // broadcast axes); cond is bytes (nonzero = true).
 struct WhereSpace {

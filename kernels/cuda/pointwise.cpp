@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The element-wise CUDA kernels' host side: relu, sigmoid, tanh, gelu, their gradients from (dy, y) (gelu: (dy, x)),
-// add/sub/mul/div and where with numpy broadcasting. Configs are checked as the CPU twins check them.
+// add/sub/mul/div/max/min/prelu, the comparisons and logical ops, and where with numpy broadcasting;
+// cast and logical_not. Configs are checked as the CPU twins check them.
 #include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
@@ -46,11 +47,13 @@ class UnaryGrad final : public Kernel {
   int64_t n_ = 0;
 };
 
-class Binary final : public Kernel {
- public:
-  Binary(const KernelConfig& cfg, const char* name, BinaryOp op) : op_(op) {
+// Two operands' broadcast (numpy's rule) as the launch's space; the config's arity and dtypes
+// (`in` both inputs, `out` the output) checked first.
+BroadcastSpace broadcast_space(const KernelConfig& cfg, const char* name, DType in, DType out) {
+  BroadcastSpace space;
+  {
     check_arity(cfg, name, 2, 2, 1);
-    check_dtypes(cfg, name, DType::f32);
+    check_dtypes(cfg, name, {in, in}, {out});
     const Shape& a = cfg.inputs[0].shape;
     const Shape& b = cfg.inputs[1].shape;
     const size_t rank = std::max(a.size(), b.size());
@@ -76,14 +79,20 @@ class Binary final : public Kernel {
       sb *= db;
     }
     check_output_shape(cfg, name, 0, y);
-    space_.rank = int(dims.size());
+    space.rank = int(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) {
-      space_.dims[d] = dims[d];
-      space_.a_strides[d] = as[d];
-      space_.b_strides[d] = bs[d];
+      space.dims[d] = dims[d];
+      space.a_strides[d] = as[d];
+      space.b_strides[d] = bs[d];
     }
-    space_.total = numel(y);
+    space.total = numel(y);
   }
+  return space;
+}
+
+class Binary final : public Kernel {
+ public:
+  Binary(const KernelConfig& cfg, const char* name, BinaryOp op) : op_(op), space_(broadcast_space(cfg, name, DType::f32, DType::f32)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_binary(op_, space_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                   static_cast<float*>(out[0]), ctx.stream->stream);
@@ -151,5 +160,86 @@ std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) { return std::make_uni
 std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "max", BinaryOp::max); }
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "min", BinaryOp::min); }
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "prelu", BinaryOp::prelu); }
+
+namespace {
+
+ElemType elem_type(DType t) { return t == DType::f32 ? ElemType::f32 : t == DType::i64 ? ElemType::i64 : ElemType::u8; }
+
+// A comparison (f32 or i64 operands, as the first input's dtype says) or a logical op (bool).
+class Compare final : public Kernel {
+ public:
+  Compare(const KernelConfig& cfg, const char* name, CompareOp op) : op_(op) {
+    const bool logical = op == CompareOp::logical_and || op == CompareOp::logical_or;
+    const DType in = logical ? DType::bool_ : !cfg.inputs.empty() && cfg.inputs[0].dtype == DType::i64 ? DType::i64 : DType::f32;
+    space_ = broadcast_space(cfg, name, in, DType::bool_);
+    in_ = elem_type(in);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_compare(op_, in_, space_, in[0], in[1], static_cast<uint8_t*>(out[0]), ctx.stream->stream);
+    ctx.stream->check_launch("compare");
+  }
+
+ private:
+  CompareOp op_;
+  ElemType in_ = ElemType::f32;
+  BroadcastSpace space_;
+};
+
+class Cast final : public Kernel {
+ public:
+  explicit Cast(const KernelConfig& cfg) {
+    check_arity(cfg, "cast", 1, 1, 1);
+    check_output_shape(cfg, "cast", 0, cfg.inputs[0].shape);
+    const DType from = cfg.inputs[0].dtype, to = cfg.outputs[0].dtype;
+    const bool to_ok = to == DType::f32 || to == DType::bool_ || (to == DType::i64 && from != DType::f32);
+    if (!to_ok || (from != DType::f32 && from != DType::i64 && from != DType::bool_))
+      fail(where_of(cfg), "cast: {} to {} is not supported", dtype_name(from), dtype_name(to));
+    from_ = elem_type(from);
+    to_ = elem_type(to);
+    n_ = numel(cfg.inputs[0].shape);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_cast(from_, to_, in[0], out[0], n_, ctx.stream->stream);
+    ctx.stream->check_launch("cast");
+  }
+
+ private:
+  ElemType from_ = ElemType::f32, to_ = ElemType::f32;
+  int64_t n_ = 0;
+};
+
+class LogicalNot final : public Kernel {
+ public:
+  explicit LogicalNot(const KernelConfig& cfg) : n_(numel(cfg.inputs.empty() ? Shape{} : cfg.inputs[0].shape)) {
+    check_arity(cfg, "logical_not", 1, 1, 1);
+    check_dtypes(cfg, "logical_not", DType::bool_);
+    check_output_shape(cfg, "logical_not", 0, cfg.inputs[0].shape);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_logical_not(static_cast<const uint8_t*>(in[0]), static_cast<uint8_t*>(out[0]), n_, ctx.stream->stream);
+    ctx.stream->check_launch("logical_not");
+  }
+
+ private:
+  int64_t n_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_greater(const KernelConfig& cfg) { return std::make_unique<Compare>(cfg, "greater", CompareOp::greater); }
+std::unique_ptr<Kernel> make_greater_or_equal(const KernelConfig& cfg) {
+  return std::make_unique<Compare>(cfg, "greater_or_equal", CompareOp::greater_or_equal);
+}
+std::unique_ptr<Kernel> make_less(const KernelConfig& cfg) { return std::make_unique<Compare>(cfg, "less", CompareOp::less); }
+std::unique_ptr<Kernel> make_less_or_equal(const KernelConfig& cfg) {
+  return std::make_unique<Compare>(cfg, "less_or_equal", CompareOp::less_or_equal);
+}
+std::unique_ptr<Kernel> make_equal(const KernelConfig& cfg) { return std::make_unique<Compare>(cfg, "equal", CompareOp::equal); }
+std::unique_ptr<Kernel> make_logical_and(const KernelConfig& cfg) {
+  return std::make_unique<Compare>(cfg, "logical_and", CompareOp::logical_and);
+}
+std::unique_ptr<Kernel> make_logical_or(const KernelConfig& cfg) { return std::make_unique<Compare>(cfg, "logical_or", CompareOp::logical_or); }
+std::unique_ptr<Kernel> make_cast(const KernelConfig& cfg) { return std::make_unique<Cast>(cfg); }
+std::unique_ptr<Kernel> make_logical_not(const KernelConfig& cfg) { return std::make_unique<LogicalNot>(cfg); }
 
 }  // namespace of::kernels::cuda

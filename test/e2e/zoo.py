@@ -200,7 +200,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu", "einsum", "rearrange"]
+               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks"]
 
 
 def parse_args():
@@ -774,6 +774,29 @@ def rearrange():
     return Model(Rearrange(), (2, 4, 4), 10)
 
 
+class Masks(nn.Module):
+    """Masks made from run-time data: torch.where(h > 0, ...), masked_fill, &, |, ~, >=, <=, !=,
+    a bool mask cast to float for arithmetic (mask.float()), nn.Hardshrink and nn.Softshrink."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 32)
+        self.hard, self.soft = nn.Hardshrink(0.1), nn.Softshrink(0.2)
+        self.head = nn.Linear(32 * 4, 10)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        a = torch.where(h > 0, h, 0.1 * h)
+        b = self.fc2(a).masked_fill(a[:, :1] < 0, 0.0)
+        band = ((b >= -0.5) & (b <= 0.5)) | ~(b != 0)
+        c = band.float() * b + self.hard(b)
+        return self.head(torch.cat([a, b, c, self.soft(h)], dim=1))
+
+
+def masks():
+    return Model(Masks(), (16,), 10)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -816,7 +839,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu, einsum, rearrange]))
+                                extremum, normalize, prelu, einsum, rearrange, masks]))
 
 
 def build(name):

@@ -335,6 +335,23 @@ TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations,
   }
 }
 
+TEST_CASE("cuda twin: comparisons (f32, i64), logical ops, not and cast", "[cuda]") {
+  const HostTensor a = f32_tensor({2, 3}, {1.0f, 2.0f, NAN, -1.0f, 0.0f, 3.0f}), b = f32_tensor({3}, {2.0f, 2.0f, 1.0f});
+  for (const char* name : {"greater", "greater_or_equal", "less", "less_or_equal", "equal"}) {
+    INFO(name);
+    check_twin(name, {}, {a, b}, {TensorDesc{{2, 3}, DType::bool_}}, Tolerance{0, 0});
+    check_twin(name, {}, {i64_tensor({4, 1}, {0, 5, -3, 7}), i64_tensor({1, 2}, {0, 7})}, {TensorDesc{{4, 2}, DType::bool_}}, Tolerance{0, 0});
+  }
+  const HostTensor m = bool_tensor({2, 2}, {0, 1, 0, 1}), n = bool_tensor({1, 2}, {1, 0});
+  check_twin("logical_and", {}, {m, n}, {TensorDesc{{2, 2}, DType::bool_}}, Tolerance{0, 0});
+  check_twin("logical_or", {}, {m, n}, {TensorDesc{{2, 2}, DType::bool_}}, Tolerance{0, 0});
+  check_twin("logical_not", {}, {m}, {TensorDesc{{2, 2}, DType::bool_}}, Tolerance{0, 0});
+  check_twin("cast", {}, {m}, f32({{2, 2}}), Tolerance{0, 0});
+  check_twin("cast", {}, {f32_tensor({4}, {0.0f, -0.0f, NAN, 2.5f})}, {TensorDesc{{4}, DType::bool_}}, Tolerance{0, 0});
+  check_twin("cast", {}, {i64_tensor({2}, {3, -2})}, f32({{2}}), Tolerance{0, 0});
+  check_twin("cast", {}, {m}, {TensorDesc{{2, 2}, DType::i64}}, Tolerance{0, 0});
+}
+
 TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows, ties and NaN", "[cuda]") {
   struct Case {
     Shape x, y;

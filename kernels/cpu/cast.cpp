@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// cast (ONNX Cast at run time: a mask's bool to f32 for arithmetic, token ids' i64 to f32, a
+// float to bool) and logical_not (~mask). cast takes bool, i64 or f32 to f32, bool or i64 (f32
+// to i64 is refused: out-of-range floats have no defined integer); f32 to bool is x != 0, so a
+// NaN is true, as ONNX and torch say.
+#include <cstdint>
+
+#include "kernels/cpu/check.h"
+#include "kernels/cpu/factories.h"
+
+namespace of::kernels::cpu {
+
+namespace {
+
+template <class From, class To>
+class Cast final : public Kernel {
+ public:
+  explicit Cast(const KernelConfig& cfg) : n_(numel(cfg.inputs[0].shape)) {}
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const From*>(in[0]);
+    auto* y = static_cast<To*>(out[0]);
+    for (int64_t i = 0; i < n_; ++i) {
+      if constexpr (std::is_same_v<To, uint8_t>) y[i] = x[i] != From(0);  // to bool
+      else y[i] = To(x[i]);
+    }
+  }
+
+ private:
+  int64_t n_;
+};
+
+class LogicalNot final : public Kernel {
+ public:
+  explicit LogicalNot(const KernelConfig& cfg) : n_(numel(cfg.inputs[0].shape)) {
+    check_arity(cfg, "logical_not", 1, 1, 1);
+    check_dtypes(cfg, "logical_not", DType::bool_);
+    check_output_shape(cfg, "logical_not", 0, cfg.inputs[0].shape);
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const uint8_t*>(in[0]);
+    auto* y = static_cast<uint8_t*>(out[0]);
+    for (int64_t i = 0; i < n_; ++i) y[i] = x[i] == 0;
+  }
+
+ private:
+  int64_t n_;
+};
+
+template <class From>
+std::unique_ptr<Kernel> cast_from(const KernelConfig& cfg, DType to) {
+  switch (to) {
+    case DType::f32: return std::make_unique<Cast<From, float>>(cfg);
+    case DType::i64: return std::make_unique<Cast<From, int64_t>>(cfg);
+    default: return std::make_unique<Cast<From, uint8_t>>(cfg);  // bool
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_cast(const KernelConfig& cfg) {
+  check_arity(cfg, "cast", 1, 1, 1);
+  check_output_shape(cfg, "cast", 0, cfg.inputs[0].shape);
+  const DType from = cfg.inputs[0].dtype, to = cfg.outputs[0].dtype;
+  const bool to_ok = to == DType::f32 || to == DType::bool_ || (to == DType::i64 && from != DType::f32);
+  if (!to_ok || (from != DType::f32 && from != DType::i64 && from != DType::bool_))
+    fail(where_of(cfg), "cast: {} to {} is not supported", dtype_name(from), dtype_name(to));
+  switch (from) {
+    case DType::f32: return cast_from<float>(cfg, to);
+    case DType::i64: return cast_from<int64_t>(cfg, to);
+    default: return cast_from<uint8_t>(cfg, to);  // bool: 0 or 1
+  }
+}
+
+std::unique_ptr<Kernel> make_logical_not(const KernelConfig& cfg) { return std::make_unique<LogicalNot>(cfg); }
+
+}  // namespace of::kernels::cpu

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// The comparisons (f32 and i64, broadcast, NaN), logical and/or/not and cast against their
+// definitions, element by element.
+#include <cmath>
+#include <cstring>
+
+#include "kernel_test_util.h"
+
+namespace of::kernels {
+namespace {
+
+// Runs `name` on raw inputs; returns the output's bytes.
+std::vector<uint8_t> run_raw(const std::string& name, const std::vector<TensorDesc>& in, const std::vector<const void*>& data, TensorDesc out) {
+  auto kernel = make_kernel(name, DeviceKind::cpu, out.dtype, KernelConfig{Attrs{}, in, {out}, "test_node"});
+  std::vector<uint8_t> y(size_t(out.bytes()), 0xEE);
+  void* outs[] = {y.data()};
+  kernel->run({}, data.data(), outs);
+  return y;
+}
+
+TEST_CASE("compare: f32 and i64 comparisons broadcast, NaN compares false", "[kernels]") {
+  const std::vector<float> a = {1.0f, 2.0f, NAN, -1.0f, 0.0f, 3.0f};  // [2, 3]
+  const std::vector<float> b = {2.0f, 2.0f, 1.0f};                  // [3]
+  const TensorDesc ad{{2, 3}, DType::f32}, bd{{3}, DType::f32}, yd{{2, 3}, DType::bool_};
+  const std::vector<std::pair<std::string, std::vector<uint8_t>>> want = {
+      {"greater", {0, 0, 0, 0, 0, 1}},       {"greater_or_equal", {0, 1, 0, 0, 0, 1}}, {"less", {1, 0, 0, 1, 1, 0}},
+      {"less_or_equal", {1, 1, 0, 1, 1, 0}}, {"equal", {0, 1, 0, 0, 0, 0}}};
+  for (const auto& [name, bits] : want) {
+    INFO(name);
+    CHECK(run_raw(name, {ad, bd}, {a.data(), b.data()}, yd) == bits);
+  }
+  const std::vector<int64_t> ids = {0, 5, 0, 7}, pad = {0};
+  CHECK(run_raw("equal", {{{4}, DType::i64}, {{}, DType::i64}}, {ids.data(), pad.data()}, {{4}, DType::bool_}) ==
+        std::vector<uint8_t>{1, 0, 1, 0});
+}
+
+TEST_CASE("compare: logical and, or (broadcast) and not of bool bytes", "[kernels]") {
+  const std::vector<uint8_t> a = {0, 1, 0, 1}, b = {1, 0};
+  const TensorDesc ad{{2, 2}, DType::bool_}, bd{{1, 2}, DType::bool_};
+  CHECK(run_raw("logical_and", {ad, bd}, {a.data(), b.data()}, ad) == std::vector<uint8_t>{0, 0, 0, 0});
+  CHECK(run_raw("logical_or", {ad, bd}, {a.data(), b.data()}, ad) == std::vector<uint8_t>{1, 1, 1, 1});
+  CHECK(run_raw("logical_not", {ad}, {a.data()}, ad) == std::vector<uint8_t>{1, 0, 1, 0});
+}
+
+TEST_CASE("cast: bool, i64 and f32 to one another (to bool: x != 0, a NaN is true); f32 to i64 refused", "[kernels]") {
+  const std::vector<uint8_t> mask = {1, 0, 1};
+  const std::vector<uint8_t> as_f32 = run_raw("cast", {{{3}, DType::bool_}}, {mask.data()}, {{3}, DType::f32});
+  std::vector<float> f(3);
+  std::memcpy(f.data(), as_f32.data(), 12);
+  CHECK(f == std::vector<float>{1.0f, 0.0f, 1.0f});
+  const std::vector<float> x = {0.0f, -0.0f, NAN, 2.5f};
+  CHECK(run_raw("cast", {{{4}, DType::f32}}, {x.data()}, {{4}, DType::bool_}) == std::vector<uint8_t>{0, 0, 1, 1});
+  const std::vector<int64_t> ids = {3, -2};
+  const std::vector<uint8_t> ids_f32 = run_raw("cast", {{{2}, DType::i64}}, {ids.data()}, {{2}, DType::f32});
+  std::memcpy(f.data(), ids_f32.data(), 8);
+  CHECK(f[0] == 3.0f);
+  CHECK(f[1] == -2.0f);
+  CHECK_THROWS_WITH(make_kernel("cast", DeviceKind::cpu, DType::i64, KernelConfig{Attrs{}, {{{2}, DType::f32}}, {{{2}, DType::i64}}, "n"}),
+                    Catch::Contains("cast: f32 to i64 is not supported"));
+}
+
+TEST_CASE("compare: mixed or unbroadcastable operands are refused", "[kernels]") {
+  Attrs none;
+  CHECK_THROWS_AS(make_kernel("greater", DeviceKind::cpu, DType::bool_,
+                              KernelConfig{none, {{{2}, DType::f32}, {{2}, DType::i64}}, {{{2}, DType::bool_}}, "n"}),
+                  Error);
+  CHECK_THROWS_AS(make_kernel("less", DeviceKind::cpu, DType::bool_,
+                              KernelConfig{none, {{{2}, DType::f32}, {{3}, DType::f32}}, {{{3}, DType::bool_}}, "n"}),
+                  Error);
+  CHECK_THROWS_AS(make_kernel("logical_and", DeviceKind::cpu, DType::bool_,
+                              KernelConfig{none, {{{2}, DType::f32}, {{2}, DType::f32}}, {{{2}, DType::bool_}}, "n"}),
+                  Error);
+}
+
+}  // namespace
+}  // namespace of::kernels
