@@ -13,7 +13,7 @@ TEST_CASE("binary: Add broadcasts numpy-style", "[compiler]") {
   CHECK(OneNode(div_def(), {f32({}), f32({5})}).kernel() == "div");
 }
 
-TEST_CASE("binary: Max and Min of two inputs broadcast; of three are refused by node", "[compiler]") {
+TEST_CASE("binary: Max and Min of two inputs broadcast, of three are refused by node", "[compiler]") {
   OneNode mx(max_def(), {f32({4, 1}), f32({3})});
   CHECK(mx.shape() == Shape{4, 3});
   CHECK(mx.kernel() == "max");

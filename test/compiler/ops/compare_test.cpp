@@ -6,7 +6,7 @@
 
 namespace of::compiler::test {
 
-TEST_CASE("compare: run-time comparisons broadcast into bool; logical ops take bool", "[compiler]") {
+TEST_CASE("compare: run-time comparisons broadcast into bool, logical ops take bool", "[compiler]") {
   OneNode gt(greater_def(), {f32({4, 8}), f32({})});
   CHECK(gt.shape() == Shape{4, 8});
   CHECK(gt.kernel() == "greater");
@@ -21,7 +21,7 @@ TEST_CASE("compare: run-time comparisons broadcast into bool; logical ops take b
   REQUIRE_THROWS_WITH(OneNode(or_def(), {f32({2}), typed({2}, DType::bool_)}), Catch::Contains("(Or)") && Catch::Contains("takes bool tensors"));
 }
 
-TEST_CASE("compare: Cast at run time between f32, i64 and bool; f32 to i64 refused", "[compiler]") {
+TEST_CASE("compare: Cast at run time between f32, i64 and bool, f32 to i64 refused", "[compiler]") {
   OneNode to_float(cast_def(), {typed({4}, DType::bool_)}, A().i("to", 1));
   CHECK(to_float.kernel() == "cast");
   CHECK(to_float.g.values[size_t(to_float.node().outputs[0])].desc.dtype == DType::f32);
