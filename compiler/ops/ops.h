@@ -12,6 +12,8 @@ OpDef mul_def();
 OpDef depth_to_space_def();       // rearrange.cpp
 OpDef tile_def();
 OpDef cumsum_def();               // cumsum.cpp
+OpDef celu_def();                 // scaled_elu.cpp
+OpDef selu_def();
 OpDef div_def();
 OpDef greater_or_equal_def();     // compare.cpp
 OpDef less_or_equal_def();

@@ -584,14 +584,17 @@ class Pointwise(nn.Module):
         super().__init__()
         self.fc0, self.fc1 = nn.Linear(16, 16), nn.Linear(16, 32)
         self.fc2, self.fc3 = nn.Linear(32, 32), nn.Linear(32, 32)
-        self.head = nn.Linear(35, 10)
+        self.fc4 = nn.Linear(32, 32)
+        self.selu, self.celu = nn.SELU(), nn.CELU(0.7)
+        self.head = nn.Linear(35 + 32, 10)
 
     def forward(self, x):
         x = self.fc0(x)
         x = torch.cat([torch.sin(x[:, :8]), torch.cos(x[:, 8:])], dim=1)
         h = F.mish(self.fc3(F.softplus(self.fc2(F.elu(self.fc1(x), alpha=0.5)))))
         stats = torch.stack([torch.log(torch.abs(h) + 1).sum(dim=1), h.abs().sum(dim=1), h.std(dim=1)], dim=1)
-        return self.head(torch.cat([h, stats], dim=1))
+        s = self.celu(self.fc4(self.selu(h)))
+        return self.head(torch.cat([h, stats, s], dim=1))
 
 
 def pointwise():

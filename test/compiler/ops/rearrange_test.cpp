@@ -30,3 +30,13 @@ TEST_CASE("rearrange: composites refuse what they cannot write, naming the node"
 }
 
 }  // namespace of::compiler::test
+
+namespace of::compiler::test {
+
+TEST_CASE("rearrange: Selu and Celu keep the input's shape, Celu refuses alpha 0", "[compiler]") {
+  CHECK(OneNode(selu_def(), {f32({4, 3})}).shape() == Shape{4, 3});
+  CHECK(OneNode(celu_def(), {f32({4, 3})}, A().f("alpha", 0.5f)).shape() == Shape{4, 3});
+  REQUIRE_THROWS_WITH(OneNode(celu_def(), {f32({4, 3})}, A().f("alpha", 0.0f)), Catch::Contains("(Celu)") && Catch::Contains("alpha"));
+}
+
+}  // namespace of::compiler::test
