@@ -66,3 +66,70 @@ OpDef gather_def() {
 }
 
 }  // namespace of::compiler
+
+// GatherElements (torch.gather) with indices known at compile time, a composite: Y[m] =
+// X[m with axis replaced by indices[m]], written as X flattened (Reshape), one Gather of the flat
+// offsets (a constant), and a Reshape to the indices' shape; Gather's gradient adds the rows of
+// repeated offsets, as torch.gather's backward (a scatter-add) does. Indices computed at run time
+// are refused.
+namespace of::compiler {
+namespace {
+
+std::vector<int64_t> element_offsets(OpCtx& c) {
+  const Shape& data = c.in(0).shape;
+  const Shape& idx = c.in(1).shape;
+  if (c.in(1).dtype != DType::i64 && c.in(1).dtype != DType::i32)
+    c.fail("input 1 (indices) has dtype {}, expected int64 or int32", dtype_name(c.in(1).dtype));
+  if (!c.const_data(1)) c.fail("indices computed at run time are not supported (only indices known when compiling)");
+  if (idx.size() != data.size()) c.fail("indices {} and data {} differ in rank", shape_str(idx), shape_str(data));
+  const auto rank = int64_t(data.size());
+  const int64_t axis = c.axis(c.attrs().get_int("axis", 0), rank, "attribute axis");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && idx[size_t(d)] > data[size_t(d)])
+      c.fail("indices {} are longer than data {} on axis {}", shape_str(idx), shape_str(data), d);
+  const std::vector<int64_t> values = c.const_ints(1);
+  std::vector<int64_t> strides(size_t(rank), 1);
+  for (int64_t d = rank - 1; d > 0; --d) strides[size_t(d - 1)] = strides[size_t(d)] * data[size_t(d)];
+  std::vector<int64_t> out(values.size()), m(size_t(rank), 0);
+  for (size_t i = 0; i < values.size(); ++i) {
+    int64_t at = values[i];
+    if (at < 0) at += data[size_t(axis)];
+    if (at < 0 || at >= data[size_t(axis)])
+      c.fail("index {} at flat position {} is outside axis {} of data {}", values[i], i, axis, shape_str(data));
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d) flat += (d == axis ? at : m[size_t(d)]) * strides[size_t(d)];
+    out[i] = flat;
+    for (int64_t d = rank - 1; d >= 0; --d) {  // the next index of the indices' shape
+      if (++m[size_t(d)] < idx[size_t(d)]) break;
+      m[size_t(d)] = 0;
+    }
+  }
+  return out;
+}
+
+void infer_gather_elements(OpCtx& c) {
+  c.expect_arity(2, 2);
+  c.expect_float(0);
+  element_offsets(c);  // checks the indices
+  c.out(0) = TensorDesc{c.in(1).shape, c.in(0).dtype};
+}
+
+// The flat offsets, for expand() (a composite's lower only normalizes attributes).
+void lower_gather_elements(OpCtx& c) { c.node().kernel_attrs.set_ints("offsets", element_offsets(c)); }
+
+void expand_gather_elements(ExpandCtx& c) {
+  const Shape x = c.shape(c.input(0)), y = c.shape(c.output(0));
+  const ValueId flat = c.emit("Reshape", {c.input(0), c.ints({numel(x)})});
+  const ValueId picked = c.emit("Gather", {flat, c.ints(c.node().kernel_attrs.get_ints("offsets"))});
+  c.emit("Reshape", {picked, c.ints(std::vector<int64_t>(y.begin(), y.end()))}, {}, c.output(0));
+}
+
+}  // namespace
+
+OpDef gather_elements_def() {
+  OpDef d{"GatherElements", infer_gather_elements, lower_gather_elements, nullptr, {int_attr("axis", -kMaxAxis, kMaxAxis)}};
+  d.expand = expand_gather_elements;
+  return d;
+}
+
+}  // namespace of::compiler

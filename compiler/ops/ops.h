@@ -15,6 +15,7 @@ OpDef cumsum_def();               // cumsum.cpp
 OpDef celu_def();                 // scaled_elu.cpp
 OpDef selu_def();
 OpDef div_def();
+OpDef gather_elements_def();      // gather.cpp
 OpDef greater_or_equal_def();     // compare.cpp
 OpDef less_or_equal_def();
 OpDef einsum_def();               // einsum.cpp

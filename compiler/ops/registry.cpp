@@ -36,6 +36,7 @@ const std::vector<OpDef>& all_ops() {
       flatten_def(),
       gru_def(),  // byte order: "GRU" < "Gather"
       gather_def(),
+      gather_elements_def(),
       gelu_def(),
       gemm_def(),
       global_average_pool_def(),

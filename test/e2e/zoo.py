@@ -754,14 +754,15 @@ def einsum():
 class Rearrange(nn.Module):
     """The ops `of` writes as others (composites): x.repeat (Tile), nn.PixelShuffle (DepthToSpace),
     torch.amin and x.min(dim) (ReduceMin), torch.logsumexp (ReduceLogSumExp), torch.cumsum
-    (CumSum), and torch.flip (Slice with negative steps)."""
+    (CumSum), torch.flip (Slice with negative steps) and torch.gather with fixed indices
+    (GatherElements; a repeated index sums its gradients)."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(2, 8, 3, padding=1)
         self.shuffle = nn.PixelShuffle(2)
         self.fc = nn.Linear(16, 24)
-        self.head = nn.Linear(2 * 64 + 6 + 4 + 1 + 24 + 4 * 24 + 24, 10)
+        self.head = nn.Linear(2 * 64 + 6 + 4 + 1 + 24 + 4 * 24 + 24 + 12, 10)
 
     def forward(self, x):                                          # x [B, 2, 4, 4]
         img = self.shuffle(torch.relu(self.conv(x)))              # [B, 2, 8, 8]
@@ -770,7 +771,9 @@ class Rearrange(nn.Module):
         seq = h.reshape(-1, 4, 6)
         stats = [torch.amin(seq, dim=1), seq.min(dim=2).values, torch.logsumexp(h, dim=1, keepdim=True)]
         running = torch.cumsum(seq, dim=1).flatten(1) + 0.1 * torch.cumsum(h, dim=1)
-        return self.head(torch.cat([img.flatten(1)] + stats + [running, h.repeat(1, 4), h.flip(1)], dim=1))
+        index = torch.tensor([[2, 0, 5], [1, 1, 3], [4, 2, 0], [5, 3, 1]]).expand(seq.shape[0], 4, 3)
+        picked = torch.gather(seq, 2, index).flatten(1)
+        return self.head(torch.cat([img.flatten(1)] + stats + [running, h.repeat(1, 4), h.flip(1), picked], dim=1))
 
 
 def rearrange():

@@ -40,3 +40,21 @@ TEST_CASE("rearrange: Selu and Celu keep the input's shape, Celu refuses alpha 0
 }
 
 }  // namespace of::compiler::test
+
+namespace of::compiler::test {
+
+TEST_CASE("rearrange: GatherElements takes fixed indices as flat offsets, refuses run-time and out-of-range ones", "[compiler]") {
+  In idx = const_i64({2, 0, -1, 1});
+  idx.shape = {2, 2};
+  OneNode t(gather_elements_def(), {f32({2, 3}), idx}, A().i("axis", 1));
+  CHECK(t.shape() == Shape{2, 2});
+  CHECK(t.node().kernel_attrs.get_ints("offsets") == std::vector<int64_t>{2, 0, 5, 4});  // row 1: -1 is 2, then 1
+  In bad = const_i64({0, 3});
+  bad.shape = {1, 2};
+  REQUIRE_THROWS_WITH(OneNode(gather_elements_def(), {f32({2, 3}), bad}, A().i("axis", 1)),
+                      Catch::Contains("(GatherElements)") && Catch::Contains("index 3 at flat position 1 is outside axis 1"));
+  REQUIRE_THROWS_WITH(OneNode(gather_elements_def(), {f32({2, 3}), typed({2, 3}, DType::i64)}),
+                      Catch::Contains("indices computed at run time are not supported"));
+}
+
+}  // namespace of::compiler::test
