@@ -59,4 +59,23 @@ OF_HOST_DEVICE inline int64_t reduce_argmax_at(const ReduceMaxSpace& s, const fl
   return base;  // y was not read from x (not this kernel's output): the first position
 }
 
+// argmax (ONNX ArgMax, torch.argmax): the position along the reduced axis of output o's maximum,
+// the first equal to it (`last`: the last, ONNX's select_last_index); a NaN is the maximum, the
+// first one read.
+OF_HOST_DEVICE inline int64_t reduce_argmax_position(const ReduceMaxSpace& s, const float* x, int64_t o, bool last) {
+  const float* base = x + reduce_base(s, o);
+  float m = base[reduce_step(s, 0)];
+  if (m != m) return 0;
+  int64_t best = 0;
+  for (int64_t t = 1; t < s.per_out; ++t) {
+    const float v = base[reduce_step(s, t)];
+    if (v != v) return t;
+    if (v > m || (last && v == m)) {
+      m = v;
+      best = t;
+    }
+  }
+  return best;
+}
+
 }  // namespace of::kernels

@@ -76,21 +76,10 @@ Shape reduced_shape(const KernelConfig& cfg, const char* name, const Shape& x, s
 
 }  // namespace
 
-ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad) {
-  const char* name = grad ? "reduce_max_grad" : "reduce_max";
-  cpu::check_arity(cfg, name, grad ? 3 : 1, grad ? 3 : 1, 1);
-  cpu::check_dtypes(cfg, name, DType::f32);
-  const Shape& x = grad ? cfg.inputs[1].shape : cfg.inputs[0].shape;
-  if (x.size() > size_t(ReduceMaxSpace::kMaxRank)) fail(where_of(cfg), "{}: rank {} exceeds {}", name, x.size(), ReduceMaxSpace::kMaxRank);
-  std::vector<bool> reduced;
-  const Shape y = reduced_shape(cfg, name, x, reduced);
-  if (grad) {
-    cpu::check_input_shape(cfg, name, 0, "dY", y);
-    cpu::check_input_shape(cfg, name, 2, "Y", y);
-    cpu::check_output_shape(cfg, name, 0, x);
-  } else {
-    cpu::check_output_shape(cfg, name, 0, y);
-  }
+namespace {
+
+// X's kept and reduced axes for a reduction over `axes` (Y's shape already checked).
+ReduceMaxSpace reduction_space(const KernelConfig& cfg, const char* name, const Shape& x, const std::vector<bool>& reduced, const Shape& y) {
   ReduceMaxSpace s;
   const std::vector<int64_t> strides = strides_of(x);
   for (size_t i = 0; i < x.size(); ++i) {
@@ -106,6 +95,38 @@ ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad) {
   }
   s.out_n = numel(y);
   return s;
+}
+
+}  // namespace
+
+ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "reduce_max_grad" : "reduce_max";
+  cpu::check_arity(cfg, name, grad ? 3 : 1, grad ? 3 : 1, 1);
+  cpu::check_dtypes(cfg, name, DType::f32);
+  const Shape& x = grad ? cfg.inputs[1].shape : cfg.inputs[0].shape;
+  if (x.size() > size_t(ReduceMaxSpace::kMaxRank)) fail(where_of(cfg), "{}: rank {} exceeds {}", name, x.size(), ReduceMaxSpace::kMaxRank);
+  std::vector<bool> reduced;
+  const Shape y = reduced_shape(cfg, name, x, reduced);
+  if (grad) {
+    cpu::check_input_shape(cfg, name, 0, "dY", y);
+    cpu::check_input_shape(cfg, name, 2, "Y", y);
+    cpu::check_output_shape(cfg, name, 0, x);
+  } else {
+    cpu::check_output_shape(cfg, name, 0, y);
+  }
+  return reduction_space(cfg, name, x, reduced, y);
+}
+
+ReduceMaxSpace argmax_space(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "argmax", 1, 1, 1);
+  cpu::check_dtypes(cfg, "argmax", {DType::f32}, {DType::i64});
+  const Shape& x = cfg.inputs[0].shape;
+  if (x.size() > size_t(ReduceMaxSpace::kMaxRank)) fail(where_of(cfg), "argmax: rank {} exceeds {}", x.size(), ReduceMaxSpace::kMaxRank);
+  if (cfg.attrs.get_ints("axes").size() != 1) fail(where_of(cfg), "argmax: reduces one axis, axes [{}]", fmt::join(cfg.attrs.get_ints("axes"), ","));
+  std::vector<bool> reduced;
+  const Shape y = reduced_shape(cfg, "argmax", x, reduced);
+  cpu::check_output_shape(cfg, "argmax", 0, y);
+  return reduction_space(cfg, "argmax", x, reduced, y);
 }
 
 ReduceGeometry reduce_geometry(const KernelConfig& cfg) {

@@ -40,6 +40,8 @@ ReduceGeometry reduce_geometry(const KernelConfig& cfg);
 // reduce_max (X -> Y) and reduce_max_grad (dY, X, Y -> dX): `axes` and `keepdims` as reduce_sum's
 // (kernels/reduce_max_space.h: the index math both devices share).
 ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad);
+// argmax (X f32 -> Y i64, one axis in `axes`, keepdims; select_last_index): reduce_max's space.
+ReduceMaxSpace argmax_space(const KernelConfig& cfg);
 
 // Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...), or
 // with attribute param_last 1 (states'..., param'): ZeRO 1/2 update the states in place but

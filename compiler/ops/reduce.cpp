@@ -9,6 +9,7 @@
 // where the norm is 0, as torch.norm's (masked, not 0 / 0). Composites: ReduceMin (x.min(dim),
 // torch.amin) is -ReduceMax(-x), exact, its gradient to the first minimum; ReduceLogSumExp
 // (torch.logsumexp) is m + log(sum(exp(x - m))) with m the maximum (kept), as torch computes it.
+// ArgMax (x.argmax(dim): a classifier's prediction as an output) runs argmax, i64, no gradient.
 #include <algorithm>
 #include <cfloat>
 
@@ -208,6 +209,39 @@ OpDef reduce_max_def() { return {"ReduceMax", infer_reduce_max, lower_reduce_max
 OpDef reduce_l2_def() { return {"ReduceL2", infer_reduce, lower_reduce_l2, grad_reduce_l2,
           {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)},
           {sbp_rule("reduce_l2", reduce_max_sbp)}}; }
+
+namespace {
+
+int64_t argmax_axis(OpCtx& c) { return c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size())); }
+
+void infer_argmax(OpCtx& c) {
+  c.expect_arity(1, 1);
+  c.expect_float(0);
+  const Shape& x = c.in(0).shape;
+  if (x.empty()) c.fail("input 0 is a scalar: it has no axis to take the maximum along");
+  const int64_t a = argmax_axis(c);
+  if (x[size_t(a)] == 0) c.fail("axis {} of input 0 {} is empty: it has no maximum", a, shape_str(x));
+  Shape out = x;
+  if (c.attrs().get_int("keepdims", 1) != 0) out[size_t(a)] = 1;
+  else out.erase(out.begin() + a);
+  c.out(0) = TensorDesc{out, DType::i64};
+}
+
+void lower_argmax(OpCtx& c) {
+  Attrs a;
+  a.set_ints("axes", {argmax_axis(c)});
+  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  a.set_int("select_last_index", c.attrs().get_int("select_last_index", 0) != 0 ? 1 : 0);
+  c.set_kernel("argmax", std::move(a));
+}
+
+}  // namespace
+
+OpDef argmax_def() {
+  return {"ArgMax", infer_argmax, lower_argmax, nullptr,
+          {int_attr("axis", -kMaxAxis, kMaxAxis), bool_attr("keepdims"), bool_attr("select_last_index")},
+          {sbp_rule("argmax", reduce_max_sbp)}};
+}
 
 OpDef reduce_min_def() {
   OpDef d{"ReduceMin", infer_reduce_max, lower_composite_reduce, nullptr,

@@ -13,6 +13,7 @@ const std::vector<OpDef>& all_ops() {
       abs_def(),
       add_def(),
       and_def(),
+      argmax_def(),
       average_pool_def(),
       batch_norm_def(),
       cast_def(),

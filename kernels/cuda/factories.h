@@ -110,6 +110,7 @@ std::unique_ptr<Kernel> make_softplus(const KernelConfig& cfg);  // pointwise
 std::unique_ptr<Kernel> make_softplus_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_pad(const KernelConfig& cfg);  // pad.cpp
 std::unique_ptr<Kernel> make_pad_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_argmax(const KernelConfig& cfg);      // reduce_max.cpp
 std::unique_ptr<Kernel> make_reduce_max(const KernelConfig& cfg);  // reduce_max.cpp
 std::unique_ptr<Kernel> make_reduce_max_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_resize(const KernelConfig& cfg);  // resize.cpp

@@ -193,6 +193,7 @@ void launch_strided_scatter(const TransposeSpace& space, int64_t offset, const f
 // reduce_max (kernels/reduce_max_space.h): one thread per output element; its gradient zeroes dX
 // (x_n elements) and puts each dY at its output's first maximum.
 void launch_reduce_max(const ReduceMaxSpace& space, const float* x, float* y, cudaStream_t stream);
+void launch_argmax(const ReduceMaxSpace& space, const float* x, int64_t* y, bool last, cudaStream_t stream);
 void launch_reduce_max_grad(const ReduceMaxSpace& space, const float* dy, const float* x, const float* y, float* dx, int64_t x_n,
                             cudaStream_t stream);
 

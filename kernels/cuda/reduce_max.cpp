@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// reduce_max's and reduce_max_grad's host side on the GPU: the CPU twins' rule (kernels/rules.h).
+// reduce_max's, reduce_max_grad's and argmax's host side on the GPU: the CPU twins' rule (kernels/rules.h).
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
 #include "kernels/cuda/launch.h"
@@ -35,8 +35,22 @@ class ReduceMaxGrad final : public Kernel {
   int64_t x_n_;
 };
 
+class Argmax final : public Kernel {
+ public:
+  explicit Argmax(const KernelConfig& cfg) : s_(argmax_space(cfg)), last_(cfg.attrs.get_int("select_last_index", 0) != 0) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_argmax(s_, static_cast<const float*>(in[0]), static_cast<int64_t*>(out[0]), last_, ctx.stream->stream);
+    ctx.stream->check_launch("argmax");
+  }
+
+ private:
+  ReduceMaxSpace s_;
+  bool last_;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> make_argmax(const KernelConfig& cfg) { return std::make_unique<Argmax>(cfg); }
 std::unique_ptr<Kernel> make_reduce_max(const KernelConfig& cfg) { return std::make_unique<ReduceMax>(cfg); }
 std::unique_ptr<Kernel> make_reduce_max_grad(const KernelConfig& cfg) { return std::make_unique<ReduceMaxGrad>(cfg); }
 

@@ -18,7 +18,15 @@ __global__ void reduce_max_grad_kernel(ReduceMaxSpace s, const float* dy, const 
   for (int64_t o = first_index(); o < s.out_n; o += grid_stride()) dx[reduce_argmax_at(s, x, o, y[o])] = dy[o];
 }
 
+__global__ void argmax_kernel(ReduceMaxSpace s, const float* x, int64_t* y, bool last) {
+  for (int64_t o = first_index(); o < s.out_n; o += grid_stride()) y[o] = reduce_argmax_position(s, x, o, last);
+}
+
 }  // namespace
+
+void launch_argmax(const ReduceMaxSpace& s, const float* x, int64_t* y, bool last, cudaStream_t stream) {
+  if (s.out_n > 0) argmax_kernel<<<blocks_for(s.out_n), kThreads, 0, stream>>>(s, x, y, last);
+}
 
 void launch_reduce_max(const ReduceMaxSpace& s, const float* x, float* y, cudaStream_t stream) {
   if (s.out_n > 0) reduce_max_kernel<<<blocks_for(s.out_n), kThreads, 0, stream>>>(s, x, y);

@@ -200,7 +200,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks"]
+               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax"]
 
 
 def parse_args():
@@ -803,6 +803,22 @@ def masks():
     return Model(Masks(), (16,), 10)
 
 
+class Predict(nn.Module):
+    """A classifier exported for serving: the class index (ArgMax, an int64 output)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x).argmax(dim=1)
+
+
+def argmax():
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10))
+    return Model(Predict(net), (16,), 10, train=net)
+
+
 def bn_cnn():
     # Convolutions without bias, as before every BatchNorm of torchvision's: a bias there has zero
     # gradient (BatchNorm removes any shift), which Adam turns into rounding-noise steps.
@@ -845,7 +861,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu, einsum, rearrange, masks]))
+                                extremum, normalize, prelu, einsum, rearrange, masks, argmax]))
 
 
 def build(name):

@@ -68,3 +68,34 @@ TEST_CASE("reduce_max: bad configs throw of::Error", "[kernels]") {
 
 }  // namespace
 }  // namespace of::kernels
+
+namespace of::kernels {
+namespace {
+
+std::vector<int64_t> run_argmax(const Shape& x, const std::vector<float>& data, int64_t axis, bool keep, bool last, const Shape& y) {
+  Attrs a;
+  a.set_ints("axes", {axis});
+  a.set_int("keepdims", keep);
+  a.set_int("select_last_index", last);
+  auto kernel = make_kernel("argmax", DeviceKind::cpu, DType::i64, KernelConfig{a, {{x, DType::f32}}, {{y, DType::i64}}, "test_node"});
+  std::vector<int64_t> out(size_t(numel(y)), -7);
+  const void* in[] = {data.data()};
+  void* outs[] = {out.data()};
+  kernel->run({}, in, outs);
+  return out;
+}
+
+TEST_CASE("argmax: the first maximum (or the last), a NaN wins, any axis", "[kernels]") {
+  // [2, 4]: ties at 3 in row 0, a NaN in row 1.
+  const std::vector<float> x = {1.0f, 3.0f, 3.0f, -1.0f, 0.0f, 2.0f, NAN, 5.0f};
+  CHECK(run_argmax({2, 4}, x, 1, false, false, {2}) == std::vector<int64_t>{1, 2});
+  CHECK(run_argmax({2, 4}, x, 1, true, true, {2, 1}) == std::vector<int64_t>{2, 2});
+  CHECK(run_argmax({2, 4}, x, 0, false, false, {4}) == std::vector<int64_t>{0, 0, 1, 1});
+  Attrs two;
+  two.set_ints("axes", {0, 1});
+  CHECK_THROWS_WITH(make_kernel("argmax", DeviceKind::cpu, DType::i64, KernelConfig{two, {{{2, 4}, DType::f32}}, {{{}, DType::i64}}, "n"}),
+                    Catch::Contains("argmax: reduces one axis"));
+}
+
+}  // namespace
+}  // namespace of::kernels

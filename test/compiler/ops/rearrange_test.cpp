@@ -58,3 +58,17 @@ TEST_CASE("rearrange: GatherElements takes fixed indices as flat offsets, refuse
 }
 
 }  // namespace of::compiler::test
+
+namespace of::compiler::test {
+
+TEST_CASE("rearrange: ArgMax gives int64 along one axis, keepdims or not", "[compiler]") {
+  OneNode t(argmax_def(), {f32({4, 10})}, A().i("axis", -1).i("keepdims", 0));
+  CHECK(t.shape() == Shape{4});
+  CHECK(t.kernel() == "argmax");
+  CHECK(t.g.values[size_t(t.node().outputs[0])].desc.dtype == DType::i64);
+  CHECK(t.node().kernel_attrs.get_ints("axes") == std::vector<int64_t>{1});
+  CHECK(OneNode(argmax_def(), {f32({4, 10})}).shape() == Shape{1, 10});
+  REQUIRE_THROWS_WITH(OneNode(argmax_def(), {f32({4, 0})}, A().i("axis", 1)), Catch::Contains("(ArgMax)") && Catch::Contains("has no maximum"));
+}
+
+}  // namespace of::compiler::test

@@ -19,9 +19,10 @@ TEST_CASE("signatures: every kernel of the catalog has exactly one SBP entry, ea
   for (const KernelSbp& k : all_kernel_sbp()) {
     INFO(k.kernel);
     ++entries[std::string(k.kernel)];
-    // f32, or bool for the comparisons and logical ops
+    // f32, bool for the comparisons and logical ops, i64 for argmax
     CHECK((kernels::kernel_exists(k.kernel, kernels::DeviceKind::cpu, DType::f32) ||
-           kernels::kernel_exists(k.kernel, kernels::DeviceKind::cpu, DType::bool_)));
+           kernels::kernel_exists(k.kernel, kernels::DeviceKind::cpu, DType::bool_) ||
+           kernels::kernel_exists(k.kernel, kernels::DeviceKind::cpu, DType::i64)));
     if (!k.rule) CHECK_FALSE(k.why_broadcast.empty());  // broadcast only, and why
   }
   std::set<std::string> names;

@@ -352,6 +352,20 @@ TEST_CASE("cuda twin: comparisons (f32, i64), logical ops, not and cast", "[cuda
   check_twin("cast", {}, {m}, {TensorDesc{{2, 2}, DType::i64}}, Tolerance{0, 0});
 }
 
+TEST_CASE("cuda twin: argmax along each axis, ties first or last, a NaN", "[cuda]") {
+  for (int64_t axis : {0, 1, 2})
+    for (int64_t last : {0, 1}) {
+      Attrs a = ints({{"keepdims", 0}, {"select_last_index", last}});
+      a.set_ints("axes", {axis});
+      Shape y = {3, 40, 7};
+      y.erase(y.begin() + axis);
+      HostTensor x = random_f32({3, 40, 7}, 50);
+      for (size_t i = 0; i < 20; ++i) reinterpret_cast<float*>(x.bytes.data())[i * 37 % 840] = 0.5f;  // ties
+      reinterpret_cast<float*>(x.bytes.data())[100] = NAN;
+      check_twin("argmax", a, {x}, {TensorDesc{y, DType::i64}}, Tolerance{0, 0});
+    }
+}
+
 TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows, ties and NaN", "[cuda]") {
   struct Case {
     Shape x, y;
