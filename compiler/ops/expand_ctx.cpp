@@ -2,8 +2,10 @@
 // ExpandCtx: how a composite op appends the ops it stands for (infer-shapes expands it).
 #include <cstring>
 
+#include "compiler/ops/const_eval.h"
 #include "compiler/ops/op_def.h"
 #include "compiler/ops/registry.h"
+#include "kernels/catalog.h"
 
 namespace of::compiler {
 
@@ -18,12 +20,17 @@ ValueId ExpandCtx::emit(const std::string& op_type, std::vector<ValueId> inputs,
   g_.values[size_t(out)].known = false;  // the emitted op infers it
   OpCtx ctx(g_, n);
   check_attrs(*def, ctx);
+  // On constants the op folds as it would have, written out in the model (the composite's
+  // output too: infer-shapes then drops the composite as folded).
+  if (try_fold(g_, n)) return out;
   def->infer(ctx);
   OF_ASSERT(g_.values[size_t(out)].known, "an expanded op inferred no output: " + n.name);
   OF_ASSERT(into == kNoValue || (g_.values[size_t(out)].desc.shape == promised.shape && g_.values[size_t(out)].desc.dtype == promised.dtype),
             fmt::format("{}: the expansion gives {}, the composite promised {}", n.name, shape_str(g_.values[size_t(out)].desc.shape),
                         shape_str(promised.shape)));
   def->lower(ctx);
+  if (!kernels::kernel_exists(n.kernel, kernels::DeviceKind::cpu, g_.values[size_t(out)].desc.dtype))
+    fail("its expansion's {} has no kernel '{}' for cpu:{}", op_type, n.kernel, dtype_name(g_.values[size_t(out)].desc.dtype));
   out_.push_back(std::move(n));
   return out;
 }

@@ -39,9 +39,14 @@ bool InferShapes::run(Compilation& c) {
       if (def->expand) {
         ExpandCtx expand(g, node, expansions[n]);
         def->expand(expand);
+        expanded = true;
+        // Its inputs were constants and its last op folded into its output: nothing runs.
+        if (g.values[size_t(node.outputs[0])].contents() && (expansions[n].empty() || expansions[n].back().outputs != node.outputs)) {
+          folded[n] = true;
+          continue;
+        }
         OF_ASSERT(!expansions[n].empty() && expansions[n].back().outputs == node.outputs,
                   "a composite's expansion does not end in its output: " + node.name);
-        expanded = true;
         continue;
       }
       // The kernel runs on the dtype of the node's first output.
@@ -62,7 +67,8 @@ bool InferShapes::run(Compilation& c) {
   nodes.reserve(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (folded[n]) continue;
-    if (find_op(g.nodes[n].domain, g.nodes[n].op_type)->expand)
+    const OpDef* def = find_op(g.nodes[n].domain, g.nodes[n].op_type);
+    if (def && def->expand)
       for (Node& e : expansions[n]) nodes.push_back(std::move(e));
     else
       nodes.push_back(std::move(g.nodes[n]));

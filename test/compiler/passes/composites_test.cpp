@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// infer-shapes expands composite ops in place: on run-time inputs into the ordinary ops they
+// stand for (in topological order, each lowered), on constants folded as those ops would be.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compiler/compile.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/pass.h"
+
+using namespace of::compiler;
+
+namespace {
+
+long count(const Graph& g, const std::string& op) {
+  return long(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op_type == op; }));
+}
+
+ValueId constant_i64(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  const ValueId id = g.add_value(name);
+  Value& val = g.values[size_t(id)];
+  val.desc = of::TensorDesc{{int64_t(v.size())}, of::DType::i64};
+  val.data = std::vector<uint8_t>(v.size() * 8);
+  std::memcpy(val.data->data(), v.data(), v.size() * 8);
+  val.known = true;
+  return id;
+}
+
+// y = x + Tile(c, [1, 2]) + Einsum("ij->ji", Einsum("ji->ij", x)), x a [2, 6] input, c [2, 3] constant.
+Graph graph_with_composites() {
+  Graph g;
+  g.name = "composites";
+  const ValueId x = g.add_value("x");
+  g.values[size_t(x)].desc = of::TensorDesc{{2, 6}, of::DType::f32};
+  g.values[size_t(x)].known = true;
+  g.values[size_t(x)].graph_input = true;
+  g.inputs = {x};
+  const ValueId c = g.add_value("c");
+  g.values[size_t(c)].desc = of::TensorDesc{{2, 3}, of::DType::f32};
+  const std::vector<float> cv = {1, 2, 3, 4, 5, 6};
+  g.values[size_t(c)].data = std::vector<uint8_t>(24);
+  std::memcpy(g.values[size_t(c)].data->data(), cv.data(), 24);
+  g.values[size_t(c)].known = true;
+  const ValueId reps = constant_i64(g, "repeats", {1, 2});
+  const ValueId tiled = g.add_value("tiled"), xt = g.add_value("xt"), back = g.add_value("back"), sum = g.add_value("sum"),
+                y = g.add_value("y");
+  of::Attrs to_t, from_t;
+  to_t.set_str("equation", "ij->ji");
+  from_t.set_str("equation", "ji->ij");
+  g.nodes.push_back(Node{.name = "tile", .op_type = "Tile", .inputs = {c, reps}, .outputs = {tiled}});
+  g.nodes.push_back(Node{.name = "t", .op_type = "Einsum", .inputs = {x}, .outputs = {xt}, .attrs = to_t});
+  g.nodes.push_back(Node{.name = "t_back", .op_type = "Einsum", .inputs = {xt}, .outputs = {back}, .attrs = from_t});
+  g.nodes.push_back(Node{.name = "add", .op_type = "Add", .inputs = {x, tiled}, .outputs = {sum}});
+  g.nodes.push_back(Node{.name = "add2", .op_type = "Add", .inputs = {sum, back}, .outputs = {y}});
+  g.values[size_t(y)].graph_output = true;
+  g.outputs = {y};
+  relink(g);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("composites: expanded into lowered ordinary ops on run-time inputs, folded on constants", "[compiler]") {
+  Compilation c{.graph = graph_with_composites()};
+  REQUIRE(InferShapes().run(c));
+  verify(c.graph, "infer-shapes");
+  const Graph& g = c.graph;
+  CHECK(count(g, "Tile") == 0);
+  CHECK(count(g, "Einsum") == 0);
+  CHECK(count(g, "Expand") == 0);  // Tile's expansion folded: its input is a constant
+  CHECK(count(g, "Transpose") == 2);
+  for (const Node& n : g.nodes) CHECK_FALSE(n.kernel.empty());
+  const auto add = std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.name == "add"; });
+  REQUIRE(add != g.nodes.end());
+  const Value& tiled = g.values[size_t(add->inputs[1])];
+  REQUIRE(tiled.contents());
+  CHECK(tiled.desc.shape == of::Shape{2, 6});
+  std::vector<float> t(12);
+  std::memcpy(t.data(), tiled.contents()->data(), 48);
+  CHECK(t == std::vector<float>{1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6});
+  const auto first = std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Transpose"; });
+  CHECK(first->name.rfind("t/", 0) == 0);  // named after the composite it came from
+}
