@@ -220,6 +220,23 @@ int64_t accumulate_micro_batches(const KernelConfig& cfg) {
   return k;
 }
 
+int64_t cast_elements(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "cast", 1, 1, 1);
+  cpu::check_output_shape(cfg, "cast", 0, cfg.inputs[0].shape);
+  const DType from = cfg.inputs[0].dtype, to = cfg.outputs[0].dtype;
+  const bool to_ok = to == DType::f32 || to == DType::bool_ || (to == DType::i64 && from != DType::f32);
+  if (!to_ok || (from != DType::f32 && from != DType::i64 && from != DType::bool_))
+    fail(where_of(cfg), "cast: {} to {} is not supported", dtype_name(from), dtype_name(to));
+  return numel(cfg.inputs[0].shape);
+}
+
+int64_t logical_not_elements(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "logical_not", 1, 1, 1);
+  cpu::check_dtypes(cfg, "logical_not", DType::bool_);
+  cpu::check_output_shape(cfg, "logical_not", 0, cfg.inputs[0].shape);
+  return numel(cfg.inputs[0].shape);
+}
+
 size_t copy_bytes(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "copy", 1, 1, 1);
   const TensorDesc& x = cfg.inputs[0];

@@ -5,8 +5,8 @@
 // NaN is true, as ONNX and torch say.
 #include <cstdint>
 
-#include "kernels/cpu/check.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/rules.h"
 
 namespace of::kernels::cpu {
 
@@ -15,7 +15,7 @@ namespace {
 template <class From, class To>
 class Cast final : public Kernel {
  public:
-  explicit Cast(const KernelConfig& cfg) : n_(numel(cfg.inputs[0].shape)) {}
+  explicit Cast(int64_t n) : n_(n) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* x = static_cast<const From*>(in[0]);
     auto* y = static_cast<To*>(out[0]);
@@ -31,11 +31,7 @@ class Cast final : public Kernel {
 
 class LogicalNot final : public Kernel {
  public:
-  explicit LogicalNot(const KernelConfig& cfg) : n_(numel(cfg.inputs[0].shape)) {
-    check_arity(cfg, "logical_not", 1, 1, 1);
-    check_dtypes(cfg, "logical_not", DType::bool_);
-    check_output_shape(cfg, "logical_not", 0, cfg.inputs[0].shape);
-  }
+  explicit LogicalNot(const KernelConfig& cfg) : n_(logical_not_elements(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* x = static_cast<const uint8_t*>(in[0]);
     auto* y = static_cast<uint8_t*>(out[0]);
@@ -47,27 +43,22 @@ class LogicalNot final : public Kernel {
 };
 
 template <class From>
-std::unique_ptr<Kernel> cast_from(const KernelConfig& cfg, DType to) {
+std::unique_ptr<Kernel> cast_from(int64_t n, DType to) {
   switch (to) {
-    case DType::f32: return std::make_unique<Cast<From, float>>(cfg);
-    case DType::i64: return std::make_unique<Cast<From, int64_t>>(cfg);
-    default: return std::make_unique<Cast<From, uint8_t>>(cfg);  // bool
+    case DType::f32: return std::make_unique<Cast<From, float>>(n);
+    case DType::i64: return std::make_unique<Cast<From, int64_t>>(n);
+    default: return std::make_unique<Cast<From, uint8_t>>(n);  // bool
   }
 }
 
 }  // namespace
 
 std::unique_ptr<Kernel> make_cast(const KernelConfig& cfg) {
-  check_arity(cfg, "cast", 1, 1, 1);
-  check_output_shape(cfg, "cast", 0, cfg.inputs[0].shape);
-  const DType from = cfg.inputs[0].dtype, to = cfg.outputs[0].dtype;
-  const bool to_ok = to == DType::f32 || to == DType::bool_ || (to == DType::i64 && from != DType::f32);
-  if (!to_ok || (from != DType::f32 && from != DType::i64 && from != DType::bool_))
-    fail(where_of(cfg), "cast: {} to {} is not supported", dtype_name(from), dtype_name(to));
-  switch (from) {
-    case DType::f32: return cast_from<float>(cfg, to);
-    case DType::i64: return cast_from<int64_t>(cfg, to);
-    default: return cast_from<uint8_t>(cfg, to);  // bool: 0 or 1
+  const int64_t n = cast_elements(cfg);
+  switch (cfg.inputs[0].dtype) {
+    case DType::f32: return cast_from<float>(n, cfg.outputs[0].dtype);
+    case DType::i64: return cast_from<int64_t>(n, cfg.outputs[0].dtype);
+    default: return cast_from<uint8_t>(n, cfg.outputs[0].dtype);  // bool: 0 or 1
   }
 }
 

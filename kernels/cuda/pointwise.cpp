@@ -187,16 +187,9 @@ class Compare final : public Kernel {
 
 class Cast final : public Kernel {
  public:
-  explicit Cast(const KernelConfig& cfg) {
-    check_arity(cfg, "cast", 1, 1, 1);
-    check_output_shape(cfg, "cast", 0, cfg.inputs[0].shape);
-    const DType from = cfg.inputs[0].dtype, to = cfg.outputs[0].dtype;
-    const bool to_ok = to == DType::f32 || to == DType::bool_ || (to == DType::i64 && from != DType::f32);
-    if (!to_ok || (from != DType::f32 && from != DType::i64 && from != DType::bool_))
-      fail(where_of(cfg), "cast: {} to {} is not supported", dtype_name(from), dtype_name(to));
-    from_ = elem_type(from);
-    to_ = elem_type(to);
-    n_ = numel(cfg.inputs[0].shape);
+  explicit Cast(const KernelConfig& cfg)
+      : from_(elem_type(cfg.inputs.empty() ? DType::f32 : cfg.inputs[0].dtype)), n_(cast_elements(cfg)) {
+    to_ = elem_type(cfg.outputs[0].dtype);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_cast(from_, to_, in[0], out[0], n_, ctx.stream->stream);
@@ -210,11 +203,7 @@ class Cast final : public Kernel {
 
 class LogicalNot final : public Kernel {
  public:
-  explicit LogicalNot(const KernelConfig& cfg) : n_(numel(cfg.inputs.empty() ? Shape{} : cfg.inputs[0].shape)) {
-    check_arity(cfg, "logical_not", 1, 1, 1);
-    check_dtypes(cfg, "logical_not", DType::bool_);
-    check_output_shape(cfg, "logical_not", 0, cfg.inputs[0].shape);
-  }
+  explicit LogicalNot(const KernelConfig& cfg) : n_(logical_not_elements(cfg)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_logical_not(static_cast<const uint8_t*>(in[0]), static_cast<uint8_t*>(out[0]), n_, ctx.stream->stream);
     ctx.stream->check_launch("logical_not");
