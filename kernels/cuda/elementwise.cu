@@ -52,16 +52,23 @@ __device__ inline float binary_op(float a, float b) {
   return a / b;
 }
 
+// Output element i's offsets in the two broadcast operands.
+__device__ inline void broadcast_offsets(const BroadcastSpace& s, int64_t i, int64_t& oa, int64_t& ob) {
+  int64_t rest = i;
+  oa = ob = 0;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const int64_t k = rest % s.dims[d];
+    rest /= s.dims[d];
+    oa += k * s.a_strides[d];
+    ob += k * s.b_strides[d];
+  }
+}
+
 template <BinaryOp Op>
 __global__ void binary_kernel(BroadcastSpace s, const float* a, const float* b, float* y) {
   for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
-    int64_t rest = i, oa = 0, ob = 0;
-    for (int d = s.rank - 1; d >= 0; --d) {
-      const int64_t k = rest % s.dims[d];
-      rest /= s.dims[d];
-      oa += k * s.a_strides[d];
-      ob += k * s.b_strides[d];
-    }
+    int64_t oa, ob;
+    broadcast_offsets(s, i, oa, ob);
     y[i] = binary_op<Op>(a[oa], b[ob]);
   }
 }
@@ -159,13 +166,8 @@ __device__ inline uint8_t compare_op(T a, T b) {
 template <CompareOp Op, class T>
 __global__ void compare_kernel(BroadcastSpace s, const T* a, const T* b, uint8_t* y) {
   for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
-    int64_t rest = i, oa = 0, ob = 0;
-    for (int d = s.rank - 1; d >= 0; --d) {
-      const int64_t k = rest % s.dims[d];
-      rest /= s.dims[d];
-      oa += k * s.a_strides[d];
-      ob += k * s.b_strides[d];
-    }
+    int64_t oa, ob;
+    broadcast_offsets(s, i, oa, ob);
     y[i] = compare_op<Op, T>(a[oa], b[ob]);
   }
 }
