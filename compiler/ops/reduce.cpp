@@ -44,13 +44,22 @@ void infer_reduce(OpCtx& c) {
   c.out(0) = TensorDesc{out, DType::f32};
 }
 
+// The attributes every reduction kernel (and a composite's reductions) reads.
+Attrs with_axes(std::vector<int64_t> axes, bool keep) {
+  Attrs a;
+  a.set_ints("axes", std::move(axes));
+  a.set_int("keepdims", keep ? 1 : 0);
+  return a;
+}
+
+// The node's reduced axes (sorted, non-negative) and keepdims, as with_axes gives them.
+Attrs reduction_attrs(OpCtx& c) { return with_axes(reduced_axes(c), c.attrs().get_int("keepdims", 1) != 0); }
+
 void lower_reduce(OpCtx& c, bool mean) {
   const std::vector<int64_t> axes = reduced_axes(c);
   int64_t n = 1;
   for (int64_t a : axes) n *= c.in(0).shape[size_t(a)];
-  Attrs a;
-  a.set_ints("axes", axes);
-  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  Attrs a = with_axes(axes, c.attrs().get_int("keepdims", 1) != 0);
   a.set_float("divisor", mean && n > 0 ? float(n) : 1.0f);
   c.set_kernel("reduce_sum", std::move(a));
   c.set_runtime_inputs({0});
@@ -74,18 +83,12 @@ void grad_reduce(GradCtx& g) {
 }
 
 void lower_reduce_max(OpCtx& c) {
-  Attrs a;
-  a.set_ints("axes", reduced_axes(c));
-  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
-  c.set_kernel("reduce_max", std::move(a));
+  c.set_kernel("reduce_max", reduction_attrs(c));
   c.set_runtime_inputs({0});
 }
 
 void lower_reduce_l2(OpCtx& c) {
-  Attrs a;
-  a.set_ints("axes", reduced_axes(c));
-  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
-  c.set_kernel("reduce_l2", std::move(a));
+  c.set_kernel("reduce_l2", reduction_attrs(c));
   c.set_runtime_inputs({0});
 }
 
@@ -104,17 +107,7 @@ void grad_reduce_l2(GradCtx& g) {
 }
 
 // A composite reduction's lower: its axes, sorted and non-negative, and keepdims, for expand().
-void lower_composite_reduce(OpCtx& c) {
-  c.node().kernel_attrs.set_ints("axes", reduced_axes(c));
-  c.node().kernel_attrs.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
-}
-
-Attrs with_axes(std::vector<int64_t> axes, bool keep) {
-  Attrs a;
-  a.set_ints("axes", std::move(axes));
-  a.set_int("keepdims", keep ? 1 : 0);
-  return a;
-}
+void lower_composite_reduce(OpCtx& c) { c.node().kernel_attrs = reduction_attrs(c); }
 
 // ReduceMin = -ReduceMax(-x): negation is exact, so are the minimum and its gradient.
 void expand_reduce_min(ExpandCtx& c) {
@@ -228,9 +221,7 @@ void infer_argmax(OpCtx& c) {
 }
 
 void lower_argmax(OpCtx& c) {
-  Attrs a;
-  a.set_ints("axes", {argmax_axis(c)});
-  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  Attrs a = with_axes({argmax_axis(c)}, c.attrs().get_int("keepdims", 1) != 0);
   a.set_int("select_last_index", c.attrs().get_int("select_last_index", 0) != 0 ? 1 : 0);
   c.set_kernel("argmax", std::move(a));
 }
