@@ -12,6 +12,20 @@ ValueId Graph::add_value(std::string name) {
   return ValueId(values.size() - 1);
 }
 
+ValueId append_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs, std::vector<ValueId> inputs,
+                    TensorDesc desc) {
+  const auto id = NodeId(g.nodes.size());
+  const ValueId out = g.add_value(name);
+  Value& v = g.values[size_t(out)];
+  v.desc = std::move(desc);
+  v.known = true;
+  v.producer = id;
+  for (ValueId in : inputs) g.values[size_t(in)].consumers.push_back(id);
+  g.nodes.push_back(Node{.name = std::move(name), .op_type = std::move(op), .inputs = inputs, .outputs = {out},
+                         .kernel = std::move(kernel), .kernel_attrs = std::move(attrs), .runtime_inputs = inputs});
+  return out;
+}
+
 void remove_nodes(Graph& g, const std::vector<bool>& dead) {
   std::vector<NodeId> new_id(g.nodes.size(), -1);
   std::vector<Node> kept;

@@ -121,6 +121,11 @@ struct Graph {
   ValueId add_value(std::string name);
 };
 
+// Appends a node running `kernel` (its attributes given, every input read at run time) with one
+// output, a new value NAME of `desc`; returns that output. The caller keeps the topological order.
+ValueId append_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs, std::vector<ValueId> inputs,
+                    TensorDesc desc);
+
 // Drops the nodes marked dead (folded to constants), renumbering the rest and every link to them.
 void remove_nodes(Graph& g, const std::vector<bool>& dead);
 

@@ -702,17 +702,8 @@ std::string boxing_kind(const Layout& from, const Layout& to) {
 
 ValueId add_device_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs,
                         std::vector<ValueId> inputs, TensorDesc desc, int32_t device) {
-  const auto id = NodeId(g.nodes.size());
-  const ValueId out = g.add_value(name);
-  Value& v = g.values[size_t(out)];
-  v.desc = std::move(desc);
-  v.known = true;
-  v.producer = id;
-  for (ValueId in : inputs) g.values[size_t(in)].consumers.push_back(id);
-  Node n{.name = std::move(name), .op_type = std::move(op), .inputs = inputs, .outputs = {out}, .kernel = std::move(kernel),
-         .kernel_attrs = std::move(attrs), .runtime_inputs = inputs};
-  n.device = device;
-  g.nodes.push_back(std::move(n));
+  const ValueId out = append_node(g, std::move(name), std::move(op), std::move(kernel), std::move(attrs), std::move(inputs), std::move(desc));
+  g.nodes.back().device = device;
   return out;
 }
 

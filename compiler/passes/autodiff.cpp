@@ -29,6 +29,19 @@ void set_scalar(Value& v, float x) {
   std::memcpy(v.data->data(), &x, 4);
 }
 
+// Per-element metrics [rows] (rows = batch * per) -> each sample's mean [batch]: an evaluation
+// counts samples, and every sample has the same number of elements, so the mean of the samples'
+// means is the mean over all elements.
+ValueId per_sample_mean(Graph& g, ValueId v, int64_t batch, const std::string& name) {
+  const int64_t per = g.values[size_t(v)].desc.shape[0] / batch;
+  const ValueId rows = append_node(g, name + "/rows", "Reshape", "copy", {}, {v}, TensorDesc{{batch, per}, DType::f32});
+  Attrs a;
+  a.set_ints("axes", {1});
+  a.set_int("keepdims", 0);
+  a.set_float("divisor", float(per));
+  return append_node(g, name, "ReduceMean", "reduce_sum", std::move(a), {rows}, TensorDesc{{batch}, DType::f32});
+}
+
 // Only the default export (eval mode, constant folding) gives parameters exporter-made names:
 // its Transposes of nn.Linear weights and the convolutions BatchNorm was folded into. Training
 // those as constants would silently freeze them, so the model is refused unless told.
@@ -113,9 +126,10 @@ bool Autodiff::run(Compilation& c) {
     fail(file, "--label '{}' is already the name of {} in the model; choose another name", o.label,
          g.values[i].initializer ? "a weight" : output ? "its output" : "a value");
   }
-  const size_t forward_nodes = g.nodes.size();
   const ValueId pred = g.outputs[0];
   const TensorDesc pred_desc = g.values[size_t(pred)].desc;
+  // The samples of a batch, as the plan's job counts them: the first input's rows.
+  const int64_t batch = g.inputs.empty() || g.values[size_t(g.inputs[0])].desc.shape.empty() ? 1 : g.values[size_t(g.inputs[0])].desc.shape[0];
 
   // Weights and everything computed from them want a gradient. A weight is a float initializer
   // read at run time that the model names as a parameter: the exporter's own constants (a
@@ -133,13 +147,18 @@ bool Autodiff::run(Compilation& c) {
   }
   if (!wants[size_t(pred)]) fail(file, "the output '{}' does not depend on any weight: nothing to train", g.values[size_t(pred)].name);
 
-  // The label input and the loss node.
+  // The label input. Cross-entropy takes what torch's F.cross_entropy takes: logits [N,C] with
+  // class ids [N], or [N,C,d1,...] with class ids [N,d1,...] (a class per pixel: segmentation).
+  const bool xent = o.loss == "cross_entropy";
   const ValueId label = g.add_value(o.label);
   Value& lv = g.values[size_t(label)];
-  if (o.loss == "cross_entropy") {
-    if (pred_desc.shape.size() != 2)
-      fail(file, "--loss cross_entropy needs logits [N,C]; the output '{}' is {}", g.values[size_t(pred)].name, shape_str(pred_desc.shape));
-    lv.desc = TensorDesc{{pred_desc.shape[0]}, DType::i64};
+  if (xent) {
+    if (pred_desc.shape.size() < 2)
+      fail(file, "--loss cross_entropy needs logits [N,C] or [N,C,d1,...]; the output '{}' is {}", g.values[size_t(pred)].name,
+           shape_str(pred_desc.shape));
+    Shape ids = pred_desc.shape;
+    ids.erase(ids.begin() + 1);
+    lv.desc = TensorDesc{ids, DType::i64};
   } else {
     lv.desc = pred_desc;
   }
@@ -148,39 +167,77 @@ bool Autodiff::run(Compilation& c) {
   g.inputs.push_back(label);
   g.values[size_t(pred)].graph_output = false;
 
+  // The loss kernels read one row of classes per label: [N,C,d1,...] becomes [N*d1*...,C] (the
+  // classes moved last, then rows), its labels [N*d1*...]. These are forward nodes, differentiated
+  // by their ops' rules as the model's are.
+  ValueId logits = pred, ids = label;
+  if (xent && pred_desc.shape.size() > 2) {
+    const Shape& s = pred_desc.shape;
+    std::vector<int64_t> perm{0};
+    Shape moved{s[0]};
+    for (size_t a = 2; a < s.size(); ++a) perm.push_back(int64_t(a)), moved.push_back(s[a]);
+    perm.push_back(1);
+    moved.push_back(s[1]);
+    Attrs a;
+    a.set_ints("perm", perm);
+    const ValueId last = append_node(g, "loss/classes_last", "Transpose", "transpose", std::move(a), {pred}, TensorDesc{moved, DType::f32});
+    const int64_t rows = numel(s) / s[1];
+    logits = append_node(g, "loss/logits", "Reshape", "copy", {}, {last}, TensorDesc{{rows, s[1]}, DType::f32});
+    ids = append_node(g, "loss/labels", "Reshape", "copy", {}, {label}, TensorDesc{{rows}, DType::i64});
+    wants.resize(g.values.size(), false);
+    wants[size_t(last)] = wants[size_t(logits)] = true;
+  }
+  const TensorDesc logits_desc = g.values[size_t(logits)].desc;
+  const size_t forward_nodes = g.nodes.size();
+
   const auto loss_node = NodeId(g.nodes.size());
   const ValueId loss = g.add_value("loss");
   g.values[size_t(loss)].desc = TensorDesc{{}, DType::f32};
   g.values[size_t(loss)].known = true;
   g.values[size_t(loss)].producer = loss_node;
   g.values[size_t(loss)].graph_output = true;
-  Node ln{.name = "loss", .op_type = o.loss == "cross_entropy" ? "SoftmaxCrossEntropy" : "MeanSquaredError",
-          .inputs = {pred, label}, .outputs = {loss},
-          .kernel = o.loss == "cross_entropy" ? "softmax_cross_entropy" : "mse_loss"};
+  Node ln{.name = "loss", .op_type = xent ? "SoftmaxCrossEntropy" : "MeanSquaredError",
+          .inputs = {logits, ids}, .outputs = {loss},
+          .kernel = xent ? "softmax_cross_entropy" : "mse_loss"};
   ValueId prob = kNoValue;
-  if (o.loss == "cross_entropy") {  // the kernel also keeps the softmax for the backward pass
+  if (xent) {  // the kernel also keeps the softmax for the backward pass
     prob = g.add_value("loss/prob");
-    g.values[size_t(prob)].desc = pred_desc;
+    g.values[size_t(prob)].desc = logits_desc;
     g.values[size_t(prob)].known = true;
     g.values[size_t(prob)].producer = loss_node;
     ln.outputs.push_back(prob);
   }
   ln.runtime_inputs = ln.inputs;
-  g.values[size_t(pred)].consumers.push_back(loss_node);
-  g.values[size_t(label)].consumers.push_back(loss_node);
+  g.values[size_t(logits)].consumers.push_back(loss_node);
+  g.values[size_t(ids)].consumers.push_back(loss_node);
   g.nodes.push_back(std::move(ln));
   g.outputs = {loss};
-  if (o.eval_metrics && o.loss == "cross_entropy") {
+  if (o.eval_metrics && xent) {
     // Per-sample metrics replace the mean loss: a padded last batch must not count its padding.
+    // A sample with several labels (a sequence's tokens, an image's pixels) is counted by the
+    // means of its elements.
     Node& l = g.nodes[size_t(loss_node)];
     l.op_type = "ClassifyMetrics";
     l.kernel = "classify_metrics";
-    g.values[size_t(loss)].name = "eval/nll";
-    g.values[size_t(loss)].desc = TensorDesc{{pred_desc.shape[0]}, DType::f32};
-    g.values[size_t(prob)].name = "eval/correct";
-    g.values[size_t(prob)].desc = TensorDesc{{pred_desc.shape[0]}, DType::f32};
-    g.values[size_t(prob)].graph_output = true;
-    g.outputs = {loss, prob};
+    const int64_t rows = logits_desc.shape[0];
+    g.values[size_t(loss)].desc = TensorDesc{{rows}, DType::f32};
+    g.values[size_t(prob)].desc = TensorDesc{{rows}, DType::f32};
+    ValueId nll = loss, correct = prob;
+    if (rows != batch) {
+      if (batch <= 0 || rows % batch != 0)
+        fail(file, "--eval counts samples, but the logits' {} rows are not a whole number of rows per sample of the batch {}", rows,
+             batch);
+      g.values[size_t(loss)].name = "loss/nll";
+      g.values[size_t(prob)].name = "loss/correct";
+      nll = per_sample_mean(g, loss, batch, "eval/nll");
+      correct = per_sample_mean(g, prob, batch, "eval/correct");
+    }
+    g.values[size_t(nll)].name = "eval/nll";
+    g.values[size_t(correct)].name = "eval/correct";
+    g.values[size_t(loss)].graph_output = false;
+    g.values[size_t(nll)].graph_output = true;
+    g.values[size_t(correct)].graph_output = true;
+    g.outputs = {nll, correct};
   }
   if (!o.gradients && !o.train) return true;
 
@@ -191,8 +248,8 @@ bool Autodiff::run(Compilation& c) {
   std::vector<ValueId> grads(g.values.size(), kNoValue);
   {
     GradCtx ctx(g, loss_node, grads, wants);
-    std::vector<ValueId> in = o.loss == "cross_entropy" ? std::vector<ValueId>{one, prob, label} : std::vector<ValueId>{one, pred, label};
-    grads[size_t(pred)] = ctx.emit("LossGrad", o.loss == "cross_entropy" ? "softmax_cross_entropy_grad" : "mse_loss_grad", in, {}, pred_desc);
+    std::vector<ValueId> in = xent ? std::vector<ValueId>{one, prob, ids} : std::vector<ValueId>{one, pred, label};
+    grads[size_t(logits)] = ctx.emit("LossGrad", xent ? "softmax_cross_entropy_grad" : "mse_loss_grad", in, {}, logits_desc);
   }
   for (auto n = NodeId(forward_nodes) - 1; n >= 0; --n) {
     bool has_grad = false;

@@ -16,7 +16,7 @@ void EvalSinkAction::act(int64_t piece, const void* const* in, void* const*) {
   const auto* correct = static_cast<const float*>(in[1]);
   for (int64_t r = 0; r < real; ++r) {
     loss_ += double(nll[r]);
-    correct_ += correct[r] > 0.5f ? 1 : 0;
+    correct_ += double(correct[r]);
   }
   counted_ += real;
 }

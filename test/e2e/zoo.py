@@ -93,6 +93,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 positions) into Linear(8+14,10) (ONNX ReduceMax).
   bn_cnn        Conv(3,8)-BatchNorm-ReLU-Conv(8,8)-BatchNorm-ReLU-AdaptiveAvgPool-Linear(8,10) on
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
+  segment       torchvision's lraspp_mobilenet_v3_large (num_classes=4) on a 0.25-wide dilated
+                backbone, on [4,3,64,64]: logits [4,4,64,64], a class per pixel (labels [n,64,64]:
+                per-pixel cross-entropy, as F.cross_entropy takes [N,C,H,W] with [N,H,W]).
 
 CHECK is one of:
   infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
@@ -121,7 +124,11 @@ CHECK is one of:
                     PyTorch's after 5 steps: BatchNorm running_mean/var included, integer and bool
                     tensors (num_batches_tracked, masks) exactly. Looser than the losses: a
                     weight's small entries are judged against its largest, and its rounding
-                    differences accumulate over all 5 updates.
+                    differences accumulate over all 5 updates; and
+                (c) `ofrun --eval --checkpoint CK` over the same file prints the loss and accuracy
+                    of the trained PyTorch model in eval mode: the mean cross-entropy within 1e-4
+                    and the percentage predicted within one label, over every label of every
+                    sample (a sequence's tokens, an image's pixels).
                 Ill-conditioned models (deep BatchNorm stacks over 4 samples: resnet18, the
                 mobilenets, efficientnet) are judged by their distance from PyTorch in float64
                 instead, within 2x that of the farthest of the referee runs (Model.float64_referee).
@@ -153,6 +160,7 @@ import argparse  # noqa: E402
 import copy  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -200,7 +208,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax"]
+               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment"]
 
 
 def parse_args():
@@ -438,6 +446,26 @@ def mobilenet_v3_large():
     import torchvision
     return Model(torchvision.models.mobilenet_v3_large(num_classes=10, width_mult=0.25, dropout=0.0), (3, 64, 64), 10,
                  lr_scale=0.1, float64_referee=True)
+
+
+class Segmenter(nn.Module):
+    """torchvision's segmentation models return {"out": logits [N,C,H,W]}: a training loop takes "out"."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)["out"]
+
+
+def segment():
+    import torchvision
+    from torchvision.models.segmentation.lraspp import _lraspp_mobilenetv3
+    # lraspp_mobilenet_v3_large(num_classes=4) as torchvision builds it, on a 0.25-wide backbone.
+    backbone = torchvision.models.mobilenet_v3_large(width_mult=0.25, dilated=True)
+    return Model(Segmenter(_lraspp_mobilenetv3(backbone, 4)), (3, 64, 64), 4, label=(64, 64), lr_scale=0.1,
+                 float64_referee=True)
 
 
 def efficientnet_b0():
@@ -861,7 +889,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu, einsum, rearrange, masks, argmax]))
+                                extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment]))
 
 
 def build(name):
@@ -1075,6 +1103,12 @@ def of_losses(metrics):
     return [losses[s] for s in range(1, STEPS + 1)]
 
 
+def cross_entropy(logits, labels):
+    """F.cross_entropy with the labels [n, ...] of a batch shaped as the logits want them: [rows]
+    for logits [rows, C] (a sequence model's flattened tokens), [n, d1, ...] for [n, C, d1, ...]."""
+    return F.cross_entropy(logits, labels.reshape((-1,) + tuple(logits.shape[2:])))
+
+
 def ddp_loss(model, x, y, parts):
     """The loss torch's DistributedDataParallel trains on `parts` ranks, computed in one process:
     each rank's rows (in order) go through the model alone, so BatchNorm normalizes each part with
@@ -1083,10 +1117,10 @@ def ddp_loss(model, x, y, parts):
     0's buffers before every forward), so the other parts' updates are undone: by the function
     returned, to call after the backward pass (which reads the buffers as they were)."""
     xs, ys = x.chunk(parts), y.chunk(parts)
-    loss = F.cross_entropy(model(xs[0]), ys[0])
+    loss = cross_entropy(model(xs[0]), ys[0])
     kept = [(b, b.detach().clone()) for b in model.buffers()]
     for xk, yk in zip(xs[1:], ys[1:]):
-        loss = loss + F.cross_entropy(model(xk), yk)
+        loss = loss + cross_entropy(model(xk), yk)
 
     def restore():
         with torch.no_grad():
@@ -1107,8 +1141,8 @@ def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1)
     for s in range(STEPS):
         x = torch.from_numpy(features[s * BATCH:(s + 1) * BATCH])
         x = x.to(dtype) if x.is_floating_point() else x  # token ids stay integers
-        y = torch.from_numpy(labels[s * BATCH:(s + 1) * BATCH]).reshape(-1)
-        loss, restore = ddp_loss(model, x, y, parts) if parts > 1 else (F.cross_entropy(model(x), y), lambda: None)
+        y = torch.from_numpy(labels[s * BATCH:(s + 1) * BATCH])
+        loss, restore = ddp_loss(model, x, y, parts) if parts > 1 else (cross_entropy(model(x), y), lambda: None)
         opt.zero_grad()
         loss.backward()
         restore()
@@ -1331,7 +1365,55 @@ def check_train(args, name, m, work, check):
                   f"    torch: {w.reshape(-1)[:6].numpy()}")
         if len(bad) > 12:
             print(f"  ... and {len(bad) - 12} more")
-    return 0 if losses_ok and not bad else 1
+    eval_ok = check_eval(args, name, check, plan, data, ck, ref, features, labels, exact, referees) if parts == 1 else True
+    return 0 if losses_ok and not bad and eval_ok else 1
+
+
+EVAL_LINE = re.compile(r"^ofrun: eval (\d+) samples, loss ([0-9.eE+-]+), accuracy ([0-9.]+)%$", re.M)
+
+
+def check_eval(args, name, check, plan, data, ck, model, features, labels, exact, referees):
+    """`ofrun --eval` of the trained checkpoint on the training file against the trained PyTorch
+    model in eval mode: the mean cross-entropy over every label (each of a sequence's tokens,
+    each of an image's pixels) and the percentage of them predicted. An ill-conditioned model
+    (Model.float64_referee) is judged against float64 PyTorch, as its losses are."""
+    out = tool(args, "ofrun", plan, "--eval", "--data", data, "--checkpoint", ck)
+    got = EVAL_LINE.search(out)
+    if not got:
+        raise Failure(f"ofrun --eval printed no eval line: {out.strip()[-200:]}")
+    of_loss, of_acc = float(got.group(2)), float(got.group(3))
+    count = labels.size
+    # ofrun prints 6 decimals of the loss and 2 of the percentage; a near-tie may flip one label.
+    loss_rel, acc_tol = LOSS_REL_TOL, 0.005 + 100.0 / count
+    loss, acc = torch_eval(exact[0] if exact is not None else model, features, labels)
+    if exact is not None:
+        spread = [torch_eval(r[0], features, labels) for r in referees]
+        loss_rel = max(loss_rel, REFEREE_FACTOR * max(abs(l - loss) / abs(loss) for l, _ in spread))
+        acc_tol = max(acc_tol, max(abs(a - acc) for _, a in spread))
+    ok = (int(got.group(1)) == len(features) and abs(of_loss - loss) <= loss_rel * abs(loss) + 5e-7
+          and abs(of_acc - acc) <= acc_tol)
+    print(f"zoo {name} {check}: eval {'ok' if ok else 'FAIL'}: {got.group(1)} samples ({count} labels), "
+          f"of loss {of_loss:.6f} accuracy {of_acc:.2f}%, PyTorch{' float64' if exact is not None else ''} "
+          f"{loss:.6f} {acc:.2f}% (loss within {loss_rel:.3g} relative)")
+    return ok
+
+
+def torch_eval(model, features, labels):
+    """PyTorch's mean cross-entropy over every label of the file and the percentage predicted, in
+    eval mode, batch by batch."""
+    dtype = next(model.parameters()).dtype
+    model.eval()
+    nll, hits, count = 0.0, 0, 0
+    with torch.no_grad():
+        for s in range(0, len(features), BATCH):
+            x = torch.from_numpy(features[s:s + BATCH])
+            logits = model(x.to(dtype) if x.is_floating_point() else x).double()
+            y = torch.from_numpy(labels[s:s + BATCH]).reshape((-1,) + tuple(logits.shape[2:]))
+            nll += F.cross_entropy(logits, y, reduction="sum").item()
+            hits += (logits.argmax(1) == y).sum().item()
+            count += y.numel()
+    model.train()
+    return nll / count, 100.0 * hits / count
 
 
 def main(args):
