@@ -23,8 +23,12 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "plan file to write (weights go beside it as <stem>.safetensors)")->required();
   app.add_option("--slots", options.slots, "slots per streamed register (>= 2 pipelines)")->check(of::cli::between(1, 64));
   app.add_option("--pieces", options.pieces, "default number of pieces ofrun streams (0: as many as fed)")->check(of::cli::at_least(0));
-  auto* loss = app.add_option("--loss", options.loss, "append a loss to the model's output: cross_entropy (integer labels, mean) or mse")
-      ->check(CLI::IsMember({"cross_entropy", "mse"}));
+  auto* loss = app.add_option("--loss", options.loss,
+                              "append a loss to the model's output: cross_entropy[:label_smoothing=E] (integer labels, mean) or mse")
+                   ->check([](const std::string& spec) {
+                     const std::string kind = spec.substr(0, spec.find(':'));
+                     return kind == "cross_entropy" || kind == "mse" ? std::string() : "'" + spec + "' is not cross_entropy[:...] or mse";
+                   });
   app.add_option("--label", options.label, "name of the new graph input the loss compares against")->needs(loss);
   app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)")->needs(loss);
   auto* train = app.add_flag("--train", options.train, "compile a training plan (needs --loss); also writes <stem>.eval.ofp for --eval")->needs(loss);

@@ -206,6 +206,12 @@ double loss_denominator(const KernelConfig& cfg, int64_t n) {
   return static_cast<double>(n) / static_cast<double>(scale);
 }
 
+float label_smoothing(const KernelConfig& cfg, const char* name) {
+  const float e = cfg.attrs.get_float("label_smoothing", 0.0f);
+  if (!(e >= 0.0f && e <= 1.0f)) fail(where_of(cfg), "{}: label_smoothing {} must be in [0, 1]", name, e);
+  return e;
+}
+
 int64_t accumulate_micro_batches(const KernelConfig& cfg) {
   const char* name = "accumulate";
   cpu::check_arity(cfg, name, 3, 3, 3);

@@ -61,6 +61,9 @@ std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name,
 // The divisor of a loss's mean over n rows or elements: n / `scale` (a device holding 1/k of a
 // split batch divides by N*k, so the k devices' losses sum to the whole batch's).
 double loss_denominator(const KernelConfig& cfg, int64_t n);
+// softmax_cross_entropy and its grad: attribute `label_smoothing` (default 0), in [0, 1]: the
+// target is 1 - E on the label plus E / C on every class, as torch's F.cross_entropy's.
+float label_smoothing(const KernelConfig& cfg, const char* name);
 
 // accumulate: (grad, lr, step) -> (mean grad, lr, step); returns micro_batches (k).
 int64_t accumulate_micro_batches(const KernelConfig& cfg);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/option_spec.h"
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
@@ -114,7 +115,18 @@ bool Autodiff::run(Compilation& c) {
   c.training.label = o.label;
   Graph& g = c.graph;
   const Where file{.file = g.source_file};
-  if (o.loss != "cross_entropy" && o.loss != "mse") fail(file, "--loss '{}' is not supported (cross_entropy, mse)", o.loss);
+  const OptionSpec loss_spec(o.loss, "--loss");
+  if (loss_spec.kind() != "cross_entropy" && loss_spec.kind() != "mse")
+    fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E], mse)", o.loss);
+  const bool xent = loss_spec.kind() == "cross_entropy";
+  Attrs loss_attrs;  // torch's F.cross_entropy(..., label_smoothing=E): the target mixes in E of a uniform one
+  if (xent) {
+    loss_spec.allow({"label_smoothing"});
+    const double smoothing = loss_spec.number("label_smoothing", 0, 0, 1);
+    if (smoothing > 0) loss_attrs.set_float("label_smoothing", float(smoothing));
+  } else {
+    loss_spec.allow({});
+  }
   if (g.outputs.size() != 1) fail(file, "--loss needs a model with one output; this one has {}", g.outputs.size());
   for (ValueId v : g.inputs)
     if (g.values[size_t(v)].name == o.label) fail(file, "--label '{}' is already an input of the model", o.label);
@@ -149,7 +161,6 @@ bool Autodiff::run(Compilation& c) {
 
   // The label input. Cross-entropy takes what torch's F.cross_entropy takes: logits [N,C] with
   // class ids [N], or [N,C,d1,...] with class ids [N,d1,...] (a class per pixel: segmentation).
-  const bool xent = o.loss == "cross_entropy";
   const ValueId label = g.add_value(o.label);
   Value& lv = g.values[size_t(label)];
   if (xent) {
@@ -198,7 +209,7 @@ bool Autodiff::run(Compilation& c) {
   g.values[size_t(loss)].graph_output = true;
   Node ln{.name = "loss", .op_type = xent ? "SoftmaxCrossEntropy" : "MeanSquaredError",
           .inputs = {logits, ids}, .outputs = {loss},
-          .kernel = xent ? "softmax_cross_entropy" : "mse_loss"};
+          .kernel = xent ? "softmax_cross_entropy" : "mse_loss", .kernel_attrs = loss_attrs};
   ValueId prob = kNoValue;
   if (xent) {  // the kernel also keeps the softmax for the backward pass
     prob = g.add_value("loss/prob");
@@ -218,7 +229,8 @@ bool Autodiff::run(Compilation& c) {
     // means of its elements.
     Node& l = g.nodes[size_t(loss_node)];
     l.op_type = "ClassifyMetrics";
-    l.kernel = "classify_metrics";
+    l.kernel = "classify_metrics";  // the plain cross-entropy of each label, smoothing or not
+    l.kernel_attrs = {};
     const int64_t rows = logits_desc.shape[0];
     g.values[size_t(loss)].desc = TensorDesc{{rows}, DType::f32};
     g.values[size_t(prob)].desc = TensorDesc{{rows}, DType::f32};
@@ -249,7 +261,7 @@ bool Autodiff::run(Compilation& c) {
   {
     GradCtx ctx(g, loss_node, grads, wants);
     std::vector<ValueId> in = xent ? std::vector<ValueId>{one, prob, ids} : std::vector<ValueId>{one, pred, label};
-    grads[size_t(logits)] = ctx.emit("LossGrad", xent ? "softmax_cross_entropy_grad" : "mse_loss_grad", in, {}, logits_desc);
+    grads[size_t(logits)] = ctx.emit("LossGrad", xent ? "softmax_cross_entropy_grad" : "mse_loss_grad", in, loss_attrs, logits_desc);
   }
   for (auto n = NodeId(forward_nodes) - 1; n >= 0; --n) {
     bool has_grad = false;

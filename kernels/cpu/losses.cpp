@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Losses and their gradients: softmax_cross_entropy (logits [N,C], labels i64 [N] -> mean loss [],
-// softmax prob [N,C] kept for the backward) and mse_loss (mean squared error). The data source
+// softmax prob [N,C] kept for the backward; with label smoothing E a row's loss is
+// (1 - E) * -log p[label] + E * mean_k -log p[k], as torch's) and mse_loss (mean squared error). The data source
 // validates labels; a label outside [0,C) still never reads out of bounds: it contributes 0 to
 // the loss (the mean still divides by N) and, consistently, a zero row to dlogits.
 // Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
@@ -38,6 +39,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     check_output_shape(cfg, name, 0, {});
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
     denom_ = loss_denominator(cfg, n_);
+    smoothing_ = label_smoothing(cfg, name);
     row_loss_.assign(size_t(std::max<int64_t>(n_, 0)), 0.0);
     row_counted_.assign(size_t(std::max<int64_t>(n_, 0)), 0);
   }
@@ -59,10 +61,14 @@ class SoftmaxCrossEntropy final : public Kernel {
       const int64_t label = labels[r];
       const bool counted = label >= 0 && label < c;
       const float picked = counted ? xr[label] - m : 0.0f;  // read before prob overwrites x
+      const float mean_x = smoothing_ > 0.0f ? row_sum(xr, c) / float(c) - m : 0.0f;
       exp_shifted(xr, m, pr, c);
       const float sum = row_sum(pr, c);
-      // -log softmax[label] = log(sum) - (x[label] - m): log-sum-exp without overflow.
-      row_loss[r] = counted ? double(std::log(sum) - picked) : 0.0;
+      // -log softmax[k] = log(sum) - (x[k] - m): log-sum-exp without overflow.
+      const float lse = std::log(sum);
+      double l = double(lse - picked);
+      if (smoothing_ > 0.0f) l = (1.0 - double(smoothing_)) * l + double(smoothing_) * double(lse - mean_x);
+      row_loss[r] = counted ? l : 0.0;
       row_counted_[size_t(r)] = counted;
       const float inv = 1.0f / sum;
       for (int64_t k = 0; k < c; ++k) pr[k] *= inv;
@@ -76,11 +82,13 @@ class SoftmaxCrossEntropy final : public Kernel {
  private:
   int64_t n_ = 0, c_ = 0;
   double denom_ = 1;
+  float smoothing_ = 0;
   std::vector<double> row_loss_;     // per row: its term of the loss ...
   std::vector<uint8_t> row_counted_;  // ... and whether its label counts
 };
 
-// (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - onehot) * dloss / N.
+// (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - target) * dloss / N, the target
+// (1 - E) * onehot + E / C.
 // dlogits may alias prob.
 class SoftmaxCrossEntropyGrad final : public Kernel {
  public:
@@ -93,9 +101,11 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
     n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
+    smoothing_ = label_smoothing(cfg, name);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float scale = *static_cast<const float*>(in[0]) / n_f_;
+    const float uniform = c_ > 0 ? smoothing_ / float(c_) * scale : 0.0f, on_label = (1.0f - smoothing_) * scale;
     const float* prob = static_cast<const float*>(in[1]);
     const int64_t* labels = static_cast<const int64_t*>(in[2]);
     float* dx = static_cast<float*>(out[0]);
@@ -109,14 +119,14 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
         std::fill(dxr, dxr + c, 0.0f);
         continue;
       }
-      for (int64_t k = 0; k < c; ++k) dxr[k] = pr[k] * scale;
-      dxr[label] -= scale;
+      for (int64_t k = 0; k < c; ++k) dxr[k] = pr[k] * scale - uniform;
+      dxr[label] -= on_label;
     }
   }
 
  private:
   int64_t n_ = 0, c_ = 0;
-  float n_f_ = 1;
+  float n_f_ = 1, smoothing_ = 0;
 };
 
 // (pred, target) -> loss [] = mean((pred - target)^2).

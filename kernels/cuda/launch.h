@@ -76,12 +76,14 @@ struct ReduceSpace {
 void launch_reduce_sum(const ReduceSpace& space, const float* x, float* y, float divisor, bool l2, cudaStream_t stream);
 
 // softmax_cross_entropy over [n, c]: prob = softmax(x) per row (may alias x), row_loss[r] the
-// row's -log softmax[label] (0 for a label outside [0, c)), then loss = sum(row_loss) / denom.
+// row's -log softmax[label], mixed with smoothing * the mean of -log softmax (0 for a label
+// outside [0, c)), then loss = sum(row_loss) / denom.
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss,
-                         int64_t n, int64_t c, double denom, cudaStream_t stream);
-// dx = (prob - onehot(label)) * (*dloss / n_f); zero rows for labels outside [0, c).
+                         int64_t n, int64_t c, double denom, float smoothing, cudaStream_t stream);
+// dx = (prob - (1 - smoothing) * onehot(label) - smoothing / c) * (*dloss / n_f); zero rows for
+// labels outside [0, c).
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
-                              int64_t n, int64_t c, float n_f, cudaStream_t stream);
+                              int64_t n, int64_t c, float n_f, float smoothing, cudaStream_t stream);
 
 // Optimizers: torch.optim's rules as kernels/cpu/optimizers.cpp states them; lr and step are
 // device scalars (inputs of the task), read by every thread. Outputs may alias their inputs.

@@ -28,19 +28,21 @@ class SoftmaxCrossEntropy final : public Kernel {
     cpu::check_output_shape(cfg, name, 0, {});
     cpu::check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
     denom_ = loss_denominator(cfg, n_);
+    smoothing_ = label_smoothing(cfg, name);
     if (n_ > kMaxRows) fail(where_of(cfg), "{}: {} rows exceed a CUDA grid", name, n_);
     row_loss_ = std::make_unique<DeviceBuffer>(size_t(std::max<int64_t>(n_, 1)) * sizeof(double));
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax_xent(static_cast<const float*>(in[0]), static_cast<const int64_t*>(in[1]),
                         static_cast<float*>(out[1]), static_cast<double*>(row_loss_->get()),
-                        static_cast<float*>(out[0]), n_, c_, denom_, ctx.stream->stream);
+                        static_cast<float*>(out[0]), n_, c_, denom_, smoothing_, ctx.stream->stream);
     ctx.stream->check_launch("softmax_cross_entropy");
   }
 
  private:
   int64_t n_ = 0, c_ = 0;
   double denom_ = 1;
+  float smoothing_ = 0;
   std::unique_ptr<DeviceBuffer> row_loss_;
 };
 
@@ -55,17 +57,18 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     cpu::check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
     n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
+    smoothing_ = label_smoothing(cfg, name);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax_xent_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
                              static_cast<const int64_t*>(in[2]), static_cast<float*>(out[0]), n_, c_, n_f_,
-                             ctx.stream->stream);
+                             smoothing_, ctx.stream->stream);
     ctx.stream->check_launch("softmax_cross_entropy_grad");
   }
 
  private:
   int64_t n_ = 0, c_ = 0;
-  float n_f_ = 1;
+  float n_f_ = 1, smoothing_ = 0;
 };
 
 class ClassifyMetrics final : public Kernel {

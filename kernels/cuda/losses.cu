@@ -12,7 +12,8 @@ namespace {
 
 // prob may alias x: every thread reads its x[k] before writing prob[k], and the label's logit is
 // read (after the max) before any prob is written.
-__global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c) {
+__global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c,
+                                  float smoothing) {
   __shared__ float shared[kRowThreads];
   __shared__ float picked;
   const int64_t r = blockIdx.x;
@@ -25,6 +26,11 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
   const bool counted = label >= 0 && label < c;
   if (threadIdx.x == 0) picked = counted ? xr[label] - m : 0.0f;
   __syncthreads();
+  float mean_x = 0.0f;  // of the shifted logits, for label smoothing: read before prob is written
+  if (smoothing > 0.0f) {
+    for (int64_t k = threadIdx.x; k < c; k += blockDim.x) mean_x += xr[k];
+    mean_x = block_reduce(mean_x, shared, SumF{}) / float(c) - m;
+  }
   float sum = 0.0f;
   for (int64_t k = threadIdx.x; k < c; k += blockDim.x) {
     const float e = expf(xr[k] - m);
@@ -34,7 +40,12 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
   sum = block_reduce(sum, shared, SumF{});
   const float inv = 1.0f / sum;
   for (int64_t k = threadIdx.x; k < c; k += blockDim.x) pr[k] *= inv;
-  if (threadIdx.x == 0) row_loss[r] = counted ? double(logf(sum) - picked) : 0.0;
+  if (threadIdx.x == 0) {
+    const float lse = logf(sum);
+    double l = double(lse - picked);
+    if (smoothing > 0.0f) l = (1.0 - double(smoothing)) * l + double(smoothing) * double(lse - mean_x);
+    row_loss[r] = counted ? l : 0.0;
+  }
 }
 
 __global__ void mean_loss(const double* row_loss, int64_t n, double denom, float* loss) {
@@ -46,8 +57,9 @@ __global__ void mean_loss(const double* row_loss, int64_t n, double denom, float
 }
 
 __global__ void softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
-                                  int64_t n, int64_t c, float n_f) {
+                                  int64_t n, int64_t c, float n_f, float smoothing) {
   const float scale = *dloss / n_f;
+  const float uniform = smoothing / float(c) * scale, on_label = (1.0f - smoothing) * scale;
   const int64_t total = n * c;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t r = i / c, k = i % c;
@@ -56,24 +68,24 @@ __global__ void softmax_xent_grad(const float* dloss, const float* prob, const i
       dx[i] = 0.0f;
       continue;
     }
-    const float d = prob[i] * scale;
-    dx[i] = k == label ? d - scale : d;
+    const float d = prob[i] * scale - uniform;
+    dx[i] = k == label ? d - on_label : d;
   }
 }
 
 }  // namespace
 
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss, int64_t n,
-                         int64_t c, double denom, cudaStream_t stream) {
-  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c);
+                         int64_t c, double denom, float smoothing, cudaStream_t stream) {
+  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c, smoothing);
   mean_loss<<<1, kRowThreads, 0, stream>>>(row_loss, c > 0 ? n : 0, denom, loss);
 }
 
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx, int64_t n,
-                              int64_t c, float n_f, cudaStream_t stream) {
+                              int64_t c, float n_f, float smoothing, cudaStream_t stream) {
   const int64_t total = n * c;
   if (total <= 0) return;
-  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f);
+  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f, smoothing);
 }
 
 namespace {

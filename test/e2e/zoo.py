@@ -96,6 +96,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   segment       torchvision's lraspp_mobilenet_v3_large (num_classes=4) on a 0.25-wide dilated
                 backbone, on [4,3,64,64]: logits [4,4,64,64], a class per pixel (labels [n,64,64]:
                 per-pixel cross-entropy, as F.cross_entropy takes [N,C,H,W] with [N,H,W]).
+  shufflenet    torchvision shufflenet_v2_x0_5(num_classes=10) on [4,3,64,64] (channel shuffle: a
+                view, transpose and view between branches; channel splits with chunk).
 
 CHECK is one of:
   infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
@@ -208,7 +210,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment"]
+               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet"]
 
 
 def parse_args():
@@ -264,7 +266,7 @@ class Model:
     class ids below `classes`); tokens: fed as a token file (features are the labels shifted)."""
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
-                 float64_referee=False):
+                 float64_referee=False, label_smoothing=0.0):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -284,6 +286,8 @@ class Model:
         # with its input's last bit, and `of`'s is below 0: its step-1 weights are float64
         # PyTorch's with that one element's gradient cut, within 2e-5.
         self.float64_referee = float64_referee
+        # Trained with F.cross_entropy(..., label_smoothing=E) and ofc --loss cross_entropy:label_smoothing=E.
+        self.label_smoothing = label_smoothing
 
 
 class Flatten(nn.Module):
@@ -468,6 +472,12 @@ def segment():
                  float64_referee=True)
 
 
+def shufflenet():
+    import torchvision
+    return Model(torchvision.models.shufflenet_v2_x0_5(num_classes=10), (3, 64, 64), 10, lr_scale=0.1,
+                 float64_referee=True)
+
+
 def efficientnet_b0():
     import torchvision
     from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
@@ -483,8 +493,9 @@ def vit():
                             num_classes=10)
     # torchvision starts the head at zero (it expects fine-tuning): the outputs would all be 0.
     nn.init.normal_(net.heads.head.weight, std=0.2)
+    # Trained with label smoothing 0.11, as torchvision's recipe trains its ViTs.
     return Model(net, (3, 32, 32), 10, zero_grad=key_bias(
-        f"encoder.layers.encoder_layer_{i}.self_attention.in_proj_bias" for i in range(2)))
+        f"encoder.layers.encoder_layer_{i}.self_attention.in_proj_bias" for i in range(2)), label_smoothing=0.11)
 
 
 def convnext():
@@ -889,7 +900,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment]))
+                                extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet]))
 
 
 def build(name):
@@ -1103,10 +1114,14 @@ def of_losses(metrics):
     return [losses[s] for s in range(1, STEPS + 1)]
 
 
+# The training loss's label smoothing: the model under test's (one model a run; main sets it).
+LABEL_SMOOTHING = 0.0
+
+
 def cross_entropy(logits, labels):
     """F.cross_entropy with the labels [n, ...] of a batch shaped as the logits want them: [rows]
     for logits [rows, C] (a sequence model's flattened tokens), [n, d1, ...] for [n, C, d1, ...]."""
-    return F.cross_entropy(logits, labels.reshape((-1,) + tuple(logits.shape[2:])))
+    return F.cross_entropy(logits, labels.reshape((-1,) + tuple(logits.shape[2:])), label_smoothing=LABEL_SMOOTHING)
 
 
 def ddp_loss(model, x, y, parts):
@@ -1279,7 +1294,8 @@ def check_train(args, name, m, work, check):
     proto, _, _ = export(model, torch.from_numpy(features[:BATCH]), path, args.opset, train=True)
     restore_initializers(proto, ref.state_dict(), path)
     plan = os.path.join(work, "t.ofp")
-    tool(args, "ofc", path, "-o", plan, "--train", "--loss", "cross_entropy", "--label", "label",
+    loss = f"cross_entropy:label_smoothing={m.label_smoothing}" if m.label_smoothing else "cross_entropy"
+    tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero)
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
@@ -1429,6 +1445,8 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
+        global LABEL_SMOOTHING
+        LABEL_SMOOTHING = m.label_smoothing
         if args.check == "infer":
             rc = check_infer(args, args.model, m, work)
         else:

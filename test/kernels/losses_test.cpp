@@ -10,15 +10,18 @@ namespace {
 
 using testing::DoubleFn;
 
-// Mean over rows of -log softmax(x)[label]; a label outside [0,C) contributes 0.
-double xent_ref(const std::vector<double>& x, const std::vector<int64_t>& labels, int64_t c) {
+// Mean over rows of -log softmax(x)[label], with label smoothing E of (1 - E) times that plus E
+// times the mean over classes of -log softmax(x) (torch's); a label outside [0,C) contributes 0.
+double xent_ref(const std::vector<double>& x, const std::vector<int64_t>& labels, int64_t c, double smoothing = 0) {
   const int64_t n = static_cast<int64_t>(labels.size());
   double total = 0;
   for (int64_t r = 0; r < n; ++r) {
     double m = -INFINITY, sum = 0;
     for (int64_t k = 0; k < c; ++k) m = std::max(m, x[r * c + k]);
     for (int64_t k = 0; k < c; ++k) sum += std::exp(x[r * c + k] - m);
-    if (labels[r] >= 0 && labels[r] < c) total += m + std::log(sum) - x[r * c + labels[r]];
+    double uniform = 0;
+    for (int64_t k = 0; k < c; ++k) uniform += (m + std::log(sum) - x[r * c + k]) / double(c);
+    if (labels[r] >= 0 && labels[r] < c) total += (1 - smoothing) * (m + std::log(sum) - x[r * c + labels[r]]) + smoothing * uniform;
   }
   return n > 0 ? total / double(n) : 0.0;
 }
@@ -28,10 +31,16 @@ struct XentOut {
   std::vector<float> prob;
 };
 
-XentOut run_xent(const std::vector<float>& x, const std::vector<int64_t>& labels, int64_t c) {
+Attrs smoothed(float smoothing) {
+  Attrs a;
+  if (smoothing > 0) a.set_float("label_smoothing", smoothing);
+  return a;
+}
+
+XentOut run_xent(const std::vector<float>& x, const std::vector<int64_t>& labels, int64_t c, float smoothing = 0) {
   const int64_t n = static_cast<int64_t>(labels.size());
   XentOut o{std::nanf(""), std::vector<float>(x.size(), std::nanf(""))};
-  testing::run_kernel("softmax_cross_entropy", Attrs{},
+  testing::run_kernel("softmax_cross_entropy", smoothed(smoothing),
                       {{{n, c}, DType::f32}, {{n}, DType::i64}},
                       {{{}, DType::f32}, {{n, c}, DType::f32}}, {x.data(), labels.data()},
                       {&o.loss, o.prob.data()});
@@ -39,22 +48,22 @@ XentOut run_xent(const std::vector<float>& x, const std::vector<int64_t>& labels
 }
 
 std::vector<float> run_xent_grad(float dloss, const std::vector<float>& prob,
-                                 const std::vector<int64_t>& labels, int64_t c) {
+                                 const std::vector<int64_t>& labels, int64_t c, float smoothing = 0) {
   const int64_t n = static_cast<int64_t>(labels.size());
   std::vector<float> dx(prob.size(), std::nanf(""));
-  testing::run_kernel("softmax_cross_entropy_grad", Attrs{},
+  testing::run_kernel("softmax_cross_entropy_grad", smoothed(smoothing),
                       {{{}, DType::f32}, {{n, c}, DType::f32}, {{n}, DType::i64}},
                       {{{n, c}, DType::f32}}, {&dloss, prob.data(), labels.data()}, {dx.data()});
   return dx;
 }
 
-void check_xent(const std::vector<int64_t>& labels, int64_t c, float scale) {
+void check_xent(const std::vector<int64_t>& labels, int64_t c, float scale, float smoothing = 0) {
   std::mt19937 rng(43);
   const int64_t n = static_cast<int64_t>(labels.size());
   const auto x = testing::random_floats(n * c, rng, -scale, scale);
   const auto xd = testing::to_double(x);
-  const XentOut out = run_xent(x, labels, c);
-  testing::check_close({out.loss}, {xent_ref(xd, labels, c)});
+  const XentOut out = run_xent(x, labels, c, smoothing);
+  testing::check_close({out.loss}, {xent_ref(xd, labels, c, smoothing)});
   std::vector<double> prob_ref(x.size());
   for (int64_t r = 0; r < n; ++r) {
     double m = -INFINITY, sum = 0;
@@ -65,9 +74,9 @@ void check_xent(const std::vector<int64_t>& labels, int64_t c, float scale) {
   testing::check_close(out.prob, prob_ref);
   const float dloss = 0.7f;
   const DoubleFn f = [&](const std::vector<double>& in) {
-    return std::vector<double>{xent_ref(in, labels, c)};
+    return std::vector<double>{xent_ref(in, labels, c, smoothing)};
   };
-  testing::check_grad(run_xent_grad(dloss, out.prob, labels, c),
+  testing::check_grad(run_xent_grad(dloss, out.prob, labels, c, smoothing),
                       testing::numeric_grad(f, xd, {dloss}));
 }
 
@@ -76,6 +85,17 @@ TEST_CASE("softmax_cross_entropy: loss, prob and gradient match double reference
   check_xent({3, 0, 9, 4, 4, 1}, 10, 3.0f);
   check_xent({0}, 1, 1.0f);
   check_xent({1, 0}, 2, 5.0f);
+}
+
+TEST_CASE("softmax_cross_entropy: label smoothing as torch's, loss and gradient", "[kernels]") {
+  check_xent({3, 0, 9, 4, 4, 1}, 10, 3.0f, 0.1f);
+  check_xent({1, 0}, 2, 5.0f, 0.5f);
+  check_xent({2, -1, 7, 1}, 4, 2.0f, 1.0f);  // all uniform; out-of-range rows still 0
+  // A known value: two classes, equal logits: -log 0.5 whatever the smoothing.
+  CHECK(std::fabs(run_xent({0.0f, 0.0f}, {1}, 2, 0.3f).loss - std::log(2.0f)) <= 1e-6f);
+  const TensorDesc logits{{4, 3}, DType::f32}, labels{{4}, DType::i64}, loss{{}, DType::f32};
+  testing::check_rejects_descs("softmax_cross_entropy", smoothed(1.5f), {logits, labels}, {loss, logits});
+  testing::check_rejects_descs("softmax_cross_entropy_grad", smoothed(1.5f), {loss, logits, labels}, {logits});
 }
 
 TEST_CASE("softmax_cross_entropy: large logits stay finite (log-sum-exp)", "[kernels]") {

@@ -118,3 +118,21 @@ TEST_CASE("cross_entropy: a rank-1 output is refused naming the output and its s
   REQUIRE(InferShapes().run(c));
   REQUIRE_THROWS_WITH(Autodiff().run(c), Catch::Contains("needs logits [N,C] or [N,C,d1,...]") && Catch::Contains("'y' is [3]"));
 }
+
+TEST_CASE("cross_entropy: label smoothing reaches the loss and its gradient, a bad option is refused by name", "[compiler]") {
+  Compilation c{.graph = per_pixel_logits({6, 3})};
+  c.options.loss = "cross_entropy:label_smoothing=0.1";
+  c.options.train = true;
+  REQUIRE(InferShapes().run(c));
+  REQUIRE(Autodiff().run(c));
+  CHECK(node_of(c.graph, "softmax_cross_entropy").kernel_attrs.get_float("label_smoothing", 0) == 0.1f);
+  CHECK(node_of(c.graph, "softmax_cross_entropy_grad").kernel_attrs.get_float("label_smoothing", 0) == 0.1f);
+  for (const char* bad : {"cross_entropy:smoothing=0.1", "cross_entropy:label_smoothing=2", "mse:label_smoothing=0.1", "hinge"}) {
+    INFO(bad);
+    Compilation b{.graph = per_pixel_logits({6, 3})};
+    b.options.loss = bad;
+    b.options.train = true;
+    REQUIRE(InferShapes().run(b));
+    REQUIRE_THROWS_WITH(Autodiff().run(b), Catch::Contains("--loss"));
+  }
+}

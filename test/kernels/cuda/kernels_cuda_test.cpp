@@ -430,6 +430,10 @@ TEST_CASE("cuda twin: softmax cross-entropy and its gradient, labels out of rang
     Attrs scaled;
     scaled.set_float("scale", 0.5f);
     check_twin("softmax_cross_entropy", scaled, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
+    Attrs smooth;
+    smooth.set_float("label_smoothing", 0.1f);
+    check_twin("softmax_cross_entropy", smooth, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
+    check_twin("softmax_cross_entropy_grad", smooth, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)}, f32({{n, c}}));
     check_twin("softmax_cross_entropy_grad", {}, {f32_tensor({}, {1.0f}), fwd[1], i64_tensor({n}, labels)},
                f32({{n, c}}));
     // In place, as plans may run them: prob over the logits, dlogits over prob.
