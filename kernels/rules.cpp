@@ -200,17 +200,21 @@ std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name,
   return {p[0], p[1]};
 }
 
-double loss_denominator(const KernelConfig& cfg, int64_t n) {
+float loss_scale(const KernelConfig& cfg) {
   const float scale = cfg.attrs.get_float("scale", 1.0f);
   if (!(scale > 0.0f && scale <= 1.0f)) fail(where_of(cfg), "loss: scale {} must be in (0, 1]", scale);
-  return static_cast<double>(n) / static_cast<double>(scale);
+  return scale;
 }
+
+double loss_denominator(const KernelConfig& cfg, int64_t n) { return static_cast<double>(n) / static_cast<double>(loss_scale(cfg)); }
 
 float label_smoothing(const KernelConfig& cfg, const char* name) {
   const float e = cfg.attrs.get_float("label_smoothing", 0.0f);
   if (!(e >= 0.0f && e <= 1.0f)) fail(where_of(cfg), "{}: label_smoothing {} must be in [0, 1]", name, e);
   return e;
 }
+
+int64_t ignore_index(const KernelConfig& cfg) { return cfg.attrs.get_int("ignore_index", -100); }
 
 int64_t accumulate_micro_batches(const KernelConfig& cfg) {
   const char* name = "accumulate";

@@ -61,9 +61,15 @@ std::pair<int64_t, int64_t> xent_dims(const KernelConfig& cfg, const char* name,
 // The divisor of a loss's mean over n rows or elements: n / `scale` (a device holding 1/k of a
 // split batch divides by N*k, so the k devices' losses sum to the whole batch's).
 double loss_denominator(const KernelConfig& cfg, int64_t n);
+// That `scale` (checked), for a loss whose rows are counted at run time: n / scale.
+float loss_scale(const KernelConfig& cfg);
 // softmax_cross_entropy and its grad: attribute `label_smoothing` (default 0), in [0, 1]: the
 // target is 1 - E on the label plus E / C on every class, as torch's F.cross_entropy's.
 float label_smoothing(const KernelConfig& cfg, const char* name);
+// softmax_cross_entropy, its grad and classify_metrics: attribute `ignore_index` (default -100,
+// torch's): a row whose label it is counts nowhere, neither in the loss nor in the mean's rows
+// (nor does a label outside [0, C), which validated data never holds).
+int64_t ignore_index(const KernelConfig& cfg);
 
 // accumulate: (grad, lr, step) -> (mean grad, lr, step); returns micro_batches (k).
 int64_t accumulate_micro_batches(const KernelConfig& cfg);

@@ -9,6 +9,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -30,17 +31,17 @@ void set_scalar(Value& v, float x) {
   std::memcpy(v.data->data(), &x, 4);
 }
 
-// Per-element metrics [rows] (rows = batch * per) -> each sample's mean [batch]: an evaluation
-// counts samples, and every sample has the same number of elements, so the mean of the samples'
-// means is the mean over all elements.
-ValueId per_sample_mean(Graph& g, ValueId v, int64_t batch, const std::string& name) {
+// Per-label metrics [rows] (rows = batch * per) -> each sample's sum [batch]: an evaluation
+// counts samples (a padded last batch leaves its padding out), and divides the sums of the
+// samples' losses and hits by the sum of their counted labels.
+ValueId per_sample_sum(Graph& g, ValueId v, int64_t batch, const std::string& name) {
   const int64_t per = g.values[size_t(v)].desc.shape[0] / batch;
   const ValueId rows = append_node(g, name + "/rows", "Reshape", "copy", {}, {v}, TensorDesc{{batch, per}, DType::f32});
   Attrs a;
   a.set_ints("axes", {1});
   a.set_int("keepdims", 0);
-  a.set_float("divisor", float(per));
-  return append_node(g, name, "ReduceMean", "reduce_sum", std::move(a), {rows}, TensorDesc{{batch}, DType::f32});
+  a.set_float("divisor", 1.0f);
+  return append_node(g, name, "ReduceSum", "reduce_sum", std::move(a), {rows}, TensorDesc{{batch}, DType::f32});
 }
 
 // Only the default export (eval mode, constant folding) gives parameters exporter-made names:
@@ -117,13 +118,21 @@ bool Autodiff::run(Compilation& c) {
   const Where file{.file = g.source_file};
   const OptionSpec loss_spec(o.loss, "--loss");
   if (loss_spec.kind() != "cross_entropy" && loss_spec.kind() != "mse")
-    fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E], mse)", o.loss);
+    fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E,ignore_index=K], mse)", o.loss);
   const bool xent = loss_spec.kind() == "cross_entropy";
-  Attrs loss_attrs;  // torch's F.cross_entropy(..., label_smoothing=E): the target mixes in E of a uniform one
+  // torch's F.cross_entropy(..., label_smoothing=E, ignore_index=K): the target mixes in E of a
+  // uniform one; labels K count nowhere (torch's default K, -100, is the kernels').
+  Attrs loss_attrs, metrics_attrs;
   if (xent) {
-    loss_spec.allow({"label_smoothing"});
+    loss_spec.allow({"label_smoothing", "ignore_index"});
     const double smoothing = loss_spec.number("label_smoothing", 0, 0, 1);
     if (smoothing > 0) loss_attrs.set_float("label_smoothing", float(smoothing));
+    const double ignore = loss_spec.number("ignore_index", -100, -double(1LL << 53), double(1LL << 53));
+    if (ignore != std::floor(ignore)) fail(file, "--loss '{}': ignore_index {} is not an integer", o.loss, ignore);
+    if (ignore != -100) {
+      loss_attrs.set_int("ignore_index", int64_t(ignore));
+      metrics_attrs.set_int("ignore_index", int64_t(ignore));
+    }
   } else {
     loss_spec.allow({});
   }
@@ -225,31 +234,37 @@ bool Autodiff::run(Compilation& c) {
   g.outputs = {loss};
   if (o.eval_metrics && xent) {
     // Per-sample metrics replace the mean loss: a padded last batch must not count its padding.
-    // A sample with several labels (a sequence's tokens, an image's pixels) is counted by the
-    // means of its elements.
+    // Each sample's loss, hits and counted labels are sums over its labels (a sequence's tokens,
+    // an image's pixels; ignored ones count nowhere).
+    const int64_t rows = logits_desc.shape[0];
+    const ValueId count = g.add_value("loss/counted");
+    g.values[size_t(count)].producer = loss_node;
     Node& l = g.nodes[size_t(loss_node)];
     l.op_type = "ClassifyMetrics";
     l.kernel = "classify_metrics";  // the plain cross-entropy of each label, smoothing or not
-    l.kernel_attrs = {};
-    const int64_t rows = logits_desc.shape[0];
-    g.values[size_t(loss)].desc = TensorDesc{{rows}, DType::f32};
-    g.values[size_t(prob)].desc = TensorDesc{{rows}, DType::f32};
-    ValueId nll = loss, correct = prob;
+    l.kernel_attrs = metrics_attrs;
+    l.outputs.push_back(count);
+    std::vector<ValueId> metrics{loss, prob, count};
+    for (ValueId v : metrics) {
+      g.values[size_t(v)].desc = TensorDesc{{rows}, DType::f32};
+      g.values[size_t(v)].known = true;
+    }
+    const char* names[] = {"eval/nll", "eval/correct", "eval/count"};
     if (rows != batch) {
       if (batch <= 0 || rows % batch != 0)
         fail(file, "--eval counts samples, but the logits' {} rows are not a whole number of rows per sample of the batch {}", rows,
              batch);
-      g.values[size_t(loss)].name = "loss/nll";
-      g.values[size_t(prob)].name = "loss/correct";
-      nll = per_sample_mean(g, loss, batch, "eval/nll");
-      correct = per_sample_mean(g, prob, batch, "eval/correct");
+      for (size_t k = 0; k < 3; ++k) {
+        g.values[size_t(metrics[k])].name = fmt::format("loss/{}", names[k] + 5);
+        metrics[k] = per_sample_sum(g, metrics[k], batch, names[k]);
+      }
     }
-    g.values[size_t(nll)].name = "eval/nll";
-    g.values[size_t(correct)].name = "eval/correct";
     g.values[size_t(loss)].graph_output = false;
-    g.values[size_t(nll)].graph_output = true;
-    g.values[size_t(correct)].graph_output = true;
-    g.outputs = {nll, correct};
+    for (size_t k = 0; k < 3; ++k) {
+      g.values[size_t(metrics[k])].name = names[k];
+      g.values[size_t(metrics[k])].graph_output = true;
+    }
+    g.outputs = metrics;
   }
   if (!o.gradients && !o.train) return true;
 

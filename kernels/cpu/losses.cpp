@@ -2,8 +2,9 @@
 // Losses and their gradients: softmax_cross_entropy (logits [N,C], labels i64 [N] -> mean loss [],
 // softmax prob [N,C] kept for the backward; with label smoothing E a row's loss is
 // (1 - E) * -log p[label] + E * mean_k -log p[k], as torch's) and mse_loss (mean squared error). The data source
-// validates labels; a label outside [0,C) still never reads out of bounds: it contributes 0 to
-// the loss (the mean still divides by N) and, consistently, a zero row to dlogits.
+// validates labels; a row whose label is `ignore_index` (or, never from validated data, outside
+// [0,C)) contributes 0 to the loss, is not counted in the mean's rows (all ignored: 0 / 0, NaN,
+// as torch's) and gets a zero row of dlogits.
 // Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
 // Attribute `scale` (default 1): a device holding 1/k of a split batch divides by N/scale = N*k
 // rows, so the k devices' losses (and gradients) sum to those of the whole batch.
@@ -27,6 +28,8 @@ namespace {
 
 bool is_scalar(const Shape& s) { return numel(s) == 1 && s.size() <= 1; }
 
+bool counted_label(int64_t label, int64_t c, int64_t ignore) { return label != ignore && label >= 0 && label < c; }
+
 // (logits, labels) -> (loss [], prob [N,C]). prob may alias logits: a row's max and label logit
 // are read before exp(x - max) is written over it in place (vector_exp.h).
 class SoftmaxCrossEntropy final : public Kernel {
@@ -38,8 +41,9 @@ class SoftmaxCrossEntropy final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
     check_output_shape(cfg, name, 0, {});
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
-    denom_ = loss_denominator(cfg, n_);
+    scale_ = loss_scale(cfg);
     smoothing_ = label_smoothing(cfg, name);
+    ignore_ = ignore_index(cfg);
     row_loss_.assign(size_t(std::max<int64_t>(n_, 0)), 0.0);
     row_counted_.assign(size_t(std::max<int64_t>(n_, 0)), 0);
   }
@@ -59,7 +63,7 @@ class SoftmaxCrossEntropy final : public Kernel {
       float* pr = prob + r * c;
       const float m = row_max(xr, c);
       const int64_t label = labels[r];
-      const bool counted = label >= 0 && label < c;
+      const bool counted = counted_label(label, c, ignore_);
       const float picked = counted ? xr[label] - m : 0.0f;  // read before prob overwrites x
       const float mean_x = smoothing_ > 0.0f ? row_sum(xr, c) / float(c) - m : 0.0f;
       exp_shifted(xr, m, pr, c);
@@ -74,21 +78,21 @@ class SoftmaxCrossEntropy final : public Kernel {
       for (int64_t k = 0; k < c; ++k) pr[k] *= inv;
     }
     double total = 0.0;
+    int64_t rows = 0;
     for (int64_t r = 0; r < n_ && c > 0; ++r)
-      if (row_counted_[size_t(r)]) total += row_loss[r];
-    *loss = n_ > 0 ? static_cast<float>(total / denom_) : 0.0f;
+      if (row_counted_[size_t(r)]) total += row_loss[r], ++rows;
+    *loss = n_ > 0 ? static_cast<float>(total / (double(rows) / double(scale_))) : 0.0f;
   }
 
  private:
-  int64_t n_ = 0, c_ = 0;
-  double denom_ = 1;
-  float smoothing_ = 0;
+  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  float scale_ = 1, smoothing_ = 0;
   std::vector<double> row_loss_;     // per row: its term of the loss ...
   std::vector<uint8_t> row_counted_;  // ... and whether its label counts
 };
 
-// (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - target) * dloss / N, the target
-// (1 - E) * onehot + E / C.
+// (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - target) * dloss / counted rows,
+// the target (1 - E) * onehot + E / C; zero rows where the label is not counted.
 // dlogits may alias prob.
 class SoftmaxCrossEntropyGrad final : public Kernel {
  public:
@@ -100,14 +104,17 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
       fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(cfg.inputs[0].shape));
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
-    n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
+    scale_ = loss_scale(cfg);
     smoothing_ = label_smoothing(cfg, name);
+    ignore_ = ignore_index(cfg);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const float scale = *static_cast<const float*>(in[0]) / n_f_;
+    const int64_t* labels = static_cast<const int64_t*>(in[2]);
+    int64_t rows = 0;
+    for (int64_t r = 0; r < n_; ++r) rows += counted_label(labels[r], c_, ignore_);
+    const float scale = *static_cast<const float*>(in[0]) / static_cast<float>(double(std::max<int64_t>(rows, 1)) / double(scale_));
     const float uniform = c_ > 0 ? smoothing_ / float(c_) * scale : 0.0f, on_label = (1.0f - smoothing_) * scale;
     const float* prob = static_cast<const float*>(in[1]);
-    const int64_t* labels = static_cast<const int64_t*>(in[2]);
     float* dx = static_cast<float*>(out[0]);
     const int64_t c = c_;
 #pragma omp parallel for schedule(static) if (n_ > 1 && n_ * c >= kParallelElements)
@@ -115,7 +122,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
       const float* pr = prob + r * c;
       float* dxr = dx + r * c;
       const int64_t label = labels[r];
-      if (label < 0 || label >= c) {  // contributed a constant 0 to the loss
+      if (!counted_label(label, c, ignore_)) {  // contributed a constant 0 to the loss
         std::fill(dxr, dxr + c, 0.0f);
         continue;
       }
@@ -125,8 +132,8 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0;
-  float n_f_ = 1, smoothing_ = 0;
+  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  float scale_ = 1, smoothing_ = 0;
 };
 
 // (pred, target) -> loss [] = mean((pred - target)^2).
@@ -172,24 +179,26 @@ class MseLossGrad final : public Kernel {
   float n_f_ = 1;
 };
 
-// Evaluation: (logits [N,C], labels [N]) -> (nll [N], correct [N]): each sample's cross-entropy
-// and 1 when its arg-max (the first, on ties, NaN above all, as torch.argmax) is its label, else 0. Per sample,
-// so that the padded rows of a last partial batch can be left out of the totals.
+// Evaluation: (logits [N,C], labels [N]) -> (nll [N], correct [N], counted [N]): each row's
+// cross-entropy, 1 when its arg-max (the first, on ties, NaN above all, as torch.argmax) is its
+// label, and 1 when its label counts (not ignore_index); 0, 0, 0 for a row that does not. Per
+// row, so that the padded rows of a last partial batch can be left out of the totals.
 class ClassifyMetrics final : public Kernel {
  public:
   ClassifyMetrics(const KernelConfig& cfg) {
     const char* name = "classify_metrics";
-    check_arity(cfg, name, 2, 2, 2);
-    check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    check_arity(cfg, name, 2, 2, 3);
+    check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32, DType::f32});
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
-    check_output_shape(cfg, name, 0, {n_});
-    check_output_shape(cfg, name, 1, {n_});
+    for (int k = 0; k < 3; ++k) check_output_shape(cfg, name, k, {n_});
+    ignore_ = ignore_index(cfg);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     const int64_t* labels = static_cast<const int64_t*>(in[1]);
     float* nll = static_cast<float*>(out[0]);
     float* correct = static_cast<float*>(out[1]);
+    float* counted = static_cast<float*>(out[2]);
     for (int64_t r = 0; r < n_; ++r, x += c_) {
       // torch.argmax: the first maximum, and a NaN is larger than everything, so that accuracy is
       // PyTorch's (logits.argmax(1) == label) also for a model that diverged.
@@ -200,14 +209,15 @@ class ClassifyMetrics final : public Kernel {
       float sum = 0.0f;
       for (int64_t k = 0; k < c_; ++k) sum += std::exp(x[k] - m);
       const int64_t label = labels[r];
-      const bool valid = label >= 0 && label < c_;
+      const bool valid = counted_label(label, c_, ignore_);
       nll[r] = valid ? std::log(sum) - (x[label] - m) : 0.0f;
       correct[r] = valid && best == label ? 1.0f : 0.0f;
+      counted[r] = valid ? 1.0f : 0.0f;
     }
   }
 
  private:
-  int64_t n_ = 0, c_ = 0;
+  int64_t n_ = 0, c_ = 0, ignore_ = -100;
 };
 
 }  // namespace

@@ -77,13 +77,14 @@ void launch_reduce_sum(const ReduceSpace& space, const float* x, float* y, float
 
 // softmax_cross_entropy over [n, c]: prob = softmax(x) per row (may alias x), row_loss[r] the
 // row's -log softmax[label], mixed with smoothing * the mean of -log softmax (0 for a label
-// outside [0, c)), then loss = sum(row_loss) / denom.
+// that is `ignore` or outside [0, c)), then loss = sum(row_loss) / (counted rows / scale).
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss,
-                         int64_t n, int64_t c, double denom, float smoothing, cudaStream_t stream);
-// dx = (prob - (1 - smoothing) * onehot(label) - smoothing / c) * (*dloss / n_f); zero rows for
-// labels outside [0, c).
+                         int64_t n, int64_t c, float scale, float smoothing, int64_t ignore, cudaStream_t stream);
+// dx = (prob - (1 - smoothing) * onehot(label) - smoothing / c) * (*dloss / (counted rows / scale));
+// zero rows where the label does not count. `denom` is one float of device scratch.
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
-                              int64_t n, int64_t c, float n_f, float smoothing, cudaStream_t stream);
+                              int64_t n, int64_t c, float scale, float smoothing, int64_t ignore, float* denom,
+                              cudaStream_t stream);
 
 // Optimizers: torch.optim's rules as kernels/cpu/optimizers.cpp states them; lr and step are
 // device scalars (inputs of the task), read by every thread. Outputs may alias their inputs.
@@ -257,10 +258,11 @@ struct BoxSpace {
 };
 void launch_box(const BoxSpace& space, int64_t elem_size, bool add, const void* x, void* y, cudaStream_t stream);
 
-// classify_metrics: per row of x [n, c], nll = logsumexp(x) - x[label] and correct = (the first
-// maximum, NaN above all, is the label); both 0 for a label outside [0, c).
-void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c,
-                             cudaStream_t stream);
+// classify_metrics: per row of x [n, c], nll = logsumexp(x) - x[label], correct = (the first
+// maximum, NaN above all, is the label) and counted = 1; all 0 for a label that is `ignore` or
+// outside [0, c).
+void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, float* counted, int64_t n,
+                             int64_t c, int64_t ignore, cudaStream_t stream);
 
 // The recurrent kernels' element-wise steps (cuda/recurrent.cu; the math of kernels/recurrent_cells.h),
 // one thread per element of [N, H], rows of G*H pre-activations or gates:

@@ -27,22 +27,22 @@ class SoftmaxCrossEntropy final : public Kernel {
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
     cpu::check_output_shape(cfg, name, 0, {});
     cpu::check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
-    denom_ = loss_denominator(cfg, n_);
+    scale_ = loss_scale(cfg);
     smoothing_ = label_smoothing(cfg, name);
+    ignore_ = ignore_index(cfg);
     if (n_ > kMaxRows) fail(where_of(cfg), "{}: {} rows exceed a CUDA grid", name, n_);
     row_loss_ = std::make_unique<DeviceBuffer>(size_t(std::max<int64_t>(n_, 1)) * sizeof(double));
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax_xent(static_cast<const float*>(in[0]), static_cast<const int64_t*>(in[1]),
                         static_cast<float*>(out[1]), static_cast<double*>(row_loss_->get()),
-                        static_cast<float*>(out[0]), n_, c_, denom_, smoothing_, ctx.stream->stream);
+                        static_cast<float*>(out[0]), n_, c_, scale_, smoothing_, ignore_, ctx.stream->stream);
     ctx.stream->check_launch("softmax_cross_entropy");
   }
 
  private:
-  int64_t n_ = 0, c_ = 0;
-  double denom_ = 1;
-  float smoothing_ = 0;
+  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  float scale_ = 1, smoothing_ = 0;
   std::unique_ptr<DeviceBuffer> row_loss_;
 };
 
@@ -56,39 +56,42 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     if (numel(dloss) != 1 || dloss.size() > 1) fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(dloss));
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
     cpu::check_output_shape(cfg, name, 0, cfg.inputs[1].shape);
-    n_f_ = static_cast<float>(loss_denominator(cfg, std::max<int64_t>(n_, 1)));
+    scale_ = loss_scale(cfg);
     smoothing_ = label_smoothing(cfg, name);
+    ignore_ = ignore_index(cfg);
+    denom_ = std::make_unique<DeviceBuffer>(sizeof(float));
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_softmax_xent_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
-                             static_cast<const int64_t*>(in[2]), static_cast<float*>(out[0]), n_, c_, n_f_,
-                             smoothing_, ctx.stream->stream);
+                             static_cast<const int64_t*>(in[2]), static_cast<float*>(out[0]), n_, c_, scale_,
+                             smoothing_, ignore_, static_cast<float*>(denom_->get()), ctx.stream->stream);
     ctx.stream->check_launch("softmax_cross_entropy_grad");
   }
 
  private:
-  int64_t n_ = 0, c_ = 0;
-  float n_f_ = 1, smoothing_ = 0;
+  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  float scale_ = 1, smoothing_ = 0;
+  std::unique_ptr<DeviceBuffer> denom_;  // the counted rows / scale, found on the device
 };
 
 class ClassifyMetrics final : public Kernel {
  public:
   ClassifyMetrics(const KernelConfig& cfg) {
     const char* name = "classify_metrics";
-    cpu::check_arity(cfg, name, 2, 2, 2);
-    cpu::check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    cpu::check_arity(cfg, name, 2, 2, 3);
+    cpu::check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32, DType::f32});
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
-    cpu::check_output_shape(cfg, name, 0, {n_});
-    cpu::check_output_shape(cfg, name, 1, {n_});
+    for (int k = 0; k < 3; ++k) cpu::check_output_shape(cfg, name, k, {n_});
+    ignore_ = ignore_index(cfg);
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_classify_metrics(static_cast<const float*>(in[0]), static_cast<const int64_t*>(in[1]), static_cast<float*>(out[0]),
-                            static_cast<float*>(out[1]), n_, c_, ctx.stream->stream);
+                            static_cast<float*>(out[1]), static_cast<float*>(out[2]), n_, c_, ignore_, ctx.stream->stream);
     ctx.stream->check_launch("classify_metrics");
   }
 
  private:
-  int64_t n_ = 0, c_ = 0;
+  int64_t n_ = 0, c_ = 0, ignore_ = -100;
 };
 
 class MseLoss final : public Kernel {

@@ -12,8 +12,10 @@ namespace {
 
 // prob may alias x: every thread reads its x[k] before writing prob[k], and the label's logit is
 // read (after the max) before any prob is written.
+__device__ bool counted_label(int64_t label, int64_t c, int64_t ignore) { return label != ignore && label >= 0 && label < c; }
+
 __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c,
-                                  float smoothing) {
+                                  float smoothing, int64_t ignore) {
   __shared__ float shared[kRowThreads];
   __shared__ float picked;
   const int64_t r = blockIdx.x;
@@ -23,7 +25,7 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
   for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = fmaxf(m, xr[k]);
   m = block_reduce(m, shared, MaxOp{});
   const int64_t label = labels[r];
-  const bool counted = label >= 0 && label < c;
+  const bool counted = counted_label(label, c, ignore);
   if (threadIdx.x == 0) picked = counted ? xr[label] - m : 0.0f;
   __syncthreads();
   float mean_x = 0.0f;  // of the shifted logits, for label smoothing: read before prob is written
@@ -48,23 +50,38 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
   }
 }
 
-__global__ void mean_loss(const double* row_loss, int64_t n, double denom, float* loss) {
+// The rows counted (their labels): the mean's divisor is rows / scale.
+__device__ int64_t counted_rows(const int64_t* labels, int64_t n, int64_t c, int64_t ignore, double* shared) {
+  double rows = 0.0;
+  for (int64_t r = threadIdx.x; r < n; r += blockDim.x) rows += counted_label(labels[r], c, ignore) ? 1.0 : 0.0;
+  return int64_t(block_reduce(rows, shared, SumD{}));
+}
+
+__global__ void mean_loss(const double* row_loss, const int64_t* labels, int64_t n, int64_t c, int64_t ignore, float scale,
+                          float* loss) {
   __shared__ double shared[kRowThreads];
   double s = 0.0;
   for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += row_loss[r];
   s = block_reduce(s, shared, SumD{});
-  if (threadIdx.x == 0) *loss = n > 0 ? float(s / denom) : 0.0f;
+  const int64_t rows = counted_rows(labels, n, c, ignore, shared);
+  if (threadIdx.x == 0) *loss = n > 0 ? float(s / (double(rows) / double(scale))) : 0.0f;
+}
+
+__global__ void count_rows(const int64_t* labels, int64_t n, int64_t c, int64_t ignore, float scale, float* denom) {
+  __shared__ double shared[kRowThreads];
+  const int64_t rows = counted_rows(labels, n, c, ignore, shared);
+  if (threadIdx.x == 0) *denom = float(double(rows > 0 ? rows : 1) / double(scale));
 }
 
 __global__ void softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
-                                  int64_t n, int64_t c, float n_f, float smoothing) {
-  const float scale = *dloss / n_f;
+                                  int64_t n, int64_t c, const float* denom, float smoothing, int64_t ignore) {
+  const float scale = *dloss / *denom;
   const float uniform = smoothing / float(c) * scale, on_label = (1.0f - smoothing) * scale;
   const int64_t total = n * c;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t r = i / c, k = i % c;
     const int64_t label = labels[r];
-    if (label < 0 || label >= c) {
+    if (!counted_label(label, c, ignore)) {
       dx[i] = 0.0f;
       continue;
     }
@@ -76,23 +93,25 @@ __global__ void softmax_xent_grad(const float* dloss, const float* prob, const i
 }  // namespace
 
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss, int64_t n,
-                         int64_t c, double denom, float smoothing, cudaStream_t stream) {
-  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c, smoothing);
-  mean_loss<<<1, kRowThreads, 0, stream>>>(row_loss, c > 0 ? n : 0, denom, loss);
+                         int64_t c, float scale, float smoothing, int64_t ignore, cudaStream_t stream) {
+  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c, smoothing, ignore);
+  mean_loss<<<1, kRowThreads, 0, stream>>>(row_loss, labels, c > 0 ? n : 0, c, ignore, scale, loss);
 }
 
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx, int64_t n,
-                              int64_t c, float n_f, float smoothing, cudaStream_t stream) {
+                              int64_t c, float scale, float smoothing, int64_t ignore, float* denom, cudaStream_t stream) {
   const int64_t total = n * c;
   if (total <= 0) return;
-  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, n_f, smoothing);
+  count_rows<<<1, kRowThreads, 0, stream>>>(labels, n, c, ignore, scale, denom);
+  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, denom, smoothing, ignore);
 }
 
 namespace {
 
 // One thread per row, the CPU twin's loop as it is (evaluation only: rows are few, and the first
 // maximum with NaN above all is then plainly torch.argmax's).
-__global__ void classify_metrics_rows(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c) {
+__global__ void classify_metrics_rows(const float* x, const int64_t* labels, float* nll, float* correct, float* counted,
+                                      int64_t n, int64_t c, int64_t ignore) {
   for (int64_t r = first_index(); r < n; r += grid_stride()) {
     const float* xr = x + r * c;
     int64_t best = 0;
@@ -102,18 +121,19 @@ __global__ void classify_metrics_rows(const float* x, const int64_t* labels, flo
     float sum = 0.0f;
     for (int64_t k = 0; k < c; ++k) sum += expf(xr[k] - m);
     const int64_t label = labels[r];
-    const bool valid = label >= 0 && label < c;
+    const bool valid = counted_label(label, c, ignore);
     nll[r] = valid ? logf(sum) - (xr[label] - m) : 0.0f;
     correct[r] = valid && best == label ? 1.0f : 0.0f;
+    counted[r] = valid ? 1.0f : 0.0f;
   }
 }
 
 }  // namespace
 
-void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, int64_t n, int64_t c,
-                             cudaStream_t stream) {
+void launch_classify_metrics(const float* x, const int64_t* labels, float* nll, float* correct, float* counted, int64_t n,
+                             int64_t c, int64_t ignore, cudaStream_t stream) {
   if (n <= 0) return;
-  classify_metrics_rows<<<blocks_for(n), kThreads, 0, stream>>>(x, labels, nll, correct, n, c);
+  classify_metrics_rows<<<blocks_for(n), kThreads, 0, stream>>>(x, labels, nll, correct, counted, n, c, ignore);
 }
 
 namespace {

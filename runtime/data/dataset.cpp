@@ -78,13 +78,13 @@ std::unique_ptr<Dataset> make_dataset(const std::string& spec_text, const DataOp
     spec.allow_only({"split"});
     std::string split = spec.option("split", "train");
     if (split != "train" && split != "test") spec.error(fmt::format("split '{}' is not 'train' or 'test'", split));
-    return open_idx(spec.args[0], split, options.num_classes);
+    return open_idx(spec.args[0], split, options.num_classes, options.ignore_label);
   }
   if (kind == "npy") {
     if (spec.args.size() != 2)
       spec.error(fmt::format("npy takes FEATURES.npy,LABELS.npy, got {} arguments", spec.args.size()));
     spec.allow_only({});
-    return open_npy_dataset(spec.args[0], spec.args[1], options.num_classes);
+    return open_npy_dataset(spec.args[0], spec.args[1], options.num_classes, options.ignore_label);
   }
   if (kind == "tokens") {
     if (spec.args.size() != 1) spec.error(fmt::format("tokens takes one file, got {} arguments", spec.args.size()));

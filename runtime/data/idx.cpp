@@ -168,14 +168,14 @@ class IdxDataset final : public Dataset {
 
 // Validates both file images (and their agreement) and returns the image dims.
 Shape validate(const uint8_t* images, size_t images_size, const uint8_t* labels, size_t labels_size,
-               const IdxNames& names, int64_t num_classes) {
+               const IdxNames& names, int64_t num_classes, int64_t ignore_label) {
   Shape image_dims = parse_idx_file(images, images_size, names.images, kImagesMagic);
   Shape label_dims = parse_idx_file(labels, labels_size, names.labels, kLabelsMagic);
   if (image_dims[0] != label_dims[0])
     fail({.file = names.labels}, "holds {} labels but {} holds {} images", label_dims[0], names.images, image_dims[0]);
   if (num_classes > 0) {
     for (int64_t i = 0; i < label_dims[0]; ++i) {
-      if (labels[8 + i] >= num_classes)
+      if (labels[8 + i] >= num_classes && labels[8 + i] != ignore_label)
         fail({.file = names.labels}, "label {} at index {} is out of range (num_classes {})", int(labels[8 + i]), i,
              num_classes);
     }
@@ -231,20 +231,20 @@ std::vector<uint8_t> decode_idx_file(std::vector<uint8_t> file, const std::strin
 }
 
 std::unique_ptr<Dataset> parse_idx(const uint8_t* images, size_t images_size, const uint8_t* labels,
-                                   size_t labels_size, const IdxNames& names, int64_t num_classes) {
-  Shape dims = validate(images, images_size, labels, labels_size, names, num_classes);
+                                   size_t labels_size, const IdxNames& names, int64_t num_classes, int64_t ignore_label) {
+  Shape dims = validate(images, images_size, labels, labels_size, names, num_classes, ignore_label);
   return std::make_unique<IdxDataset>(std::vector<uint8_t>(images, images + images_size),
                                       std::vector<uint8_t>(labels, labels + labels_size), dims);
 }
 
-std::unique_ptr<Dataset> open_idx(const std::string& dir, const std::string& split, int64_t num_classes) {
+std::unique_ptr<Dataset> open_idx(const std::string& dir, const std::string& split, int64_t num_classes, int64_t ignore_label) {
   if (split != "train" && split != "test") fail({}, "IDX split '{}' is not 'train' or 'test'", split);
   std::string prefix = split == "train" ? "train" : "t10k";
   IdxNames names{find_file(dir, prefix + "-images-idx3-ubyte", split),
                  find_file(dir, prefix + "-labels-idx1-ubyte", split)};
   std::vector<uint8_t> images = read_idx_file(names.images);
   std::vector<uint8_t> labels = read_idx_file(names.labels);
-  Shape dims = validate(images.data(), images.size(), labels.data(), labels.size(), names, num_classes);
+  Shape dims = validate(images.data(), images.size(), labels.data(), labels.size(), names, num_classes, ignore_label);
   return std::make_unique<IdxDataset>(std::move(images), std::move(labels), dims);
 }
 

@@ -16,8 +16,9 @@ namespace of::runtime::data {
 
 // Opens DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] for split "train" or "test" (the
 // uncompressed file wins when both exist). Features: f32 [rows,cols] in [0,1]; labels: i64 scalar.
-// num_classes > 0 bounds the labels (a label >= num_classes fails naming its index).
-std::unique_ptr<Dataset> open_idx(const std::string& dir, const std::string& split, int64_t num_classes = 0);
+// num_classes > 0 bounds the labels (a label >= num_classes, other than ignore_label, fails naming its index).
+std::unique_ptr<Dataset> open_idx(const std::string& dir, const std::string& split, int64_t num_classes = 0,
+                                  int64_t ignore_label = -100);
 
 // The same checks on in-memory (already decompressed) file images; the names only appear in
 // errors. The dataset copies what it keeps.
@@ -26,7 +27,8 @@ struct IdxNames {
   std::string labels;
 };
 std::unique_ptr<Dataset> parse_idx(const uint8_t* images, size_t images_size, const uint8_t* labels,
-                                   size_t labels_size, const IdxNames& names, int64_t num_classes = 0);
+                                   size_t labels_size, const IdxNames& names, int64_t num_classes = 0,
+                                   int64_t ignore_label = -100);
 
 // Reads one IDX file, inflating it when it is gzip-compressed (the stream must be complete, its CRC
 // intact). Inflates at most what the header declares, so a header claiming terabytes allocates

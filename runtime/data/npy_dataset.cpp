@@ -44,7 +44,7 @@ class NpyDataset final : public Dataset {
 }  // namespace
 
 std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, const std::string& labels_path,
-                                          int64_t num_classes) {
+                                          int64_t num_classes, int64_t ignore_label) {
   NpyArray features = read_npy(features_path, true);  // numpy's default float64 is read as f32
   if (features.from_f64) fmt::print(stderr, "ofrun: note: {}: float64 features converted to float32\n", features_path);
   if (features.dtype != DType::f32)
@@ -71,6 +71,7 @@ std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, cons
       std::memcpy(&v, labels.data.data() + 4 * i, 4);
       values[i] = v;
     }
+    if (values[i] == ignore_label) continue;  // counts nowhere (the loss's ignore_index)
     if (values[i] < 0) fail({.file = labels_path}, "label {} at index {} is negative", values[i], i);
     if (num_classes > 0 && values[i] >= num_classes)
       fail({.file = labels_path}, "label {} at index {} is out of range (num_classes {})", values[i], i, num_classes);

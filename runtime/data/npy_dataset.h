@@ -13,6 +13,6 @@ namespace of::runtime::data {
 // Features: f32 with the per-sample shape [...] (rank 0 when the file is [n]); labels: i64 scalar.
 // n must be > 0 and agree; labels must be >= 0 (and < num_classes when num_classes > 0).
 std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, const std::string& labels_path,
-                                          int64_t num_classes = 0);
+                                          int64_t num_classes = 0, int64_t ignore_label = -100);
 
 }  // namespace of::runtime::data

@@ -14,9 +14,11 @@ void EvalSinkAction::act(int64_t piece, const void* const* in, void* const*) {
   }
   const auto* nll = static_cast<const float*>(in[0]);
   const auto* correct = static_cast<const float*>(in[1]);
+  const auto* count = static_cast<const float*>(in[2]);
   for (int64_t r = 0; r < real; ++r) {
     loss_ += double(nll[r]);
     correct_ += double(correct[r]);
+    labels_ += double(count[r]);
   }
   counted_ += real;
 }

@@ -12,20 +12,21 @@ namespace of::runtime::train {
 
 class EvalSinkAction final : public Action {
  public:
-  // per_sample: inputs are (nll [batch], correct [batch]: a sample's mean over its elements, so a
-  // fraction where it has several labels); else (loss []).
+  // per_sample: inputs are each sample's sums over its labels (nll [batch], correct [batch],
+  // count [batch]: its labels that count); else (loss []). The loss and accuracy are over every
+  // counted label of the real samples (NaN where none counts, as torch's mean).
   EvalSinkAction(bool per_sample, int64_t batch, int64_t samples) : per_sample_(per_sample), batch_(batch), samples_(samples) {}
   void act(int64_t piece, const void* const* in, void* const* out) override;
 
   int64_t counted() const { return counted_; }
-  double mean_loss() const { return counted_ > 0 ? loss_ / double(counted_) : 0; }
-  double accuracy() const { return counted_ > 0 ? correct_ / double(counted_) : 0; }
+  double mean_loss() const { return !per_sample_ ? (counted_ > 0 ? loss_ / double(counted_) : 0) : loss_ / labels_; }
+  double accuracy() const { return correct_ / labels_; }
 
  private:
   bool per_sample_;
   int64_t batch_, samples_;
   int64_t counted_ = 0;
-  double loss_ = 0, correct_ = 0;
+  double loss_ = 0, correct_ = 0, labels_ = 0;
 };
 
 }  // namespace of::runtime::train

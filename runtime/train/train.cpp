@@ -160,12 +160,20 @@ int64_t classes_of(const PlanInstance& inst) {
   return 0;
 }
 
-// What make_dataset needs to know of the plan: classes bound the labels; a token file's sample is
+// The label a cross-entropy plan ignores (its ignore_index; torch's default -100 where none is set).
+int64_t ignored_label_of(const PlanInstance& inst) {
+  for (const plan::Task& t : inst.plan().tasks)
+    if (t.kernel == "softmax_cross_entropy" || t.kernel == "classify_metrics") return t.attrs.get_int("ignore_index", -100);
+  return -100;
+}
+
+// What make_dataset needs to know of the plan: classes bound the labels (but for the ignored one); a token file's sample is
 // as long as the model's input row, and its tokens (inputs and labels) are bounded by the classes.
 data::DataOptions data_options(const PlanInstance& inst, const BatchInputs& b) {
   const plan::Plan& p = inst.plan();
   const int64_t classes = classes_of(inst);
-  return data::DataOptions{.seq = p.job.batch > 0 ? numel(b.features_desc.shape) / p.job.batch : 0, .vocab = classes, .num_classes = classes};
+  return data::DataOptions{.seq = p.job.batch > 0 ? numel(b.features_desc.shape) / p.job.batch : 0, .vocab = classes, .num_classes = classes,
+                           .ignore_label = ignored_label_of(inst)};
 }
 
 void check_data_fits(const PlanInstance& inst, const BatchInputs& b, const data::Dataset& d, const std::string& spec) {
@@ -286,7 +294,8 @@ EvalReport evaluate(PlanInstance& train_plan, const WeightSource& from, const Tr
   check_data_fits(ev, inputs, *dataset, spec);
   const int64_t batch = ev.plan().job.batch;
   const plan::Task& sink = ev.sink();
-  const bool per_sample = sink.io_names.size() == 2 && sink.io_names[0] == "eval/nll" && sink.io_names[1] == "eval/correct";
+  const bool per_sample = sink.io_names.size() == 3 && sink.io_names[0] == "eval/nll" && sink.io_names[1] == "eval/correct" &&
+                          sink.io_names[2] == "eval/count";
   // Per-sample metrics let a padded last batch count only its real rows; a mean loss cannot.
   data::EpochSampler sampler(dataset->size(), batch, 0, /*drop_last=*/!per_sample, /*shuffle=*/false);
   const int64_t pieces = sampler.batches_per_epoch();

@@ -266,7 +266,7 @@ class Model:
     class ids below `classes`); tokens: fed as a token file (features are the labels shifted)."""
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
-                 float64_referee=False, label_smoothing=0.0):
+                 float64_referee=False, label_smoothing=0.0, ignore_index=None):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -288,6 +288,9 @@ class Model:
         self.float64_referee = float64_referee
         # Trained with F.cross_entropy(..., label_smoothing=E) and ofc --loss cross_entropy:label_smoothing=E.
         self.label_smoothing = label_smoothing
+        # Every 7th label is this one, which F.cross_entropy(..., ignore_index=K) and ofc --loss
+        # cross_entropy:ignore_index=K leave out (a segmentation dataset's void pixels).
+        self.ignore_index = ignore_index
 
 
 class Flatten(nn.Module):
@@ -469,7 +472,7 @@ def segment():
     # lraspp_mobilenet_v3_large(num_classes=4) as torchvision builds it, on a 0.25-wide backbone.
     backbone = torchvision.models.mobilenet_v3_large(width_mult=0.25, dilated=True)
     return Model(Segmenter(_lraspp_mobilenetv3(backbone, 4)), (3, 64, 64), 4, label=(64, 64), lr_scale=0.1,
-                 float64_referee=True)
+                 float64_referee=True, ignore_index=255)
 
 
 def shufflenet():
@@ -929,6 +932,8 @@ def make_data(m, work):
         return corpus[idx].astype(np.int64), corpus[idx + 1].astype(np.int64), f"tokens:{path},dtype=uint16"
     features = rng.standard_normal((n,) + m.feature).astype(np.float32)
     labels = rng.integers(0, m.classes, (n,) + m.label).astype(np.int64)
+    if m.ignore_index is not None:
+        labels.reshape(-1)[::7] = m.ignore_index
     fpath, lpath = os.path.join(work, "features.npy"), os.path.join(work, "labels.npy")
     np.save(fpath, features)
     np.save(lpath, labels)
@@ -1114,14 +1119,17 @@ def of_losses(metrics):
     return [losses[s] for s in range(1, STEPS + 1)]
 
 
-# The training loss's label smoothing: the model under test's (one model a run; main sets it).
+# The training loss's label smoothing and ignored label: the model under test's (one model a run;
+# main sets them).
 LABEL_SMOOTHING = 0.0
+IGNORE_INDEX = -100
 
 
 def cross_entropy(logits, labels):
     """F.cross_entropy with the labels [n, ...] of a batch shaped as the logits want them: [rows]
     for logits [rows, C] (a sequence model's flattened tokens), [n, d1, ...] for [n, C, d1, ...]."""
-    return F.cross_entropy(logits, labels.reshape((-1,) + tuple(logits.shape[2:])), label_smoothing=LABEL_SMOOTHING)
+    return F.cross_entropy(logits, labels.reshape((-1,) + tuple(logits.shape[2:])), label_smoothing=LABEL_SMOOTHING,
+                           ignore_index=IGNORE_INDEX)
 
 
 def ddp_loss(model, x, y, parts):
@@ -1294,7 +1302,9 @@ def check_train(args, name, m, work, check):
     proto, _, _ = export(model, torch.from_numpy(features[:BATCH]), path, args.opset, train=True)
     restore_initializers(proto, ref.state_dict(), path)
     plan = os.path.join(work, "t.ofp")
-    loss = f"cross_entropy:label_smoothing={m.label_smoothing}" if m.label_smoothing else "cross_entropy"
+    options = ([f"label_smoothing={m.label_smoothing}"] if m.label_smoothing else []) + \
+        ([f"ignore_index={m.ignore_index}"] if m.ignore_index is not None else [])
+    loss = "cross_entropy" + (":" + ",".join(options) if options else "")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero)
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
@@ -1398,7 +1408,7 @@ def check_eval(args, name, check, plan, data, ck, model, features, labels, exact
     if not got:
         raise Failure(f"ofrun --eval printed no eval line: {out.strip()[-200:]}")
     of_loss, of_acc = float(got.group(2)), float(got.group(3))
-    count = labels.size
+    count = int((labels != IGNORE_INDEX).sum())
     # ofrun prints 6 decimals of the loss and 2 of the percentage; a near-tie may flip one label.
     loss_rel, acc_tol = LOSS_REL_TOL, 0.005 + 100.0 / count
     loss, acc = torch_eval(exact[0] if exact is not None else model, features, labels)
@@ -1425,9 +1435,9 @@ def torch_eval(model, features, labels):
             x = torch.from_numpy(features[s:s + BATCH])
             logits = model(x.to(dtype) if x.is_floating_point() else x).double()
             y = torch.from_numpy(labels[s:s + BATCH]).reshape((-1,) + tuple(logits.shape[2:]))
-            nll += F.cross_entropy(logits, y, reduction="sum").item()
+            nll += F.cross_entropy(logits, y, reduction="sum", ignore_index=IGNORE_INDEX).item()
             hits += (logits.argmax(1) == y).sum().item()
-            count += y.numel()
+            count += (y != IGNORE_INDEX).sum().item()
     model.train()
     return nll / count, 100.0 * hits / count
 
@@ -1445,8 +1455,9 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
-        global LABEL_SMOOTHING
+        global LABEL_SMOOTHING, IGNORE_INDEX
         LABEL_SMOOTHING = m.label_smoothing
+        IGNORE_INDEX = m.ignore_index if m.ignore_index is not None else -100
         if args.check == "infer":
             rc = check_infer(args, args.model, m, work)
         else:

@@ -10,20 +10,22 @@ namespace {
 
 using testing::DoubleFn;
 
-// Mean over rows of -log softmax(x)[label], with label smoothing E of (1 - E) times that plus E
-// times the mean over classes of -log softmax(x) (torch's); a label outside [0,C) contributes 0.
+// Mean over the counted rows of -log softmax(x)[label], with label smoothing E of (1 - E) times
+// that plus E times the mean over classes of -log softmax(x) (torch's); a row whose label is
+// -100 (torch's ignore_index) or outside [0,C) counts nowhere.
 double xent_ref(const std::vector<double>& x, const std::vector<int64_t>& labels, int64_t c, double smoothing = 0) {
   const int64_t n = static_cast<int64_t>(labels.size());
   double total = 0;
+  int64_t rows = 0;
   for (int64_t r = 0; r < n; ++r) {
     double m = -INFINITY, sum = 0;
     for (int64_t k = 0; k < c; ++k) m = std::max(m, x[r * c + k]);
     for (int64_t k = 0; k < c; ++k) sum += std::exp(x[r * c + k] - m);
     double uniform = 0;
     for (int64_t k = 0; k < c; ++k) uniform += (m + std::log(sum) - x[r * c + k]) / double(c);
-    if (labels[r] >= 0 && labels[r] < c) total += (1 - smoothing) * (m + std::log(sum) - x[r * c + labels[r]]) + smoothing * uniform;
+    if (labels[r] >= 0 && labels[r] < c) total += (1 - smoothing) * (m + std::log(sum) - x[r * c + labels[r]]) + smoothing * uniform, ++rows;
   }
-  return n > 0 ? total / double(n) : 0.0;
+  return n > 0 ? total / double(rows) : 0.0;
 }
 
 struct XentOut {
@@ -108,14 +110,31 @@ TEST_CASE("softmax_cross_entropy: large logits stay finite (log-sum-exp)", "[ker
   for (float p : out.prob) CHECK(std::isfinite(p));
 }
 
-TEST_CASE("softmax_cross_entropy: labels outside 0..C-1 contribute 0 and get zero gradient",
+TEST_CASE("softmax_cross_entropy: ignored labels and labels outside 0..C-1 count nowhere and get zero gradient",
           "[kernels]") {
-  check_xent({2, -1, 7, 1}, 4, 2.0f);  // -1 and 7 are out of range for C=4
+  check_xent({2, -100, 7, 1}, 4, 2.0f);  // -100 is ignored (torch's default), 7 is out of range for C=4
+  check_xent({2, -100, -100, 1, 0}, 4, 2.0f, 0.2f);
   std::mt19937 rng(47);
   const auto x = testing::random_floats(8, rng);
-  const XentOut out = run_xent(x, {-5, 100}, 4);
-  CHECK(out.loss == 0.0f);
-  for (float g : run_xent_grad(1.0f, out.prob, {-5, 100}, 4)) CHECK(g == 0.0f);
+  const XentOut out = run_xent(x, {-100, 100}, 4);
+  CHECK(std::isnan(out.loss));  // no row counts: 0 / 0, as torch's mean
+  for (float g : run_xent_grad(1.0f, out.prob, {-100, 100}, 4)) CHECK(g == 0.0f);
+  // Another ignore_index: its rows are left out, a -100 is then an out-of-range label.
+  Attrs a;
+  a.set_int("ignore_index", 2);
+  const std::vector<int64_t> labels{2, 0, 1, 2};
+  const auto y = testing::random_floats(12, rng);
+  float loss = 0;
+  std::vector<float> prob(12);
+  testing::run_kernel("softmax_cross_entropy", a, {{{4, 3}, DType::f32}, {{4}, DType::i64}}, {{{}, DType::f32}, {{4, 3}, DType::f32}},
+                      {y.data(), labels.data()}, {&loss, prob.data()});
+  const std::vector<int64_t> same{-100, 0, 1, -100};
+  CHECK(std::fabs(loss - run_xent(y, same, 3).loss) <= 1e-6f);
+  std::vector<float> dx(12);
+  const float dloss = 1.0f;
+  testing::run_kernel("softmax_cross_entropy_grad", a, {{{}, DType::f32}, {{4, 3}, DType::f32}, {{4}, DType::i64}},
+                      {{{4, 3}, DType::f32}}, {&dloss, prob.data(), labels.data()}, {dx.data()});
+  CHECK(dx == run_xent_grad(1.0f, prob, same, 3));
 }
 
 TEST_CASE("mse_loss: value and gradient match double references", "[kernels]") {
@@ -142,12 +161,28 @@ TEST_CASE("classify_metrics: arg-max as torch.argmax: the first of ties and NaN 
   // row 2: NaN first; row 3: plain maximum at class 0.
   const std::vector<float> x = {0, 3, 3, 5, 0, nan, nan, 1, 9, 4, 2, 1};
   const std::vector<int64_t> labels = {1, 0, 0, 0};
-  std::vector<float> nll(4, -1), correct(4, -1);
+  std::vector<float> nll(4, -1), correct(4, -1), counted(4, -1);
   testing::run_kernel("classify_metrics", Attrs{}, {{{4, 3}, DType::f32}, {{4}, DType::i64}},
-                      {{{4}, DType::f32}, {{4}, DType::f32}}, {x.data(), labels.data()}, {nll.data(), correct.data()});
+                      {{{4}, DType::f32}, {{4}, DType::f32}, {{4}, DType::f32}}, {x.data(), labels.data()},
+                      {nll.data(), correct.data(), counted.data()});
   CHECK(correct == std::vector<float>{1, 0, 1, 1});  // row 2: arg-max 0 is the NaN, which is label 0
+  CHECK(counted == std::vector<float>{1, 1, 1, 1});
   CHECK(std::isnan(nll[1]));
   CHECK(std::abs(nll[3] - (std::log(std::exp(0.0f) + std::exp(-2.0f) + std::exp(-3.0f)))) < 1e-5f);
+}
+
+TEST_CASE("classify_metrics: an ignored label counts nowhere", "[kernels]") {
+  const std::vector<float> x = {0, 3, 1, 5, 0, 1};
+  const std::vector<int64_t> labels = {1, 255};
+  std::vector<float> nll(2, -1), correct(2, -1), counted(2, -1);
+  Attrs a;
+  a.set_int("ignore_index", 255);
+  testing::run_kernel("classify_metrics", a, {{{2, 3}, DType::f32}, {{2}, DType::i64}},
+                      {{{2}, DType::f32}, {{2}, DType::f32}, {{2}, DType::f32}}, {x.data(), labels.data()},
+                      {nll.data(), correct.data(), counted.data()});
+  CHECK(correct == std::vector<float>{1, 0});
+  CHECK(counted == std::vector<float>{1, 0});
+  CHECK(nll[1] == 0.0f);
 }
 
 TEST_CASE("losses: bad configs throw of::Error", "[kernels]") {

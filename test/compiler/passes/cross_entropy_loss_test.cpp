@@ -90,18 +90,19 @@ TEST_CASE("cross_entropy: logits N,C keep labels N and no transpose", "[compiler
   CHECK(node_of(g, "softmax_cross_entropy").inputs[0] == g.nodes[0].outputs[0]);
 }
 
-TEST_CASE("cross_entropy: evaluation metrics of a per-pixel model are each sample's means", "[compiler]") {
+TEST_CASE("cross_entropy: evaluation metrics of a per-pixel model are each sample's sums and counted labels", "[compiler]") {
   Compilation c = with_loss({2, 3, 4, 5}, true);
   const Graph& g = c.graph;
-  REQUIRE(g.outputs.size() == 2);
+  REQUIRE(g.outputs.size() == 3);
   CHECK(g.values[size_t(g.outputs[0])].name == "eval/nll");
   CHECK(g.values[size_t(g.outputs[1])].name == "eval/correct");
+  CHECK(g.values[size_t(g.outputs[2])].name == "eval/count");
   for (ValueId v : g.outputs) {
     CHECK(desc(g, v).shape == of::Shape{2});
-    const Node& mean = g.nodes[size_t(g.values[size_t(v)].producer)];
-    CHECK(mean.kernel == "reduce_sum");
-    CHECK(mean.kernel_attrs.get_float("divisor", 0) == 20.0f);
-    CHECK(desc(g, mean.inputs[0]).shape == of::Shape{2, 20});
+    const Node& sum = g.nodes[size_t(g.values[size_t(v)].producer)];
+    CHECK(sum.kernel == "reduce_sum");
+    CHECK(sum.kernel_attrs.get_float("divisor", 0) == 1.0f);
+    CHECK(desc(g, sum.inputs[0]).shape == of::Shape{2, 20});
   }
   // One label a sample: the metrics are the kernel's rows as they are.
   Compilation rows = with_loss({6, 3}, true);
@@ -119,7 +120,7 @@ TEST_CASE("cross_entropy: a rank-1 output is refused naming the output and its s
   REQUIRE_THROWS_WITH(Autodiff().run(c), Catch::Contains("needs logits [N,C] or [N,C,d1,...]") && Catch::Contains("'y' is [3]"));
 }
 
-TEST_CASE("cross_entropy: label smoothing reaches the loss and its gradient, a bad option is refused by name", "[compiler]") {
+TEST_CASE("cross_entropy: label smoothing and ignore_index reach the kernels, a bad option is refused by name", "[compiler]") {
   Compilation c{.graph = per_pixel_logits({6, 3})};
   c.options.loss = "cross_entropy:label_smoothing=0.1";
   c.options.train = true;
@@ -127,7 +128,14 @@ TEST_CASE("cross_entropy: label smoothing reaches the loss and its gradient, a b
   REQUIRE(Autodiff().run(c));
   CHECK(node_of(c.graph, "softmax_cross_entropy").kernel_attrs.get_float("label_smoothing", 0) == 0.1f);
   CHECK(node_of(c.graph, "softmax_cross_entropy_grad").kernel_attrs.get_float("label_smoothing", 0) == 0.1f);
-  for (const char* bad : {"cross_entropy:smoothing=0.1", "cross_entropy:label_smoothing=2", "mse:label_smoothing=0.1", "hinge"}) {
+  Compilation i{.graph = per_pixel_logits({6, 3})};
+  i.options.loss = "cross_entropy:ignore_index=255";
+  i.options.eval_metrics = true;
+  REQUIRE(InferShapes().run(i));
+  REQUIRE(Autodiff().run(i));
+  CHECK(node_of(i.graph, "classify_metrics").kernel_attrs.get_int("ignore_index", 0) == 255);
+  for (const char* bad : {"cross_entropy:smoothing=0.1", "cross_entropy:label_smoothing=2", "mse:label_smoothing=0.1", "hinge",
+                          "cross_entropy:ignore_index=2.5"}) {
     INFO(bad);
     Compilation b{.graph = per_pixel_logits({6, 3})};
     b.options.loss = bad;

@@ -434,6 +434,10 @@ TEST_CASE("cuda twin: softmax cross-entropy and its gradient, labels out of rang
     smooth.set_float("label_smoothing", 0.1f);
     check_twin("softmax_cross_entropy", smooth, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
     check_twin("softmax_cross_entropy_grad", smooth, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)}, f32({{n, c}}));
+    Attrs ignore;
+    ignore.set_int("ignore_index", labels[0]);  // every row of that label counts nowhere
+    check_twin("softmax_cross_entropy", ignore, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
+    check_twin("softmax_cross_entropy_grad", ignore, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)}, f32({{n, c}}));
     check_twin("softmax_cross_entropy_grad", {}, {f32_tensor({}, {1.0f}), fwd[1], i64_tensor({n}, labels)},
                f32({{n, c}}));
     // In place, as plans may run them: prob over the logits, dlogits over prob.
@@ -534,7 +538,12 @@ TEST_CASE("cuda twin: classify_metrics, labels out of range and a NaN row includ
   labels[5] = c;
   HostTensor x = random_f32({n, c}, 80, -4, 4);
   reinterpret_cast<float*>(x.bytes.data())[2 * c + 4] = std::numeric_limits<float>::quiet_NaN();
-  check_twin("classify_metrics", {}, {x, i64_tensor({n}, labels)}, f32({{n}, {n}}));
+  check_twin("classify_metrics", {}, {x, i64_tensor({n}, labels)}, f32({{n}, {n}, {n}}));
+  labels[7] = -100;  // torch's ignore_index
+  check_twin("classify_metrics", {}, {x, i64_tensor({n}, labels)}, f32({{n}, {n}, {n}}));
+  Attrs ignore;
+  ignore.set_int("ignore_index", labels[9]);
+  check_twin("classify_metrics", ignore, {x, i64_tensor({n}, labels)}, f32({{n}, {n}, {n}}));
 }
 
 TEST_CASE("cuda twin: the pointwise math erf, sqrt, reciprocal, exp, neg, pow, clip, leaky_relu, hard_sigmoid, hard_swish and their gradients", "[cuda]") {
