@@ -53,6 +53,11 @@ TEST_CASE("npy_dataset: wrong dtypes, ranks, counts and labels are refused by na
   write_npy(fy, DType::i64, {4}, std::vector<int64_t>{0, 1, 2, 10}.data());
   CHECK_NOTHROW(open_npy_dataset(fx, fy));
   CHECK_THROWS_WITH(open_npy_dataset(fx, fy, 10), Catch::Contains(fy + ": label 10 at index 3 is out of range (num_classes 10)"));
+  // The loss's ignore_index may stand anywhere: torch's default -100, or a void class such as 255.
+  CHECK_NOTHROW(open_npy_dataset(fx, fy, 10, 10));
+  write_npy(fy, DType::i64, {4}, std::vector<int64_t>{0, -100, 2, 3}.data());
+  CHECK_NOTHROW(open_npy_dataset(fx, fy, 10));
+  CHECK_THROWS_WITH(open_npy_dataset(fx, fy, 10, 255), Catch::Contains(fy + ": label -100 at index 1 is negative"));
   write_npy(fy, DType::f32, {4}, x.data());
   CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": labels must be i64 (<i8) or i32 (<i4), not f32"));
   write_npy(fy, DType::i64, {2, 2}, std::vector<int64_t>{0, 1, 2, 3}.data());
