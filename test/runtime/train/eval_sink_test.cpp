@@ -30,7 +30,7 @@ TEST_CASE("eval sink: means over every counted label of the real samples", "[run
   CHECK(sink.accuracy() == Approx(3.0 / 6.0));
 }
 
-TEST_CASE("eval sink: no counted label gives NaN, as torch's mean; a mean loss plan weighs batches by their samples", "[runtime]") {
+TEST_CASE("eval sink: no counted label gives NaN, as torch's mean, and a mean loss plan weighs batches by their samples", "[runtime]") {
   EvalSinkAction none(true, 2, 2);
   act(none, 0, {0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f});
   CHECK(std::isnan(none.mean_loss()));
