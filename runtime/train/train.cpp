@@ -169,8 +169,16 @@ int64_t ignored_label_of(const PlanInstance& inst) {
 
 // What make_dataset needs to know of the plan: classes bound the labels (but for the ignored one); a token file's sample is
 // as long as the model's input row, and its tokens (inputs and labels) are bounded by the classes.
-data::DataOptions data_options(const PlanInstance& inst, const BatchInputs& b) {
+// A token file gives one label per input token: a model whose label input is another size
+// (logits [batch, seq, vocab] take their classes from axis 1, as F.cross_entropy does) is refused
+// with what an LM's output must be, before the tokens are checked against a wrong vocabulary.
+data::DataOptions data_options(const PlanInstance& inst, const BatchInputs& b, const std::string& spec) {
   const plan::Plan& p = inst.plan();
+  if (spec.rfind("tokens:", 0) == 0 && b.labels_desc.shape != b.features_desc.shape &&
+      numel(b.labels_desc.shape) != numel(b.features_desc.shape))
+    fail({.file = spec}, "a token file gives one label per input token ({} a batch), but the model's label input '{}' is {} {}: a "
+         "language model's logits must be [batch*seq, vocab], as F.cross_entropy wants them (return logits.reshape(-1, vocab))",
+         shape_str(b.features_desc.shape), b.labels, dtype_name(b.labels_desc.dtype), shape_str(b.labels_desc.shape));
   const int64_t classes = classes_of(inst);
   return data::DataOptions{.seq = p.job.batch > 0 ? numel(b.features_desc.shape) / p.job.batch : 0, .vocab = classes, .num_classes = classes,
                            .ignore_label = ignored_label_of(inst)};
@@ -290,7 +298,7 @@ EvalReport evaluate(PlanInstance& train_plan, const WeightSource& from, const Tr
 
   const std::string spec = eval_spec(o);
   const BatchInputs inputs = batch_inputs(ev);
-  if (!dataset) dataset = data::make_dataset(spec, data_options(ev, inputs));
+  if (!dataset) dataset = data::make_dataset(spec, data_options(ev, inputs, spec));
   check_data_fits(ev, inputs, *dataset, spec);
   const int64_t batch = ev.plan().job.batch;
   const plan::Task& sink = ev.sink();
@@ -395,11 +403,11 @@ Report run_training(const TrainOptions& o) {
   if (o.train) {
     const BatchInputs inputs = batch_inputs(inst);
     const uint64_t heap_before_data = o.memory_report ? heap_in_use() : 0;
-    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, inputs));
+    std::unique_ptr<data::Dataset> dataset = data::make_dataset(o.data, data_options(inst, inputs, o.data));
     check_data_fits(inst, inputs, *dataset, o.data);
     std::unique_ptr<data::Dataset> eval_dataset;
     if (o.eval) {
-      eval_dataset = data::make_dataset(eval_spec(o), data_options(inst, inputs));
+      eval_dataset = data::make_dataset(eval_spec(o), data_options(inst, inputs, eval_spec(o)));
       check_data_fits(inst, inputs, *eval_dataset, eval_spec(o));
     }
     if (o.memory_report) {
