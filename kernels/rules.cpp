@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/ignore_index.h"
 #include "kernels/cpu/check.h"
 
 namespace of::kernels {
@@ -214,7 +215,7 @@ float label_smoothing(const KernelConfig& cfg, const char* name) {
   return e;
 }
 
-int64_t ignore_index(const KernelConfig& cfg) { return cfg.attrs.get_int("ignore_index", -100); }
+int64_t ignore_index(const KernelConfig& cfg) { return cfg.attrs.get_int("ignore_index", kDefaultIgnoreIndex); }
 
 int64_t accumulate_micro_batches(const KernelConfig& cfg) {
   const char* name = "accumulate";

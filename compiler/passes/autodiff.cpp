@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/ignore_index.h"
 #include "common/option_spec.h"
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
@@ -121,15 +122,15 @@ bool Autodiff::run(Compilation& c) {
     fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E,ignore_index=K], mse)", o.loss);
   const bool xent = loss_spec.kind() == "cross_entropy";
   // torch's F.cross_entropy(..., label_smoothing=E, ignore_index=K): the target mixes in E of a
-  // uniform one; labels K count nowhere (torch's default K, -100, is the kernels').
+  // uniform one; labels K count nowhere (torch's default K is the kernels').
   Attrs loss_attrs, metrics_attrs;
   if (xent) {
     loss_spec.allow({"label_smoothing", "ignore_index"});
     const double smoothing = loss_spec.number("label_smoothing", 0, 0, 1);
     if (smoothing > 0) loss_attrs.set_float("label_smoothing", float(smoothing));
-    const double ignore = loss_spec.number("ignore_index", -100, -double(1LL << 53), double(1LL << 53));
+    const double ignore = loss_spec.number("ignore_index", double(kDefaultIgnoreIndex), -double(1LL << 53), double(1LL << 53));
     if (ignore != std::floor(ignore)) fail(file, "--loss '{}': ignore_index {} is not an integer", o.loss, ignore);
-    if (ignore != -100) {
+    if (ignore != double(kDefaultIgnoreIndex)) {
       loss_attrs.set_int("ignore_index", int64_t(ignore));
       metrics_attrs.set_int("ignore_index", int64_t(ignore));
     }

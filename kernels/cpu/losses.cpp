@@ -6,8 +6,9 @@
 // [0,C)) contributes 0 to the loss, is not counted in the mean's rows (all ignored: 0 / 0, NaN,
 // as torch's) and gets a zero row of dlogits.
 // Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
-// Attribute `scale` (default 1): a device holding 1/k of a split batch divides by N/scale = N*k
-// rows, so the k devices' losses (and gradients) sum to those of the whole batch.
+// Attribute `scale` (default 1): a device holding 1/k of a split batch divides by its counted
+// rows / scale, k times them, so the k devices' losses (and gradients) sum to the mean of their
+// means, as DDP's ranks' do.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -85,7 +86,7 @@ class SoftmaxCrossEntropy final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
   float scale_ = 1, smoothing_ = 0;
   std::vector<double> row_loss_;     // per row: its term of the loss ...
   std::vector<uint8_t> row_counted_;  // ... and whether its label counts
@@ -132,7 +133,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
   float scale_ = 1, smoothing_ = 0;
 };
 
@@ -217,7 +218,7 @@ class ClassifyMetrics final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
 };
 
 }  // namespace

@@ -41,7 +41,7 @@ class SoftmaxCrossEntropy final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
   float scale_ = 1, smoothing_ = 0;
   std::unique_ptr<DeviceBuffer> row_loss_;
 };
@@ -69,7 +69,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
   float scale_ = 1, smoothing_ = 0;
   std::unique_ptr<DeviceBuffer> denom_;  // the counted rows / scale, found on the device
 };
@@ -91,7 +91,7 @@ class ClassifyMetrics final : public Kernel {
   }
 
  private:
-  int64_t n_ = 0, c_ = 0, ignore_ = -100;
+  int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
 };
 
 class MseLoss final : public Kernel {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "common/ignore_index.h"
 #include "common/shape.h"
 
 namespace of::runtime::data {
@@ -33,7 +34,7 @@ struct DataOptions {
   int64_t seq = 0;          // tokens: sequence length (required, > 0)
   int64_t vocab = 0;        // tokens: every token must be < vocab when > 0 (checked at open)
   int64_t num_classes = 0;  // idx, npy: every label must be < num_classes when > 0 ...
-  int64_t ignore_label = -100;  // ... and >= 0, or this one (the loss's ignore_index; torch's default)
+  int64_t ignore_label = kDefaultIgnoreIndex;  // ... and >= 0, or this one (the loss's ignore_index)
 };
 
 // Parses an `ofrun --data` spec and opens the dataset it names:

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/ignore_index.h"
 #include "runtime/data/fwd.h"
 
 namespace of::runtime::data {
@@ -18,7 +19,7 @@ namespace of::runtime::data {
 // uncompressed file wins when both exist). Features: f32 [rows,cols] in [0,1]; labels: i64 scalar.
 // num_classes > 0 bounds the labels (a label >= num_classes, other than ignore_label, fails naming its index).
 std::unique_ptr<Dataset> open_idx(const std::string& dir, const std::string& split, int64_t num_classes = 0,
-                                  int64_t ignore_label = -100);
+                                  int64_t ignore_label = kDefaultIgnoreIndex);
 
 // The same checks on in-memory (already decompressed) file images; the names only appear in
 // errors. The dataset copies what it keeps.
@@ -28,7 +29,7 @@ struct IdxNames {
 };
 std::unique_ptr<Dataset> parse_idx(const uint8_t* images, size_t images_size, const uint8_t* labels,
                                    size_t labels_size, const IdxNames& names, int64_t num_classes = 0,
-                                   int64_t ignore_label = -100);
+                                   int64_t ignore_label = kDefaultIgnoreIndex);
 
 // Reads one IDX file, inflating it when it is gzip-compressed (the stream must be complete, its CRC
 // intact). Inflates at most what the header declares, so a header claiming terabytes allocates

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "common/ignore_index.h"
 #include "runtime/data/fwd.h"
 
 namespace of::runtime::data {
@@ -13,6 +14,6 @@ namespace of::runtime::data {
 // Features: f32 with the per-sample shape [...] (rank 0 when the file is [n]); labels: i64 scalar.
 // n must be > 0 and agree; labels must be >= 0 (and < num_classes when num_classes > 0).
 std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, const std::string& labels_path,
-                                          int64_t num_classes = 0, int64_t ignore_label = -100);
+                                          int64_t num_classes = 0, int64_t ignore_label = kDefaultIgnoreIndex);
 
 }  // namespace of::runtime::data

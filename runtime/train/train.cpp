@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/file_util.h"
+#include "common/ignore_index.h"
 #include "common/output_paths.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/sampler.h"
@@ -160,11 +161,11 @@ int64_t classes_of(const PlanInstance& inst) {
   return 0;
 }
 
-// The label a cross-entropy plan ignores (its ignore_index; torch's default -100 where none is set).
+// The label a cross-entropy plan ignores (its ignore_index, or torch's default).
 int64_t ignored_label_of(const PlanInstance& inst) {
   for (const plan::Task& t : inst.plan().tasks)
-    if (t.kernel == "softmax_cross_entropy" || t.kernel == "classify_metrics") return t.attrs.get_int("ignore_index", -100);
-  return -100;
+    if (t.kernel == "softmax_cross_entropy" || t.kernel == "classify_metrics") return t.attrs.get_int("ignore_index", kDefaultIgnoreIndex);
+  return kDefaultIgnoreIndex;
 }
 
 // What make_dataset needs to know of the plan: classes bound the labels (but for the ignored one); a token file's sample is
