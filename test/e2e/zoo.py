@@ -38,7 +38,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 dropout=0.0, on [4,3,64,64] (SiLU, squeeze-excite).
   vit           torchvision's VisionTransformer (vit_b_16's code) sized down: 32 px, patch 8,
                 2 layers, width 32, 4 heads, MLP 64 (the class token read back with x[:, 0]: a
-                Gather on axis 1); its zero-initialized head gets random weights.
+                Gather on axis 1); its zero-initialized head gets random weights. Trained with
+                label smoothing 0.11, as torchvision's recipe trains ViTs (both sides).
   convnext      torchvision's ConvNeXt (convnext_tiny's code) with stages (16,32,64) of one
                 block each, stochastic_depth_prob=0.0, on [4,3,32,32] (LayerNorm2d, 7x7 depthwise
                 convolutions, Linear on NHWC, layer scale).
@@ -95,7 +96,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 [4,3,8,8]: small and well conditioned, for the data-parallel BatchNorm check.
   segment       torchvision's lraspp_mobilenet_v3_large (num_classes=4) on a 0.25-wide dilated
                 backbone, on [4,3,64,64]: logits [4,4,64,64], a class per pixel (labels [n,64,64]:
-                per-pixel cross-entropy, as F.cross_entropy takes [N,C,H,W] with [N,H,W]).
+                per-pixel cross-entropy, as F.cross_entropy takes [N,C,H,W] with [N,H,W]); every
+                7th pixel is 255, a void label that ignore_index=255 leaves out on both sides.
   shufflenet    torchvision shufflenet_v2_x0_5(num_classes=10) on [4,3,64,64] (channel shuffle: a
                 view, transpose and view between branches; channel splits with chunk).
 
