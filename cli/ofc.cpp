@@ -24,12 +24,17 @@ int main(int argc, char** argv) {
   app.add_option("--slots", options.slots, "slots per streamed register (>= 2 pipelines)")->check(of::cli::between(1, 64));
   app.add_option("--pieces", options.pieces, "default number of pieces ofrun streams (0: as many as fed)")->check(of::cli::at_least(0));
   auto* loss = app.add_option("--loss", options.loss,
-                              "append a loss to the model's output: cross_entropy[:label_smoothing=E] (integer labels, mean) or mse")
+                              "append a loss to the model's output: cross_entropy[:label_smoothing=E,ignore_index=K] (integer labels, "
+                              "mean) or mse; or output: the model's one output is its own loss")
                    ->check([](const std::string& spec) {
                      const std::string kind = spec.substr(0, spec.find(':'));
-                     return kind == "cross_entropy" || kind == "mse" ? std::string() : "'" + spec + "' is not cross_entropy[:...] or mse";
+                     return kind == "cross_entropy" || kind == "mse" || kind == "output"
+                                ? std::string()
+                                : "'" + spec + "' is not cross_entropy[:...], mse or output";
                    });
-  app.add_option("--label", options.label, "name of the new graph input the loss compares against")->needs(loss);
+  app.add_option("--label", options.label,
+                 "name of the new graph input the loss compares against (--loss output: the model's input holding the labels)")
+      ->needs(loss);
   app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)")->needs(loss);
   auto* train = app.add_flag("--train", options.train, "compile a training plan (needs --loss); also writes <stem>.eval.ofp for --eval")->needs(loss);
   app.add_option("--optimizer", options.optimizer,

@@ -217,6 +217,21 @@ float label_smoothing(const KernelConfig& cfg, const char* name) {
 
 int64_t ignore_index(const KernelConfig& cfg) { return cfg.attrs.get_int("ignore_index", kDefaultIgnoreIndex); }
 
+bool loss_sums(const KernelConfig& cfg) {
+  const int64_t sum = cfg.attrs.get_int("sum", 0);
+  if (sum != 0 && sum != 1) fail(where_of(cfg), "loss: sum {} must be 0 or 1", sum);
+  return sum == 1;
+}
+
+bool class_weights(const KernelConfig& cfg, const char* name, size_t at, int64_t classes, float smoothing) {
+  if (cfg.inputs.size() <= at) return false;
+  const TensorDesc& w = cfg.inputs[at];
+  if (w.dtype != DType::f32 || w.shape != Shape{classes})
+    fail(where_of(cfg), "{}: input {} (class weights) is {} {}, expected f32 [{}]", name, at, dtype_name(w.dtype), shape_str(w.shape), classes);
+  if (smoothing > 0.0f) fail(where_of(cfg), "{}: class weights with label smoothing are not supported", name);
+  return true;
+}
+
 int64_t accumulate_micro_batches(const KernelConfig& cfg) {
   const char* name = "accumulate";
   cpu::check_arity(cfg, name, 3, 3, 3);

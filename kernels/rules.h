@@ -70,6 +70,15 @@ float label_smoothing(const KernelConfig& cfg, const char* name);
 // torch's): a row whose label it is counts nowhere, neither in the loss nor in the mean's rows
 // (nor does a label outside [0, C), which validated data never holds).
 int64_t ignore_index(const KernelConfig& cfg);
+// softmax_cross_entropy and its grad: attribute `sum` (default 0): 1 sums the rows' losses, as
+// torch's reduction='sum' (a device holding 1/k of a split batch: its sum times `scale`, 1/k, as
+// DDP's ranks average the gradients of their sums).
+bool loss_sums(const KernelConfig& cfg);
+// softmax_cross_entropy (input 2) and its grad (input 3): optional class weights [C], f32, as
+// torch's weight=: a counted row weighs its label's weight, in the sum and in the mean's divisor
+// (the weights' sum over the rows in place of their count). Fails naming the kernel when they
+// are not [C] or come with label smoothing (torch's formula for both is not the kernels').
+bool class_weights(const KernelConfig& cfg, const char* name, size_t at, int64_t classes, float smoothing);
 
 // accumulate: (grad, lr, step) -> (mean grad, lr, step); returns micro_batches (k).
 int64_t accumulate_micro_batches(const KernelConfig& cfg);

@@ -9,11 +9,14 @@
 
 namespace of::compiler {
 
-ValueId ExpandCtx::emit(const std::string& op_type, std::vector<ValueId> inputs, Attrs attrs, ValueId into) {
-  const OpDef* def = find_op("", op_type);
-  OF_ASSERT(def && !def->expand, "a composite emits an op that is not an ordinary one: " + op_type);
-  Node n{.name = fmt::format("{}/{}_{}", node_.name, op_type, out_.size()), .op_type = op_type, .inputs = std::move(inputs),
-         .attrs = std::move(attrs)};
+ValueId ExpandCtx::emit(const std::string& op, std::vector<ValueId> inputs, Attrs attrs, ValueId into) {
+  // "of.SoftmaxCrossEntropy": one of our own ops, in its domain.
+  const size_t dot = op.rfind('.');
+  const std::string domain = dot == std::string::npos ? "" : op.substr(0, dot), op_type = op.substr(dot + 1);
+  const OpDef* def = find_op(domain, op_type);
+  OF_ASSERT(def && !def->expand, "a composite emits an op that is not an ordinary one: " + op);
+  Node n{.name = fmt::format("{}/{}_{}", node_.name, op_type, out_.size()), .op_type = op_type, .domain = domain,
+         .inputs = std::move(inputs), .attrs = std::move(attrs)};
   const ValueId out = into != kNoValue ? into : g_.add_value(n.name);
   n.outputs = {out};
   const TensorDesc promised = g_.values[size_t(out)].desc;  // the composite's output: what its infer() said

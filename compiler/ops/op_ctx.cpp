@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "compiler/ops/op_def.h"
 
@@ -60,12 +61,14 @@ bool OpCtx::drop_output_if_unused(size_t i) {
 }
 
 ValueId OpCtx::add_output(const std::string& suffix, TensorDesc desc) {
-  const auto self = NodeId(&node_ - g_.nodes.data());
-  OF_ASSERT(self >= 0 && size_t(self) < g_.nodes.size(), "add_output: the node is not in its graph");
+  // A node a composite emits (ExpandCtx) joins the graph later, and relink gives its outputs
+  // their producer then.
+  const std::less<const Node*> before;
+  const bool in_graph = !before(&node_, g_.nodes.data()) && before(&node_, g_.nodes.data() + g_.nodes.size());
   const ValueId v = g_.add_value(node_.name + "/" + suffix);  // node_ stays valid: values grow, nodes do not
   g_.values[size_t(v)].desc = std::move(desc);
   g_.values[size_t(v)].known = true;
-  g_.values[size_t(v)].producer = self;
+  g_.values[size_t(v)].producer = in_graph ? NodeId(&node_ - g_.nodes.data()) : NodeId(-1);
   node_.outputs.push_back(v);
   return v;
 }

@@ -127,9 +127,10 @@ class ExpandCtx {
   ValueId output(size_t i) const { return node_.outputs.at(i); }
   // Shapes are taken by value: emitting may move the graph's values.
   Shape shape(ValueId v) const { return g_.values[size_t(v)].desc.shape; }
-  // Appends a node of ONNX op `op_type` reading `inputs`; returns its output: a new value, or
-  // `into` (the composite's output, for its last node).
-  ValueId emit(const std::string& op_type, std::vector<ValueId> inputs, Attrs attrs = {}, ValueId into = kNoValue);
+  // Appends a node of ONNX op `op` (or of ours, domain-qualified: "of.SoftmaxCrossEntropy")
+  // reading `inputs`; returns its output: a new value, or `into` (the composite's output, for its
+  // last node).
+  ValueId emit(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {}, ValueId into = kNoValue);
   // A constant 1-D int64 tensor (Reshape's shape, Gather's indices).
   ValueId ints(const std::vector<int64_t>& v);
   // A constant f32 tensor of `shape` holding `values`.

@@ -85,6 +85,7 @@ const std::vector<OpDef>& all_ops() {
       sin_def(),
       slice_def(),
       softmax_def(),
+      softmax_cross_entropy_loss_def(),
       softplus_def(),
       split_def(),
       sqrt_def(),
@@ -98,6 +99,7 @@ const std::vector<OpDef>& all_ops() {
       where_def(),
       masked_softmax_def(),  // custom ops (domain-qualified) last, sorted too
       matmul_trans_b_def(),
+      softmax_cross_entropy_def(),
       delay_def(),
   };
   return ops;

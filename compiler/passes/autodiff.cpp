@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // autodiff: with --loss, afterwards the graph ends in the loss (a new output "loss", compared
-// against a new input, --label); with --gradients or --train it also holds the backward pass:
+// against a new input, --label; or, with --loss output, the loss the model computes itself from
+// an input of its own, --label); with --gradients or --train it also holds the backward pass:
 // every weight the loss depends on has its gradient (Compilation::training.weights), and with
 // --gradients each is an output "<weight>.grad". Weights are the float constants kernels read at
 // run time. The backward nodes come from each operator's grad rule (compiler/ops/*.cpp), in
@@ -67,6 +68,95 @@ bool frozen_by_option(const CompileOptions& o, const std::string& name) {
   return false;
 }
 
+// Which values want a gradient: the weights and everything computed from them.
+std::vector<bool> wanting_gradients(const Graph& g, const std::vector<ValueId>& weights) {
+  std::vector<bool> wants(g.values.size(), false);
+  for (ValueId w : weights) wants[size_t(w)] = true;
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (ValueId v : n.runtime_inputs) any = any || wants[size_t(v)];
+    for (ValueId v : n.outputs) wants[size_t(v)] = any;
+  }
+  return wants;
+}
+
+// The backward pass of nodes [0, forward_nodes), in reverse, from the gradients already in
+// `grads`; then each weight's gradient goes to c.training.weights and, with --gradients, becomes
+// an output "<weight>.grad". `anchor`: a node a weight's gradient copy may be placed after.
+void differentiate(Compilation& c, size_t forward_nodes, const std::vector<ValueId>& weights, std::vector<ValueId>& grads,
+                   std::vector<bool>& wants, NodeId anchor) {
+  Graph& g = c.graph;
+  for (auto n = NodeId(forward_nodes) - 1; n >= 0; --n) {
+    bool has_grad = false;
+    for (ValueId v : g.nodes[size_t(n)].outputs) has_grad = has_grad || grads[size_t(v)] != kNoValue;
+    if (!has_grad) continue;
+    const Node& node = g.nodes[size_t(n)];
+    const OpDef* def = find_op(node.domain, node.op_type);
+    OF_ASSERT(def, "forward node without an OpDef: " + node.op_type);
+    if (!def->grad)
+      fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "no gradient rule for {} yet: this model cannot be trained", node.op_type);
+    GradCtx ctx(g, n, grads, wants);
+    def->grad(ctx);
+  }
+
+  for (ValueId w : weights)
+    if (grads[size_t(w)] != kNoValue) c.training.weights.emplace_back(w, grads[size_t(w)]);
+  if (!c.options.gradients) return;
+  // Each weight's gradient becomes an output; a value that is already an output gets a copy.
+  for (auto& [w, dw] : c.training.weights) {
+    if (g.values[size_t(dw)].graph_output || g.values[size_t(dw)].producer < 0) {
+      GradCtx ctx(g, g.values[size_t(dw)].producer < 0 ? anchor : g.values[size_t(dw)].producer, grads, wants);
+      dw = ctx.emit("Identity", "copy", {dw}, {}, g.values[size_t(w)].desc);
+    }
+    g.values[size_t(dw)].name = g.values[size_t(w)].name + ".grad";
+    g.values[size_t(dw)].graph_output = true;
+    g.outputs.push_back(dw);
+  }
+}
+
+// --loss output: the model returns its own loss (F.cross_entropy with weight= or reduction=sum,
+// a main loss plus a weighted auxiliary one, a loss written out in tensor ops: whatever scalar
+// it computes) from an input of its own that holds the labels (--label). The backward starts at
+// that output with 1; an evaluation plan averages it over the batches.
+bool train_own_loss(Compilation& c, const std::vector<ValueId>& weights) {
+  Graph& g = c.graph;
+  const CompileOptions& o = c.options;
+  const Where file{.file = g.source_file};
+  if (g.outputs.size() != 1) {
+    std::vector<std::string> names;
+    for (ValueId v : g.outputs) names.push_back(g.values[size_t(v)].name);
+    fail(file, "--loss output trains the model's one output, its loss; this one has {} ({}): return only the loss", g.outputs.size(),
+         fmt::join(names, ", "));
+  }
+  const ValueId loss = g.outputs[0];
+  const TensorDesc loss_desc = g.values[size_t(loss)].desc;
+  if (loss_desc.dtype != DType::f32 || numel(loss_desc.shape) != 1)
+    fail(file, "--loss output: the output '{}' is {} {}, not a loss (a float scalar)", g.values[size_t(loss)].name,
+         dtype_name(loss_desc.dtype), shape_str(loss_desc.shape));
+  bool found = false;
+  std::vector<std::string> inputs;
+  for (ValueId v : g.inputs) {
+    found = found || g.values[size_t(v)].name == o.label;
+    inputs.push_back(g.values[size_t(v)].name);
+  }
+  if (!found)
+    fail(file, "--loss output: --label '{}' is not an input of the model (its inputs: {}); name the one that holds the labels", o.label,
+         fmt::join(inputs, ", "));
+  std::vector<bool> wants = wanting_gradients(g, weights);
+  if (!wants[size_t(loss)]) fail(file, "the loss '{}' does not depend on any weight: nothing to train", g.values[size_t(loss)].name);
+  if (o.eval_metrics || (!o.gradients && !o.train)) return true;
+
+  const size_t forward_nodes = g.nodes.size();
+  const ValueId one = g.add_value("loss/one");
+  set_scalar(g.values[size_t(one)], 1.0f);
+  g.values[size_t(one)].desc.shape = loss_desc.shape;  // [] or [1]: one element either way
+  wants.resize(g.values.size(), false);
+  std::vector<ValueId> grads(g.values.size(), kNoValue);
+  grads[size_t(loss)] = one;
+  differentiate(c, forward_nodes, weights, grads, wants, g.values[size_t(loss)].producer);
+  return true;
+}
+
 }  // namespace
 
 std::vector<ValueId> trainable_weights(Compilation& c) {
@@ -110,16 +200,20 @@ std::vector<ValueId> trainable_weights(Compilation& c) {
 bool Autodiff::run(Compilation& c) {
   const CompileOptions& o = c.options;
   if (o.loss.empty()) {
-    if (o.gradients) fail({}, "--gradients needs --loss (cross_entropy or mse)");
-    if (o.train) fail({}, "--train needs --loss (cross_entropy or mse)");
+    if (o.gradients) fail({}, "--gradients needs --loss (cross_entropy, mse, or output: the loss the model returns)");
+    if (o.train) fail({}, "--train needs --loss (cross_entropy, mse, or output: the loss the model returns)");
     return false;
   }
   c.training.label = o.label;
   Graph& g = c.graph;
   const Where file{.file = g.source_file};
   const OptionSpec loss_spec(o.loss, "--loss");
-  if (loss_spec.kind() != "cross_entropy" && loss_spec.kind() != "mse")
-    fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E,ignore_index=K], mse)", o.loss);
+  if (loss_spec.kind() != "cross_entropy" && loss_spec.kind() != "mse" && loss_spec.kind() != "output")
+    fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E,ignore_index=K], mse, output)", o.loss);
+  if (loss_spec.kind() == "output") {
+    loss_spec.allow({});
+    return train_own_loss(c, trainable_weights(c));
+  }
   const bool xent = loss_spec.kind() == "cross_entropy";
   // torch's F.cross_entropy(..., label_smoothing=E, ignore_index=K): the target mixes in E of a
   // uniform one; labels K count nowhere (torch's default K is the kernels').
@@ -158,15 +252,8 @@ bool Autodiff::run(Compilation& c) {
   // Constant node's output "/.../Constant_output_0", a scalar "onnx::Mul_12") are not trained,
   // e.g. an attention mask or scale; nor are buffers (BatchNorm's running statistics, which their
   // op marks as state) or what --freeze names.
-  std::vector<bool> wants(g.values.size(), false);
-  std::vector<ValueId> weights;
-  weights = trainable_weights(c);
-  for (ValueId w : weights) wants[size_t(w)] = true;
-  for (const Node& n : g.nodes) {
-    bool any = false;
-    for (ValueId v : n.runtime_inputs) any = any || wants[size_t(v)];
-    for (ValueId v : n.outputs) wants[size_t(v)] = any;
-  }
+  const std::vector<ValueId> weights = trainable_weights(c);
+  std::vector<bool> wants = wanting_gradients(g, weights);
   if (!wants[size_t(pred)]) fail(file, "the output '{}' does not depend on any weight: nothing to train", g.values[size_t(pred)].name);
 
   // The label input. Cross-entropy takes what torch's F.cross_entropy takes: logits [N,C] with
@@ -279,32 +366,7 @@ bool Autodiff::run(Compilation& c) {
     std::vector<ValueId> in = xent ? std::vector<ValueId>{one, prob, ids} : std::vector<ValueId>{one, pred, label};
     grads[size_t(logits)] = ctx.emit("LossGrad", xent ? "softmax_cross_entropy_grad" : "mse_loss_grad", in, loss_attrs, logits_desc);
   }
-  for (auto n = NodeId(forward_nodes) - 1; n >= 0; --n) {
-    bool has_grad = false;
-    for (ValueId v : g.nodes[size_t(n)].outputs) has_grad = has_grad || grads[size_t(v)] != kNoValue;
-    if (!has_grad) continue;
-    const Node& node = g.nodes[size_t(n)];
-    const OpDef* def = find_op(node.domain, node.op_type);
-    OF_ASSERT(def, "forward node without an OpDef: " + node.op_type);
-    if (!def->grad)
-      fail({.file = g.source_file, .node = node.name, .op = node.op_type}, "no gradient rule for {} yet: this model cannot be trained", node.op_type);
-    GradCtx ctx(g, n, grads, wants);
-    def->grad(ctx);
-  }
-
-  for (ValueId w : weights)
-    if (grads[size_t(w)] != kNoValue) c.training.weights.emplace_back(w, grads[size_t(w)]);
-  if (!o.gradients) return true;
-  // Each weight's gradient becomes an output; a value that is already an output gets a copy.
-  for (auto& [w, dw] : c.training.weights) {
-    if (g.values[size_t(dw)].graph_output || g.values[size_t(dw)].producer < 0) {
-      GradCtx ctx(g, g.values[size_t(dw)].producer < 0 ? loss_node : g.values[size_t(dw)].producer, grads, wants);
-      dw = ctx.emit("Identity", "copy", {dw}, {}, g.values[size_t(w)].desc);
-    }
-    g.values[size_t(dw)].name = g.values[size_t(w)].name + ".grad";
-    g.values[size_t(dw)].graph_output = true;
-    g.outputs.push_back(dw);
-  }
+  differentiate(c, forward_nodes, weights, grads, wants, loss_node);
   return true;
 }
 

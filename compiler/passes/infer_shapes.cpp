@@ -4,6 +4,8 @@
 // node computes only from compile-time constants (those were folded into constants), and no
 // composite op is left (each is replaced, in place, by the ops its OpDef's expand() emits: once
 // its inputs have shapes, which is why it happens here).
+#include <algorithm>
+
 #include "common/error.h"
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
@@ -40,13 +42,16 @@ bool InferShapes::run(Compilation& c) {
         ExpandCtx expand(g, node, expansions[n]);
         def->expand(expand);
         expanded = true;
+        // The last op writes the composite's outputs (and may add its own after them: what its
+        // kernel keeps for the backward pass).
+        const bool ends_in_output = !expansions[n].empty() && expansions[n].back().outputs.size() >= node.outputs.size() &&
+                                    std::equal(node.outputs.begin(), node.outputs.end(), expansions[n].back().outputs.begin());
         // Its inputs were constants and its last op folded into its output: nothing runs.
-        if (g.values[size_t(node.outputs[0])].contents() && (expansions[n].empty() || expansions[n].back().outputs != node.outputs)) {
+        if (g.values[size_t(node.outputs[0])].contents() && !ends_in_output) {
           folded[n] = true;
           continue;
         }
-        OF_ASSERT(!expansions[n].empty() && expansions[n].back().outputs == node.outputs,
-                  "a composite's expansion does not end in its output: " + node.name);
+        OF_ASSERT(ends_in_output, "a composite's expansion does not end in its output: " + node.name);
         continue;
       }
       // The kernel runs on the dtype of the node's first output.

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Losses and their gradients: softmax_cross_entropy (logits [N,C], labels i64 [N] -> mean loss [],
-// softmax prob [N,C] kept for the backward; with label smoothing E a row's loss is
-// (1 - E) * -log p[label] + E * mean_k -log p[k], as torch's) and mse_loss (mean squared error). The data source
+// Losses and their gradients: softmax_cross_entropy (logits [N,C], labels i64 [N], optional class
+// weights [C] -> loss [], the mean or (attribute sum) the sum of the rows' losses; softmax prob
+// [N,C] kept for the backward; with label smoothing E a row's loss is
+// (1 - E) * -log p[label] + E * mean_k -log p[k], as torch's; with class weights a row weighs
+// weight[label], in the sum and in the mean's divisor) and mse_loss (mean squared error). The data source
 // validates labels; a row whose label is `ignore_index` (or, never from validated data, outside
 // [0,C)) contributes 0 to the loss, is not counted in the mean's rows (all ignored: 0 / 0, NaN,
 // as torch's) and gets a zero row of dlogits.
 // Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
 // Attribute `scale` (default 1): a device holding 1/k of a split batch divides by its counted
 // rows / scale, k times them, so the k devices' losses (and gradients) sum to the mean of their
-// means, as DDP's ranks' do.
+// means, as DDP's ranks' do; a sum is divided by 1 / scale, k, likewise.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -31,28 +33,41 @@ bool is_scalar(const Shape& s) { return numel(s) == 1 && s.size() <= 1; }
 
 bool counted_label(int64_t label, int64_t c, int64_t ignore) { return label != ignore && label >= 0 && label < c; }
 
-// (logits, labels) -> (loss [], prob [N,C]). prob may alias logits: a row's max and label logit
+// What a row weighs in the loss and its mean: 0 uncounted, else its label's class weight (1 without).
+double row_weight(int64_t label, int64_t c, int64_t ignore, const float* weights) {
+  return !counted_label(label, c, ignore) ? 0.0 : weights ? double(weights[label]) : 1.0;
+}
+
+std::vector<DType> xent_input_dtypes(const KernelConfig& cfg, std::vector<DType> t) {
+  if (cfg.inputs.size() > t.size()) t.push_back(DType::f32);  // class weights
+  return t;
+}
+
+// (logits, labels[, weights]) -> (loss [], prob [N,C]). prob may alias logits: a row's max and label logit
 // are read before exp(x - max) is written over it in place (vector_exp.h).
 class SoftmaxCrossEntropy final : public Kernel {
  public:
   SoftmaxCrossEntropy(const KernelConfig& cfg) {
     const char* name = "softmax_cross_entropy";
-    check_arity(cfg, name, 2, 2, 2);
-    check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32, DType::f32});
+    check_arity(cfg, name, 2, 3, 2);
+    check_dtypes(cfg, name, xent_input_dtypes(cfg, {DType::f32, DType::i64}), {DType::f32, DType::f32});
     std::tie(n_, c_) = xent_dims(cfg, name, 0);
     check_output_shape(cfg, name, 0, {});
     check_output_shape(cfg, name, 1, cfg.inputs[0].shape);
     scale_ = loss_scale(cfg);
     smoothing_ = label_smoothing(cfg, name);
     ignore_ = ignore_index(cfg);
+    sum_ = loss_sums(cfg);
+    weighted_ = class_weights(cfg, name, 2, c_, smoothing_);
     row_loss_.assign(size_t(std::max<int64_t>(n_, 0)), 0.0);
-    row_counted_.assign(size_t(std::max<int64_t>(n_, 0)), 0);
+    row_weight_.assign(size_t(std::max<int64_t>(n_, 0)), 0.0);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* x = static_cast<const float*>(in[0]);
     const int64_t* labels = static_cast<const int64_t*>(in[1]);
     float* loss = static_cast<float*>(out[0]);
     float* prob = static_cast<float*>(out[1]);
+    const float* weights = weighted_ ? static_cast<const float*>(in[2]) : nullptr;
     const int64_t c = c_;
     // Rows are independent: split between the kernel threads (parallel_split.h); each row's term
     // waits in row_loss_ and the total adds them in row order, as one thread would.
@@ -73,34 +88,35 @@ class SoftmaxCrossEntropy final : public Kernel {
       const float lse = std::log(sum);
       double l = double(lse - picked);
       if (smoothing_ > 0.0f) l = (1.0 - double(smoothing_)) * l + double(smoothing_) * double(lse - mean_x);
-      row_loss[r] = counted ? l : 0.0;
-      row_counted_[size_t(r)] = counted;
+      const double w = row_weight(label, c, ignore_, weights);
+      row_loss[r] = counted ? (weights ? w * l : l) : 0.0;
+      row_weight_[size_t(r)] = w;
       const float inv = 1.0f / sum;
       for (int64_t k = 0; k < c; ++k) pr[k] *= inv;
     }
-    double total = 0.0;
-    int64_t rows = 0;
+    double total = 0.0, weight = 0.0;
     for (int64_t r = 0; r < n_ && c > 0; ++r)
-      if (row_counted_[size_t(r)]) total += row_loss[r], ++rows;
-    *loss = n_ > 0 ? static_cast<float>(total / (double(rows) / double(scale_))) : 0.0f;
+      if (row_weight_[size_t(r)] != 0.0) total += row_loss[r], weight += row_weight_[size_t(r)];
+    *loss = n_ <= 0 ? 0.0f : static_cast<float>(total / ((sum_ ? 1.0 : weight) / double(scale_)));
   }
 
  private:
   int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
   float scale_ = 1, smoothing_ = 0;
-  std::vector<double> row_loss_;     // per row: its term of the loss ...
-  std::vector<uint8_t> row_counted_;  // ... and whether its label counts
+  bool sum_ = false, weighted_ = false;
+  std::vector<double> row_loss_;    // per row: its term of the loss ...
+  std::vector<double> row_weight_;  // ... and its weight in the mean (0: its label does not count)
 };
 
-// (dloss [], prob [N,C], labels [N]) -> dlogits [N,C] = (prob - target) * dloss / counted rows,
-// the target (1 - E) * onehot + E / C; zero rows where the label is not counted.
-// dlogits may alias prob.
+// (dloss [], prob [N,C], labels [N][, weights [C]]) -> dlogits [N,C] = (prob - target) * dloss *
+// row weight / the loss's divisor (the weights / scale for a mean, 1 / scale for a sum), the target (1 - E) * onehot + E / C; zero rows
+// where the label is not counted. dlogits may alias prob.
 class SoftmaxCrossEntropyGrad final : public Kernel {
  public:
   SoftmaxCrossEntropyGrad(const KernelConfig& cfg) {
     const char* name = "softmax_cross_entropy_grad";
-    check_arity(cfg, name, 3, 3, 1);
-    check_dtypes(cfg, name, {DType::f32, DType::f32, DType::i64}, {DType::f32});
+    check_arity(cfg, name, 3, 4, 1);
+    check_dtypes(cfg, name, xent_input_dtypes(cfg, {DType::f32, DType::f32, DType::i64}), {DType::f32});
     if (!is_scalar(cfg.inputs[0].shape))
       fail(where_of(cfg), "{}: dloss {} must be a scalar", name, shape_str(cfg.inputs[0].shape));
     std::tie(n_, c_) = xent_dims(cfg, name, 1);
@@ -108,12 +124,16 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     scale_ = loss_scale(cfg);
     smoothing_ = label_smoothing(cfg, name);
     ignore_ = ignore_index(cfg);
+    sum_ = loss_sums(cfg);
+    weighted_ = class_weights(cfg, name, 3, c_, smoothing_);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const int64_t* labels = static_cast<const int64_t*>(in[2]);
-    int64_t rows = 0;
-    for (int64_t r = 0; r < n_; ++r) rows += counted_label(labels[r], c_, ignore_);
-    const float scale = *static_cast<const float*>(in[0]) / static_cast<float>(double(std::max<int64_t>(rows, 1)) / double(scale_));
+    const float* weights = weighted_ ? static_cast<const float*>(in[3]) : nullptr;
+    double weight = 0.0;
+    for (int64_t r = 0; r < n_; ++r) weight += row_weight(labels[r], c_, ignore_, weights);
+    const double denom = (sum_ ? 1.0 : weight > 0.0 ? weight : 1.0) / double(scale_);
+    const float scale = *static_cast<const float*>(in[0]) / static_cast<float>(denom);
     const float uniform = c_ > 0 ? smoothing_ / float(c_) * scale : 0.0f, on_label = (1.0f - smoothing_) * scale;
     const float* prob = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
@@ -127,6 +147,12 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
         std::fill(dxr, dxr + c, 0.0f);
         continue;
       }
+      if (weights) {  // (no smoothing with weights: the constructor refuses it)
+        const float s = scale * weights[label];
+        for (int64_t k = 0; k < c; ++k) dxr[k] = pr[k] * s;
+        dxr[label] -= s;
+        continue;
+      }
       for (int64_t k = 0; k < c; ++k) dxr[k] = pr[k] * scale - uniform;
       dxr[label] -= on_label;
     }
@@ -135,6 +161,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
  private:
   int64_t n_ = 0, c_ = 0, ignore_ = 0;  // ignore_: the constructor reads it
   float scale_ = 1, smoothing_ = 0;
+  bool sum_ = false, weighted_ = false;
 };
 
 // (pred, target) -> loss [] = mean((pred - target)^2).

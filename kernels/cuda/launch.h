@@ -75,16 +75,26 @@ struct ReduceSpace {
 };
 void launch_reduce_sum(const ReduceSpace& space, const float* x, float* y, float divisor, bool l2, cudaStream_t stream);
 
+// What softmax_cross_entropy's rows count for (kernels/rules.h): the mean's `scale`, label
+// smoothing, the ignored label, a sum instead of a mean; weights: the class weights [c] on the
+// device, or null (every counted row weighs 1).
+struct XentRule {
+  float scale = 1, smoothing = 0;
+  int64_t ignore = 0;
+  bool sum = false;
+  const float* weights = nullptr;
+};
 // softmax_cross_entropy over [n, c]: prob = softmax(x) per row (may alias x), row_loss[r] the
-// row's -log softmax[label], mixed with smoothing * the mean of -log softmax (0 for a label
-// that is `ignore` or outside [0, c)), then loss = sum(row_loss) / (counted rows / scale).
+// row's weight times its -log softmax[label], mixed with smoothing * the mean of -log softmax
+// (0 for a label that is `ignore` or outside [0, c)), then loss = sum(row_loss) / (1 / scale),
+// or for a mean / (the counted rows' weights / scale).
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss,
-                         int64_t n, int64_t c, float scale, float smoothing, int64_t ignore, cudaStream_t stream);
-// dx = (prob - (1 - smoothing) * onehot(label) - smoothing / c) * (*dloss / (counted rows / scale));
-// zero rows where the label does not count. `denom` is one float of device scratch.
+                         int64_t n, int64_t c, const XentRule& rule, cudaStream_t stream);
+// dx = (prob - (1 - smoothing) * onehot(label) - smoothing / c) * row weight * *dloss / the
+// loss's divisor; zero rows where the label does not count. `denom` is one float
+// of device scratch.
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
-                              int64_t n, int64_t c, float scale, float smoothing, int64_t ignore, float* denom,
-                              cudaStream_t stream);
+                              int64_t n, int64_t c, const XentRule& rule, float* denom, cudaStream_t stream);
 
 // Optimizers: torch.optim's rules as kernels/cpu/optimizers.cpp states them; lr and step are
 // device scalars (inputs of the task), read by every thread. Outputs may alias their inputs.

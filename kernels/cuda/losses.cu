@@ -14,8 +14,13 @@ namespace {
 // read (after the max) before any prob is written.
 __device__ bool counted_label(int64_t label, int64_t c, int64_t ignore) { return label != ignore && label >= 0 && label < c; }
 
-__global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c,
-                                  float smoothing, int64_t ignore) {
+// What a row weighs in the loss and its mean: 0 uncounted, else its label's class weight (1 without).
+__device__ double row_weight(int64_t label, int64_t c, const XentRule& rule) {
+  return !counted_label(label, c, rule.ignore) ? 0.0 : rule.weights ? double(rule.weights[label]) : 1.0;
+}
+
+__global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* prob, double* row_loss, int64_t c, XentRule rule) {
+  const float smoothing = rule.smoothing;
   __shared__ float shared[kRowThreads];
   __shared__ float picked;
   const int64_t r = blockIdx.x;
@@ -25,7 +30,7 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
   for (int64_t k = threadIdx.x; k < c; k += blockDim.x) m = fmaxf(m, xr[k]);
   m = block_reduce(m, shared, MaxOp{});
   const int64_t label = labels[r];
-  const bool counted = counted_label(label, c, ignore);
+  const bool counted = counted_label(label, c, rule.ignore);
   if (threadIdx.x == 0) picked = counted ? xr[label] - m : 0.0f;
   __syncthreads();
   float mean_x = 0.0f;  // of the shifted logits, for label smoothing: read before prob is written
@@ -46,43 +51,48 @@ __global__ void softmax_xent_rows(const float* x, const int64_t* labels, float* 
     const float lse = logf(sum);
     double l = double(lse - picked);
     if (smoothing > 0.0f) l = (1.0 - double(smoothing)) * l + double(smoothing) * double(lse - mean_x);
-    row_loss[r] = counted ? l : 0.0;
+    row_loss[r] = counted ? (rule.weights ? row_weight(label, c, rule) * l : l) : 0.0;
   }
 }
 
-// The rows counted (their labels): the mean's divisor is rows / scale.
-__device__ int64_t counted_rows(const int64_t* labels, int64_t n, int64_t c, int64_t ignore, double* shared) {
-  double rows = 0.0;
-  for (int64_t r = threadIdx.x; r < n; r += blockDim.x) rows += counted_label(labels[r], c, ignore) ? 1.0 : 0.0;
-  return int64_t(block_reduce(rows, shared, SumD{}));
+// The counted rows' weights (their number without class weights): the mean's divisor is that / scale.
+__device__ double counted_weight(const int64_t* labels, int64_t n, int64_t c, const XentRule& rule, double* shared) {
+  double w = 0.0;
+  for (int64_t r = threadIdx.x; r < n; r += blockDim.x) w += row_weight(labels[r], c, rule);
+  return block_reduce(w, shared, SumD{});
 }
 
-__global__ void mean_loss(const double* row_loss, const int64_t* labels, int64_t n, int64_t c, int64_t ignore, float scale,
-                          float* loss) {
+__global__ void reduce_loss(const double* row_loss, const int64_t* labels, int64_t n, int64_t c, XentRule rule, float* loss) {
   __shared__ double shared[kRowThreads];
   double s = 0.0;
   for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += row_loss[r];
   s = block_reduce(s, shared, SumD{});
-  const int64_t rows = counted_rows(labels, n, c, ignore, shared);
-  if (threadIdx.x == 0) *loss = n > 0 ? float(s / (double(rows) / double(scale))) : 0.0f;
+  const double w = counted_weight(labels, n, c, rule, shared);
+  if (threadIdx.x == 0) *loss = n <= 0 ? 0.0f : float(s / ((rule.sum ? 1.0 : w) / double(rule.scale)));
 }
 
-__global__ void count_rows(const int64_t* labels, int64_t n, int64_t c, int64_t ignore, float scale, float* denom) {
+__global__ void loss_divisor(const int64_t* labels, int64_t n, int64_t c, XentRule rule, float* denom) {
   __shared__ double shared[kRowThreads];
-  const int64_t rows = counted_rows(labels, n, c, ignore, shared);
-  if (threadIdx.x == 0) *denom = float(double(rows > 0 ? rows : 1) / double(scale));
+  const double w = counted_weight(labels, n, c, rule, shared);
+  if (threadIdx.x == 0) *denom = float((rule.sum ? 1.0 : w > 0.0 ? w : 1.0) / double(rule.scale));
 }
 
 __global__ void softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,
-                                  int64_t n, int64_t c, const float* denom, float smoothing, int64_t ignore) {
+                                  int64_t n, int64_t c, const float* denom, XentRule rule) {
   const float scale = *dloss / *denom;
-  const float uniform = smoothing / float(c) * scale, on_label = (1.0f - smoothing) * scale;
+  const float uniform = rule.smoothing / float(c) * scale, on_label = (1.0f - rule.smoothing) * scale;
   const int64_t total = n * c;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t r = i / c, k = i % c;
     const int64_t label = labels[r];
-    if (!counted_label(label, c, ignore)) {
+    if (!counted_label(label, c, rule.ignore)) {
       dx[i] = 0.0f;
+      continue;
+    }
+    if (rule.weights) {  // (no smoothing with weights: the host refuses it)
+      const float s = scale * rule.weights[label];
+      const float d = prob[i] * s;
+      dx[i] = k == label ? d - s : d;
       continue;
     }
     const float d = prob[i] * scale - uniform;
@@ -93,17 +103,17 @@ __global__ void softmax_xent_grad(const float* dloss, const float* prob, const i
 }  // namespace
 
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss, int64_t n,
-                         int64_t c, float scale, float smoothing, int64_t ignore, cudaStream_t stream) {
-  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c, smoothing, ignore);
-  mean_loss<<<1, kRowThreads, 0, stream>>>(row_loss, labels, c > 0 ? n : 0, c, ignore, scale, loss);
+                         int64_t c, const XentRule& rule, cudaStream_t stream) {
+  if (n > 0 && c > 0) softmax_xent_rows<<<unsigned(n), kRowThreads, 0, stream>>>(x, labels, prob, row_loss, c, rule);
+  reduce_loss<<<1, kRowThreads, 0, stream>>>(row_loss, labels, c > 0 ? n : 0, c, rule, loss);
 }
 
 void launch_softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx, int64_t n,
-                              int64_t c, float scale, float smoothing, int64_t ignore, float* denom, cudaStream_t stream) {
+                              int64_t c, const XentRule& rule, float* denom, cudaStream_t stream) {
   const int64_t total = n * c;
   if (total <= 0) return;
-  count_rows<<<1, kRowThreads, 0, stream>>>(labels, n, c, ignore, scale, denom);
-  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, denom, smoothing, ignore);
+  loss_divisor<<<1, kRowThreads, 0, stream>>>(labels, n, c, rule, denom);
+  softmax_xent_grad<<<blocks_for(total), kThreads, 0, stream>>>(dloss, prob, labels, dx, n, c, denom, rule);
 }
 
 namespace {

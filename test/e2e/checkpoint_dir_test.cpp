@@ -227,7 +227,7 @@ TEST_CASE("command lines: --version and usage errors in one line with exit statu
       {bin("ofrun") + " p.ofp --stall-timeout 0", "ofrun: error: --stall-timeout: must be a positive number, got 0 (see ofrun --help)"},
       {bin("ofc") + " " + mlp + " -o p.ofp --optimizer adam:lr=abc", "ofc: error: --optimizer requires --train (see ofc --help)"},
       {bin("ofc") + " " + mlp + " -o p.ofp --train", "ofc: error: --train requires --loss (see ofc --help)"},
-      {bin("ofc") + " " + mlp + " -o p.ofp --train --loss hinge", "ofc: error: --loss: 'hinge' is not cross_entropy[:...] or mse (see ofc --help)"},
+      {bin("ofc") + " " + mlp + " -o p.ofp --train --loss hinge", "ofc: error: --loss: 'hinge' is not cross_entropy[:...], mse or output (see ofc --help)"},
       {bin("ofc") + " " + mlp + " -o p.ofp --slots 65", "ofc: error: --slots: must be from 1 to 64, got 65 (see ofc --help)"},
       {bin("ofc") + " " + mlp + " -o a.ofp -o b.ofp", "ofc: error: --output: At Most 1 required but received 2 (see ofc --help)"},
       {bin("ofrun") + " p.ofp --steps 5", "ofrun: error: --steps requires --data (see ofrun --help)"},

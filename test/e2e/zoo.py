@@ -101,6 +101,17 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   shufflenet    torchvision shufflenet_v2_x0_5(num_classes=10) on [4,3,64,64] (channel shuffle: a
                 view, transpose and view between branches; channel splits with chunk).
 
+Models that return their own loss (forward(input, label) -> loss, exported with both inputs named
+"input" and "label", trained by ofc --loss output; training checks only):
+  weighted_ce   bn_cnn through nn.CrossEntropyLoss(weight=linspace(0.5, 2, 10)): class weights,
+                a weighted mean (torch's SoftmaxCrossEntropyLoss export with its weight input).
+  summed_ce     Linear(16,32)-GELU-Linear(32,10) through nn.CrossEntropyLoss(reduction="sum",
+                ignore_index=3): a sum, whose rows of class 3 count nowhere.
+  deeplab_aux   torchvision's deeplabv3_mobilenet_v3_large (num_classes=4, aux_loss=True) on a
+                0.25-wide backbone, on [4,3,64,64], trained as torchvision's reference script trains
+                it: F.cross_entropy(out["out"]) + 0.5 * F.cross_entropy(out["aux"]), ignore_index=255
+                (every 7th pixel).
+
 CHECK is one of:
   infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
                 ones shrink a deep network's output to ~0, which would match anything), then
@@ -212,7 +223,8 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "mobilenet_v3_large", "efficientnet_b0", "vit", "convnext", "decoder", "mha", "gelu_tanh", "lstm", "gru",
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
-               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet"]
+               "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
+               "weighted_ce", "summed_ce", "deeplab_aux"]
 
 
 def parse_args():
@@ -268,7 +280,7 @@ class Model:
     class ids below `classes`); tokens: fed as a token file (features are the labels shifted)."""
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
-                 float64_referee=False, label_smoothing=0.0, ignore_index=None):
+                 float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -293,6 +305,9 @@ class Model:
         # Every 7th label is this one, which F.cross_entropy(..., ignore_index=K) and ofc --loss
         # cross_entropy:ignore_index=K leave out (a segmentation dataset's void pixels).
         self.ignore_index = ignore_index
+        # `train` returns its own loss: forward(input, label) -> scalar, exported with both inputs
+        # and trained with ofc --loss output (no infer check).
+        self.own_loss = own_loss
 
 
 class Flatten(nn.Module):
@@ -475,6 +490,54 @@ def segment():
     backbone = torchvision.models.mobilenet_v3_large(width_mult=0.25, dilated=True)
     return Model(Segmenter(_lraspp_mobilenetv3(backbone, 4)), (3, 64, 64), 4, label=(64, 64), lr_scale=0.1,
                  float64_referee=True, ignore_index=255)
+
+
+class WithLoss(nn.Module):
+    """A model that returns its own loss, as training code built around a criterion often is:
+    forward(input, label) -> criterion(net(input), label)."""
+
+    def __init__(self, net, criterion):
+        super().__init__()
+        self.net, self.criterion = net, criterion
+
+    def forward(self, input, label):
+        return self.criterion(self.net(input), label)
+
+
+class SegmentationLoss(nn.Module):
+    """torchvision's segmentation recipe (references/segmentation/train.py, criterion): the main
+    head's cross-entropy plus half the auxiliary head's, void pixels (255) ignored."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, input, label):
+        out = self.net(input)
+        return F.cross_entropy(out["out"], label, ignore_index=255) + 0.5 * F.cross_entropy(out["aux"], label, ignore_index=255)
+
+
+def weighted_ce():
+    net = bn_cnn().infer
+    return Model(net, (3, 8, 8), 10, own_loss=True,
+                 train=WithLoss(net, nn.CrossEntropyLoss(weight=torch.linspace(0.5, 2.0, 10))))
+
+
+def summed_ce():
+    net = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 10))
+    return Model(net, (16,), 10, own_loss=True, lr_scale=0.05,
+                 train=WithLoss(net, nn.CrossEntropyLoss(reduction="sum", ignore_index=3)))
+
+
+def deeplab_aux():
+    import torchvision
+    from torchvision.models.segmentation.deeplabv3 import _deeplabv3_mobilenetv3
+    # deeplabv3_mobilenet_v3_large(num_classes=4, aux_loss=True) as torchvision builds it, on a
+    # 0.25-wide backbone; trained as its reference script trains it.
+    backbone = torchvision.models.mobilenet_v3_large(width_mult=0.25, dilated=True)
+    net = _deeplabv3_mobilenetv3(backbone, 4, aux=True)
+    return Model(net, (3, 64, 64), 4, label=(64, 64), lr_scale=0.1, float64_referee=True, ignore_index=255,
+                 own_loss=True, train=SegmentationLoss(net))
 
 
 def shufflenet():
@@ -905,7 +968,8 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 mobilenet_v3_large, efficientnet_b0, vit, convnext, decoder, mha, gelu_tanh, lstm, gru,
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
-                                extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet]))
+                                extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
+                                weighted_ce, summed_ce, deeplab_aux]))
 
 
 def build(name):
@@ -996,14 +1060,14 @@ def to_opset18(proto):
     return proto
 
 
-def export(model, x, path, opset, train):
+def export(model, x, path, opset, train, input_names=None):
     """torch.onnx.export as a user calls it; its warnings are noise here (the ONNX file is what
     gets checked) and its failure is a tool failure. Opset 18: the export at 17, rewritten."""
     kwargs = dict(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) if train else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, x, path, opset_version=min(opset, 17), **kwargs)
+            torch.onnx.export(model, x, path, opset_version=min(opset, 17), input_names=input_names, **kwargs)
     except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
         line = str(e).strip().splitlines()
         raise Failure(f"torch.onnx.export failed: {type(e).__name__}: {line[0] if line else ''}")
@@ -1125,6 +1189,13 @@ def of_losses(metrics):
 # main sets them).
 LABEL_SMOOTHING = 0.0
 IGNORE_INDEX = -100
+OWN_LOSS = False
+
+
+def loss_of(model, x, y):
+    """The loss a training step of `model` takes: its own (Model.own_loss) or its logits'
+    cross-entropy."""
+    return model(x, y) if OWN_LOSS else cross_entropy(model(x), y)
 
 
 def cross_entropy(logits, labels):
@@ -1142,10 +1213,10 @@ def ddp_loss(model, x, y, parts):
     0's buffers before every forward), so the other parts' updates are undone: by the function
     returned, to call after the backward pass (which reads the buffers as they were)."""
     xs, ys = x.chunk(parts), y.chunk(parts)
-    loss = cross_entropy(model(xs[0]), ys[0])
+    loss = loss_of(model, xs[0], ys[0])
     kept = [(b, b.detach().clone()) for b in model.buffers()]
     for xk, yk in zip(xs[1:], ys[1:]):
-        loss = loss + cross_entropy(model(xk), yk)
+        loss = loss + loss_of(model, xk, yk)
 
     def restore():
         with torch.no_grad():
@@ -1167,7 +1238,7 @@ def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1)
         x = torch.from_numpy(features[s * BATCH:(s + 1) * BATCH])
         x = x.to(dtype) if x.is_floating_point() else x  # token ids stay integers
         y = torch.from_numpy(labels[s * BATCH:(s + 1) * BATCH])
-        loss, restore = ddp_loss(model, x, y, parts) if parts > 1 else (cross_entropy(model(x), y), lambda: None)
+        loss, restore = ddp_loss(model, x, y, parts) if parts > 1 else (loss_of(model, x, y), lambda: None)
         opt.zero_grad()
         loss.backward()
         restore()
@@ -1301,12 +1372,17 @@ def check_train(args, name, m, work, check):
     ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
     features, labels, data = make_data(m, work)
     path = os.path.join(work, "model.onnx")
-    proto, _, _ = export(model, torch.from_numpy(features[:BATCH]), path, args.opset, train=True)
+    x0 = torch.from_numpy(features[:BATCH])
+    if m.own_loss:  # named as its forward's arguments: --label finds the labels
+        proto, _, _ = export(model, (x0, torch.from_numpy(labels[:BATCH])), path, args.opset, train=True,
+                             input_names=["input", "label"])
+    else:
+        proto, _, _ = export(model, x0, path, args.opset, train=True)
     restore_initializers(proto, ref.state_dict(), path)
     plan = os.path.join(work, "t.ofp")
     options = ([f"label_smoothing={m.label_smoothing}"] if m.label_smoothing else []) + \
         ([f"ignore_index={m.ignore_index}"] if m.ignore_index is not None else [])
-    loss = "cross_entropy" + (":" + ",".join(options) if options else "")
+    loss = "output" if m.own_loss else "cross_entropy" + (":" + ",".join(options) if options else "")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero)
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
@@ -1398,6 +1474,7 @@ def check_train(args, name, m, work, check):
 
 
 EVAL_LINE = re.compile(r"^ofrun: eval (\d+) samples, loss ([0-9.eE+-]+), accuracy ([0-9.]+)%$", re.M)
+EVAL_LOSS_LINE = re.compile(r"^ofrun: eval (\d+) samples, loss ([0-9.eE+-]+)$", re.M)
 
 
 def check_eval(args, name, check, plan, data, ck, model, features, labels, exact, referees):
@@ -1406,6 +1483,8 @@ def check_eval(args, name, check, plan, data, ck, model, features, labels, exact
     each of an image's pixels) and the percentage of them predicted. An ill-conditioned model
     (Model.float64_referee) is judged against float64 PyTorch, as its losses are."""
     out = tool(args, "ofrun", plan, "--eval", "--data", data, "--checkpoint", ck)
+    if OWN_LOSS:
+        return check_eval_own_loss(name, check, out, model, features, labels, exact, referees)
     got = EVAL_LINE.search(out)
     if not got:
         raise Failure(f"ofrun --eval printed no eval line: {out.strip()[-200:]}")
@@ -1423,6 +1502,32 @@ def check_eval(args, name, check, plan, data, ck, model, features, labels, exact
     print(f"zoo {name} {check}: eval {'ok' if ok else 'FAIL'}: {got.group(1)} samples ({count} labels), "
           f"of loss {of_loss:.6f} accuracy {of_acc:.2f}%, PyTorch{' float64' if exact is not None else ''} "
           f"{loss:.6f} {acc:.2f}% (loss within {loss_rel:.3g} relative)")
+    return ok
+
+
+def check_eval_own_loss(name, check, out, model, features, labels, exact, referees):
+    """A model returning its own loss: `ofrun --eval` averages it over the whole batches of the
+    file (a mean cannot leave out a last batch's padding), as PyTorch does here in eval mode."""
+    got = EVAL_LOSS_LINE.search(out)
+    if not got:
+        raise Failure(f"ofrun --eval printed no loss line: {out.strip()[-200:]}")
+    of_loss = float(got.group(2))
+
+    def mean_loss(net):
+        net.eval()
+        with torch.no_grad():
+            dtype = next(net.parameters()).dtype
+            losses = [loss_of(net, torch.from_numpy(features[s:s + BATCH]).to(dtype), torch.from_numpy(labels[s:s + BATCH])).item()
+                      for s in range(0, len(features) - BATCH + 1, BATCH)]
+        net.train()
+        return sum(losses) / len(losses)
+    loss, loss_rel = mean_loss(exact[0] if exact is not None else model), LOSS_REL_TOL
+    if exact is not None:
+        loss_rel = max(loss_rel, REFEREE_FACTOR * max(abs(mean_loss(r[0]) - loss) / abs(loss) for r in referees))
+    samples = len(features) // BATCH * BATCH
+    ok = int(got.group(1)) == samples and abs(of_loss - loss) <= loss_rel * abs(loss) + 5e-7
+    print(f"zoo {name} {check}: eval {'ok' if ok else 'FAIL'}: {got.group(1)} samples, of loss {of_loss:.6f}, "
+          f"PyTorch{' float64' if exact is not None else ''} {loss:.6f} (within {loss_rel:.3g} relative)")
     return ok
 
 
@@ -1457,9 +1562,12 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
-        global LABEL_SMOOTHING, IGNORE_INDEX
+        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS
+        OWN_LOSS = m.own_loss
         LABEL_SMOOTHING = m.label_smoothing
         IGNORE_INDEX = m.ignore_index if m.ignore_index is not None else -100
+        if args.check == "infer" and m.own_loss:
+            raise Failure(f"{args.model} returns its own loss: it has training checks only")
         if args.check == "infer":
             rc = check_infer(args, args.model, m, work)
         else:

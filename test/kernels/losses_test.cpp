@@ -137,6 +137,83 @@ TEST_CASE("softmax_cross_entropy: ignored labels and labels outside 0..C-1 count
   CHECK(dx == run_xent_grad(1.0f, prob, same, 3));
 }
 
+// torch's F.cross_entropy(x, labels, weight=w, reduction=...): sum_r w[y_r] * nll_r, over
+// sum_r w[y_r] for the mean; rows of label `ignore` count nowhere.
+double weighted_xent_ref(const std::vector<double>& x, const std::vector<int64_t>& labels, int64_t c, const std::vector<float>& w,
+                         bool sum, int64_t ignore) {
+  double total = 0, weight = 0;
+  for (size_t r = 0; r < labels.size(); ++r) {
+    if (labels[r] == ignore) continue;
+    double m = -INFINITY, e = 0;
+    for (int64_t k = 0; k < c; ++k) m = std::max(m, x[r * size_t(c) + size_t(k)]);
+    for (int64_t k = 0; k < c; ++k) e += std::exp(x[r * size_t(c) + size_t(k)] - m);
+    const double wr = w.empty() ? 1.0 : double(w[size_t(labels[r])]);
+    total += wr * (m + std::log(e) - x[r * size_t(c) + size_t(labels[r])]);
+    weight += wr;
+  }
+  return sum ? total : total / weight;
+}
+
+void check_weighted_xent(const std::vector<int64_t>& labels, int64_t c, const std::vector<float>& w, bool sum, int64_t ignore) {
+  std::mt19937 rng(53);
+  const auto n = int64_t(labels.size());
+  const auto x = testing::random_floats(n * c, rng, -3.0f, 3.0f);
+  Attrs a;
+  if (sum) a.set_int("sum", 1);
+  a.set_int("ignore_index", ignore);
+  std::vector<TensorDesc> in{{{n, c}, DType::f32}, {{n}, DType::i64}};
+  std::vector<const void*> ptrs{x.data(), labels.data()};
+  if (!w.empty()) in.push_back({{c}, DType::f32}), ptrs.push_back(w.data());
+  float loss = std::nanf("");
+  std::vector<float> prob(x.size());
+  testing::run_kernel("softmax_cross_entropy", a, in, {{{}, DType::f32}, {{n, c}, DType::f32}}, ptrs, {&loss, prob.data()});
+  const auto xd = testing::to_double(x);
+  testing::check_close({loss}, {weighted_xent_ref(xd, labels, c, w, sum, ignore)});
+  const float dloss = 0.7f;
+  std::vector<TensorDesc> gin{{{}, DType::f32}, {{n, c}, DType::f32}, {{n}, DType::i64}};
+  std::vector<const void*> gptrs{&dloss, prob.data(), labels.data()};
+  if (!w.empty()) gin.push_back({{c}, DType::f32}), gptrs.push_back(w.data());
+  std::vector<float> dx(x.size(), std::nanf(""));
+  testing::run_kernel("softmax_cross_entropy_grad", a, gin, {{{n, c}, DType::f32}}, gptrs, {dx.data()});
+  const DoubleFn f = [&](const std::vector<double>& v) { return std::vector<double>{weighted_xent_ref(v, labels, c, w, sum, ignore)}; };
+  testing::check_grad(dx, testing::numeric_grad(f, xd, {dloss}));
+}
+
+TEST_CASE("softmax_cross_entropy: class weights and sums, loss and gradient as torch's weight= and reduction=", "[kernels]") {
+  const std::vector<float> w{0.5f, 2.0f, 1.0f, 0.25f};
+  check_weighted_xent({3, 0, 1, 2, 1, 1}, 4, w, false, -100);  // weighted mean
+  check_weighted_xent({3, 0, 1, 2, 1, 1}, 4, w, true, -100);   // weighted sum
+  check_weighted_xent({3, 0, 1, 2, 1, 1}, 4, {}, true, 1);     // sum without the rows of class 1
+  check_weighted_xent({3, 0, 1, 2, 1, 1}, 4, w, false, 1);     // a weighted mean of the rest
+  // Without weights, weights of 1 give the same bits.
+  std::mt19937 rng(59);
+  const auto x = testing::random_floats(12, rng);
+  const std::vector<int64_t> labels{2, 0, 1, 2};
+  const std::vector<float> ones(3, 1.0f);
+  float loss = 0;
+  std::vector<float> prob(12);
+  testing::run_kernel("softmax_cross_entropy", Attrs{}, {{{4, 3}, DType::f32}, {{4}, DType::i64}, {{3}, DType::f32}},
+                      {{{}, DType::f32}, {{4, 3}, DType::f32}}, {x.data(), labels.data(), ones.data()}, {&loss, prob.data()});
+  CHECK(loss == run_xent(x, labels, 3).loss);
+  // A device holding half a split batch: its sum halved (DDP's ranks average their gradients).
+  Attrs half_sum;
+  half_sum.set_int("sum", 1);
+  half_sum.set_float("scale", 0.5f);
+  float half = 0;
+  testing::run_kernel("softmax_cross_entropy", half_sum, {{{4, 3}, DType::f32}, {{4}, DType::i64}}, {{{}, DType::f32}, {{4, 3}, DType::f32}},
+                      {x.data(), labels.data()}, {&half, prob.data()});
+  CHECK(std::fabs(half - 0.5 * 4 * run_xent(x, labels, 3).loss) <= 1e-6 * std::fabs(half));
+  // Weights that are not [C], or weights with label smoothing (torch's formula for both is not
+  // the kernel's), are refused.
+  const TensorDesc logits{{4, 3}, DType::f32}, ids{{4}, DType::i64}, scalar{{}, DType::f32};
+  testing::check_rejects_descs("softmax_cross_entropy", Attrs{}, {logits, ids, {{4}, DType::f32}}, {scalar, logits});
+  testing::check_rejects_descs("softmax_cross_entropy", smoothed(0.1f), {logits, ids, {{3}, DType::f32}}, {scalar, logits});
+  testing::check_rejects_descs("softmax_cross_entropy_grad", Attrs{}, {scalar, logits, ids, {{3}, DType::i64}}, {logits});
+  Attrs bad;
+  bad.set_int("sum", 2);
+  testing::check_rejects_descs("softmax_cross_entropy", bad, {logits, ids}, {scalar, logits});
+}
+
 TEST_CASE("mse_loss: value and gradient match double references", "[kernels]") {
   std::mt19937 rng(53);
   const Shape s{4, 3, 5};

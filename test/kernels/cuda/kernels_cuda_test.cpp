@@ -417,7 +417,7 @@ TEST_CASE("cuda twin: reduce_sum and reduce_l2 over leading, trailing, inner and
   check_twin("reduce_sum", mean, {random_f32({5, 6}, 12)}, f32({{5}}));
 }
 
-TEST_CASE("cuda twin: softmax cross-entropy and its gradient, labels out of range included", "[cuda]") {
+TEST_CASE("cuda twin: softmax cross-entropy and its gradient, labels out of range, class weights and sums included", "[cuda]") {
   for (int64_t c : {10, 1000, 5000}) {
     INFO("classes " << c);
     const int64_t n = 64;
@@ -440,6 +440,16 @@ TEST_CASE("cuda twin: softmax cross-entropy and its gradient, labels out of rang
     check_twin("softmax_cross_entropy_grad", ignore, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)}, f32({{n, c}}));
     check_twin("softmax_cross_entropy_grad", {}, {f32_tensor({}, {1.0f}), fwd[1], i64_tensor({n}, labels)},
                f32({{n, c}}));
+    // Class weights (torch's weight=), a sum (reduction='sum'), both, and a split batch's scale.
+    const HostTensor w = random_f32({c}, 21, 0.1f, 2.0f);
+    Attrs sum;
+    sum.set_int("sum", 1);
+    for (const Attrs& a : {Attrs{}, sum, scaled}) {
+      check_twin("softmax_cross_entropy", a, {x, i64_tensor({n}, labels), w}, f32({{}, {n, c}}));
+      check_twin("softmax_cross_entropy_grad", a, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels), w}, f32({{n, c}}));
+    }
+    check_twin("softmax_cross_entropy", sum, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}));
+    check_twin("softmax_cross_entropy_grad", sum, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)}, f32({{n, c}}));
     // In place, as plans may run them: prob over the logits, dlogits over prob.
     check_twin("softmax_cross_entropy", {}, {x, i64_tensor({n}, labels)}, f32({{}, {n, c}}), {}, 1, {{1, 0}});
     check_twin("softmax_cross_entropy_grad", {}, {f32_tensor({}, {0.5f}), fwd[1], i64_tensor({n}, labels)},

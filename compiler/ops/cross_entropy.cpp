@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// SoftmaxCrossEntropyLoss (opset 12+): what torch exports for F.cross_entropy — and for
+// F.nll_loss of F.log_softmax, which the exporter fuses into it — inside a model that computes
+// its own loss (ofc --loss output): scores [N,C] or [N,C,d1,...], labels int64 [N] or
+// [N,d1,...], optional class weights [C] (weight=), ignore_index, reduction mean or sum.
+// torch's reduction='none' (a loss per label) and the optional log_prob output are refused.
+// A composite: the classes moved last and made rows, as the loss that --loss cross_entropy
+// appends (compiler/passes/autodiff.cpp) does, then of.SoftmaxCrossEntropy, whose kernel
+// keeps the softmax for its gradient.
+#include <string>
+#include <vector>
+
+#include "common/ignore_index.h"
+#include "compiler/ops/ops.h"
+
+namespace of::compiler {
+namespace {
+
+// reduction as the kernels take it: 1 sums, 0 averages (fails for 'none' or anything else).
+int64_t sums(const OpCtx& c) {
+  const std::string r = c.attrs().get_str("reduction", "mean");
+  if (r == "mean") return 0;
+  if (r == "sum") return 1;
+  if (r == "none") c.fail("reduction 'none' (a loss per label) is not supported; reduce it in the model (mean or sum)");
+  c.fail("reduction '{}' is not mean, sum or none", r);
+}
+
+void expect_labels(const OpCtx& c, const Shape& scores) {
+  if (c.in(1).dtype != DType::i64) c.fail("input 1 (labels) has dtype {}, expected int64", dtype_name(c.in(1).dtype));
+  Shape want = scores;
+  want.erase(want.begin() + 1);
+  if (c.in(1).shape != want)
+    c.fail("input 1 (labels) is {}, expected {} for scores {}", shape_str(c.in(1).shape), shape_str(want), shape_str(scores));
+  if (c.has_in(2)) {
+    c.expect_float(2);
+    if (c.in(2).shape != Shape{scores[1]})
+      c.fail("input 2 (class weights) is {}, expected [{}]", shape_str(c.in(2).shape), scores[1]);
+  }
+}
+
+void infer_softmax_cross_entropy_loss(OpCtx& c) {
+  c.expect_arity(2, 3, 2);
+  c.expect_float(0);
+  const Shape scores = c.in(0).shape;
+  if (scores.size() < 2) c.fail("input 0 (scores) is {}: expected [N,C] or [N,C,d1,...]", shape_str(scores));
+  expect_labels(c, scores);
+  if (c.num_outputs() > 1 && !c.drop_output_if_unused(1))
+    c.fail("its second output (log_prob) is read by the model: only the loss is supported");
+  sums(c);
+  c.out(0) = TensorDesc{{}, DType::f32};
+}
+
+void lower_composite(OpCtx&) {}  // expanded: never lowered
+
+void expand_softmax_cross_entropy_loss(ExpandCtx& c) {
+  const Shape s = c.shape(c.input(0));
+  ValueId scores = c.input(0), labels = c.input(1);
+  if (s.size() > 2) {  // [N,C,d1,...] -> [N,d1,...,C] -> [N*d1*...,C]; labels [N*d1*...]
+    std::vector<int64_t> perm{0};
+    for (size_t a = 2; a < s.size(); ++a) perm.push_back(int64_t(a));
+    perm.push_back(1);
+    Attrs t;
+    t.set_ints("perm", perm);
+    const int64_t rows = numel(s) / s[1];
+    scores = c.emit("Reshape", {c.emit("Transpose", {scores}, std::move(t)), c.ints({rows, s[1]})});
+    labels = c.emit("Reshape", {labels, c.ints({rows})});
+  }
+  std::vector<ValueId> in{scores, labels};
+  if (c.node().inputs.size() > 2 && c.node().inputs[2] != kNoValue) in.push_back(c.input(2));
+  Attrs a;
+  a.set_int("ignore_index", c.attrs().get_int("ignore_index", kDefaultIgnoreIndex));
+  a.set_str("reduction", c.attrs().get_str("reduction", "mean"));
+  c.emit("of.SoftmaxCrossEntropy", std::move(in), std::move(a), c.output(0));
+}
+
+// of.SoftmaxCrossEntropy(scores [R,C], labels [R], weights [C]?) -> loss []; lowering adds the
+// softmax [R,C] as a second output, which the gradient reads.
+void infer_softmax_cross_entropy(OpCtx& c) {
+  c.expect_arity(2, 3, 1);
+  c.expect_float(0);
+  if (c.in(0).shape.size() != 2) c.fail("input 0 (scores) is {}: expected [rows, classes]", shape_str(c.in(0).shape));
+  expect_labels(c, c.in(0).shape);
+  sums(c);
+  c.out(0) = TensorDesc{{}, DType::f32};
+}
+
+Attrs kernel_attrs(const OpCtx& c) {
+  Attrs a;
+  const int64_t ignore = c.attrs().get_int("ignore_index", kDefaultIgnoreIndex);
+  if (ignore != kDefaultIgnoreIndex) a.set_int("ignore_index", ignore);
+  if (sums(c)) a.set_int("sum", 1);
+  return a;
+}
+
+void lower_softmax_cross_entropy(OpCtx& c) {
+  const TensorDesc prob = c.in(0);
+  c.set_kernel("softmax_cross_entropy", kernel_attrs(c));
+  c.add_output("prob", prob);
+}
+
+// d scores = the kernel's gradient (weights and labels get none: they are data).
+void grad_softmax_cross_entropy(GradCtx& g) {
+  if (!g.wants(0)) return;
+  std::vector<ValueId> in{g.out_grad(0), g.out(1), g.in(1)};
+  if (g.node().inputs.size() > 2) in.push_back(g.in(2));
+  g.add_in_grad(0, g.emit("SoftmaxCrossEntropyGrad", "softmax_cross_entropy_grad", std::move(in), g.attrs(), g.desc(g.in(0))));
+}
+
+}  // namespace
+
+OpDef softmax_cross_entropy_loss_def() {
+  OpDef d{"SoftmaxCrossEntropyLoss", infer_softmax_cross_entropy_loss, lower_composite};
+  d.attrs = {int_attr("ignore_index", -kMaxInt, kMaxInt)};
+  d.expand = expand_softmax_cross_entropy_loss;
+  return d;
+}
+
+// Its kernels' SBP rules are the appended loss's (training_kernels.h).
+OpDef softmax_cross_entropy_def() {
+  return {"of.SoftmaxCrossEntropy", infer_softmax_cross_entropy, lower_softmax_cross_entropy, grad_softmax_cross_entropy,
+          {int_attr("ignore_index", -kMaxInt, kMaxInt)}};
+}
+
+}  // namespace of::compiler
