@@ -23,7 +23,8 @@ class Dataset {
   // One sample's features in the file's natural shape (IDX images: [rows,cols]; the caller
   // reshapes, e.g. to [1,28,28] or [784]).
   virtual const TensorDesc& features() const = 0;
-  // One sample's label: an i64 scalar for classification, i64 [seq] for tokens.
+  // One sample's label: an i64 scalar for classification, i64 [seq] for tokens, f32 [...] for
+  // targets (npy).
   virtual const TensorDesc& labels() const = 0;
   // Copies sample `index` (0 <= index < size(), an internal invariant) into `features` and
   // `labels`, which hold features().bytes() and labels().bytes() bytes.
@@ -39,7 +40,7 @@ struct DataOptions {
 
 // Parses an `ofrun --data` spec and opens the dataset it names:
 //   idx:DIR[,split=train|test]            MNIST-family IDX files, plain or .gz
-//   npy:FEATURES.npy,LABELS.npy           f32 [n,...] features, i64/i32 [n] labels
+//   npy:FEATURES.npy,LABELS.npy           f32 [n,...] features, i64/i32 [n,...] labels or f32 targets
 //   tokens:FILE[,dtype=uint16|uint32]     flat little-endian token ids; options.seq is required
 // Paths may not contain ','. Malformed specs fail with an of::Error quoting the spec.
 std::unique_ptr<Dataset> make_dataset(const std::string& spec, const DataOptions& options);

@@ -15,12 +15,13 @@ namespace {
 class NpyDataset final : public Dataset {
  public:
   // Labels [n, ...]: each sample's label is a tensor (one class id per position of a sequence
-  // model, whose logits are [batch*seq, classes]) or, for [n], a scalar.
-  NpyDataset(NpyArray features, std::vector<int64_t> labels, Shape label_shape)
+  // model, whose logits are [batch*seq, classes]; a regression or multi-label target) or, for
+  // [n], a scalar; i64 class ids or f32 targets, `labels` holding their bytes.
+  NpyDataset(NpyArray features, std::vector<uint8_t> labels, TensorDesc label_desc)
       : features_(std::move(features)),
         labels_(std::move(labels)),
         feature_desc_{Shape(features_.shape.begin() + 1, features_.shape.end()), DType::f32},
-        label_desc_{std::move(label_shape), DType::i64} {}
+        label_desc_{std::move(label_desc)} {}
 
   int64_t size() const override { return features_.shape[0]; }
   const TensorDesc& features() const override { return feature_desc_; }
@@ -30,13 +31,13 @@ class NpyDataset final : public Dataset {
     OF_ASSERT(index >= 0 && index < size(), "npy sample index out of range");
     size_t bytes = size_t(feature_desc_.bytes());
     std::memcpy(features, features_.data.data() + size_t(index) * bytes, bytes);
-    const auto per = size_t(numel(label_desc_.shape));
-    std::memcpy(labels, labels_.data() + size_t(index) * per, per * sizeof(int64_t));
+    bytes = size_t(label_desc_.bytes());
+    std::memcpy(labels, labels_.data() + size_t(index) * bytes, bytes);
   }
 
  private:
   NpyArray features_;
-  std::vector<int64_t> labels_;
+  std::vector<uint8_t> labels_;
   TensorDesc feature_desc_;
   TensorDesc label_desc_;
 };
@@ -54,13 +55,18 @@ std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, cons
   if (numel(features.shape) == 0)
     fail({.file = features_path}, "features {} have no elements per sample", shape_str(features.shape));
 
-  NpyArray labels = read_npy(labels_path);
-  if (labels.dtype != DType::i64 && labels.dtype != DType::i32)
-    fail({.file = labels_path}, "labels must be i64 (<i8) or i32 (<i4), not {}", dtype_name(labels.dtype));
+  NpyArray labels = read_npy(labels_path, true);  // float64 targets are read as f32, as features are
+  if (labels.dtype != DType::i64 && labels.dtype != DType::i32 && labels.dtype != DType::f32)
+    fail({.file = labels_path}, "labels must be class ids, i64 (<i8) or i32 (<i4), or f32 (<f4) targets, not {}", dtype_name(labels.dtype));
   if (labels.shape.empty()) fail({.file = labels_path}, "labels must be [n] or [n, ...], not a scalar");
   if (labels.shape[0] != features.shape[0])
     fail({.file = labels_path}, "holds {} labels but {} holds {} samples", labels.shape[0], features_path,
          features.shape[0]);
+  Shape label_shape(labels.shape.begin() + 1, labels.shape.end());
+  if (labels.dtype == DType::f32) {  // targets (a regression's, a multi-label classifier's): any value
+    if (labels.from_f64) fmt::print(stderr, "ofrun: note: {}: float64 labels converted to float32\n", labels_path);
+    return std::make_unique<NpyDataset>(std::move(features), std::move(labels.data), TensorDesc{std::move(label_shape), DType::f32});
+  }
 
   std::vector<int64_t> values(size_t(numel(labels.shape)));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -76,7 +82,9 @@ std::unique_ptr<Dataset> open_npy_dataset(const std::string& features_path, cons
     if (num_classes > 0 && values[i] >= num_classes)
       fail({.file = labels_path}, "label {} at index {} is out of range (num_classes {})", values[i], i, num_classes);
   }
-  return std::make_unique<NpyDataset>(std::move(features), std::move(values), Shape(labels.shape.begin() + 1, labels.shape.end()));
+  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return std::make_unique<NpyDataset>(std::move(features), std::move(bytes), TensorDesc{std::move(label_shape), DType::i64});
 }
 
 }  // namespace of::runtime::data

@@ -111,6 +111,9 @@ Models that return their own loss (forward(input, label) -> loss, exported with 
                 0.25-wide backbone, on [4,3,64,64], trained as torchvision's reference script trains
                 it: F.cross_entropy(out["out"]) + 0.5 * F.cross_entropy(out["aux"]), ignore_index=255
                 (every 7th pixel).
+  multilabel    Linear(16,32)-ReLU-Linear(32,10) through nn.BCEWithLogitsLoss() against multi-hot
+                float targets [n,10] (fed from an f32 .npy; torch exports the loss as Sigmoid, Log
+                and a ReduceMean).
 
 CHECK is one of:
   infer         BatchNorm's running statistics set to the data's (as in a trained model: the untrained
@@ -224,7 +227,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
-               "weighted_ce", "summed_ce", "deeplab_aux"]
+               "weighted_ce", "summed_ce", "deeplab_aux", "multilabel"]
 
 
 def parse_args():
@@ -280,7 +283,7 @@ class Model:
     class ids below `classes`); tokens: fed as a token file (features are the labels shifted)."""
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
-                 float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False):
+                 float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -308,6 +311,9 @@ class Model:
         # `train` returns its own loss: forward(input, label) -> scalar, exported with both inputs
         # and trained with ofc --loss output (no infer check).
         self.own_loss = own_loss
+        # Labels are float targets [n, *label], 1 with probability 0.3 and else 0 (a multi-label
+        # classifier's), not class ids.
+        self.multi_hot = multi_hot
 
 
 class Flatten(nn.Module):
@@ -527,6 +533,11 @@ def summed_ce():
     net = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 10))
     return Model(net, (16,), 10, own_loss=True, lr_scale=0.05,
                  train=WithLoss(net, nn.CrossEntropyLoss(reduction="sum", ignore_index=3)))
+
+
+def multilabel():
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10))
+    return Model(net, (16,), 10, label=(10,), own_loss=True, multi_hot=True, train=WithLoss(net, nn.BCEWithLogitsLoss()))
 
 
 def deeplab_aux():
@@ -969,7 +980,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
-                                weighted_ce, summed_ce, deeplab_aux]))
+                                weighted_ce, summed_ce, deeplab_aux, multilabel]))
 
 
 def build(name):
@@ -997,7 +1008,10 @@ def make_data(m, work):
         idx = np.arange(n)[:, None] * seq + np.arange(seq)[None, :]
         return corpus[idx].astype(np.int64), corpus[idx + 1].astype(np.int64), f"tokens:{path},dtype=uint16"
     features = rng.standard_normal((n,) + m.feature).astype(np.float32)
-    labels = rng.integers(0, m.classes, (n,) + m.label).astype(np.int64)
+    if m.multi_hot:
+        labels = (rng.random((n,) + m.label) < 0.3).astype(np.float32)
+    else:
+        labels = rng.integers(0, m.classes, (n,) + m.label).astype(np.int64)
     if m.ignore_index is not None:
         labels.reshape(-1)[::7] = m.ignore_index
     fpath, lpath = os.path.join(work, "features.npy"), os.path.join(work, "labels.npy")

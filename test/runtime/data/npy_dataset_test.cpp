@@ -42,6 +42,23 @@ TEST_CASE("npy_dataset: features keep their per-sample shape, i32 and i64 labels
   std::remove(fy.c_str());
 }
 
+TEST_CASE("npy_dataset: f32 labels are targets read as they are, any value, per-sample shape kept", "[runtime]") {
+  const std::string fx = "/tmp/of_npy_ds_t_x.npy", fy = "/tmp/of_npy_ds_t_y.npy";
+  std::vector<float> x(3 * 2, 1.0f);
+  write_npy(fx, DType::f32, {3, 2}, x.data());
+  const std::vector<float> t{0.0f, 1.0f, -2.5f, 1e30f, 0.5f, 1.0f};  // [3, 2]: multi-hot or regression targets
+  write_npy(fy, DType::f32, {3, 2}, t.data());
+  std::unique_ptr<Dataset> d = open_npy_dataset(fx, fy, 10);  // no class range for targets
+  CHECK(d->labels().dtype == DType::f32);
+  CHECK(d->labels().shape == Shape{2});
+  float f[2], y[2];
+  d->read(1, f, y);
+  CHECK(y[0] == -2.5f);
+  CHECK(y[1] == 1e30f);
+  std::remove(fx.c_str());
+  std::remove(fy.c_str());
+}
+
 TEST_CASE("npy_dataset: wrong dtypes, ranks, counts and labels are refused by name", "[runtime]") {
   const std::string fx = "/tmp/of_npy_ds_bad_x.npy", fy = "/tmp/of_npy_ds_bad_y.npy";
   std::vector<float> x(8, 1.0f);
@@ -58,8 +75,9 @@ TEST_CASE("npy_dataset: wrong dtypes, ranks, counts and labels are refused by na
   write_npy(fy, DType::i64, {4}, std::vector<int64_t>{0, -100, 2, 3}.data());
   CHECK_NOTHROW(open_npy_dataset(fx, fy, 10));
   CHECK_THROWS_WITH(open_npy_dataset(fx, fy, 10, 255), Catch::Contains(fy + ": label -100 at index 1 is negative"));
-  write_npy(fy, DType::f32, {4}, x.data());
-  CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": labels must be i64 (<i8) or i32 (<i4), not f32"));
+  write_npy(fy, DType::u8, {4}, std::vector<uint8_t>{0, 1, 2, 3}.data());
+  CHECK_THROWS_WITH(open_npy_dataset(fx, fy),
+                    Catch::Contains(fy + ": labels must be class ids, i64 (<i8) or i32 (<i4), or f32 (<f4) targets, not u8"));
   write_npy(fy, DType::i64, {2, 2}, std::vector<int64_t>{0, 1, 2, 3}.data());
   CHECK_THROWS_WITH(open_npy_dataset(fx, fy), Catch::Contains(fy + ": holds 2 labels but " + fx + " holds 4 samples"));
   // Labels [n, k]: k class ids per sample (a sequence model's per-position labels).
