@@ -59,4 +59,10 @@ double OptionSpec::number(const std::string& key, double fallback, double lo, do
   return fallback;
 }
 
+std::string OptionSpec::text(const std::string& key, std::string fallback) const {
+  for (const auto& [k, value] : values_)
+    if (k == key) return value;
+  return fallback;
+}
+
 }  // namespace of

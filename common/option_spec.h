@@ -21,6 +21,8 @@ class OptionSpec {
   bool has(const std::string& key) const;
   // The value as a finite number in [lo, hi], or `fallback` when absent.
   double number(const std::string& key, double fallback, double lo, double hi) const;
+  // The value of `key` as written, or `fallback` when not given.
+  std::string text(const std::string& key, std::string fallback) const;
 
  private:
   std::string text_, flag_, kind_;

@@ -117,18 +117,24 @@ void differentiate(Compilation& c, size_t forward_nodes, const std::vector<Value
 // --loss output: the model returns its own loss (F.cross_entropy with weight= or reduction=sum,
 // a main loss plus a weighted auxiliary one, a loss written out in tensor ops: whatever scalar
 // it computes) from an input of its own that holds the labels (--label). The backward starts at
-// that output with 1; an evaluation plan averages it over the batches.
-bool train_own_loss(Compilation& c, const std::vector<ValueId>& weights) {
+// that output with 1; an evaluation plan averages it over the batches. A model with several
+// outputs (a Hugging Face model's loss and logits) names its loss (--loss output:name=loss); the
+// plan keeps only that one.
+bool train_own_loss(Compilation& c, const std::vector<ValueId>& weights, const std::string& name) {
   Graph& g = c.graph;
   const CompileOptions& o = c.options;
   const Where file{.file = g.source_file};
-  if (g.outputs.size() != 1) {
-    std::vector<std::string> names;
-    for (ValueId v : g.outputs) names.push_back(g.values[size_t(v)].name);
-    fail(file, "--loss output trains the model's one output, its loss; this one has {} ({}): return only the loss", g.outputs.size(),
-         fmt::join(names, ", "));
+  std::vector<std::string> names;
+  ValueId loss = g.outputs.size() == 1 && name.empty() ? g.outputs[0] : kNoValue;
+  for (ValueId v : g.outputs) {
+    names.push_back(g.values[size_t(v)].name);
+    if (!name.empty() && names.back() == name) loss = v;
   }
-  const ValueId loss = g.outputs[0];
+  if (loss == kNoValue && name.empty())
+    fail(file, "--loss output: the model has {} outputs ({}): name its loss (--loss output:name=N)", g.outputs.size(), fmt::join(names, ", "));
+  if (loss == kNoValue) fail(file, "--loss output: the model has no output '{}' (its outputs: {})", name, fmt::join(names, ", "));
+  for (ValueId v : g.outputs) g.values[size_t(v)].graph_output = v == loss;
+  g.outputs = {loss};
   const TensorDesc loss_desc = g.values[size_t(loss)].desc;
   if (loss_desc.dtype != DType::f32 || numel(loss_desc.shape) != 1)
     fail(file, "--loss output: the output '{}' is {} {}, not a loss (a float scalar)", g.values[size_t(loss)].name,
@@ -211,8 +217,8 @@ bool Autodiff::run(Compilation& c) {
   if (loss_spec.kind() != "cross_entropy" && loss_spec.kind() != "mse" && loss_spec.kind() != "output")
     fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E,ignore_index=K], mse, output)", o.loss);
   if (loss_spec.kind() == "output") {
-    loss_spec.allow({});
-    return train_own_loss(c, trainable_weights(c));
+    loss_spec.allow({"name"});
+    return train_own_loss(c, trainable_weights(c), loss_spec.text("name", ""));
   }
   const bool xent = loss_spec.kind() == "cross_entropy";
   // torch's F.cross_entropy(..., label_smoothing=E, ignore_index=K): the target mixes in E of a

@@ -72,9 +72,9 @@ Graph own_loss_model(const LossModel& m) {
   return g;
 }
 
-Compilation compile(Graph g, std::string label = "label", bool eval_metrics = false) {
+Compilation compile(Graph g, std::string label = "label", bool eval_metrics = false, std::string loss = "output") {
   Compilation c{.graph = std::move(g)};
-  c.options.loss = "output";
+  c.options.loss = std::move(loss);
   c.options.label = std::move(label);
   c.options.train = !eval_metrics;
   c.options.eval_metrics = eval_metrics;
@@ -93,9 +93,9 @@ const Node& node_of(const Graph& g, const std::string& kernel) {
 
 const of::TensorDesc& desc(const Graph& g, ValueId v) { return g.values[size_t(v)].desc; }
 
-std::string error_of(const Graph& g, const std::string& label = "label") {
+std::string error_of(const Graph& g, const std::string& label = "label", const std::string& loss = "output") {
   try {
-    compile(g, label);
+    compile(g, label, false, loss);
   } catch (const of::Error& e) {
     return e.what();
   }
@@ -163,4 +163,18 @@ TEST_CASE("own loss: what cannot be trained faithfully is refused in one line na
   logits.nodes.pop_back();
   relink(logits);
   CHECK_THAT(error_of(logits), Catch::Contains("the output 'logits' is f32 [2,3,4,5], not a loss"));
+}
+
+TEST_CASE("own loss: a model with several outputs names its loss, and the plan keeps only that one", "[compiler]") {
+  Graph two = own_loss_model({});  // (loss, logits), as a Hugging Face model returns them
+  const ValueId logits = two.nodes[0].outputs[0];
+  two.outputs.push_back(logits);
+  two.values[size_t(logits)].graph_output = true;
+  CHECK_THAT(error_of(two), Catch::Contains("the model has 2 outputs (loss, logits): name its loss (--loss output:name=N)"));
+  CHECK_THAT(error_of(two, "label", "output:name=logit"), Catch::Contains("the model has no output 'logit' (its outputs: loss, logits)"));
+  Compilation c = compile(two, "label", false, "output:name=loss");
+  REQUIRE(c.graph.outputs.size() == 1);
+  CHECK(c.graph.values[size_t(c.graph.outputs[0])].name == "loss");
+  CHECK(!c.graph.values[size_t(logits)].graph_output);
+  CHECK(c.training.weights.size() == 1);
 }
