@@ -71,8 +71,8 @@ float label_smoothing(const KernelConfig& cfg, const char* name);
 // (nor does a label outside [0, C), which validated data never holds).
 int64_t ignore_index(const KernelConfig& cfg);
 // softmax_cross_entropy and its grad: attribute `sum` (default 0): 1 sums the rows' losses, as
-// torch's reduction='sum' (a device holding 1/k of a split batch: its sum times `scale`, 1/k, as
-// DDP's ranks average the gradients of their sums).
+// torch's reduction='sum' (no `scale`: the sums of a split batch's parts add up to the whole
+// batch's, whatever splits it; DDP's ranks would average theirs).
 bool loss_sums(const KernelConfig& cfg);
 // softmax_cross_entropy (input 2) and its grad (input 3): optional class weights [C], f32, as
 // torch's weight=: a counted row weighs its label's weight, in the sum and in the mean's divisor

@@ -10,7 +10,7 @@
 // Loss sums accumulate in double: one scalar per act, and it keeps a large-N mean exact to f32.
 // Attribute `scale` (default 1): a device holding 1/k of a split batch divides by its counted
 // rows / scale, k times them, so the k devices' losses (and gradients) sum to the mean of their
-// means, as DDP's ranks' do; a sum is divided by 1 / scale, k, likewise.
+// means, as DDP's ranks' do. A sum takes no scale: the devices' sums add up to the whole batch's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -97,7 +97,7 @@ class SoftmaxCrossEntropy final : public Kernel {
     double total = 0.0, weight = 0.0;
     for (int64_t r = 0; r < n_ && c > 0; ++r)
       if (row_weight_[size_t(r)] != 0.0) total += row_loss[r], weight += row_weight_[size_t(r)];
-    *loss = n_ <= 0 ? 0.0f : static_cast<float>(total / ((sum_ ? 1.0 : weight) / double(scale_)));
+    *loss = n_ <= 0 ? 0.0f : sum_ ? static_cast<float>(total) : static_cast<float>(total / (weight / double(scale_)));
   }
 
  private:
@@ -109,7 +109,7 @@ class SoftmaxCrossEntropy final : public Kernel {
 };
 
 // (dloss [], prob [N,C], labels [N][, weights [C]]) -> dlogits [N,C] = (prob - target) * dloss *
-// row weight / the loss's divisor (the weights / scale for a mean, 1 / scale for a sum), the target (1 - E) * onehot + E / C; zero rows
+// row weight / the loss's divisor (the weights / scale for a mean, 1 for a sum), the target (1 - E) * onehot + E / C; zero rows
 // where the label is not counted. dlogits may alias prob.
 class SoftmaxCrossEntropyGrad final : public Kernel {
  public:
@@ -132,7 +132,7 @@ class SoftmaxCrossEntropyGrad final : public Kernel {
     const float* weights = weighted_ ? static_cast<const float*>(in[3]) : nullptr;
     double weight = 0.0;
     for (int64_t r = 0; r < n_; ++r) weight += row_weight(labels[r], c_, ignore_, weights);
-    const double denom = (sum_ ? 1.0 : weight > 0.0 ? weight : 1.0) / double(scale_);
+    const double denom = sum_ ? 1.0 : (weight > 0.0 ? weight : 1.0) / double(scale_);
     const float scale = *static_cast<const float*>(in[0]) / static_cast<float>(denom);
     const float uniform = c_ > 0 ? smoothing_ / float(c_) * scale : 0.0f, on_label = (1.0f - smoothing_) * scale;
     const float* prob = static_cast<const float*>(in[1]);

@@ -86,8 +86,8 @@ struct XentRule {
 };
 // softmax_cross_entropy over [n, c]: prob = softmax(x) per row (may alias x), row_loss[r] the
 // row's weight times its -log softmax[label], mixed with smoothing * the mean of -log softmax
-// (0 for a label that is `ignore` or outside [0, c)), then loss = sum(row_loss) / (1 / scale),
-// or for a mean / (the counted rows' weights / scale).
+// (0 for a label that is `ignore` or outside [0, c)), then loss = sum(row_loss), divided for a
+// mean by (the counted rows' weights / scale).
 void launch_softmax_xent(const float* x, const int64_t* labels, float* prob, double* row_loss, float* loss,
                          int64_t n, int64_t c, const XentRule& rule, cudaStream_t stream);
 // dx = (prob - (1 - smoothing) * onehot(label) - smoothing / c) * row weight * *dloss / the

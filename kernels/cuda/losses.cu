@@ -68,13 +68,13 @@ __global__ void reduce_loss(const double* row_loss, const int64_t* labels, int64
   for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += row_loss[r];
   s = block_reduce(s, shared, SumD{});
   const double w = counted_weight(labels, n, c, rule, shared);
-  if (threadIdx.x == 0) *loss = n <= 0 ? 0.0f : float(s / ((rule.sum ? 1.0 : w) / double(rule.scale)));
+  if (threadIdx.x == 0) *loss = n <= 0 ? 0.0f : rule.sum ? float(s) : float(s / (w / double(rule.scale)));
 }
 
 __global__ void loss_divisor(const int64_t* labels, int64_t n, int64_t c, XentRule rule, float* denom) {
   __shared__ double shared[kRowThreads];
   const double w = counted_weight(labels, n, c, rule, shared);
-  if (threadIdx.x == 0) *denom = float((rule.sum ? 1.0 : w > 0.0 ? w : 1.0) / double(rule.scale));
+  if (threadIdx.x == 0) *denom = rule.sum ? 1.0f : float((w > 0.0 ? w : 1.0) / double(rule.scale));
 }
 
 __global__ void softmax_xent_grad(const float* dloss, const float* prob, const int64_t* labels, float* dx,

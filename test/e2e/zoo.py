@@ -106,7 +106,8 @@ Models that return their own loss (forward(input, label) -> loss, exported with 
   weighted_ce   bn_cnn through nn.CrossEntropyLoss(weight=linspace(0.5, 2, 10)): class weights,
                 a weighted mean (torch's SoftmaxCrossEntropyLoss export with its weight input).
   summed_ce     Linear(16,32)-GELU-Linear(32,10) through nn.CrossEntropyLoss(reduction="sum",
-                ignore_index=3): a sum, whose rows of class 3 count nowhere.
+                ignore_index=3): a sum, whose rows of class 3 count nowhere; on 2 devices the whole
+                batch's sum (the ranks' sums added, where DDP would average them).
   deeplab_aux   torchvision's deeplabv3_mobilenet_v3_large (num_classes=4, aux_loss=True) on a
                 0.25-wide backbone, on [4,3,64,64], trained as torchvision's reference script trains
                 it: F.cross_entropy(out["out"]) + 0.5 * F.cross_entropy(out["aux"]), ignore_index=255
@@ -283,7 +284,8 @@ class Model:
     class ids below `classes`); tokens: fed as a token file (features are the labels shifted)."""
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
-                 float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False):
+                 float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
+                 summed=False):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -314,6 +316,9 @@ class Model:
         # Labels are float targets [n, *label], 1 with probability 0.3 and else 0 (a multi-label
         # classifier's), not class ids.
         self.multi_hot = multi_hot
+        # The loss is a sum over the batch: on `parts` devices `of` trains the whole batch's sum,
+        # the sum of the ranks' sums (DDP would average them: README), which dp checks compare.
+        self.summed = summed
 
 
 class Flatten(nn.Module):
@@ -531,7 +536,7 @@ def weighted_ce():
 
 def summed_ce():
     net = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 10))
-    return Model(net, (16,), 10, own_loss=True, lr_scale=0.05,
+    return Model(net, (16,), 10, own_loss=True, lr_scale=0.05, summed=True,
                  train=WithLoss(net, nn.CrossEntropyLoss(reduction="sum", ignore_index=3)))
 
 
@@ -1204,6 +1209,7 @@ def of_losses(metrics):
 LABEL_SMOOTHING = 0.0
 IGNORE_INDEX = -100
 OWN_LOSS = False
+SUMMED = False
 
 
 def loss_of(model, x, y):
@@ -1225,7 +1231,8 @@ def ddp_loss(model, x, y, parts):
     its own statistics; the gradient is the mean of the ranks' gradients (the mean of their
     losses, the parts being equal); and the running statistics are rank 0's (DDP broadcasts rank
     0's buffers before every forward), so the other parts' updates are undone: by the function
-    returned, to call after the backward pass (which reads the buffers as they were)."""
+    returned, to call after the backward pass (which reads the buffers as they were). A summed
+    loss (Model.summed) is the sum of the parts' sums: the whole batch's, as `of` trains it."""
     xs, ys = x.chunk(parts), y.chunk(parts)
     loss = loss_of(model, xs[0], ys[0])
     kept = [(b, b.detach().clone()) for b in model.buffers()]
@@ -1236,7 +1243,7 @@ def ddp_loss(model, x, y, parts):
         with torch.no_grad():
             for b, value in kept:
                 b.copy_(value)
-    return loss / parts, restore
+    return (loss if SUMMED else loss / parts), restore
 
 
 def torch_train(model, make_opt, features, labels, dtype=torch.float32, parts=1):
@@ -1576,8 +1583,8 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
-        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS
-        OWN_LOSS = m.own_loss
+        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED
+        OWN_LOSS, SUMMED = m.own_loss, m.summed
         LABEL_SMOOTHING = m.label_smoothing
         IGNORE_INDEX = m.ignore_index if m.ignore_index is not None else -100
         if args.check == "infer" and m.own_loss:

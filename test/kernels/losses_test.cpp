@@ -195,14 +195,14 @@ TEST_CASE("softmax_cross_entropy: class weights and sums, loss and gradient as t
   testing::run_kernel("softmax_cross_entropy", Attrs{}, {{{4, 3}, DType::f32}, {{4}, DType::i64}, {{3}, DType::f32}},
                       {{{}, DType::f32}, {{4, 3}, DType::f32}}, {x.data(), labels.data(), ones.data()}, {&loss, prob.data()});
   CHECK(loss == run_xent(x, labels, 3).loss);
-  // A device holding half a split batch: its sum halved (DDP's ranks average their gradients).
+  // A device holding half a split batch: its sum as it is (the parts' sums add up to the batch's).
   Attrs half_sum;
   half_sum.set_int("sum", 1);
   half_sum.set_float("scale", 0.5f);
   float half = 0;
   testing::run_kernel("softmax_cross_entropy", half_sum, {{{4, 3}, DType::f32}, {{4}, DType::i64}}, {{{}, DType::f32}, {{4, 3}, DType::f32}},
                       {x.data(), labels.data()}, {&half, prob.data()});
-  CHECK(std::fabs(half - 0.5 * 4 * run_xent(x, labels, 3).loss) <= 1e-6 * std::fabs(half));
+  CHECK(std::fabs(half - 4 * run_xent(x, labels, 3).loss) <= 1e-6 * std::fabs(half));
   // Weights that are not [C], or weights with label smoothing (torch's formula for both is not
   // the kernel's), are refused.
   const TensorDesc logits{{4, 3}, DType::f32}, ids{{4}, DType::i64}, scalar{{}, DType::f32};
