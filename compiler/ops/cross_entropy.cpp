@@ -7,7 +7,14 @@
 // A composite: the classes moved last and made rows, as the loss that --loss cross_entropy
 // appends (compiler/passes/autodiff.cpp) does, then of.SoftmaxCrossEntropy, whose kernel
 // keeps the softmax for its gradient.
+// NegativeLogLikelihoodLoss, what torch exports for F.nll_loss of anything but a log_softmax
+// (torch.log(probs), a model ending in Softmax): the same inputs over log-probabilities, written
+// as the ops it is — a one-hot mask of the labels (Equal against the class ids), times the class
+// weights, picks -log p; a mean divides by the mask's sum — so that their rules differentiate it.
+// (Its mean over a split batch is the whole batch's weighted mean; of.SoftmaxCrossEntropy's, as
+// DDP's ranks', is the mean of each device's.)
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/ignore_index.h"
@@ -17,6 +24,8 @@ namespace of::compiler {
 namespace {
 
 // reduction as the kernels take it: 1 sums, 0 averages (fails for 'none' or anything else).
+int64_t sums(const Attrs& a) { return a.get_str("reduction", "mean") == "sum" ? 1 : 0; }  // once checked
+
 int64_t sums(const OpCtx& c) {
   const std::string r = c.attrs().get_str("reduction", "mean");
   if (r == "mean") return 0;
@@ -52,10 +61,12 @@ void infer_softmax_cross_entropy_loss(OpCtx& c) {
 
 void lower_composite(OpCtx&) {}  // expanded: never lowered
 
-void expand_softmax_cross_entropy_loss(ExpandCtx& c) {
+// The composite's scores and labels as rows: [N,C,d1,...] -> [N,d1,...,C] -> [N*d1*...,C], the
+// labels [N*d1*...]; [N,C] and [N] as they are.
+std::pair<ValueId, ValueId> class_rows(ExpandCtx& c) {
   const Shape s = c.shape(c.input(0));
   ValueId scores = c.input(0), labels = c.input(1);
-  if (s.size() > 2) {  // [N,C,d1,...] -> [N,d1,...,C] -> [N*d1*...,C]; labels [N*d1*...]
+  if (s.size() > 2) {
     std::vector<int64_t> perm{0};
     for (size_t a = 2; a < s.size(); ++a) perm.push_back(int64_t(a));
     perm.push_back(1);
@@ -65,12 +76,48 @@ void expand_softmax_cross_entropy_loss(ExpandCtx& c) {
     scores = c.emit("Reshape", {c.emit("Transpose", {scores}, std::move(t)), c.ints({rows, s[1]})});
     labels = c.emit("Reshape", {labels, c.ints({rows})});
   }
+  return {scores, labels};
+}
+
+bool has_weights(const ExpandCtx& c) { return c.node().inputs.size() > 2 && c.node().inputs[2] != kNoValue; }
+
+void expand_softmax_cross_entropy_loss(ExpandCtx& c) {
+  const auto [scores, labels] = class_rows(c);
   std::vector<ValueId> in{scores, labels};
-  if (c.node().inputs.size() > 2 && c.node().inputs[2] != kNoValue) in.push_back(c.input(2));
+  if (has_weights(c)) in.push_back(c.input(2));
   Attrs a;
   a.set_int("ignore_index", c.attrs().get_int("ignore_index", kDefaultIgnoreIndex));
   a.set_str("reduction", c.attrs().get_str("reduction", "mean"));
   c.emit("of.SoftmaxCrossEntropy", std::move(in), std::move(a), c.output(0));
+}
+
+void expand_negative_log_likelihood_loss(ExpandCtx& c) {
+  const auto [logp, labels] = class_rows(c);
+  const Shape rows = c.shape(logp);
+  std::vector<int64_t> ids(static_cast<size_t>(rows[1]));
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = int64_t(k);
+  const ValueId column = c.emit("Reshape", {labels, c.ints({rows[0], 1})});
+  ValueId hit = c.emit("Equal", {column, c.ints(ids)});  // [R,C]: the one-hot of each row's label
+  // ONNX's ignore_index is optional (torch always writes it); a label outside [0,C) hits nothing.
+  if (c.attrs().has("ignore_index")) {
+    const int64_t ignore = c.attrs().get_int("ignore_index", kDefaultIgnoreIndex);
+    if (ignore >= 0 && ignore < rows[1]) hit = c.emit("And", {hit, c.emit("Not", {c.emit("Equal", {column, c.ints({ignore})})})});
+  }
+  Attrs f32;
+  f32.set_int("to", 1);  // ONNX FLOAT
+  ValueId mask = c.emit("Cast", {hit}, std::move(f32));
+  if (has_weights(c)) {
+    mask = c.emit("Mul", {mask, c.input(2)});
+    c.untrained_input(1);  // the class weights are the criterion's data, as torch's weight=
+  }
+  Attrs all;
+  all.set_int("keepdims", 0);
+  const ValueId picked = c.emit("ReduceSum", {c.emit("Mul", {mask, logp}), c.ints({0, 1})}, all);
+  if (sums(c.attrs()) != 0) {
+    c.emit("Neg", {picked}, {}, c.output(0));
+    return;
+  }
+  c.emit("Div", {c.emit("Neg", {picked}), c.emit("ReduceSum", {mask, c.ints({0, 1})}, all)}, {}, c.output(0));
 }
 
 // of.SoftmaxCrossEntropy(scores [R,C], labels [R], weights [C]?) -> loss []; lowering adds the
@@ -95,6 +142,7 @@ Attrs kernel_attrs(const OpCtx& c) {
 void lower_softmax_cross_entropy(OpCtx& c) {
   const TensorDesc prob = c.in(0);
   c.set_kernel("softmax_cross_entropy", kernel_attrs(c));
+  if (c.has_in(2)) c.node().state_inputs = {2};  // the class weights: the criterion's data, never trained
   c.add_output("prob", prob);
 }
 
@@ -107,6 +155,13 @@ void grad_softmax_cross_entropy(GradCtx& g) {
 }
 
 }  // namespace
+
+OpDef negative_log_likelihood_loss_def() {
+  OpDef d{"NegativeLogLikelihoodLoss", infer_softmax_cross_entropy_loss, lower_composite};
+  d.attrs = {int_attr("ignore_index", -kMaxInt, kMaxInt)};
+  d.expand = expand_negative_log_likelihood_loss;
+  return d;
+}
 
 OpDef softmax_cross_entropy_loss_def() {
   OpDef d{"SoftmaxCrossEntropyLoss", infer_softmax_cross_entropy_loss, lower_composite};

@@ -38,6 +38,11 @@ ValueId ExpandCtx::emit(const std::string& op, std::vector<ValueId> inputs, Attr
   return out;
 }
 
+void ExpandCtx::untrained_input(size_t i) {
+  OF_ASSERT(!out_.empty() && i < out_.back().inputs.size(), "untrained_input: no such input of the last emitted node");
+  out_.back().state_inputs.push_back(i);
+}
+
 ValueId ExpandCtx::ints(const std::vector<int64_t>& v) {
   const ValueId id = g_.add_value(fmt::format("{}/ints_{}", node_.name, g_.values.size()));
   Value& val = g_.values[size_t(id)];

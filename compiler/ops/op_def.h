@@ -131,6 +131,9 @@ class ExpandCtx {
   // reading `inputs`; returns its output: a new value, or `into` (the composite's output, for its
   // last node).
   ValueId emit(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {}, ValueId into = kNoValue);
+  // The node emitted last reads its input i as data never trained, whatever the model names it
+  // (a loss's class weights, a buffer): Node::state_inputs, as BatchNorm's running statistics.
+  void untrained_input(size_t i);
   // A constant 1-D int64 tensor (Reshape's shape, Gather's indices).
   ValueId ints(const std::vector<int64_t>& v);
   // A constant f32 tensor of `shape` holding `values`.

@@ -26,7 +26,8 @@ OpDef batch_norm_def();           // batch_norm.cpp
 OpDef concat_def();               // concat.cpp
 OpDef conv_def();                 // conv.cpp
 OpDef conv_transpose_def();       // conv_transpose.cpp
-OpDef softmax_cross_entropy_loss_def();  // cross_entropy.cpp
+OpDef negative_log_likelihood_loss_def();  // cross_entropy.cpp
+OpDef softmax_cross_entropy_loss_def();
 OpDef softmax_cross_entropy_def();  // (of.SoftmaxCrossEntropy, what SoftmaxCrossEntropyLoss expands to)
 OpDef delay_def();                // delay.cpp (custom op of.test.Delay)
 OpDef gather_def();               // gather.cpp

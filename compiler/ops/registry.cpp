@@ -61,6 +61,7 @@ const std::vector<OpDef>& all_ops() {
       mod_def(),
       mul_def(),
       neg_def(),
+      negative_log_likelihood_loss_def(),
       not_def(),
       or_def(),
       prelu_def(),  // byte order: "PRelu" < "Pad"

@@ -100,7 +100,7 @@ inline ShareOrder share_order_of(const CompileOptions& o) {
 struct Training {
   std::vector<std::pair<ValueId, ValueId>> weights;  // (weight, its gradient), in first-use order
   int64_t frozen = 0;  // float initializers read at run time but not trained
-  int64_t state = 0;   // buffers an op updates (BatchNorm's running statistics)
+  int64_t state = 0;   // buffers an op updates (BatchNorm's running statistics) or reads as data (a loss's class weights)
   float lr = 0;
   std::string label;
 };

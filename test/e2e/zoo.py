@@ -112,6 +112,9 @@ Models that return their own loss (forward(input, label) -> loss, exported with 
                 0.25-wide backbone, on [4,3,64,64], trained as torchvision's reference script trains
                 it: F.cross_entropy(out["out"]) + 0.5 * F.cross_entropy(out["aux"]), ignore_index=255
                 (every 7th pixel).
+  nll           Linear(16,32)-ReLU-Linear(32,10)-Softmax, torch.log of it through
+                nn.NLLLoss(weight=linspace(0.5, 2, 10), ignore_index=3) (torch exports
+                NegativeLogLikelihoodLoss: the exporter fuses only log_softmax into cross-entropy).
   multilabel    Linear(16,32)-ReLU-Linear(32,10) through nn.BCEWithLogitsLoss() against multi-hot
                 float targets [n,10] (fed from an f32 .npy; torch exports the loss as Sigmoid, Log
                 and a ReduceMean).
@@ -228,7 +231,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
-               "weighted_ce", "summed_ce", "deeplab_aux", "multilabel"]
+               "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll"]
 
 
 def parse_args():
@@ -538,6 +541,23 @@ def summed_ce():
     net = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 10))
     return Model(net, (16,), 10, own_loss=True, lr_scale=0.05, summed=True,
                  train=WithLoss(net, nn.CrossEntropyLoss(reduction="sum", ignore_index=3)))
+
+
+class LogOf(nn.Module):
+    """torch.log of a model's probabilities (a model ending in Softmax, as Keras-style code writes it)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return torch.log(self.net(x))
+
+
+def nll():
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10), nn.Softmax(dim=1))
+    return Model(net, (16,), 10, own_loss=True,
+                 train=WithLoss(LogOf(net), nn.NLLLoss(weight=torch.linspace(0.5, 2.0, 10), ignore_index=3)))
 
 
 def multilabel():
@@ -985,7 +1005,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
-                                weighted_ce, summed_ce, deeplab_aux, multilabel]))
+                                weighted_ce, summed_ce, deeplab_aux, multilabel, nll]))
 
 
 def build(name):

@@ -42,6 +42,7 @@ struct LossModel {
   bool class_weights = true;
   int64_t ignore_index = 255;
   bool log_prob_read = false;        // the op's second output is an output of the model too
+  std::string op = "SoftmaxCrossEntropyLoss";  // or NegativeLogLikelihoodLoss (over log-probabilities)
 };
 
 // loss = SoftmaxCrossEntropyLoss(input * scale.weight, label[, criterion.weight]).
@@ -60,7 +61,7 @@ Graph own_loss_model(const LossModel& m) {
   std::vector<ValueId> in{y, label};
   if (m.class_weights) in.push_back(initializer(g, "criterion.weight", {m.x[1]}));
   const ValueId loss = g.add_value("loss");
-  Node xent{.name = "xent", .op_type = "SoftmaxCrossEntropyLoss", .inputs = in, .outputs = {loss}};
+  Node xent{.name = "xent", .op_type = m.op, .inputs = in, .outputs = {loss}};
   xent.attrs.set_str("reduction", m.reduction);
   xent.attrs.set_int("ignore_index", m.ignore_index);
   if (m.log_prob_read) xent.outputs.push_back(g.add_value("log_prob"));
@@ -177,4 +178,29 @@ TEST_CASE("own loss: a model with several outputs names its loss, and the plan k
   CHECK(c.graph.values[size_t(c.graph.outputs[0])].name == "loss");
   CHECK(!c.graph.values[size_t(logits)].graph_output);
   CHECK(c.training.weights.size() == 1);
+}
+
+TEST_CASE("own loss: NegativeLogLikelihoodLoss becomes a weighted one-hot pick of the log-probabilities, its class weights untrained", "[compiler]") {
+  LossModel m;
+  m.op = "NegativeLogLikelihoodLoss";
+  m.ignore_index = 1;  // a class: its rows are masked out
+  Compilation c = compile(own_loss_model(m));
+  const Graph& g = c.graph;
+  auto count = [&](const std::string& op) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op_type == op; });
+  };
+  CHECK(count("Equal") == 2);  // the labels against every class, and against ignore_index
+  CHECK(count("Not") == 1);
+  CHECK(count("Cast") == 1);
+  CHECK(count("Div") >= 1);    // the mean: over the mask's (weighted) sum
+  // Only the model's weight trains: the class weights are the criterion's data.
+  REQUIRE(c.training.weights.size() == 1);
+  CHECK(g.values[size_t(c.training.weights[0].first)].name == "scale.weight");
+  CHECK(c.training.state == 1);
+  // The same for SoftmaxCrossEntropyLoss's class weights.
+  Compilation x = compile(own_loss_model({}));
+  CHECK(x.training.state == 1);
+  LossModel none = m;
+  none.reduction = "none";
+  CHECK_THAT(error_of(own_loss_model(none)), Catch::Contains("reduction 'none'"));
 }
