@@ -223,6 +223,11 @@ bool loss_sums(const KernelConfig& cfg) {
   return sum == 1;
 }
 
+std::vector<DType> xent_input_dtypes(const KernelConfig& cfg, std::vector<DType> t) {
+  if (cfg.inputs.size() > t.size()) t.push_back(DType::f32);  // class weights
+  return t;
+}
+
 bool class_weights(const KernelConfig& cfg, const char* name, size_t at, int64_t classes, float smoothing) {
   if (cfg.inputs.size() <= at) return false;
   const TensorDesc& w = cfg.inputs[at];

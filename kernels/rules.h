@@ -79,6 +79,8 @@ bool loss_sums(const KernelConfig& cfg);
 // (the weights' sum over the rows in place of their count). Fails naming the kernel when they
 // are not [C] or come with label smoothing (torch's formula for both is not the kernels').
 bool class_weights(const KernelConfig& cfg, const char* name, size_t at, int64_t classes, float smoothing);
+// The input dtypes `t` of a loss kernel, plus f32 when it is given class weights.
+std::vector<DType> xent_input_dtypes(const KernelConfig& cfg, std::vector<DType> t);
 
 // accumulate: (grad, lr, step) -> (mean grad, lr, step); returns micro_batches (k).
 int64_t accumulate_micro_batches(const KernelConfig& cfg);

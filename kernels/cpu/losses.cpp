@@ -38,11 +38,6 @@ double row_weight(int64_t label, int64_t c, int64_t ignore, const float* weights
   return !counted_label(label, c, ignore) ? 0.0 : weights ? double(weights[label]) : 1.0;
 }
 
-std::vector<DType> xent_input_dtypes(const KernelConfig& cfg, std::vector<DType> t) {
-  if (cfg.inputs.size() > t.size()) t.push_back(DType::f32);  // class weights
-  return t;
-}
-
 // (logits, labels[, weights]) -> (loss [], prob [N,C]). prob may alias logits: a row's max and label logit
 // are read before exp(x - max) is written over it in place (vector_exp.h).
 class SoftmaxCrossEntropy final : public Kernel {

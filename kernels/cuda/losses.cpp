@@ -20,11 +20,6 @@ namespace {
 
 using cpu::where_of;
 
-std::vector<DType> xent_input_dtypes(const KernelConfig& cfg, std::vector<DType> t) {
-  if (cfg.inputs.size() > t.size()) t.push_back(DType::f32);  // class weights
-  return t;
-}
-
 // The attributes' rule (kernels/rules.h), checked as the CPU twin checks them; the weights'
 // address is the act's.
 XentRule xent_rule(const KernelConfig& cfg, const char* name, size_t weights_at, int64_t classes) {
