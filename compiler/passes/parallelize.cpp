@@ -785,13 +785,19 @@ void Parallelizer::materialise(NodeId id, const BucketPart* part) {
     }
     if (std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) == 0) {
       // Read at compile time only (e.g. Reshape's shape): one device-less copy. A constant that a
-      // later node reads at run time whole on each device (BatchNorm's running statistics, which
-      // the forward node lists and the statistics update changes in place) keeps that home: a
-      // whole copy serves the compile-time reader, and the in-place update owns its constant.
+      // later node reads at run time (BatchNorm's running statistics, which the forward node lists
+      // and the statistics update changes in place) keeps the home that reader chose: whole on
+      // each device, where the compile-time reader takes device 0's; split over a tensor-parallel
+      // level (BatchNorm's channels), where it takes a whole box of its own that no task reads,
+      // and the in-place update owns its shard.
+      if (phys_of_[size_t(v)].empty() && home_[size_t(v)] &&
+          !std::all_of(home_[size_t(v)]->sbp.begin(), home_[size_t(v)]->sbp.end(),
+                       [](const Sbp& x) { return x.kind == Sbp::Kind::broadcast; })) {
+        in_phys[i] = std::vector<ValueId>(p.size(), shards_at(v, Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}})[0]);
+        continue;
+      }
       if (phys_of_[size_t(v)].empty()) {
-        const bool whole_everywhere = home_[size_t(v)] && std::all_of(home_[size_t(v)]->sbp.begin(), home_[size_t(v)]->sbp.end(),
-                                                                       [](const Sbp& x) { return x.kind == Sbp::Kind::broadcast; });
-        if (!whole_everywhere) home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
+        if (!home_[size_t(v)]) home_[size_t(v)] = Layout{Placement{{0}, {1}}, NdSbp{Sbp::B()}};
         shards(v);
       }
       in_phys[i] = std::vector<ValueId>(p.size(), phys_of_[size_t(v)][0]);
