@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "cli/cli_args.h"
 #include "cli/cli_main.h"
@@ -197,6 +198,15 @@ int main(int argc, char** argv) {
     fmt::print("ofc: predicted step time {:.3f} ms (costs: {})\n", 1e3 * c.tasks.prediction.step_seconds, c.tasks.prediction.costs);
     if (options.train)
       fmt::print("ofc: {} tensors train, {} frozen, {} state\n", c.training.weights.size(), c.training.frozen, c.training.state);
+    if (options.train && !c.training.unsure.empty()) {
+      const auto& unsure = c.training.unsure;
+      const size_t shown = std::min<size_t>(unsure.size(), 3);
+      fmt::print("ofc: {} train{}: the model file does not say whether {} buffer{}, which torch would never update "
+                 "(scripts/of_export.py lists the parameters; or --freeze NAME)\n",
+                 fmt::format("{}", fmt::join(unsure.begin(), unsure.begin() + ptrdiff_t(shown), ", ")) +
+                     (unsure.size() > shown ? fmt::format(" and {} more", unsure.size() - shown) : ""),
+                 unsure.size() == 1 ? "s" : "", unsure.size() == 1 ? "it is a" : "they are", unsure.size() == 1 ? "" : "s");
+    }
     if (record_options)
       fmt::print("ofc: memory options: the largest device needs {}{}\n", of::compiler::human(std::max_element(
                      c.tasks.arenas.begin(), c.tasks.arenas.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; })->bytes),

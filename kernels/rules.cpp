@@ -553,7 +553,11 @@ GatherGeometry gather_grad_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "gather_grad", 2, 2, 1);
   if (cfg.inputs[0].dtype != DType::f32 || cfg.outputs[0].dtype != DType::f32)
     fail(where_of(cfg), "gather_grad: dY must be f32");
-  return gather_shape(cfg, "gather_grad", cfg.outputs[0].shape, cfg.inputs[1], cfg.inputs[0].shape);
+  GatherGeometry s = gather_shape(cfg, "gather_grad", cfg.outputs[0].shape, cfg.inputs[1], cfg.inputs[0].shape);
+  s.padding = cfg.attrs.get_int("padding_idx", -1);
+  if (s.padding < -1 || s.padding >= s.vocab)
+    fail(where_of(cfg), "gather_grad: padding_idx {} is outside the table's {} rows", s.padding, s.vocab);
+  return s;
 }
 
 namespace {

@@ -247,10 +247,12 @@ Shape where_shape(const KernelConfig& cfg);
 
 // gather along `axis` (default 0): data [A..., V, D...] (A: the axes before axis), indices of any
 // shape I (i64 or i32), Y [A..., I..., D...]; gather_grad the other way round (dY, indices) -> dData.
-// outer = |A|, vocab = V, row = |D|, count = |I|.
+// outer = |A|, vocab = V, row = |D|, count = |I|. gather_grad's attribute `padding_idx` (in
+// [0, V)) names a row no index adds to: nn.Embedding(padding_idx=k)'s, whose gradient is zero.
 struct GatherGeometry {
   int64_t outer = 1, vocab = 0, row = 1, count = 0;
   bool wide = true;  // int64 indices (else int32)
+  int64_t padding = -1;  // gather_grad: the row left at zero (-1: none)
 };
 GatherGeometry gather_geometry(const KernelConfig& cfg);
 GatherGeometry gather_grad_geometry(const KernelConfig& cfg);

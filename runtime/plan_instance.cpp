@@ -344,8 +344,9 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
       fail({.file = path, .field = "tensor '" + t.key + "'"},
            "differs from the buffer the plan {} was compiled with (folded into its constants); recompile with it", path_);
   }
-  // NaN or infinity in a weight or optimizer state poisons every step after it: refused as ofc
-  // refuses them in ONNX initializers (folded buffers were compared above).
+  // NaN poisons every step after it, and so does an infinity in what training updates (weights,
+  // optimizer state, running statistics): refused as ofc refuses them. A constant may hold -inf
+  // (a causal mask buffer); folded buffers were compared above.
   for (const StoredTensor& t : stored_) {
     auto it = file.entries.find(t.key);
     if (!selected(t) || t.buffer || it == file.entries.end() || t.desc.dtype != DType::f32) continue;
@@ -353,7 +354,8 @@ void PlanInstance::load_tensors(const SafetensorsFile& file, const std::string& 
     for (uint64_t i = 0; i < it->second.bytes / 4; ++i) {
       float x;
       std::memcpy(&x, data + 4 * i, 4);
-      if (!std::isfinite(x)) fail({.file = path, .field = "tensor '" + t.key + "'"}, "holds {} at flat index {}", x, i);
+      if (std::isnan(x) || (t.persistent && std::isinf(x)))
+        fail({.file = path, .field = "tensor '" + t.key + "'"}, "holds {} at flat index {}", x, i);
     }
   }
   // Copied only once everything matched: a refused file changes nothing.

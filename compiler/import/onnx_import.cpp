@@ -8,9 +8,12 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -25,6 +28,10 @@ constexpr int64_t kMinOpset = 13;
 // input and gave Split num_outputs (both handled). Newer opsets change ops we support in ways not
 // reviewed here (AveragePool dilations in 19, new types for Cast, Reshape and others in 19 to 23).
 constexpr int64_t kMaxOpset = 18;
+// The metadata key under which scripts/of_export.py lists the parameters that require grad.
+constexpr const char* kRequiresGradKey = "of.requires_grad";
+// ... and the padding rows of the model's embeddings (nn.Embedding's padding_idx).
+constexpr const char* kPaddingIdxKey = "of.padding_idx";
 
 DType dtype_of(int32_t onnx_type, const Where& where) {
   switch (onnx_type) {
@@ -71,13 +78,15 @@ std::vector<uint8_t> tensor_bytes(const onnx::TensorProto& t, const TensorDesc& 
   return out;
 }
 
-// Weights with NaN or infinity poison every output: refuse them where they enter.
-void check_finite(const std::vector<uint8_t>& data, const TensorDesc& desc, const Where& where) {
+// A NaN poisons every output: refused where it enters. Infinities are a mask buffer's (-inf
+// above a causal mask's diagonal, added to attention scores); a tensor that would train with one
+// is refused by autodiff (trainable_weights).
+void check_no_nan(const std::vector<uint8_t>& data, const TensorDesc& desc, const Where& where) {
   if (desc.dtype != DType::f32) return;
   for (size_t i = 0; i < data.size() / 4; ++i) {
     float x;
     std::memcpy(&x, data.data() + 4 * i, 4);
-    if (!std::isfinite(x)) fail(where, "holds {} at flat index {}", x, i);
+    if (std::isnan(x)) fail(where, "holds {} at flat index {}", x, i);
   }
 }
 
@@ -192,6 +201,55 @@ void import_constant(Graph& g, const onnx::NodeProto& node, const Where& where, 
   fail(where, "Constant without a supported value attribute (value, value_float(s), value_int(s))");
 }
 
+// The parameters torch trains, as scripts/of_export.py lists them in the model's metadata: one
+// state_dict name per line. Absent when the model carries no list (torch.onnx.export alone).
+std::optional<std::vector<std::string>> requires_grad_names(const onnx::ModelProto& model, const std::string& path) {
+  std::optional<std::vector<std::string>> names;
+  for (const onnx::StringStringEntryProto& p : model.metadata_props()) {
+    if (p.key() != kRequiresGradKey) continue;
+    const Where w{.file = path, .field = std::string("metadata '") + kRequiresGradKey + "'"};
+    if (names) fail(w, "is given twice");
+    names.emplace();
+    std::string_view rest = p.value();
+    while (!rest.empty()) {
+      const size_t end = std::min(rest.find('\n'), rest.size());
+      if (end > 0) names->emplace_back(rest.substr(0, end));
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+    }
+    std::sort(names->begin(), names->end());
+    names->erase(std::unique(names->begin(), names->end()), names->end());
+  }
+  return names;
+}
+
+// The padding rows of the model's embeddings, as scripts/of_export.py lists them: "NAME INDEX"
+// per line.
+std::vector<std::pair<std::string, int64_t>> padding_rows(const onnx::ModelProto& model, const std::string& path) {
+  std::vector<std::pair<std::string, int64_t>> rows;
+  bool seen = false;
+  for (const onnx::StringStringEntryProto& p : model.metadata_props()) {
+    if (p.key() != kPaddingIdxKey) continue;
+    const Where w{.file = path, .field = std::string("metadata '") + kPaddingIdxKey + "'"};
+    if (seen) fail(w, "is given twice");
+    seen = true;
+    std::string_view rest = p.value();
+    for (int line = 1; !rest.empty(); ++line) {
+      const size_t end = std::min(rest.find('\n'), rest.size());
+      const std::string_view text = rest.substr(0, end);
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+      if (text.empty()) continue;
+      const size_t space = text.rfind(' ');
+      int64_t index = -1;
+      const char* digits = space == std::string_view::npos ? text.data() + text.size() : text.data() + space + 1;
+      const auto [last, ec] = std::from_chars(digits, text.data() + text.size(), index);
+      if (space == std::string_view::npos || space == 0 || ec != std::errc() || last != text.data() + text.size() || index < 0)
+        fail(w, "line {} ('{}') is not 'NAME INDEX' with an index >= 0", line, text.substr(0, 80));
+      rows.emplace_back(std::string(text.substr(0, space)), index);
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) {
@@ -221,6 +279,8 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
   auto add = [&](const std::string& n) { return by_name[n] = g.add_value(n); };
   g.name = gp.name().empty() ? "model" : gp.name();
   g.source_file = path;
+  g.requires_grad = requires_grad_names(model, path);
+  g.padding_rows = padding_rows(model, path);
 
   for (const onnx::TensorProto& t : gp.initializer()) {
     Where w{.file = path, .field = "initializer '" + t.name() + "'"};
@@ -230,7 +290,7 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     g.values[v].data = tensor_bytes(t, g.values[v].desc, w);
     g.values[v].known = true;
     g.values[v].initializer = true;
-    check_finite(*g.values[v].data, g.values[v].desc, w);
+    check_no_nan(*g.values[v].data, g.values[v].desc, w);
   }
   for (const onnx::ValueInfoProto& in : gp.input()) {
     if (find(in.name()) != kNoValue) continue;  // older exporters list initializers as inputs

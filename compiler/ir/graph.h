@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/attrs.h"
@@ -117,6 +118,15 @@ struct Graph {
   bool training = false;
   // The exporter's folded float initializers train too (CompileOptions::folded == "train").
   bool train_folded = false;
+  // The names of the model's parameters that torch trains (requires_grad), sorted, when the model
+  // file lists them (metadata `of.requires_grad`, which scripts/of_export.py writes): an ONNX
+  // initializer may as well be a buffer (a positional encoding) or a frozen parameter, which
+  // PyTorch never updates. Absent: every float initializer the model names trains.
+  std::optional<std::vector<std::string>> requires_grad;
+  // (embedding weight, padding_idx) of each nn.Embedding with a padding row, as the model file
+  // lists them (metadata `of.padding_idx`): torch's gradient never touches that row, which the
+  // exporter's Gather cannot say.
+  std::vector<std::pair<std::string, int64_t>> padding_rows;
 
   ValueId add_value(std::string name);
 };

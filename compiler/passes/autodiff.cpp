@@ -21,6 +21,7 @@
 #include "compiler/ops/const_eval.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/requires_grad.h"
 #include "compiler/passes/training_kernels.h"
 
 namespace of::compiler {
@@ -60,6 +61,20 @@ void check_folded(const Compilation& c, const std::vector<ValueId>& folded) {
        "(eval-mode export with constant folding) would train as constants; export with "
        "training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, or say to train or freeze them",
        folded.size(), folded.size() == 1 ? "" : "s", fmt::join(first, ", "), folded.size() > 3 ? ", ..." : "");
+}
+
+// An infinity (a mask buffer's -inf) in a tensor that trains makes every gradient NaN.
+void check_finite_weight(const Graph& g, ValueId v) {
+  const Value& val = g.values[size_t(v)];
+  for (size_t i = 0; i < val.data->size() / 4; ++i) {
+    float x;
+    std::memcpy(&x, val.data->data() + 4 * i, 4);
+    if (!std::isfinite(x))
+      fail({.file = g.source_file, .field = "initializer '" + val.name + "'"},
+           "holds {} at flat index {} and would train: a buffer (a mask) must not (scripts/of_export.py lists the "
+           "parameters; or --freeze it)",
+           x, i);
+  }
 }
 
 bool frozen_by_option(const CompileOptions& o, const std::string& name) {
@@ -188,13 +203,18 @@ std::vector<ValueId> trainable_weights(Compilation& c) {
           ++c.training.frozen;
           continue;
         }
-      } else if (frozen_by_option(c.options, val.name)) {
-        ++c.training.frozen;
+      } else if (frozen_by_option(c.options, val.name) || !listed_as_trained(g, val.name)) {
+        ++c.training.frozen;  // a buffer or a parameter torch does not train, when the model says so
         continue;
       }
+      check_finite_weight(g, v);
       weights.push_back(v);
     }
   if (c.options.train || c.options.gradients) check_folded(c, folded);
+  check_requires_grad_list(g);
+  c.training.unsure.clear();
+  if (!g.requires_grad)
+    for (ValueId v : unsure_parameters(g, weights)) c.training.unsure.push_back(g.values[size_t(v)].name);
   for (const std::string& pattern : c.options.freeze) {
     bool any = false;
     for (const Value& val : g.values) any = any || (val.initializer && fnmatch(pattern.c_str(), val.name.c_str(), 0) == 0);
@@ -213,6 +233,7 @@ bool Autodiff::run(Compilation& c) {
   c.training.label = o.label;
   Graph& g = c.graph;
   const Where file{.file = g.source_file};
+  mark_padding_rows(g);  // before any Gather's gradient is made
   const OptionSpec loss_spec(o.loss, "--loss");
   if (loss_spec.kind() != "cross_entropy" && loss_spec.kind() != "mse" && loss_spec.kind() != "output")
     fail(file, "--loss '{}' is not supported (cross_entropy[:label_smoothing=E,ignore_index=K], mse, output)", o.loss);

@@ -101,6 +101,9 @@ struct Training {
   std::vector<std::pair<ValueId, ValueId>> weights;  // (weight, its gradient), in first-use order
   int64_t frozen = 0;  // float initializers read at run time but not trained
   int64_t state = 0;   // buffers an op updates (BatchNorm's running statistics) or reads as data (a loss's class weights)
+  // Trained tensors that could as well be buffers torch never updates, for a model that does not
+  // list its parameters (compiler/passes/requires_grad.h); ofc names them in a note.
+  std::vector<std::string> unsure;
   float lr = 0;
   std::string label;
 };

@@ -2,7 +2,8 @@
 // gather along attribute `axis` (default 0): for data [A..., V, D...] (A: the axes before `axis`)
 // and indices of any shape I, Y [A..., I..., D...] = data[a..., indices[i...], d...]. Axis 0 is
 // nn.Embedding's lookup; another axis is a tensor index (`x[:, 0]`, ViT's class token).
-// gather_grad: dData = sum over i with indices[i] = v of dY[a, i, :].
+// gather_grad: dData = sum over i with indices[i] = v of dY[a, i, :], but for the padding row
+// (padding_idx: nn.Embedding's), which stays zero.
 // Indices are validated by the data source (tokens < vocabulary); one out of [-V, V) still never
 // reads or writes out of bounds: its row of Y is zero and it adds nothing to the gradient.
 #include <cstring>
@@ -51,7 +52,7 @@ class GatherGrad final : public Kernel {
       float* table = static_cast<float*>(out[0]) + a * s_.vocab * s_.row;
       for (int64_t i = 0; i < s_.count; ++i, dy += s_.row) {
         const int64_t v = index_of(s_, in[1], i);
-        if (v < 0 || v >= s_.vocab) continue;
+        if (v < 0 || v >= s_.vocab || v == s_.padding) continue;
         float* dst = table + v * s_.row;
         for (int64_t k = 0; k < s_.row; ++k) dst[k] += dy[k];
       }

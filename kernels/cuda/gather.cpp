@@ -15,7 +15,7 @@ class Gather final : public Kernel {
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     if (grad_)
       launch_gather_grad(static_cast<const float*>(in[0]), in[1], g_.wide, static_cast<float*>(out[0]), g_.outer,
-                         g_.vocab, g_.row, g_.count, ctx.stream->stream);
+                         g_.vocab, g_.row, g_.count, g_.padding, ctx.stream->stream);
     else
       launch_gather(static_cast<const float*>(in[0]), in[1], g_.wide, static_cast<float*>(out[0]), g_.outer, g_.vocab,
                     g_.row, g_.count, ctx.stream->stream);

@@ -28,13 +28,13 @@ __global__ void gather_kernel(const float* table, const I* indices, float* y, in
 
 template <class I>
 __global__ void gather_grad_kernel(const float* dy, const I* indices, float* dtable, int64_t outer, int64_t vocab,
-                                   int64_t row, int64_t count) {
+                                   int64_t row, int64_t count, int64_t padding) {
   const int64_t columns = outer * row;
   for (int64_t c = first_index(); c < columns; c += grid_stride()) {
     const int64_t a = c / row, k = c % row;
     for (int64_t i = 0; i < count; ++i) {
       const int64_t v = index_at(indices, i, vocab);
-      if (v >= 0 && v < vocab) dtable[(a * vocab + v) * row + k] += dy[(a * count + i) * row + k];
+      if (v >= 0 && v < vocab && v != padding) dtable[(a * vocab + v) * row + k] += dy[(a * count + i) * row + k];
     }
   }
 }
@@ -54,17 +54,17 @@ void launch_gather(const float* table, const void* indices, bool wide, float* y,
 }
 
 void launch_gather_grad(const float* dy, const void* indices, bool wide, float* dtable, int64_t outer, int64_t vocab,
-                        int64_t row, int64_t count, cudaStream_t stream) {
+                        int64_t row, int64_t count, int64_t padding, cudaStream_t stream) {
   const int64_t table = outer * vocab * row;
   if (table <= 0) return;
   cudaMemsetAsync(dtable, 0, size_t(table) * sizeof(float), stream);
   const int64_t columns = outer * row;
   if (wide)
     gather_grad_kernel<<<blocks_for(columns), kThreads, 0, stream>>>(dy, static_cast<const int64_t*>(indices), dtable,
-                                                                     outer, vocab, row, count);
+                                                                     outer, vocab, row, count, padding);
   else
     gather_grad_kernel<<<blocks_for(columns), kThreads, 0, stream>>>(dy, static_cast<const int32_t*>(indices), dtable,
-                                                                     outer, vocab, row, count);
+                                                                     outer, vocab, row, count, padding);
 }
 
 }  // namespace of::kernels::cuda

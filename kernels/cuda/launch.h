@@ -131,11 +131,12 @@ void launch_softmax_grad(bool log, const float* dy, const float* y, float* dx, i
 
 // gather: y [outer, count, row] from table [outer, vocab, row] at indices (int64 when wide, else
 // int32; negative ones count from the end; out of range gives a zero row). gather_grad: dtable
-// (zeroed first) += dy rows at their indices, added in index order per element, as the CPU twin.
+// (zeroed first) += dy rows at their indices, added in index order per element, as the CPU twin;
+// row `padding` (>= 0: nn.Embedding's padding_idx) stays zero.
 void launch_gather(const float* table, const void* indices, bool wide, float* y, int64_t outer, int64_t vocab,
                    int64_t row, int64_t count, cudaStream_t stream);
 void launch_gather_grad(const float* dy, const void* indices, bool wide, float* dtable, int64_t outer, int64_t vocab,
-                        int64_t row, int64_t count, cudaStream_t stream);
+                        int64_t row, int64_t count, int64_t padding, cudaStream_t stream);
 
 // Layer normalization over rows of n (the CPU twin: kernels/cpu/layer_norm.cpp), each row's
 // moments summed in double: y = (x - mean) * rstd * scale + bias (bias may be null);

@@ -23,6 +23,16 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 4 heads, 16 tokens; logits [64,64]. Trained on a token file (next-token labels).
   nanogpt       the gpt with nanoGPT's own mask: a float tril buffer "bias" [1,1,16,16] applied with
                 masked_fill(bias[:, :, :t, :t] == 0, -inf) (a comparison of a float buffer: ofc folds it).
+  pos_encoding  PyTorch's nn.Transformer language-modelling tutorial model (sequence-first
+                nn.TransformerEncoder, 2 layers, width 32, 2 heads; embeddings times sqrt(32) plus a
+                sinusoid table registered as a buffer; a float causal mask buffer) on tokens [4,16]:
+                the buffers must not train (exported with scripts/of_export.py, as every model here).
+  finetune      torchvision's fine-tuning recipe: resnet18 with requires_grad = False on every
+                parameter and a new nn.Linear(512, 10) head, on [4,3,64,64] (only the head trains;
+                the BatchNorms' running statistics still move).
+  padded_lm     nn.Embedding(8, 16, padding_idx=0), nn.GRU(16, 16, batch_first), nn.Linear(16, 8)
+                per token, on tokens [4,16] below 8 (an eighth of them the padding token): the
+                padding row must not train (scripts/of_export.py lists it; the exporter drops it).
   gpt_tied      the gpt with nanoGPT's tied head (head.weight is wte.weight): the export and the
                 checkpoint hold one tensor, which this test loads under both names.
   encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
@@ -128,7 +138,8 @@ CHECK is one of:
                 max|of - torch| / max|torch| <= 1e-4 (float32 rounding of a different summation
                 order stays well below that for models this small).
   train-sgd     The training recipe: model.train(), torch.onnx.export(..., training=TRAINING,
-  train-adamw   do_constant_folding=False), `ofc --train --loss cross_entropy --label label
+  train-adamw   do_constant_folding=False) and the list of parameters that require grad
+                (scripts/of_export.py's mark_parameters, as the README exports), `ofc --train --loss cross_entropy --label label
                 --optimizer sgd:lr=0.05` (resp. adamw:lr=1e-3,weight_decay=0.01), then
                 `ofrun --data ... --steps 5 --no-shuffle --metrics --checkpoint` over a file of
                 exactly 5 batches (npy:FEATURES,LABELS; the gpt a uint16 token file, as
@@ -231,7 +242,8 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "lstm_bi", "gru_bi", "bn_cnn", "layer_norms", "resnet50", "gpt_tied", "encoder_seq_first",
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
-               "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll"]
+               "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
+               "padded_lm"]
 
 
 def parse_args():
@@ -264,7 +276,9 @@ try:
     import torch.nn as nn
     import torch.nn.functional as F
     sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
     from torch_load_checkpoint import read_safetensors
+    from of_export import mark_parameters, padding_rows
 except ImportError as e:  # the models below are torch modules: nothing more can be defined
     print(f"zoo: FAIL: cannot run: {sys.executable} cannot import what the checks need: {e} "
           "(scripts/setup.sh installs it)")
@@ -433,6 +447,80 @@ def gpt():
 
 def nanogpt():
     return Model(GPT(float_mask=True), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
+
+
+class PositionalEncoding(nn.Module):
+    """PyTorch's own "Language Modeling with nn.Transformer" tutorial's: a sinusoid table
+    registered as a buffer (float, added to the embeddings: it must not train)."""
+
+    def __init__(self, d_model, max_len=64):
+        super().__init__()
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div_term)
+        pe[:, 0, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        return x + self.pe[:x.size(0)]
+
+
+class TutorialLM(nn.Module):
+    """The tutorial's TransformerModel (sequence-first), with its causal mask a float buffer of
+    -inf above the diagonal (added to the attention scores); fed batch-first tokens, it returns a
+    row of logits per token."""
+
+    def __init__(self, ntoken=GPT_VOCAB, d_model=GPT_WIDTH, nhead=2, d_hid=64, nlayers=2):
+        super().__init__()
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(d_model, nhead, d_hid, dropout=0.0)
+        self.transformer_encoder = nn.TransformerEncoder(layer, nlayers)
+        self.embedding = nn.Embedding(ntoken, d_model)
+        self.d_model, self.ntoken = d_model, ntoken
+        self.linear = nn.Linear(d_model, ntoken)
+        self.register_buffer("src_mask", torch.triu(torch.full((GPT_SEQ, GPT_SEQ), float("-inf")), diagonal=1))
+
+    def forward(self, tokens):
+        src = self.embedding(tokens.t()) * math.sqrt(self.d_model)
+        out = self.linear(self.transformer_encoder(self.pos_encoder(src), self.src_mask))
+        return out.transpose(0, 1).reshape(-1, self.ntoken)
+
+
+def pos_encoding():
+    return Model(TutorialLM(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True,
+                 zero_grad=key_bias(f"transformer_encoder.layers.{i}.self_attn.in_proj_bias" for i in range(2)))
+
+
+def finetune():
+    """torchvision's fine-tuning recipe: a resnet18 with every parameter frozen (requires_grad =
+    False) and a new head; its BatchNorms, in train mode, still update their running statistics."""
+    import torchvision
+    net = torchvision.models.resnet18(num_classes=1000)
+    for p in net.parameters():
+        p.requires_grad = False
+    net.fc = nn.Linear(net.fc.in_features, 10)
+    return Model(net, (3, 64, 64), 10)
+
+
+class PaddedLM(nn.Module):
+    """A text model as NLP code writes it: nn.Embedding(padding_idx=0) (row 0 starts at zero and
+    torch's gradient never touches it; the exporter drops padding_idx with a warning), a GRU, a
+    head per token."""
+
+    def __init__(self, vocab=8, width=16):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, width, padding_idx=0)
+        self.rnn = nn.GRU(width, width, batch_first=True)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, tokens):
+        h, _ = self.rnn(self.embedding(tokens))
+        return self.head(h).reshape(-1, self.head.out_features)
+
+
+def padded_lm():
+    return Model(PaddedLM(), (GPT_SEQ,), 8, label=(GPT_SEQ,), tokens=True)
 
 
 def gpt_tied():
@@ -1005,7 +1093,8 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 lstm_bi, gru_bi, bn_cnn, layer_norms, resnet50, gpt_tied, encoder_seq_first,
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
-                                weighted_ce, summed_ce, deeplab_aux, multilabel, nll]))
+                                weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
+                                padded_lm]))
 
 
 def build(name):
@@ -1110,6 +1199,8 @@ def export(model, x, path, opset, train, input_names=None):
     except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
         line = str(e).strip().splitlines()
         raise Failure(f"torch.onnx.export failed: {type(e).__name__}: {line[0] if line else ''}")
+    if train:  # which tensors torch trains, as the README's export for training lists them
+        mark_parameters(model, path)
     proto = onnx.load(path)
     if opset == 18:
         proto = to_opset18(proto)
@@ -1145,10 +1236,16 @@ def nan_max(xs):
 
 def rel_err(got, want):
     """max|got - want| / max|want| (absolute when want is all zeros), and max|want|; infinite when
-    the shapes differ (numpy would broadcast them) or any element is NaN (np.max propagates it)."""
+    the shapes differ (numpy would broadcast them) or any element is NaN (np.max propagates it).
+    An infinity of want (a causal mask buffer's -inf) must be got exactly; the rest is compared."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
         return math.inf, float(np.max(np.abs(want))) if want.size else 0.0
+    infinite = np.isinf(want)
+    if infinite.any():
+        if not np.array_equal(got[infinite], want[infinite]):
+            return math.inf, math.inf
+        got, want = got[~infinite], want[~infinite]
     err = float(np.max(np.abs(got - want))) if want.size else 0.0
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     return (err / scale if scale > 0 else err), scale
@@ -1499,6 +1596,13 @@ def check_train(args, name, m, work, check):
             r, scale = (0.0 if ok else float("inf")), None
         if not ok:
             bad.append((k, r, scale, g, w))
+    # A padding row (nn.Embedding's padding_idx) gets no gradient on either side: it must stay as
+    # torch's does, not merely within the tolerance above (a small gradient moves it little).
+    for line in padding_rows(ref):
+        k, row = line.rsplit(" ", 1)
+        g, w = tensors[k][int(row)].double(), state[k][int(row)].double()
+        if not torch.allclose(g, w, rtol=0, atol=1e-7):
+            bad.append((k + f"[{row}] (padding row)", (g - w).abs().max().item(), None, g, w))
     print(f"zoo {name} {check}: weights {'ok' if not bad else 'FAIL'}: {len(state)} tensors of "
           f"{os.path.relpath(weights, work)} vs PyTorch after {STEPS} steps, worst relative "
           f"difference {worst:.3g} (tolerance {WEIGHT_REL_TOL:g} of each tensor's max |value|)"

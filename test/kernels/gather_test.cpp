@@ -89,6 +89,31 @@ TEST_CASE("gather: axes 0, 1 and last match an index reference and gather_grad i
   }
 }
 
+TEST_CASE("gather: gather_grad with padding_idx leaves that row zero, as nn.Embedding(padding_idx=k) does", "[kernels]") {
+  const GatherCase c{{5, 3}, 0, {6}, {1, 0, 4, 0, -5, 1}};  // row 0 three times (one as -5), row 1 twice
+  std::mt19937 rng(11);
+  const auto dy = testing::random_floats(6 * 3, rng);
+  Attrs attrs;
+  attrs.set_int("axis", 0);
+  attrs.set_int("padding_idx", 0);
+  auto k = make_kernel("gather_grad", DeviceKind::cpu, DType::f32,
+                       KernelConfig{attrs, {{{6, 3}, DType::f32}, {{6}, DType::i64}}, {{{5, 3}, DType::f32}}, "test_node"});
+  std::vector<float> dt(15, std::nanf(""));
+  const void* in[] = {dy.data(), c.index.data()};
+  void* outs[] = {dt.data()};
+  k->run({}, in, outs);
+  std::vector<double> want(15, 0.0);
+  for (int64_t d = 0; d < 3; ++d) {
+    want[size_t(3 + d)] = double(dy[size_t(d)]) + double(dy[size_t(15 + d)]);  // row 1: items 0 and 5
+    want[size_t(12 + d)] = dy[size_t(6 + d)];                                 // row 4: item 2
+  }
+  testing::check_close(dt, want, 1e-6);
+  attrs.set_int("padding_idx", 5);
+  CHECK_THROWS_WITH(make_kernel("gather_grad", DeviceKind::cpu, DType::f32,
+                                KernelConfig{attrs, {{{6, 3}, DType::f32}, {{6}, DType::i64}}, {{{5, 3}, DType::f32}}, "test_node"}),
+                    Catch::Contains("padding_idx 5 is outside the table's 5 rows"));
+}
+
 TEST_CASE("gather: bad configs throw of::Error", "[kernels]") {
   auto rejects = [](int64_t axis, const Shape& table, const Shape& idx, const Shape& out, DType idx_dtype) {
     Attrs attrs;

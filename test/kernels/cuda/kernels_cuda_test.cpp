@@ -289,6 +289,7 @@ TEST_CASE("cuda twin: gather and gather_grad, int64 and int32 indices, negative 
   const HostTensor table = random_f32({50, 16}, 38), indices = i64_tensor({4, 9}, idx);
   const auto y = check_twin("gather", {}, {table, indices}, f32({{4, 9, 16}}));
   check_twin("gather_grad", {}, {random_f32({4, 9, 16}, 39), indices}, f32({{50, 16}}));
+  check_twin("gather_grad", ints({{"padding_idx", 11}}), {random_f32({4, 9, 16}, 39), indices}, f32({{50, 16}}));
   // int32 indices, and axis 1 (x[:, i]).
   const HostTensor i32 = i32_tensor({3}, {2, 0, 2});
   const Attrs axis1 = ints({{"axis", 1}});
