@@ -57,6 +57,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"train", "freeze"}))
       ->needs(train);
   app.add_option("--freeze", options.freeze, "initializers (names or globs) not to train; repeatable")->needs(train);
+  app.add_option("--no-weight-decay", options.no_weight_decay,
+                 "trained tensors (names or globs, e.g. '*.bias') the optimizer's weight_decay leaves out, as a torch param "
+                 "group with weight_decay=0; repeatable")
+      ->needs(train);
+  app.add_flag("--no-weight-decay-1d", options.no_weight_decay_1d,
+               "leave every trained tensor of fewer than 2 dimensions (biases, norm weights) out of weight_decay, as nanoGPT "
+               "and timm group them")
+      ->needs(train);
   app.add_option("--devices", devices, "devices to place the plan on: N:cpu (N CPU devices), RxD:cpu (R ranks of D CPU devices), N:cuda or RxD:cuda (GPUs)")->capture_default_str();
   auto* dp_opt = app.add_option("--dp", options.dp, "data-parallel degree (batch split, weights replicated)")->check(of::cli::between(1, 4096));
   auto* tp_opt = app.add_option("--tp", options.tp, "tensor-parallel degree (weights split; SBP inference picks how)")->check(of::cli::between(1, 4096));

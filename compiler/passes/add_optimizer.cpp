@@ -12,6 +12,8 @@
 // (in place on running_mean, running_var and num_batches_tracked, once per piece, as torch
 // updates them once per forward call); it is a task of its own so that the forward pass never
 // waits for the readers of the running statistics.
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -60,6 +62,27 @@ OptimizerChoice parse_optimizer(const std::string& text) {
   }
   o.lr = float(s.number("lr", s.kind() == "sgd" ? 0.01 : 0.001, 0, 1e6));
   return o;
+}
+
+// Which trained weights (c.training.weights' order) get the optimizer's weight_decay: all but
+// those --no-weight-decay names and, with --no-weight-decay-1d, those of fewer than 2 dimensions
+// (a torch param group with weight_decay=0). A pattern that names no trained weight is refused.
+std::vector<bool> decayed(const Compilation& c) {
+  const Graph& g = c.graph;
+  const CompileOptions& o = c.options;
+  std::vector<bool> decays;
+  for (const auto& [w, dw] : c.training.weights) {
+    const Value& v = g.values[size_t(w)];
+    bool out = o.no_weight_decay_1d && v.desc.shape.size() < 2;
+    for (const std::string& pattern : o.no_weight_decay) out = out || fnmatch(pattern.c_str(), v.name.c_str(), 0) == 0;
+    decays.push_back(!out);
+  }
+  for (const std::string& pattern : o.no_weight_decay) {
+    bool any = false;
+    for (const auto& [w, dw] : c.training.weights) any = any || fnmatch(pattern.c_str(), g.values[size_t(w)].name.c_str(), 0) == 0;
+    if (!any) fail({.file = g.source_file}, "--no-weight-decay pattern '{}' matches no trained tensor of the model", pattern);
+  }
+  return decays;
 }
 
 ValueId add_scalar_input(Graph& g, const std::string& name) {
@@ -196,11 +219,14 @@ bool AddOptimizer::run(Compilation& c) {
   const auto first_update = NodeId(g.nodes.size());
   const ValueId lr = add_scalar_input(g, "train/lr");
   const ValueId step = add_scalar_input(g, "train/step");
-  const Attrs& attrs = opt.attrs;
+  const std::vector<bool> decays = decayed(c);
 
-  for (const auto& [w, dw] : c.training.weights) {
+  for (size_t i = 0; i < c.training.weights.size(); ++i) {
+    const auto [w, dw] = c.training.weights[i];
     const std::string wname = g.values[size_t(w)].name;
     const TensorDesc desc = g.values[size_t(w)].desc;
+    Attrs attrs = opt.attrs;
+    if (!decays[i]) attrs.set_float("weight_decay", 0.0f);
     ValueId grad = dw, step_lr = lr, step_no = step;
     if (o.micro_batches > 1) {
       const auto acc_id = NodeId(g.nodes.size());

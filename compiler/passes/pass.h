@@ -41,6 +41,11 @@ struct CompileOptions {
   // Training (needs loss): update every weight in place after each step (add-optimizer).
   bool train = false;
   std::string optimizer = "sgd:lr=0.01";  // sgd|adam|adamw[:key=value,...]
+  // Trained tensors the optimizer's weight_decay leaves out, as a PyTorch param group with
+  // weight_decay 0 would: names or globs (`*.bias`), and with no_weight_decay_1d every tensor of
+  // fewer than two dimensions (nanoGPT's and timm's rule: biases, normalization weights).
+  std::vector<std::string> no_weight_decay;
+  bool no_weight_decay_1d = false;
   std::string schedule = "constant";       // common/lr_schedule.h
   int32_t micro_batches = 1;               // pieces per optimizer step (at most kMaxMicroBatches)
   // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"

@@ -22,7 +22,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 masked_fill(-inf), GELU MLP, Dropout(0.0), an untied head; vocab 64, width 32,
                 4 heads, 16 tokens; logits [64,64]. Trained on a token file (next-token labels).
   nanogpt       the gpt with nanoGPT's own mask: a float tril buffer "bias" [1,1,16,16] applied with
-                masked_fill(bias[:, :, :t, :t] == 0, -inf) (a comparison of a float buffer: ofc folds it).
+                masked_fill(bias[:, :, :t, :t] == 0, -inf) (a comparison of a float buffer: ofc folds it),
+                and trained with nanoGPT's param groups: no weight decay on biases and LayerNorm
+                weights (ofc --no-weight-decay-1d; AdamW's weight_decay 1.0, so that 5 steps of it
+                show in the LayerNorm weights: 0.5%).
   pos_encoding  PyTorch's nn.Transformer language-modelling tutorial model (sequence-first
                 nn.TransformerEncoder, 2 layers, width 32, 2 heads; embeddings times sqrt(32) plus a
                 sinusoid table registered as a buffer; a float causal mask buffer) on tokens [4,16]:
@@ -226,13 +229,13 @@ KINK_RUNS = 4
 KINKS = {"ReLU": (0.0,), "ReLU6": (0.0, 6.0), "Hardswish": (-3.0, 3.0), "Hardsigmoid": (-3.0, 3.0)}
 WEIGHT_FLOOR = 1e-6
 TOOL_TIMEOUT_S = 300  # a plan that stalls would otherwise hang the test forever
-def optimizers(lr_scale):
+def optimizers(lr_scale, weight_decay=0.01):
     """CHECK -> (ofc --optimizer, torch.optim factory), learning rates times the model's scale."""
     sgd, adamw = 0.05 * lr_scale, 1e-3 * lr_scale
     return {
         "train-sgd": (f"sgd:lr={sgd!r}", lambda params: torch.optim.SGD(params, lr=sgd)),
-        "train-adamw": (f"adamw:lr={adamw!r},weight_decay=0.01",
-                        lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=0.01)),
+        "train-adamw": (f"adamw:lr={adamw!r},weight_decay={weight_decay!r}",
+                        lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=weight_decay)),
     }
 CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw"]
 DP = 2  # devices of the dp2-* and zero3-* checks
@@ -302,7 +305,7 @@ class Model:
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
-                 summed=False):
+                 summed=False, no_decay_1d=False, weight_decay=0.01):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -336,6 +339,11 @@ class Model:
         # The loss is a sum over the batch: on `parts` devices `of` trains the whole batch's sum,
         # the sum of the ranks' sums (DDP would average them: README), which dp checks compare.
         self.summed = summed
+        # Trained as nanoGPT trains: no weight decay on tensors of fewer than 2 dimensions (a torch
+        # param group with weight_decay 0; ofc --no-weight-decay-1d).
+        self.no_decay_1d = no_decay_1d
+        # AdamW's weight_decay (a large one makes the decay of 5 steps show beyond the tolerances).
+        self.weight_decay = weight_decay
 
 
 class Flatten(nn.Module):
@@ -446,7 +454,8 @@ def gpt():
 
 
 def nanogpt():
-    return Model(GPT(float_mask=True), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
+    return Model(GPT(float_mask=True), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS,
+                 no_decay_1d=True, weight_decay=1.0)
 
 
 class PositionalEncoding(nn.Module):
@@ -1327,6 +1336,18 @@ LABEL_SMOOTHING = 0.0
 IGNORE_INDEX = -100
 OWN_LOSS = False
 SUMMED = False
+NO_DECAY_1D = False
+
+
+def param_groups(model):
+    """What a training step's torch.optim optimizer takes: the model's parameters, or with
+    NO_DECAY_1D nanoGPT's configure_optimizers groups (tensors of 2+ dimensions decayed, the rest,
+    biases and LayerNorm weights, in a group with weight_decay 0)."""
+    if not NO_DECAY_1D:
+        return model.parameters()
+    params = list(model.parameters())
+    return [{"params": [p for p in params if p.dim() >= 2]},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
 
 
 def loss_of(model, x, y):
@@ -1371,7 +1392,7 @@ def torch_train(model, make_opt, features, labels, dtype=torch.float32, parts=1)
 
 def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1):
     """torch_train step by step: yields each step's loss once `model` holds the weights after it."""
-    opt = make_opt(model.parameters())
+    opt = make_opt(param_groups(model))
     for s in range(STEPS):
         x = torch.from_numpy(features[s * BATCH:(s + 1) * BATCH])
         x = x.to(dtype) if x.is_floating_point() else x  # token ids stay integers
@@ -1504,7 +1525,7 @@ def referee_runs(name, check, ref, make_opt, features, labels, parts):
 def check_train(args, name, m, work, check):
     parts = DP if check.startswith(("dp2-", "zero3-")) else 1
     zero = ["--zero", "3"] if check.startswith("zero3-") else []
-    optimizer, make_opt = optimizers(m.lr_scale)["train-" + check.split("-", 1)[1]]
+    optimizer, make_opt = optimizers(m.lr_scale, m.weight_decay)["train-" + check.split("-", 1)[1]]
     model = m.train.train()
     # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
     ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
@@ -1522,7 +1543,8 @@ def check_train(args, name, m, work, check):
         ([f"ignore_index={m.ignore_index}"] if m.ignore_index is not None else [])
     loss = "output" if m.own_loss else "cross_entropy" + (":" + ",".join(options) if options else "")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
-         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero)
+         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero,
+         *(["--no-weight-decay-1d"] if m.no_decay_1d else []))
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
          "--checkpoint", ck)
@@ -1707,8 +1729,8 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
-        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED
-        OWN_LOSS, SUMMED = m.own_loss, m.summed
+        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED, NO_DECAY_1D
+        OWN_LOSS, SUMMED, NO_DECAY_1D = m.own_loss, m.summed, m.no_decay_1d
         LABEL_SMOOTHING = m.label_smoothing
         IGNORE_INDEX = m.ignore_index if m.ignore_index is not None else -100
         if args.check == "infer" and m.own_loss:
