@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
                  "trained tensors (names or globs, e.g. '*.bias') the optimizer's weight_decay leaves out, as a torch param "
                  "group with weight_decay=0; repeatable")
       ->needs(train);
+  app.add_option("--clip-grad-norm", options.clip_grad_norm,
+                 "clip each step's gradients to this global 2-norm, as torch.nn.utils.clip_grad_norm_(params, MAX) before "
+                 "optimizer.step()")
+      ->check(CLI::Range(1e-30, 1e30))
+      ->needs(train);
   app.add_flag("--no-weight-decay-1d", options.no_weight_decay_1d,
                "leave every trained tensor of fewer than 2 dimensions (biases, norm weights) out of weight_decay, as nanoGPT "
                "and timm group them")

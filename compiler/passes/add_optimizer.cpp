@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "common/lr_schedule.h"
 #include "common/option_spec.h"
+#include "compiler/passes/clip_grad_norm.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/training_kernels.h"
 
@@ -174,25 +175,31 @@ void add_batch_norm_update(Compilation& c, NodeId bn) {
 // bits: an update still waits for every reader of the version it replaces.
 void place_updates_early(Graph& g, NodeId first_new) {
   const auto count = NodeId(g.nodes.size());
-  std::vector<std::vector<NodeId>> after(size_t(count) + 1);  // [0]: before every node
+  // Each new node follows the latest old node it waits for, directly or through the new nodes it
+  // reads (a clipped gradient waits for every gradient's square sum, each placed after its own
+  // gradient); new nodes following the same old one keep their (topological) order.
+  std::vector<NodeId> old_anchor(size_t(count - first_new), -1);
+  std::vector<std::vector<NodeId>> after(size_t(first_new) + 1);  // [0]: before every old node
   for (NodeId m = first_new; m < count; ++m) {
     const Node& node = g.nodes[size_t(m)];
     NodeId anchor = -1;
-    for (ValueId v : node.inputs) anchor = std::max(anchor, g.values[size_t(v)].producer);
+    auto wait_for = [&](NodeId p) {
+      OF_ASSERT(p < m, "an update waits for a node made after it: " + node.name);
+      if (p >= 0) anchor = std::max(anchor, p >= first_new ? old_anchor[size_t(p - first_new)] : p);
+    };
+    for (ValueId v : node.inputs) wait_for(g.values[size_t(v)].producer);
     for (int32_t k : node.inplace)
       for (NodeId r : g.values[size_t(node.inputs[size_t(k)])].consumers)
-        if (r != m) anchor = std::max(anchor, r);
-    OF_ASSERT(anchor < m, "an update waits for a node made after it: " + node.name);
+        if (r != m) wait_for(r);
+    old_anchor[size_t(m - first_new)] = anchor;
     after[size_t(anchor + 1)].push_back(m);
   }
-  std::vector<NodeId> order;
+  std::vector<NodeId> order(after[0]);
   order.reserve(size_t(count));
-  auto emit = [&](NodeId n, auto&& self) -> void {
+  for (NodeId n = 0; n < first_new; ++n) {
     order.push_back(n);
-    for (NodeId m : after[size_t(n + 1)]) self(m, self);
-  };
-  for (NodeId m : after[0]) emit(m, emit);
-  for (NodeId n = 0; n < first_new; ++n) emit(n, emit);
+    order.insert(order.end(), after[size_t(n + 1)].begin(), after[size_t(n + 1)].end());
+  }
   reorder_nodes(g, order);
 }
 
@@ -221,13 +228,17 @@ bool AddOptimizer::run(Compilation& c) {
   const ValueId step = add_scalar_input(g, "train/step");
   const std::vector<bool> decays = decayed(c);
 
-  for (size_t i = 0; i < c.training.weights.size(); ++i) {
+  // Each weight's gradient for a step (with micro-batches, their mean) and the step's scalars.
+  const size_t count = c.training.weights.size();
+  std::vector<ValueId> weights(count), grads(count), step_lrs(count, lr), step_nos(count, step);
+  for (size_t i = 0; i < count; ++i) {
     const auto [w, dw] = c.training.weights[i];
     const std::string wname = g.values[size_t(w)].name;
-    const TensorDesc desc = g.values[size_t(w)].desc;
-    Attrs attrs = opt.attrs;
-    if (!decays[i]) attrs.set_float("weight_decay", 0.0f);
-    ValueId grad = dw, step_lr = lr, step_no = step;
+    weights[i] = w;
+    ValueId& grad = grads[i];
+    ValueId& step_lr = step_lrs[i];
+    ValueId& step_no = step_nos[i];
+    grad = dw;
     if (o.micro_batches > 1) {
       const auto acc_id = NodeId(g.nodes.size());
       Node acc{.name = "accumulate/" + wname, .op_type = "Accumulate", .inputs = {dw, lr, step}, .kernel = "accumulate",
@@ -252,13 +263,22 @@ bool AddOptimizer::run(Compilation& c) {
     // Without micro-batches a weight's gradient is consumed by its update before the next one
     // can exist (the next forward pass waits for the updated weight): one slot is enough.
     if (o.micro_batches == 1 && g.values[size_t(dw)].producer >= 0) g.nodes[size_t(g.values[size_t(dw)].producer)].slots = 1;
+  }
+  if (o.clip_grad_norm > 0) grads = clip_grad_norm(g, weights, grads, o.clip_grad_norm);
+
+  for (size_t i = 0; i < count; ++i) {
+    const ValueId w = weights[i], grad = grads[i];
+    const std::string wname = g.values[size_t(w)].name;
+    const TensorDesc desc = g.values[size_t(w)].desc;
+    Attrs attrs = opt.attrs;
+    if (!decays[i]) attrs.set_float("weight_decay", 0.0f);
     std::vector<ValueId> inputs{w, grad};
     for (const std::string& s : opt.state_names) {
       inputs.push_back(add_optimizer_state(g, wname + "." + s, desc));
     }
     const size_t tensors = inputs.size();
-    inputs.push_back(step_lr);
-    inputs.push_back(step_no);
+    inputs.push_back(step_lrs[i]);
+    inputs.push_back(step_nos[i]);
 
     const auto id = NodeId(g.nodes.size());
     Node n{.name = "update/" + wname, .op_type = opt.kernel == "sgd_update" ? "SgdUpdate" : "AdamUpdate",

@@ -46,6 +46,9 @@ struct CompileOptions {
   // fewer than two dimensions (nanoGPT's and timm's rule: biases, normalization weights).
   std::vector<std::string> no_weight_decay;
   bool no_weight_decay_1d = false;
+  // > 0: every step's gradients are clipped to this global 2-norm first, as
+  // torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) between backward() and step().
+  double clip_grad_norm = 0;
   std::string schedule = "constant";       // common/lr_schedule.h
   int32_t micro_batches = 1;               // pieces per optimizer step (at most kMaxMicroBatches)
   // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"

@@ -665,3 +665,29 @@ TEST_CASE("parallel: BatchNorm under tensor parallelism splits its channels with
     }
   }
 }
+
+// Clipping by the global norm needs every gradient's square sum: split and partial-sum gradients
+// give partial sums that one scalar reduction completes, on any layout.
+TEST_CASE("parallel: --clip-grad-norm clips by the global norm with the one-device losses under dp, tp, ZeRO and pp", "[e2e][parallel]") {
+  TempDir d;
+  const std::string clip = "--clip-grad-norm 0.5 ";
+  const std::vector<double> unclipped = train_losses(d, compile_mlp_adam(d, "", "plain.ofp").first, 6);
+  const std::vector<double> want = train_losses(d, compile_mlp_adam(d, clip, "one.ofp").first, 6);
+  REQUIRE(want.size() == 6);
+  CHECK(std::abs(want[5] - unclipped[5]) > 1e-3);  // the clipping changes the run
+  for (const std::string flags : {"--devices 2:cpu --dp 2", "--devices 2:cpu --tp 2", "--devices 4:cpu --dp 2 --tp 2",
+                                  "--devices 2:cpu --dp 2 --zero 1", "--devices 2:cpu --dp 2 --zero 3"}) {
+    const std::vector<double> got = train_losses(d, compile_mlp_adam(d, clip + flags, "par.ofp").first, 6);
+    REQUIRE(got.size() == 6);
+    for (size_t s = 0; s < 6; ++s) {
+      INFO(flags << ", step " << s + 1 << ": " << got[s] << " vs one device " << want[s]);
+      CHECK(std::abs(got[s] - want[s]) / want[s] <= 1e-5);
+    }
+  }
+  // Micro-batches: the clipped mean of a step's gradients, on one device and over 2 stages.
+  const std::vector<double> micro = train_losses(d, compile_mlp_adam(d, clip + "--micro-batches 2", "micro.ofp").first, 6);
+  const std::vector<double> piped =
+      train_losses(d, compile_mlp_adam(d, clip + "--devices 2:cpu --pp 2 --micro-batches 2", "pp.ofp").first, 6);
+  REQUIRE(piped.size() == 6);
+  for (size_t s = 0; s < 6; ++s) CHECK(std::abs(piped[s] - micro[s]) / micro[s] <= 1e-5);
+}

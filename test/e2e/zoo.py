@@ -29,7 +29,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   pos_encoding  PyTorch's nn.Transformer language-modelling tutorial model (sequence-first
                 nn.TransformerEncoder, 2 layers, width 32, 2 heads; embeddings times sqrt(32) plus a
                 sinusoid table registered as a buffer; a float causal mask buffer) on tokens [4,16]:
-                the buffers must not train (exported with scripts/of_export.py, as every model here).
+                the buffers must not train (exported with scripts/of_export.py, as every model here);
+                trained as the tutorial trains it, with clip_grad_norm_(model.parameters(), 0.5)
+                before each step (ofc --clip-grad-norm 0.5).
   finetune      torchvision's fine-tuning recipe: resnet18 with requires_grad = False on every
                 parameter and a new nn.Linear(512, 10) head, on [4,3,64,64] (only the head trains;
                 the BatchNorms' running statistics still move).
@@ -305,7 +307,7 @@ class Model:
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
-                 summed=False, no_decay_1d=False, weight_decay=0.01):
+                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -344,6 +346,9 @@ class Model:
         self.no_decay_1d = no_decay_1d
         # AdamW's weight_decay (a large one makes the decay of 5 steps show beyond the tolerances).
         self.weight_decay = weight_decay
+        # Each step's gradients clipped to this global norm: torch.nn.utils.clip_grad_norm_ before
+        # step(), ofc --clip-grad-norm.
+        self.clip_norm = clip_norm
 
 
 class Flatten(nn.Module):
@@ -497,7 +502,7 @@ class TutorialLM(nn.Module):
 
 
 def pos_encoding():
-    return Model(TutorialLM(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True,
+    return Model(TutorialLM(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, clip_norm=0.5,
                  zero_grad=key_bias(f"transformer_encoder.layers.{i}.self_attn.in_proj_bias" for i in range(2)))
 
 
@@ -1337,6 +1342,7 @@ IGNORE_INDEX = -100
 OWN_LOSS = False
 SUMMED = False
 NO_DECAY_1D = False
+CLIP_NORM = 0.0
 
 
 def param_groups(model):
@@ -1401,6 +1407,8 @@ def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1)
         opt.zero_grad()
         loss.backward()
         restore()
+        if CLIP_NORM:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
         opt.step()
         yield loss.item()
 
@@ -1544,7 +1552,8 @@ def check_train(args, name, m, work, check):
     loss = "output" if m.own_loss else "cross_entropy" + (":" + ",".join(options) if options else "")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero,
-         *(["--no-weight-decay-1d"] if m.no_decay_1d else []))
+         *(["--no-weight-decay-1d"] if m.no_decay_1d else []),
+         *(["--clip-grad-norm", m.clip_norm] if m.clip_norm else []))
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
          "--checkpoint", ck)
@@ -1729,8 +1738,8 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
-        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED, NO_DECAY_1D
-        OWN_LOSS, SUMMED, NO_DECAY_1D = m.own_loss, m.summed, m.no_decay_1d
+        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED, NO_DECAY_1D, CLIP_NORM
+        OWN_LOSS, SUMMED, NO_DECAY_1D, CLIP_NORM = m.own_loss, m.summed, m.no_decay_1d, m.clip_norm
         LABEL_SMOOTHING = m.label_smoothing
         IGNORE_INDEX = m.ignore_index if m.ignore_index is not None else -100
         if args.check == "infer" and m.own_loss:
