@@ -201,51 +201,50 @@ void import_constant(Graph& g, const onnx::NodeProto& node, const Where& where, 
   fail(where, "Constant without a supported value attribute (value, value_float(s), value_int(s))");
 }
 
-// The parameters torch trains, as scripts/of_export.py lists them in the model's metadata: one
-// state_dict name per line. Absent when the model carries no list (torch.onnx.export alone).
-std::optional<std::vector<std::string>> requires_grad_names(const onnx::ModelProto& model, const std::string& path) {
-  std::optional<std::vector<std::string>> names;
+// The non-empty lines of the model's metadata entry `key`, or nullopt when it has none; an entry
+// given twice is refused.
+std::optional<std::vector<std::string_view>> metadata_lines(const onnx::ModelProto& model, const char* key, const Where& where) {
+  std::optional<std::vector<std::string_view>> lines;
   for (const onnx::StringStringEntryProto& p : model.metadata_props()) {
-    if (p.key() != kRequiresGradKey) continue;
-    const Where w{.file = path, .field = std::string("metadata '") + kRequiresGradKey + "'"};
-    if (names) fail(w, "is given twice");
-    names.emplace();
+    if (p.key() != key) continue;
+    if (lines) fail(where, "is given twice");
+    lines.emplace();
     std::string_view rest = p.value();
     while (!rest.empty()) {
       const size_t end = std::min(rest.find('\n'), rest.size());
-      if (end > 0) names->emplace_back(rest.substr(0, end));
+      if (end > 0) lines->push_back(rest.substr(0, end));
       rest.remove_prefix(std::min(end + 1, rest.size()));
     }
-    std::sort(names->begin(), names->end());
-    names->erase(std::unique(names->begin(), names->end()), names->end());
   }
+  return lines;
+}
+
+// The parameters torch trains, as scripts/of_export.py lists them in the model's metadata: one
+// state_dict name per line. Absent when the model carries no list (torch.onnx.export alone).
+std::optional<std::vector<std::string>> requires_grad_names(const onnx::ModelProto& model, const std::string& path) {
+  const auto lines = metadata_lines(model, kRequiresGradKey, {.file = path, .field = std::string("metadata '") + kRequiresGradKey + "'"});
+  if (!lines) return std::nullopt;
+  std::vector<std::string> names(lines->begin(), lines->end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 
 // The padding rows of the model's embeddings, as scripts/of_export.py lists them: "NAME INDEX"
 // per line.
 std::vector<std::pair<std::string, int64_t>> padding_rows(const onnx::ModelProto& model, const std::string& path) {
+  const Where w{.file = path, .field = std::string("metadata '") + kPaddingIdxKey + "'"};
   std::vector<std::pair<std::string, int64_t>> rows;
-  bool seen = false;
-  for (const onnx::StringStringEntryProto& p : model.metadata_props()) {
-    if (p.key() != kPaddingIdxKey) continue;
-    const Where w{.file = path, .field = std::string("metadata '") + kPaddingIdxKey + "'"};
-    if (seen) fail(w, "is given twice");
-    seen = true;
-    std::string_view rest = p.value();
-    for (int line = 1; !rest.empty(); ++line) {
-      const size_t end = std::min(rest.find('\n'), rest.size());
-      const std::string_view text = rest.substr(0, end);
-      rest.remove_prefix(std::min(end + 1, rest.size()));
-      if (text.empty()) continue;
-      const size_t space = text.rfind(' ');
-      int64_t index = -1;
-      const char* digits = space == std::string_view::npos ? text.data() + text.size() : text.data() + space + 1;
-      const auto [last, ec] = std::from_chars(digits, text.data() + text.size(), index);
-      if (space == std::string_view::npos || space == 0 || ec != std::errc() || last != text.data() + text.size() || index < 0)
-        fail(w, "line {} ('{}') is not 'NAME INDEX' with an index >= 0", line, text.substr(0, 80));
-      rows.emplace_back(std::string(text.substr(0, space)), index);
-    }
+  const auto lines = metadata_lines(model, kPaddingIdxKey, w);
+  for (size_t i = 0; lines && i < lines->size(); ++i) {
+    const std::string_view text = (*lines)[i];
+    const size_t space = text.rfind(' ');
+    int64_t index = -1;
+    const char* digits = space == std::string_view::npos ? text.data() + text.size() : text.data() + space + 1;
+    const auto [last, ec] = std::from_chars(digits, text.data() + text.size(), index);
+    if (space == std::string_view::npos || space == 0 || ec != std::errc() || last != text.data() + text.size() || index < 0)
+      fail(w, "line {} ('{}') is not 'NAME INDEX' with an index >= 0", i + 1, text.substr(0, 80));
+    rows.emplace_back(std::string(text.substr(0, space)), index);
   }
   return rows;
 }
