@@ -3,6 +3,8 @@
 
 #include <fmt/core.h>
 
+#include <cstring>
+
 #include "common/error.h"
 
 namespace of::compiler {
@@ -24,6 +26,13 @@ ValueId append_node(Graph& g, std::string name, std::string op, std::string kern
   g.nodes.push_back(Node{.name = std::move(name), .op_type = std::move(op), .inputs = inputs, .outputs = {out},
                          .kernel = std::move(kernel), .kernel_attrs = std::move(attrs), .runtime_inputs = inputs});
   return out;
+}
+
+void set_scalar(Value& v, float x) {
+  v.desc = TensorDesc{{}, DType::f32};
+  v.known = true;
+  v.data = std::vector<uint8_t>(4);
+  std::memcpy(v.data->data(), &x, 4);
 }
 
 void remove_nodes(Graph& g, const std::vector<bool>& dead) {

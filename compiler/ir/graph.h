@@ -136,6 +136,9 @@ struct Graph {
 ValueId append_node(Graph& g, std::string name, std::string op, std::string kernel, Attrs attrs, std::vector<ValueId> inputs,
                     TensorDesc desc);
 
+// Makes `v` a known constant f32 scalar holding x (a loss's seed 1, a clipping bound).
+void set_scalar(Value& v, float x);
+
 // Drops the nodes marked dead (folded to constants), renumbering the rest and every link to them.
 void remove_nodes(Graph& g, const std::vector<bool>& dead);
 

@@ -40,11 +40,7 @@ std::vector<ValueId> GradCtx::emit_n(const std::string& op, const std::string& k
 
 ValueId GradCtx::scalar(float x) {
   const ValueId v = g_.add_value(fmt::format("{}/const_{}", node().name, g_.values.size()));
-  Value& val = g_.values[size_t(v)];
-  val.desc = TensorDesc{{}, DType::f32};
-  val.known = true;
-  val.data = std::vector<uint8_t>(4);
-  std::memcpy(val.data->data(), &x, 4);
+  set_scalar(g_.values[size_t(v)], x);
   grads_.resize(g_.values.size(), kNoValue);
   wants_.resize(g_.values.size(), false);
   return v;

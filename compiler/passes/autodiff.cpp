@@ -27,12 +27,6 @@
 namespace of::compiler {
 namespace {
 
-void set_scalar(Value& v, float x) {
-  v.desc = TensorDesc{{}, DType::f32};
-  v.known = true;
-  v.data = std::vector<uint8_t>(4);
-  std::memcpy(v.data->data(), &x, 4);
-}
 
 // Per-label metrics [rows] (rows = batch * per) -> each sample's sum [batch]: an evaluation
 // counts samples (a padded last batch leaves its padding out), and divides the sums of the

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "compiler/passes/clip_grad_norm.h"
 
-#include <cstring>
 #include <string>
 
 namespace of::compiler {
@@ -9,11 +8,7 @@ namespace {
 
 ValueId scalar_constant(Graph& g, const std::string& name, float x) {
   const ValueId v = g.add_value(name);
-  Value& val = g.values[size_t(v)];
-  val.desc = TensorDesc{{}, DType::f32};
-  val.known = true;
-  val.data = std::vector<uint8_t>(4);
-  std::memcpy(val.data->data(), &x, 4);
+  set_scalar(g.values[size_t(v)], x);
   return v;
 }
 
