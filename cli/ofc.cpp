@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
                  "sgd[:lr=,momentum=,dampening=,nesterov=0|1,weight_decay=] | adam|adamw[:lr=,beta1=,beta2=,eps=,weight_decay=]")
       ->capture_default_str()
       ->needs(train);
-  app.add_option("--schedule", options.schedule, "learning-rate schedule: constant | warmup:steps=N | cosine[:warmup=N,min_lr=X]")
+  app.add_option("--schedule", options.schedule, "learning-rate schedule, as the PyTorch recipe's: constant | warmup:steps=N | cosine[:min_lr=X] | linear | step:size=N[,gamma=G] | "
+                 "multistep:milestones=A/B/..[,gamma=G] | exponential:gamma=G; all but constant take warmup=N,start=S (linear warm-up from S x lr) "
+                 "and per=step|epoch (README: Training)")
       ->capture_default_str()
       ->needs(train);
   app.add_option("--micro-batches", options.micro_batches, "pieces (micro-batches) whose gradients one optimizer step sums")

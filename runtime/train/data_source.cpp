@@ -47,7 +47,7 @@ void DataSourceAction::act(int64_t piece, const void* const*, void* const* out) 
     }
   }
   const int64_t step = global / cfg_.micro_batches + 1;
-  if (l.lr >= 0) *static_cast<float*>(out[size_t(l.lr)]) = cfg_.schedule.at(step, cfg_.total_steps);
+  if (l.lr >= 0) *static_cast<float*>(out[size_t(l.lr)]) = cfg_.schedule.at(step, cfg_.total_steps, cfg_.pieces_per_epoch / cfg_.micro_batches);
   if (l.step >= 0) *static_cast<float*>(out[size_t(l.step)]) = float(step);
 }
 

@@ -50,7 +50,7 @@ void TrainSinkAction::report(int64_t step, double loss, bool line) {
   const double rate = elapsed > 0 ? double(steps_ * cfg_.micro_batches * cfg_.batch) / elapsed : 0;
   const double epoch = double(step) / double(cfg_.steps_per_epoch);
   const double eta = steps_ > 0 ? elapsed / double(steps_) * double(cfg_.total_steps - step) : -1;
-  const float lr = cfg_.schedule.at(step, cfg_.total_steps);
+  const float lr = cfg_.schedule.at(step, cfg_.total_steps, cfg_.steps_per_epoch);
   if (line) {
     const double since = std::chrono::duration<double>(now - last_log_).count();
     const double recent = since > 0 ? double((step - last_log_step_) * cfg_.micro_batches * cfg_.batch) / since : rate;

@@ -25,13 +25,15 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 masked_fill(bias[:, :, :t, :t] == 0, -inf) (a comparison of a float buffer: ofc folds it),
                 and trained with nanoGPT's param groups: no weight decay on biases and LayerNorm
                 weights (ofc --no-weight-decay-1d; AdamW's weight_decay 1.0, so that 5 steps of it
-                show in the LayerNorm weights: 0.5%).
+                show in the LayerNorm weights: 0.5%), and nanoGPT's get_lr schedule (warm-up (it+1)/(W+1), cosine to lr/10:
+                ofc --schedule cosine:warmup=2,start=1/3,min_lr=lr/10).
   pos_encoding  PyTorch's nn.Transformer language-modelling tutorial model (sequence-first
                 nn.TransformerEncoder, 2 layers, width 32, 2 heads; embeddings times sqrt(32) plus a
                 sinusoid table registered as a buffer; a float causal mask buffer) on tokens [4,16]:
                 the buffers must not train (exported with scripts/of_export.py, as every model here);
                 trained as the tutorial trains it, with clip_grad_norm_(model.parameters(), 0.5)
-                before each step (ofc --clip-grad-norm 0.5).
+                before each step (ofc --clip-grad-norm 0.5), and its StepLR (here every 2 steps by 0.5:
+                ofc --schedule step:size=2,gamma=0.5).
   finetune      torchvision's fine-tuning recipe: resnet18 with requires_grad = False on every
                 parameter and a new nn.Linear(512, 10) head, on [4,3,64,64] (only the head trains;
                 the BatchNorms' running statistics still move).
@@ -232,12 +234,13 @@ KINKS = {"ReLU": (0.0,), "ReLU6": (0.0, 6.0), "Hardswish": (-3.0, 3.0), "Hardsig
 WEIGHT_FLOOR = 1e-6
 TOOL_TIMEOUT_S = 300  # a plan that stalls would otherwise hang the test forever
 def optimizers(lr_scale, weight_decay=0.01):
-    """CHECK -> (ofc --optimizer, torch.optim factory), learning rates times the model's scale."""
+    """CHECK -> (ofc --optimizer, torch.optim factory, learning rate), learning rates times the
+    model's scale."""
     sgd, adamw = 0.05 * lr_scale, 1e-3 * lr_scale
     return {
-        "train-sgd": (f"sgd:lr={sgd!r}", lambda params: torch.optim.SGD(params, lr=sgd)),
+        "train-sgd": (f"sgd:lr={sgd!r}", lambda params: torch.optim.SGD(params, lr=sgd), sgd),
         "train-adamw": (f"adamw:lr={adamw!r},weight_decay={weight_decay!r}",
-                        lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=weight_decay)),
+                        lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=weight_decay), adamw),
     }
 CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw"]
 DP = 2  # devices of the dp2-* and zero3-* checks
@@ -307,7 +310,7 @@ class Model:
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
-                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0):
+                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -349,6 +352,9 @@ class Model:
         # Each step's gradients clipped to this global norm: torch.nn.utils.clip_grad_norm_ before
         # step(), ofc --clip-grad-norm.
         self.clip_norm = clip_norm
+        # The recipe's learning-rate schedule: base lr -> (ofc --schedule, factory of the torch
+        # scheduler the recipe steps after each optimizer step), over the STEPS steps of the run.
+        self.schedule = schedule
 
 
 class Flatten(nn.Module):
@@ -460,7 +466,21 @@ def gpt():
 
 def nanogpt():
     return Model(GPT(float_mask=True), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS,
-                 no_decay_1d=True, weight_decay=1.0)
+                 no_decay_1d=True, weight_decay=1.0, schedule=nanogpt_schedule)
+
+
+def nanogpt_schedule(lr, warmup=2, min_ratio=0.1):
+    """nanoGPT's get_lr(it): (it+1)/(warmup+1) of lr while it < warmup, then a cosine from lr to
+    min_lr = lr/10 at lr_decay_iters (here the run's STEPS), as a LambdaLR of the 0-based step."""
+    min_lr = lr * min_ratio
+
+    def factor(it):
+        if it < warmup:
+            return (it + 1) / (warmup + 1)
+        ratio = (it - warmup) / (STEPS - warmup)
+        return (min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)) / lr
+    return (f"cosine:warmup={warmup},start={1 / (warmup + 1)!r},min_lr={min_lr!r}",
+            lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, factor))
 
 
 class PositionalEncoding(nn.Module):
@@ -502,7 +522,10 @@ class TutorialLM(nn.Module):
 
 
 def pos_encoding():
+    # The tutorial's StepLR(optimizer, 1.0, gamma=0.95) steps once an epoch; over the 5 steps here
+    # it steps every 2 optimizer steps by 0.5, so that it shows.
     return Model(TutorialLM(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, clip_norm=0.5,
+                 schedule=lambda lr: ("step:size=2,gamma=0.5", lambda opt: torch.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)),
                  zero_grad=key_bias(f"transformer_encoder.layers.{i}.self_attn.in_proj_bias" for i in range(2)))
 
 
@@ -1343,6 +1366,7 @@ OWN_LOSS = False
 SUMMED = False
 NO_DECAY_1D = False
 CLIP_NORM = 0.0
+SCHEDULE = None  # the model's (ofc --schedule, torch scheduler factory) at this check's rate
 
 
 def param_groups(model):
@@ -1399,6 +1423,7 @@ def torch_train(model, make_opt, features, labels, dtype=torch.float32, parts=1)
 def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1):
     """torch_train step by step: yields each step's loss once `model` holds the weights after it."""
     opt = make_opt(param_groups(model))
+    sched = SCHEDULE[1](opt) if SCHEDULE else None
     for s in range(STEPS):
         x = torch.from_numpy(features[s * BATCH:(s + 1) * BATCH])
         x = x.to(dtype) if x.is_floating_point() else x  # token ids stay integers
@@ -1410,6 +1435,8 @@ def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1)
         if CLIP_NORM:
             torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
         opt.step()
+        if sched is not None:
+            sched.step()
         yield loss.item()
 
 
@@ -1533,7 +1560,9 @@ def referee_runs(name, check, ref, make_opt, features, labels, parts):
 def check_train(args, name, m, work, check):
     parts = DP if check.startswith(("dp2-", "zero3-")) else 1
     zero = ["--zero", "3"] if check.startswith("zero3-") else []
-    optimizer, make_opt = optimizers(m.lr_scale, m.weight_decay)["train-" + check.split("-", 1)[1]]
+    optimizer, make_opt, lr = optimizers(m.lr_scale, m.weight_decay)["train-" + check.split("-", 1)[1]]
+    global SCHEDULE
+    SCHEDULE = m.schedule(lr) if m.schedule else None
     model = m.train.train()
     # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
     ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
@@ -1553,7 +1582,8 @@ def check_train(args, name, m, work, check):
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero,
          *(["--no-weight-decay-1d"] if m.no_decay_1d else []),
-         *(["--clip-grad-norm", m.clip_norm] if m.clip_norm else []))
+         *(["--clip-grad-norm", m.clip_norm] if m.clip_norm else []),
+         *(["--schedule", SCHEDULE[0]] if SCHEDULE else []))
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
          "--checkpoint", ck)
