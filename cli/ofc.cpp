@@ -222,6 +222,14 @@ int main(int argc, char** argv) {
                      (unsure.size() > shown ? fmt::format(" and {} more", unsure.size() - shown) : ""),
                  unsure.size() == 1 ? "s" : "", unsure.size() == 1 ? "it is a" : "they are", unsure.size() == 1 ? "" : "s");
     }
+    if (options.train && !c.training.momentum_one.empty()) {
+      const auto& bns = c.training.momentum_one;
+      fmt::print("ofc: {}: each batch's statistics replace {} (torch momentum 1.0, as the model file says); "
+                 "a BatchNorm made with momentum=None (a cumulative average) exports the same: scripts/of_export.py tells them apart\n",
+                 fmt::format("{}", fmt::join(bns.begin(), bns.begin() + ptrdiff_t(std::min<size_t>(bns.size(), 3)), ", ")) +
+                     (bns.size() > 3 ? fmt::format(" and {} more", bns.size() - 3) : ""),
+                 bns.size() == 1 ? "it" : "them");
+    }
     if (record_options)
       fmt::print("ofc: memory options: the largest device needs {}{}\n", of::compiler::human(std::max_element(
                      c.tasks.arenas.begin(), c.tasks.arenas.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; })->bytes),

@@ -904,7 +904,7 @@ ChannelView batch_norm_train_grad_config(const KernelConfig& cfg) {
   return v;
 }
 
-std::pair<int64_t, double> batch_norm_stats_update_config(const KernelConfig& cfg) {
+BatchNormStatsUpdateGeometry batch_norm_stats_update_config(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "batch_norm_stats_update", 5, 5, 3);
   const int64_t c = cfg.inputs[0].shape.size() == 1 ? cfg.inputs[0].shape[0] : -1;
   if (c < 0) fail(where_of(cfg), "batch_norm_stats_update: input 0 {} is not [C]", shape_str(cfg.inputs[0].shape));
@@ -920,7 +920,9 @@ std::pair<int64_t, double> batch_norm_stats_update_config(const KernelConfig& cf
     fail(where_of(cfg), "batch_norm_stats_update: output 2 (num_batches_tracked) must be one i64");
   const double momentum = cfg.attrs.get_float("momentum", 0.1f);
   if (!std::isfinite(momentum)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum);
-  return {c, momentum};
+  const int64_t cumulative = cfg.attrs.get_int("cumulative", 0);
+  if (cumulative != 0 && cumulative != 1) fail(where_of(cfg), "batch_norm_stats_update: cumulative is {}, not 0 or 1", cumulative);
+  return {.channels = c, .momentum = momentum, .cumulative = cumulative == 1};
 }
 
 std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg) {

@@ -198,8 +198,16 @@ std::pair<ChannelView, bool> batch_norm_apply_config(const KernelConfig& cfg);
 // batch_norm_train_grad (dY, X, scale, saved mean, saved invstd -> dX, dscale, dbias).
 ChannelView batch_norm_train_grad_config(const KernelConfig& cfg);
 // batch_norm_stats_update (mean, var, running mean, running var, count -> the last three): C and
-// the momentum.
-std::pair<int64_t, double> batch_norm_stats_update_config(const KernelConfig& cfg);
+// the factor of the batch's statistics: torch's momentum, or with attribute cumulative=1
+// (nn.BatchNorm*(momentum=None)) 1 / the count after this batch, a cumulative average.
+struct BatchNormStatsUpdateGeometry {
+  int64_t channels = 0;
+  double momentum = 0.1;
+  bool cumulative = false;
+  // The factor for a batch when `count` batches came before it.
+  double factor(int64_t count) const { return cumulative ? 1.0 / (double(count) + 1.0) : momentum; }
+};
+BatchNormStatsUpdateGeometry batch_norm_stats_update_config(const KernelConfig& cfg);
 // batch_norm, inference form (X, scale, B, mean, var -> Y): the view and epsilon.
 std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg);
 

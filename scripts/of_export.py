@@ -7,7 +7,10 @@ parameter with requires_grad=False (a fine-tuned model's frozen backbone) would 
 The names of the parameters that require grad go into the model's metadata, `of.requires_grad`
 (one state_dict name per line; tied weights under each of their names), and ofc trains exactly
 those. So does what the exporter drops with a warning: an nn.Embedding's padding_idx, whose row
-torch's gradient never touches (`of.padding_idx`: "NAME INDEX" per line).
+torch's gradient never touches (`of.padding_idx`: "NAME INDEX" per line), and a BatchNorm made
+with momentum=None, whose running statistics are the cumulative average of every batch (the
+export writes the first batch's factor as its momentum; `of.batch_norm_cumulative`: its
+running_mean's name per line).
 
     import sys; sys.path.insert(0, "scripts")          # this folder
     from of_export import export_for_training
@@ -20,6 +23,7 @@ import onnx
 
 REQUIRES_GRAD_KEY = "of.requires_grad"
 PADDING_IDX_KEY = "of.padding_idx"
+BATCH_NORM_CUMULATIVE_KEY = "of.batch_norm_cumulative"
 
 
 def trained_parameter_names(model):
@@ -41,16 +45,31 @@ def padding_rows(model):
     return sorted(rows)
 
 
+def cumulative_batch_norms(model):
+    """The running_mean names (every state_dict name) of the BatchNorms with momentum=None."""
+    names = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        names.setdefault(id(t), []).append(name)
+    out = set()
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.momentum is None \
+                and module.track_running_stats and module.running_mean is not None:
+            out.update(names.get(id(module.running_mean), []))
+    return sorted(out)
+
+
 def mark_parameters(model, path):
-    """Writes into the ONNX file at `path` (in place) which of `model`'s parameters train, and the
-    padding rows of its embeddings."""
+    """Writes into the ONNX file at `path` (in place) which of `model`'s parameters train, the
+    padding rows of its embeddings and its cumulative BatchNorms."""
     proto = onnx.load(path)
-    kept = [p for p in proto.metadata_props if p.key not in (REQUIRES_GRAD_KEY, PADDING_IDX_KEY)]
+    ours = (REQUIRES_GRAD_KEY, PADDING_IDX_KEY, BATCH_NORM_CUMULATIVE_KEY)
+    kept = [p for p in proto.metadata_props if p.key not in ours]
     del proto.metadata_props[:]
     proto.metadata_props.extend(kept)
-    entries = {REQUIRES_GRAD_KEY: trained_parameter_names(model), PADDING_IDX_KEY: padding_rows(model)}
+    entries = {REQUIRES_GRAD_KEY: trained_parameter_names(model), PADDING_IDX_KEY: padding_rows(model),
+               BATCH_NORM_CUMULATIVE_KEY: cumulative_batch_norms(model)}
     for key, lines in entries.items():
-        if key == PADDING_IDX_KEY and not lines:
+        if key != REQUIRES_GRAD_KEY and not lines:  # the list of parameters says "listed", even empty
             continue
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, "\n".join(lines)

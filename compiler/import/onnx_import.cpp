@@ -32,6 +32,8 @@ constexpr int64_t kMaxOpset = 18;
 constexpr const char* kRequiresGradKey = "of.requires_grad";
 // ... and the padding rows of the model's embeddings (nn.Embedding's padding_idx).
 constexpr const char* kPaddingIdxKey = "of.padding_idx";
+// ... and the BatchNorms whose running statistics are a cumulative average (momentum=None).
+constexpr const char* kBatchNormCumulativeKey = "of.batch_norm_cumulative";
 
 DType dtype_of(int32_t onnx_type, const Where& where) {
   switch (onnx_type) {
@@ -249,6 +251,18 @@ std::vector<std::pair<std::string, int64_t>> padding_rows(const onnx::ModelProto
   return rows;
 }
 
+// The running means of the BatchNorms made with momentum=None, as scripts/of_export.py lists
+// them: one state_dict name per line.
+std::vector<std::string> cumulative_batch_norms(const onnx::ModelProto& model, const std::string& path) {
+  const auto lines =
+      metadata_lines(model, kBatchNormCumulativeKey, {.file = path, .field = std::string("metadata '") + kBatchNormCumulativeKey + "'"});
+  std::vector<std::string> names;
+  if (lines) names.assign(lines->begin(), lines->end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 }  // namespace
 
 Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) {
@@ -280,6 +294,7 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
   g.source_file = path;
   g.requires_grad = requires_grad_names(model, path);
   g.padding_rows = padding_rows(model, path);
+  g.cumulative_batch_norms = cumulative_batch_norms(model, path);
 
   for (const onnx::TensorProto& t : gp.initializer()) {
     Where w{.file = path, .field = "initializer '" + t.name() + "'"};

@@ -127,6 +127,11 @@ struct Graph {
   // lists them (metadata `of.padding_idx`): torch's gradient never touches that row, which the
   // exporter's Gather cannot say.
   std::vector<std::pair<std::string, int64_t>> padding_rows;
+  // The running means (state_dict names, sorted) of the BatchNorms made with momentum=None, as
+  // the model file lists them (metadata `of.batch_norm_cumulative`): their running statistics are
+  // the cumulative average of every batch's, which the export cannot say (it writes the first
+  // batch's factor, 1, as momentum 0: torch's momentum 1.0).
+  std::vector<std::string> cumulative_batch_norms;
 
   ValueId add_value(std::string name);
 };

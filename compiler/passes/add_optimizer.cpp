@@ -123,7 +123,7 @@ void add_batch_norm_update(Compilation& c, NodeId bn) {
   Graph& g = c.graph;
   const Node& fwd = g.nodes[size_t(bn)];
   const ValueId mean = fwd.outputs[1], var = fwd.outputs[3], rm = fwd.inputs[3], rv = fwd.inputs[4];
-  const std::string& rm_name = g.values[size_t(rm)].name;
+  const std::string rm_name = g.values[size_t(rm)].name;  // a copy: add_zeros below grows g.values
   const std::string suffix = "running_mean";
   // torch keeps num_batches_tracked beside running_mean; the export does not carry it.
   const std::string prefix = rm_name.size() >= suffix.size() && rm_name.compare(rm_name.size() - suffix.size(), suffix.size(), suffix) == 0
@@ -146,6 +146,11 @@ void add_batch_norm_update(Compilation& c, NodeId bn) {
            "running statistic '{}' must be an initializer only this BatchNormalization uses", g.values[size_t(s)].name);
   Attrs a;
   a.set_float("momentum", fwd.kernel_attrs.get_float("momentum", 0.1f));
+  const std::vector<std::string>& cumulative = g.cumulative_batch_norms;
+  if (std::binary_search(cumulative.begin(), cumulative.end(), rm_name))
+    a.set_int("cumulative", 1);  // momentum=None: the average of every batch so far
+  else if (!g.requires_grad && a.get_float("momentum", 0.1f) == 1.0f)
+    c.training.momentum_one.push_back(rm_name);
   const auto id = NodeId(g.nodes.size());
   const std::string name = "update/" + fwd.name + "/running_stats";
   Node n{.name = name, .op_type = "BatchNormStatsUpdate", .inputs = {mean, var, rm, rv, tracked},
@@ -298,8 +303,18 @@ bool AddOptimizer::run(Compilation& c) {
   }
   place_updates_early(g, first_update);
   const size_t before = g.nodes.size();
+  std::vector<std::string> running_means;
+  c.training.momentum_one.clear();
   for (size_t n = 0; n < before; ++n)
-    if (g.nodes[n].kernel == "batch_norm_train") add_batch_norm_update(c, NodeId(n));
+    if (g.nodes[n].kernel == "batch_norm_train") {
+      running_means.push_back(g.values[size_t(g.nodes[n].inputs[3])].name);
+      add_batch_norm_update(c, NodeId(n));
+    }
+  std::sort(running_means.begin(), running_means.end());
+  for (const std::string& name : g.cumulative_batch_norms)
+    if (!std::binary_search(running_means.begin(), running_means.end(), name))
+      fail({.file = g.source_file, .field = "metadata 'of.batch_norm_cumulative'"},
+           "names '{}', which no training BatchNormalization reads as its running mean (a list written for another model?)", name);
   return true;
 }
 

@@ -112,6 +112,9 @@ struct Training {
   // Trained tensors that could as well be buffers torch never updates, for a model that does not
   // list its parameters (compiler/passes/requires_grad.h); ofc names them in a note.
   std::vector<std::string> unsure;
+  // The running means of the BatchNorms whose file says torch momentum 1.0, for a model that does
+  // not list its cumulative ones: momentum=None exports the same, and ofc says so in a note.
+  std::vector<std::string> momentum_one;
   float lr = 0;
   std::string label;
 };

@@ -136,11 +136,12 @@ void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out)
 }
 
 // (batch mean, batch unbiased variance, running mean, running var, num_batches_tracked) ->
-// the last three, in place: running = (1 - momentum) running + momentum batch, as torch's
-// batch_norm_cpu_update_stats computes it (in double), and num_batches_tracked + 1.
+// the last three, in place: running = (1 - f) running + f batch, as torch's
+// batch_norm_cpu_update_stats computes it (in double), and num_batches_tracked + 1. f is the
+// momentum, or 1 / (num_batches_tracked + 1) for momentum=None, as nn.BatchNorm's forward gives it.
 class BatchNormStatsUpdate final : public Kernel {
  public:
-  explicit BatchNormStatsUpdate(const KernelConfig& cfg) { std::tie(c_, momentum_) = batch_norm_stats_update_config(cfg); }
+  explicit BatchNormStatsUpdate(const KernelConfig& cfg) : geo_(batch_norm_stats_update_config(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const float* mean = static_cast<const float*>(in[0]);
     const float* var = static_cast<const float*>(in[1]);
@@ -148,20 +149,20 @@ class BatchNormStatsUpdate final : public Kernel {
     const float* rv = static_cast<const float*>(in[3]);
     float* rm_out = static_cast<float*>(out[0]);  // in place: out[0] is in[2], and so on
     float* rv_out = static_cast<float*>(out[1]);
-    for (int64_t c = 0; c < c_; ++c) {
-      const double m = rm[c], v = rv[c];
-      rm_out[c] = float(momentum_ * mean[c] + (1 - momentum_) * m);
-      rv_out[c] = float(momentum_ * var[c] + (1 - momentum_) * v);
-    }
     int64_t n;
     std::memcpy(&n, in[4], 8);
+    const double f = geo_.factor(n);
+    for (int64_t c = 0; c < geo_.channels; ++c) {
+      const double m = rm[c], v = rv[c];
+      rm_out[c] = float(f * mean[c] + (1 - f) * m);
+      rv_out[c] = float(f * var[c] + (1 - f) * v);
+    }
     if (n < std::numeric_limits<int64_t>::max()) ++n;  // a hostile checkpoint's count saturates
     std::memcpy(out[2], &n, 8);
   }
 
  private:
-  int64_t c_ = 0;
-  double momentum_ = 0.1;
+  BatchNormStatsUpdateGeometry geo_;
 };
 
 class BatchNormTrainGrad final : public Kernel {

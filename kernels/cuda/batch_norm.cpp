@@ -85,16 +85,15 @@ class BatchNormTrainGrad final : public Kernel {
 
 class BatchNormStatsUpdate final : public Kernel {
  public:
-  explicit BatchNormStatsUpdate(const KernelConfig& cfg) { std::tie(c_, momentum_) = batch_norm_stats_update_config(cfg); }
+  explicit BatchNormStatsUpdate(const KernelConfig& cfg) : geo_(batch_norm_stats_update_config(cfg)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     launch_batch_norm_stats_update(f(in[0]), f(in[1]), f(in[2]), f(in[3]), static_cast<const int64_t*>(in[4]), f(out[0]), f(out[1]),
-                                   static_cast<int64_t*>(out[2]), c_, momentum_, ctx.stream->stream);
+                                   static_cast<int64_t*>(out[2]), geo_.channels, geo_.momentum, geo_.cumulative, ctx.stream->stream);
     ctx.stream->check_launch("batch_norm_stats_update");
   }
 
  private:
-  int64_t c_ = 0;
-  double momentum_ = 0.1;
+  BatchNormStatsUpdateGeometry geo_;
 };
 
 }  // namespace

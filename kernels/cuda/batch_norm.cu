@@ -83,17 +83,21 @@ __global__ void train_grad_kernel(const float* dy, const float* x, const float* 
   }
 }
 
+// The count is read here and incremented by count_kernel after it: in place, a block that wrote
+// it here could run before another block read it.
 __global__ void stats_update_kernel(const float* mean, const float* var, const float* rm, const float* rv, const int64_t* count, float* rm_out,
-                                    float* rv_out, int64_t* count_out, int64_t c, double momentum) {
+                                    float* rv_out, int64_t c, double momentum, bool cumulative) {
+  const double f = cumulative ? 1.0 / (double(count[0]) + 1.0) : momentum;  // the CPU twin's BatchNormStatsUpdateGeometry::factor
   for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
     const double m = rm[ch], v = rv[ch];
-    rm_out[ch] = float(momentum * mean[ch] + (1 - momentum) * m);
-    rv_out[ch] = float(momentum * var[ch] + (1 - momentum) * v);
+    rm_out[ch] = float(f * mean[ch] + (1 - f) * m);
+    rv_out[ch] = float(f * var[ch] + (1 - f) * v);
   }
-  if (first_index() == 0) {
-    const int64_t k = count[0];
-    count_out[0] = k < INT64_MAX ? k + 1 : k;  // a hostile checkpoint's count saturates
-  }
+}
+
+__global__ void count_kernel(const int64_t* count, int64_t* count_out) {
+  const int64_t k = count[0];
+  count_out[0] = k < INT64_MAX ? k + 1 : k;  // a hostile checkpoint's count saturates
 }
 
 }  // namespace
@@ -122,9 +126,10 @@ void launch_batch_norm_train_grad(const float* dy, const float* x, const float* 
 
 void launch_batch_norm_stats_update(const float* mean, const float* var, const float* running_mean, const float* running_var,
                                     const int64_t* count, float* running_mean_out, float* running_var_out, int64_t* count_out, int64_t c,
-                                    double momentum, cudaStream_t stream) {
+                                    double momentum, bool cumulative, cudaStream_t stream) {
   stats_update_kernel<<<blocks_for(c > 0 ? c : 1), kThreads, 0, stream>>>(mean, var, running_mean, running_var, count, running_mean_out,
-                                                                        running_var_out, count_out, c, momentum);
+                                                                        running_var_out, c, momentum, cumulative);
+  count_kernel<<<1, 1, 0, stream>>>(count, count_out);
 }
 
 }  // namespace of::kernels::cuda

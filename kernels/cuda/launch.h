@@ -241,7 +241,7 @@ void launch_batch_norm_train_grad(const float* dy, const float* x, const float* 
                                   float* dscale, float* dbias, int64_t n, int64_t c, int64_t inner, cudaStream_t stream);
 void launch_batch_norm_stats_update(const float* mean, const float* var, const float* running_mean, const float* running_var,
                                     const int64_t* count, float* running_mean_out, float* running_var_out, int64_t* count_out, int64_t c,
-                                    double momentum, cudaStream_t stream);
+                                    double momentum, bool cumulative, cudaStream_t stream);
 
 // global_average_pool: y[p] = the mean of plane p's `spatial` values (a block per plane, the sum in
 // double); its gradient: dx[p, i] = dy[p] / spatial.

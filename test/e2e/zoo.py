@@ -40,6 +40,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   padded_lm     nn.Embedding(8, 16, padding_idx=0), nn.GRU(16, 16, batch_first), nn.Linear(16, 8)
                 per token, on tokens [4,16] below 8 (an eighth of them the padding token): the
                 padding row must not train (scripts/of_export.py lists it; the exporter drops it).
+  bn_cumulative Conv(3,8)-BatchNorm2d(momentum=None)-ReLU-pool-Linear(8,16)-BatchNorm1d(momentum=None)-
+                ReLU-Linear(16,10) on [4,3,8,8]: running statistics are the average of every batch's
+                (scripts/of_export.py lists them; the export alone says momentum 1.0).
   gpt_tied      the gpt with nanoGPT's tied head (head.weight is wte.weight): the export and the
                 checkpoint hold one tensor, which this test loads under both names.
   encoder       nn.TransformerEncoder (2 layers, width 32, 4 heads, feed-forward 64, batch_first)
@@ -251,7 +254,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm"]
+               "padded_lm", "bn_cumulative"]
 
 
 def parse_args():
@@ -1095,6 +1098,15 @@ def bn_cnn():
                                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)), (3, 8, 8), 10)
 
 
+def bn_cumulative():
+    # nn.BatchNorm*(momentum=None): running statistics are the cumulative average of every batch's,
+    # which the export writes as momentum 0 (torch's 1.0: the last batch's) and
+    # scripts/of_export.py lists.
+    return Model(nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8, momentum=None), nn.ReLU(),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 16, bias=False),
+                               nn.BatchNorm1d(16, momentum=None), nn.ReLU(), nn.Linear(16, 10)), (3, 8, 8), 10)
+
+
 def lstm_bi():
     return Model(Bidirectional(nn.LSTM), (6, 16), 10)
 
@@ -1131,7 +1143,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm]))
+                                padded_lm, bn_cumulative]))
 
 
 def build(name):

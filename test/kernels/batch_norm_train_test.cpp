@@ -187,6 +187,45 @@ TEST_CASE("batch_norm_stats_update: default momentum is 0.1", "[kernels]") {
   CHECK(tracked == 1);
 }
 
+TEST_CASE("batch_norm_stats_update: cumulative=1 averages every batch so far, as momentum=None", "[kernels]") {
+  // nn.BatchNorm1d(momentum=None): running = running + (batch - running) / num_batches_tracked,
+  // the counter incremented first; from a fresh module's (0, 1, 0) the running mean after k
+  // batches is the plain mean of their k means.
+  Attrs attrs;
+  attrs.set_float("momentum", 1.0f);  // what the export writes for momentum=None: not used
+  attrs.set_int("cumulative", 1);
+  const std::vector<TensorDesc> ins = {{{1}, DType::f32}, {{1}, DType::f32}, {{1}, DType::f32}, {{1}, DType::f32}, {{}, DType::i64}};
+  const std::vector<TensorDesc> outs = {{{1}, DType::f32}, {{1}, DType::f32}, {{}, DType::i64}};
+  auto update = make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{attrs, ins, outs, "n"});
+  std::vector<float> rm{0}, rv{1};
+  int64_t tracked = 0;
+  const std::vector<float> means{4, -2, 7, 1}, vars{2, 6, 1, 3};
+  double mean_sum = 0, var_sum = 0;
+  for (size_t k = 0; k < means.size(); ++k) {
+    const void* in[] = {&means[k], &vars[k], rm.data(), rv.data(), &tracked};
+    void* out[] = {rm.data(), rv.data(), &tracked};
+    update->run({}, in, out);
+    mean_sum += means[k];
+    var_sum += vars[k];
+    INFO("batch " << k + 1);
+    CHECK(tracked == int64_t(k + 1));
+    CHECK(rm[0] == Approx(mean_sum / double(k + 1)).epsilon(1e-6));
+    CHECK(rv[0] == Approx(var_sum / double(k + 1)).epsilon(1e-6));  // the first batch replaces the initial 1
+  }
+  // Resumed from a checkpoint at count 9: the next batch weighs 1/10.
+  rm = {5};
+  tracked = 9;
+  const float m = 15, v = 1;
+  const void* in[] = {&m, &v, rm.data(), rv.data(), &tracked};
+  void* out[] = {rm.data(), rv.data(), &tracked};
+  update->run({}, in, out);
+  CHECK(rm[0] == Approx(6));
+  Attrs bad = attrs;
+  bad.set_int("cumulative", 2);
+  CHECK_THROWS_WITH(make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{bad, ins, outs, "n"}),
+                    Catch::Contains("cumulative is 2"));
+}
+
 TEST_CASE("batch_norm_train_grad: matches finite differences of sum(y*w)", "[kernels]") {
   std::mt19937 rng(53);
   const Shape s{2, 3, 2, 2};

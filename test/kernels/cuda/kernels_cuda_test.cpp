@@ -634,6 +634,10 @@ TEST_CASE("cuda twin: the batch norm family: statistics, apply with and without 
     momentum.set_float("momentum", 0.1f);
     check_twin("batch_norm_stats_update", momentum, {stats[0], stats[2], random_f32({c}, 105), var, i64_tensor({}, {41})},
                {{{c}, DType::f32}, {{c}, DType::f32}, {{}, DType::i64}});
+    Attrs cumulative;  // momentum=None: the factor 1/42 comes from the count on the device
+    cumulative.set_int("cumulative", 1);
+    check_twin("batch_norm_stats_update", cumulative, {stats[0], stats[2], random_f32({c}, 105), var, i64_tensor({}, {41})},
+               {{{c}, DType::f32}, {{c}, DType::f32}, {{}, DType::i64}});
   }
 }
 
