@@ -28,7 +28,8 @@ namespace of::compiler {
 namespace {
 
 struct OptimizerChoice {
-  std::string kernel;                    // sgd_update or adam_update
+  std::string kernel;                    // sgd_update, adam_update, rmsprop_update or adagrad_update
+  std::string op_type;                   // the update nodes' (is_optimizer_update knows them)
   std::vector<std::string> state_names;  // suffixes of the state tensors
   Attrs attrs;
   float lr = 0;
@@ -40,6 +41,7 @@ OptimizerChoice parse_optimizer(const std::string& text) {
   if (s.kind() == "sgd") {
     s.allow({"lr", "momentum", "dampening", "nesterov", "weight_decay"});
     o.kernel = "sgd_update";
+    o.op_type = "SgdUpdate";
     o.attrs.set_float("momentum", float(s.number("momentum", 0, 0, 1)));
     // Without momentum torch keeps no buffer: neither memory nor a checkpoint tensor for it.
     if (o.attrs.get_float("momentum", 0) > 0) o.state_names = {"momentum_buffer"};
@@ -51,6 +53,7 @@ OptimizerChoice parse_optimizer(const std::string& text) {
   } else if (s.kind() == "adam" || s.kind() == "adamw") {
     s.allow({"lr", "beta1", "beta2", "eps", "weight_decay"});
     o.kernel = "adam_update";
+    o.op_type = "AdamUpdate";
     o.state_names = {"exp_avg", "exp_avg_sq"};
     o.attrs.set_float("beta1", float(s.number("beta1", 0.9, 0, 0.999999)));
     o.attrs.set_float("beta2", float(s.number("beta2", 0.999, 0, 0.999999)));
@@ -58,10 +61,34 @@ OptimizerChoice parse_optimizer(const std::string& text) {
     // torch's defaults: Adam none, AdamW 0.01 (decoupled).
     o.attrs.set_float("weight_decay", float(s.number("weight_decay", s.kind() == "adamw" ? 0.01 : 0.0, 0, 1e3)));
     o.attrs.set_int("decoupled", s.kind() == "adamw" ? 1 : 0);
+  } else if (s.kind() == "rmsprop") {
+    // torch.optim.RMSprop's keys and defaults; its state: square_avg, momentum_buffer when
+    // momentum > 0, grad_avg when centered.
+    s.allow({"lr", "alpha", "eps", "weight_decay", "momentum", "centered"});
+    o.kernel = "rmsprop_update";
+    o.op_type = "RmspropUpdate";
+    o.attrs.set_float("alpha", float(s.number("alpha", 0.99, 0, 1)));
+    o.attrs.set_float("eps", float(s.number("eps", 1e-8, 0, 1)));
+    o.attrs.set_float("weight_decay", float(s.number("weight_decay", 0, 0, 1e3)));
+    o.attrs.set_float("momentum", float(s.number("momentum", 0, 0, 1)));
+    o.attrs.set_int("centered", int64_t(s.number("centered", 0, 0, 1)));
+    o.state_names = {"square_avg"};
+    if (o.attrs.get_float("momentum", 0) > 0) o.state_names.push_back("momentum_buffer");
+    if (o.attrs.get_int("centered", 0)) o.state_names.push_back("grad_avg");
+  } else if (s.kind() == "adagrad") {
+    // torch.optim.Adagrad with initial_accumulator_value=0 (state starts as zeros here).
+    s.allow({"lr", "lr_decay", "weight_decay", "eps"});
+    o.kernel = "adagrad_update";
+    o.op_type = "AdagradUpdate";
+    o.attrs.set_float("lr_decay", float(s.number("lr_decay", 0, 0, 1e6)));
+    o.attrs.set_float("weight_decay", float(s.number("weight_decay", 0, 0, 1e3)));
+    o.attrs.set_float("eps", float(s.number("eps", 1e-10, 0, 1)));
+    o.state_names = {"sum"};
   } else {
-    throw Error(fmt::format("--optimizer '{}': unknown optimizer '{}' (sgd, adam, adamw)", text, s.kind()));
+    throw Error(fmt::format("--optimizer '{}': unknown optimizer '{}' (sgd, adam, adamw, rmsprop, adagrad)", text, s.kind()));
   }
-  o.lr = float(s.number("lr", s.kind() == "sgd" ? 0.01 : 0.001, 0, 1e6));
+  const bool rate_001 = s.kind() == "sgd" || s.kind() == "rmsprop" || s.kind() == "adagrad";  // torch's default lr
+  o.lr = float(s.number("lr", rate_001 ? 0.01 : 0.001, 0, 1e6));
   return o;
 }
 
@@ -286,7 +313,7 @@ bool AddOptimizer::run(Compilation& c) {
     inputs.push_back(step_nos[i]);
 
     const auto id = NodeId(g.nodes.size());
-    Node n{.name = "update/" + wname, .op_type = opt.kernel == "sgd_update" ? "SgdUpdate" : "AdamUpdate",
+    Node n{.name = "update/" + wname, .op_type = opt.op_type,
            .inputs = inputs, .kernel = opt.kernel, .kernel_attrs = attrs, .runtime_inputs = inputs};
     // Outputs: the weight, then each state tensor, written over the input they came from.
     for (size_t k = 0; k < tensors; ++k) {
@@ -318,6 +345,10 @@ bool AddOptimizer::run(Compilation& c) {
   return true;
 }
 
+bool is_optimizer_update(const std::string& op_type) {
+  return op_type == "SgdUpdate" || op_type == "AdamUpdate" || op_type == "RmspropUpdate" || op_type == "AdagradUpdate";
+}
+
 std::vector<KernelSbp> optimizer_kernel_sbp() {
   return {
       // Linear in the gradient: partial sums are summed as they come and reduced once per step.
@@ -329,7 +360,9 @@ std::vector<KernelSbp> optimizer_kernel_sbp() {
                                     Signature::Tweak::none, true});
         out.push_back(Signature{{Sbp::P(), Sbp::B(), Sbp::B()}, {Sbp::P(), Sbp::B(), Sbp::B()}, Signature::Tweak::none, true});
       }),
+      sbp_rule("adagrad_update", sbp::update),
       sbp_rule("adam_update", sbp::update),
+      sbp_rule("rmsprop_update", sbp::update),
       // ZeRO 1/2 write a gathered weight into its replica (parallelize.cpp): target and value alike.
       sbp_rule("assign", sbp::update),
       sbp_rule("sgd_update", sbp::update),

@@ -47,6 +47,7 @@
 #include "compiler/parallel/signatures.h"
 #include "compiler/parallel/stages.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/training_kernels.h"
 
 namespace of::compiler {
 namespace {
@@ -685,7 +686,7 @@ bool Parallelizer::read_by_backward(NodeId id) const {
 bool Parallelizer::join_bucket(NodeId id) {
   const Node& n = g_.nodes[size_t(id)];
   // An optimizer update's inputs: (weight, gradient, state..., lr, step) (add_optimizer.cpp).
-  if (o_.bucket_bytes == 0 || (n.op_type != "SgdUpdate" && n.op_type != "AdamUpdate") || n.inputs.size() < 2) return false;
+  if (o_.bucket_bytes == 0 || !is_optimizer_update(n.op_type) || n.inputs.size() < 2) return false;
   const ValueId grad = n.inputs[1];
   if (grad == kNoValue || !home_[size_t(grad)] || chosen_[size_t(id)].empty() ||
       std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), grad) == 0)

@@ -3,6 +3,7 @@
 // signatures.cpp gathers them with the ops'.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "compiler/parallel/signatures.h"
@@ -11,6 +12,10 @@ namespace of::compiler {
 
 std::vector<KernelSbp> loss_kernel_sbp();       // autodiff.cpp: losses, their gradients, metrics
 std::vector<KernelSbp> optimizer_kernel_sbp();  // add_optimizer.cpp: updates, accumulation
+
+// Whether a node of this op_type is an optimizer's update (weight, gradient, state..., lr, step)
+// -> (weight', state'...), as add_optimizer.cpp makes them.
+bool is_optimizer_update(const std::string& op_type);
 
 inline std::vector<KernelSbp> training_kernel_sbp() {
   std::vector<KernelSbp> all = loss_kernel_sbp();

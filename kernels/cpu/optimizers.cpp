@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Optimizer updates, exactly torch.optim.SGD and torch.optim.Adam/AdamW's documented rules
-// (maximize=False; no amsgrad). lr and the 1-based step count are f32 scalar INPUTS, so a
+// Optimizer updates, exactly torch.optim.SGD, Adam/AdamW, RMSprop and Adagrad's rules as their
+// single-tensor paths compute them (maximize=False; no amsgrad; Adagrad's accumulator starts at 0). lr and the 1-based step count are f32 scalar INPUTS, so a
 // schedule can change them every step without re-preparing the kernel. The state outputs may
 // alias their inputs (out[k] == the matching in[]): every element is read before it is written.
 // Micro-batches are summed before the update, by the accumulate kernel: an update steps once.
@@ -192,8 +192,134 @@ class AdamUpdate final : public Kernel {
   bool decoupled_ = false;
 };
 
+// RMSprop's pass, as sgd_loop. With g = grad + wd*param: sq = alpha*sq + (1-alpha)*g^2; centered:
+// ga = alpha*ga + (1-alpha)*g, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps; momentum:
+// buf = mu*buf + g/avg, param -= lr*buf, else param -= lr*(g/avg).
+template <bool Momentum, bool Centered>
+void rmsprop_loop(int64_t n, const float* p, const float* grad, const float* sq, const float* buf, const float* ga, float* p_out,
+                  float* sq_out, float* buf_out, float* ga_out, float alpha, float eps, float wd, float mu, float lr) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float pi = p[i];
+    const float g = grad[i] + wd * pi;
+    const float s = alpha * sq[i] + (1.0f - alpha) * (g * g);
+    sq_out[i] = s;
+    float avg;
+    if constexpr (Centered) {
+      const float a = alpha * ga[i] + (1.0f - alpha) * g;
+      ga_out[i] = a;
+      avg = std::sqrt(s - a * a) + eps;
+    } else {
+      avg = std::sqrt(s) + eps;
+    }
+    if constexpr (Momentum) {
+      const float b = mu * buf[i] + g / avg;
+      buf_out[i] = b;
+      p_out[i] = pi - lr * b;
+    } else {
+      p_out[i] = pi - lr * (g / avg);
+    }
+  }
+}
+
+// (param, grad, square_avg[, momentum_buffer][, grad_avg], lr, step) -> (param', the states'),
+// the states torch keeps: a momentum buffer when momentum > 0, grad_avg when centered.
+class RmspropUpdate final : public Kernel {
+ public:
+  RmspropUpdate(const KernelConfig& cfg)
+      : momentum_(float_attr(cfg, "rmsprop_update", "momentum", 0.0f, 0.0f)),
+        centered_(cfg.attrs.get_int("centered", 0) != 0),
+        layout_(cfg, "rmsprop_update", rmsprop_states(momentum_ > 0, centered_)) {
+    alpha_ = float_attr(cfg, "rmsprop_update", "alpha", 0.99f, 0.0f);
+    eps_ = float_attr(cfg, "rmsprop_update", "eps", 1e-8f, 0.0f);
+    weight_decay_ = float_attr(cfg, "rmsprop_update", "weight_decay", 0.0f, 0.0f);
+    if (alpha_ > 1.0f) fail(where_of(cfg), "rmsprop_update: alpha {} must be <= 1", alpha_);
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const float* p = static_cast<const float*>(in[0]);
+    const float* grad = static_cast<const float*>(in[1]);
+    const float* sq = static_cast<const float*>(in[2]);
+    const bool momentum = momentum_ > 0;
+    const float* buf = momentum ? static_cast<const float*>(in[3]) : nullptr;
+    const float* ga = centered_ ? static_cast<const float*>(in[momentum ? 4 : 3]) : nullptr;
+    float* p_out = layout_.param_out(out);
+    float* sq_out = layout_.state_out(out, 0);
+    float* buf_out = momentum ? layout_.state_out(out, 1) : nullptr;
+    float* ga_out = centered_ ? layout_.state_out(out, momentum ? 2 : 1) : nullptr;
+    const float lr = layout_.lr(in), alpha = alpha_, eps = eps_, wd = weight_decay_, mu = momentum_;
+    split_runs(layout_.n(), [&](int64_t at, int64_t count) {
+      auto run = [&]<bool M, bool C>() {
+        rmsprop_loop<M, C>(count, p + at, grad + at, sq + at, M ? buf + at : nullptr, C ? ga + at : nullptr, p_out + at, sq_out + at,
+                           M ? buf_out + at : nullptr, C ? ga_out + at : nullptr, alpha, eps, wd, mu, lr);
+      };
+      if (momentum && centered_) run.template operator()<true, true>();
+      else if (momentum) run.template operator()<true, false>();
+      else if (centered_) run.template operator()<false, true>();
+      else run.template operator()<false, false>();
+    });
+  }
+
+ private:
+  static std::vector<const char*> rmsprop_states(bool momentum, bool centered) {
+    std::vector<const char*> s{"square_avg"};
+    if (momentum) s.push_back("momentum_buffer");
+    if (centered) s.push_back("grad_avg");
+    return s;
+  }
+  float momentum_;  // momentum_ and centered_ before layout_, which they shape
+  bool centered_;
+  UpdateLayout layout_;
+  float alpha_ = 0.99f, eps_ = 1e-8f, weight_decay_ = 0.0f;
+};
+
+// Adagrad's pass: g = grad + wd*param, sum += g^2, param -= clr * (g / (sqrt(sum) + eps)).
+void adagrad_loop(int64_t n, const float* p, const float* grad, const float* sum, float* p_out, float* sum_out, float eps, float wd,
+                  float clr) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float pi = p[i];
+    const float g = grad[i] + wd * pi;
+    const float s = sum[i] + g * g;
+    sum_out[i] = s;
+    p_out[i] = pi - clr * (g / (std::sqrt(s) + eps));
+  }
+}
+
+// (param, grad, sum, lr, step) -> (param', sum'), the rate clr = lr / (1 + (step - 1) * lr_decay).
+class AdagradUpdate final : public Kernel {
+ public:
+  AdagradUpdate(const KernelConfig& cfg) : layout_(cfg, "adagrad_update", {"sum"}) {
+    lr_decay_ = float_attr(cfg, "adagrad_update", "lr_decay", 0.0f, 0.0f);
+    eps_ = float_attr(cfg, "adagrad_update", "eps", 1e-10f, 0.0f);
+    weight_decay_ = float_attr(cfg, "adagrad_update", "weight_decay", 0.0f, 0.0f);
+  }
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const float* p = static_cast<const float*>(in[0]);
+    const float* grad = static_cast<const float*>(in[1]);
+    const float* sum = static_cast<const float*>(in[2]);
+    float* p_out = layout_.param_out(out);
+    float* sum_out = layout_.state_out(out, 0);
+    const double step = std::max(1.0f, layout_.step(in));
+    const float clr = float(double(layout_.lr(in)) / (1.0 + (step - 1.0) * double(lr_decay_)));  // torch: Python floats
+    const float eps = eps_, wd = weight_decay_;
+    split_runs(layout_.n(), [&](int64_t at, int64_t count) {
+      adagrad_loop(count, p + at, grad + at, sum + at, p_out + at, sum_out + at, eps, wd, clr);
+    });
+  }
+
+ private:
+  UpdateLayout layout_;
+  float lr_decay_ = 0.0f, eps_ = 1e-10f, weight_decay_ = 0.0f;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> make_rmsprop_update(const KernelConfig& cfg) {
+  return std::make_unique<RmspropUpdate>(cfg);
+}
+std::unique_ptr<Kernel> make_adagrad_update(const KernelConfig& cfg) {
+  return std::make_unique<AdagradUpdate>(cfg);
+}
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg) {
   return std::make_unique<AdamUpdate>(cfg);
 }

@@ -13,6 +13,7 @@ namespace of::kernels::cuda {
 
 std::unique_ptr<Kernel> make_accumulate(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_adagrad_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_add(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_assign(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_average_pool(const KernelConfig& cfg);
@@ -93,6 +94,7 @@ std::unique_ptr<Kernel> make_reduce_l2(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_reduce_sum(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_relu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_relu_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_rmsprop_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);

@@ -113,6 +113,20 @@ void launch_adam_update(const AdamParams& p, const float* param, const float* gr
                         const float* lr, const float* step, float* param_out, float* m_out, float* v_out, int64_t n,
                         cudaStream_t stream);
 
+struct RmspropParams {
+  float alpha = 0.99f, eps = 1e-8f, weight_decay = 0, momentum = 0;
+  bool centered = false;
+};
+// buf and grad_avg (and their outputs) are null where torch keeps none (momentum 0, not centered).
+void launch_rmsprop_update(const RmspropParams& p, const float* param, const float* grad, const float* sq, const float* buf,
+                           const float* ga, const float* lr, const float* step, float* param_out, float* sq_out, float* buf_out,
+                           float* ga_out, int64_t n, cudaStream_t stream);
+struct AdagradParams {
+  float lr_decay = 0, eps = 1e-10f, weight_decay = 0;
+};
+void launch_adagrad_update(const AdagradParams& p, const float* param, const float* grad, const float* sum, const float* lr,
+                           const float* step, float* param_out, float* sum_out, int64_t n, cudaStream_t stream);
+
 // accumulate's element-wise steps: acc += g; acc *= scale.
 void launch_add_inplace(float* acc, const float* g, int64_t n, cudaStream_t stream);
 void launch_scale_inplace(float* acc, float scale, int64_t n, cudaStream_t stream);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// sgd_update and adam_update, host side on the GPU: the CPU twin's layout (param, grad, state...,
+// sgd_update, adam_update, rmsprop_update and adagrad_update, host side on the GPU: the CPU twin's layout (param, grad, state...,
 // lr, step) -> (param', state'...) or (state'..., param') (rules.h) and attribute rules; the
 // arithmetic is in optimizers.cu.
 #include "kernels/cpu/check.h"
@@ -77,8 +77,68 @@ class AdamUpdate final : public Kernel {
   AdamParams p_;
 };
 
+class RmspropUpdate final : public Kernel {
+ public:
+  RmspropUpdate(const KernelConfig& cfg) {
+    const char* name = "rmsprop_update";
+    p_.momentum = float_attr_at_least(cfg, name, "momentum", 0.0f, 0.0f);
+    p_.centered = cfg.attrs.get_int("centered", 0) != 0;
+    std::vector<const char*> states{"square_avg"};
+    if (p_.momentum > 0) states.push_back("momentum_buffer");
+    if (p_.centered) states.push_back("grad_avg");
+    states_ = int(states.size());
+    n_ = update_layout(cfg, name, states);
+    outputs_ = update_outputs(cfg);
+    p_.alpha = float_attr_at_least(cfg, name, "alpha", 0.99f, 0.0f);
+    p_.eps = float_attr_at_least(cfg, name, "eps", 1e-8f, 0.0f);
+    p_.weight_decay = float_attr_at_least(cfg, name, "weight_decay", 0.0f, 0.0f);
+    if (p_.alpha > 1.0f) fail(where_of(cfg), "rmsprop_update: alpha {} must be <= 1", p_.alpha);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    const bool momentum = p_.momentum > 0;
+    const int ga = momentum ? 4 : 3, lr = 2 + states_;
+    auto f = [](const void* v) { return static_cast<const float*>(v); };
+    launch_rmsprop_update(p_, f(in[0]), f(in[1]), f(in[2]), momentum ? f(in[3]) : nullptr, p_.centered ? f(in[ga]) : nullptr, f(in[lr]),
+                          f(in[lr + 1]), output(out, outputs_.param), output(out, outputs_.first_state),
+                          momentum ? output(out, outputs_.first_state + 1) : nullptr,
+                          p_.centered ? output(out, outputs_.first_state + (momentum ? 2 : 1)) : nullptr, n_, ctx.stream->stream);
+    ctx.stream->check_launch("rmsprop_update");
+  }
+
+ private:
+  int64_t n_ = 0;
+  int states_ = 1;
+  UpdateOutputs outputs_;
+  RmspropParams p_;
+};
+
+class AdagradUpdate final : public Kernel {
+ public:
+  AdagradUpdate(const KernelConfig& cfg) {
+    const char* name = "adagrad_update";
+    n_ = update_layout(cfg, name, {"sum"});
+    outputs_ = update_outputs(cfg);
+    p_.lr_decay = float_attr_at_least(cfg, name, "lr_decay", 0.0f, 0.0f);
+    p_.eps = float_attr_at_least(cfg, name, "eps", 1e-10f, 0.0f);
+    p_.weight_decay = float_attr_at_least(cfg, name, "weight_decay", 0.0f, 0.0f);
+  }
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    auto f = [](const void* v) { return static_cast<const float*>(v); };
+    launch_adagrad_update(p_, f(in[0]), f(in[1]), f(in[2]), f(in[3]), f(in[4]), output(out, outputs_.param),
+                          output(out, outputs_.first_state), n_, ctx.stream->stream);
+    ctx.stream->check_launch("adagrad_update");
+  }
+
+ private:
+  int64_t n_ = 0;
+  UpdateOutputs outputs_;
+  AdagradParams p_;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> make_adagrad_update(const KernelConfig& cfg) { return std::make_unique<AdagradUpdate>(cfg); }
+std::unique_ptr<Kernel> make_rmsprop_update(const KernelConfig& cfg) { return std::make_unique<RmspropUpdate>(cfg); }
 std::unique_ptr<Kernel> make_adam_update(const KernelConfig& cfg) { return std::make_unique<AdamUpdate>(cfg); }
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg) { return std::make_unique<SgdUpdate>(cfg); }
 

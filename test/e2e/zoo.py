@@ -184,6 +184,11 @@ CHECK is one of:
   zero3-sgd     As dp2-sgd / dp2-adamw, with ofc --zero 3 (every weight, its gradient and its
   zero3-adamw   optimizer state split over the two devices, the weight gathered before use): the
                 same reference, the same tolerances, the same strict checkpoint load.
+  train-rmsprop As train-sgd with torchvision's MobileNetV3 recipe optimizer, torch.optim.RMSprop
+  dp2-rmsprop   (alpha 0.9, eps 0.0316, momentum 0.9, weight_decay 1e-5; lr 1e-3), as
+                `ofc --optimizer rmsprop:...` (and on 2 devices, as dp2-sgd).
+  train-adagrad As train-sgd with torch.optim.Adagrad (lr 0.01, lr_decay 0.1, weight_decay 0.01),
+  zero3-adagrad `ofc --optimizer adagrad:...` (and with --zero 3, as zero3-sgd).
 
 Exit status: 0 pass (summary lines), 1 mismatch (both sides' numbers printed), 2 bad
 arguments or a tool failure (the tool's error line printed; a failing torch.onnx.export counts
@@ -222,8 +227,10 @@ MIN_OUTPUT_SCALE = 1e-3  # an output of about zero matches anything within a rel
 LOSS_REL_TOL = 1e-4
 WEIGHT_REL_TOL = 1e-3
 # Adam divides by sqrt(v): a gradient of pure rounding noise (a parameter the loss does not depend
-# on, up to rounding) still moves by about lr per step on both sides, in unrelated directions.
-ADAM_NOISE_ABS_TOL = 2 * 1e-3 * 5  # 2 * lr * STEPS
+# on, up to rounding) still moves by about lr per step on both sides, in unrelated directions (so
+# does Adagrad, by sqrt of the sum of squares): 2 * lr * STEPS, at AdamW's lr of 1e-3 (times the
+# check's lr over that for other optimizers).
+ADAM_NOISE_ABS_TOL = 2 * 1e-3 * 5
 REFEREE_FACTOR = 2.0
 # An ill-conditioned model's float32 noise is sampled by this many PyTorch runs besides the plain
 # one, each from weights and inputs moved by about one rounding (relative 2**-24) ...
@@ -244,8 +251,15 @@ def optimizers(lr_scale, weight_decay=0.01):
         "train-sgd": (f"sgd:lr={sgd!r}", lambda params: torch.optim.SGD(params, lr=sgd), sgd),
         "train-adamw": (f"adamw:lr={adamw!r},weight_decay={weight_decay!r}",
                         lambda params: torch.optim.AdamW(params, lr=adamw, weight_decay=weight_decay), adamw),
+        "train-rmsprop": (f"rmsprop:lr={adamw!r},alpha=0.9,eps=0.0316,momentum=0.9,weight_decay=1e-05",
+                          lambda params: torch.optim.RMSprop(params, lr=adamw, alpha=0.9, eps=0.0316, momentum=0.9,
+                                                             weight_decay=1e-5), adamw),
+        "train-adagrad": (f"adagrad:lr={10 * adamw!r},lr_decay=0.1,weight_decay=0.01",
+                          lambda params: torch.optim.Adagrad(params, lr=10 * adamw, lr_decay=0.1, weight_decay=0.01),
+                          10 * adamw),
     }
-CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw"]
+CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw", "train-rmsprop",
+          "dp2-rmsprop", "train-adagrad", "zero3-adagrad"]
 DP = 2  # devices of the dp2-* and zero3-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
@@ -1653,11 +1667,11 @@ def check_train(args, name, m, work, check):
             if not ours <= max(WEIGHT_REL_TOL, REFEREE_FACTOR * theirs):
                 bad.append((k + f" (vs float64; referee runs at most {theirs:.3g} off)", ours, scale, g, e.float()))
             continue
-        if k in m.zero_grad and check.endswith("-adamw"):
+        if k in m.zero_grad and check.endswith(("-adamw", "-rmsprop", "-adagrad")):
             sl = m.zero_grad[k]
             noise = (g[sl].double() - w[sl].double()).abs().max().item()
             g, w = g.clone(), w.clone()
-            if noise > ADAM_NOISE_ABS_TOL:
+            if noise > ADAM_NOISE_ABS_TOL * max(1.0, lr / (1e-3 * m.lr_scale)):
                 bad.append((k + f"[{sl.start}:{sl.stop}] (zero gradient)", noise, None, g, w))
             g[sl], w[sl] = 0, 0  # the rest of the tensor is compared as usual
         if w.is_floating_point():

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// sgd_update and adam_update: three consecutive steps (with a changing lr) against double
-// re-implementations of torch.optim.SGD / Adam / AdamW's documented algorithms, run both into
-// fresh buffers and in place (out == in), which must agree.
+// sgd_update, adam_update, rmsprop_update and adagrad_update: three consecutive steps (with a
+// changing lr) against double re-implementations of torch.optim.SGD / Adam / AdamW / RMSprop /
+// Adagrad's algorithms (torch 1.13's _single_tensor_* functions), run both into fresh buffers and
+// in place (out == in), which must agree.
 #include <algorithm>
 #include <cmath>
 
@@ -191,6 +192,106 @@ TEST_CASE("adam_update: Adam and AdamW with bias correction match torch's rule",
   check_adam({0.5f, 0.9f, 1e-3f, 0.01f, true});
 }
 
+struct RmspropCfg {
+  float alpha, eps, weight_decay, momentum;
+  bool centered;
+};
+
+// torch.optim.RMSprop: square_avg, momentum_buffer and grad_avg start at zero.
+void rmsprop_ref(const RmspropCfg& c, std::vector<double>& p, const std::vector<double>& grad, std::vector<double>& sq,
+                 std::vector<double>& buf, std::vector<double>& ga, double lr) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double g = grad[i] + c.weight_decay * p[i];
+    sq[i] = c.alpha * sq[i] + (1 - c.alpha) * g * g;
+    double avg;
+    if (c.centered) {
+      ga[i] = c.alpha * ga[i] + (1 - c.alpha) * g;
+      avg = std::sqrt(sq[i] - ga[i] * ga[i]) + c.eps;
+    } else {
+      avg = std::sqrt(sq[i]) + c.eps;
+    }
+    if (c.momentum > 0) {
+      buf[i] = c.momentum * buf[i] + g / avg;
+      p[i] -= lr * buf[i];
+    } else {
+      p[i] -= lr * g / avg;
+    }
+  }
+}
+
+void check_rmsprop(const RmspropCfg& c) {
+  std::mt19937 rng(71);
+  const auto p0 = testing::random_floats(kN, rng);
+  const std::vector<float> zeros(kN, 0.0f);
+  const auto grads = random_grads(rng);
+  std::vector<double> p = testing::to_double(p0), sq(kN, 0.0), buf(kN, 0.0), ga(kN, 0.0);
+  for (int step = 1; step <= 3; ++step) rmsprop_ref(c, p, testing::to_double(grads[step - 1]), sq, buf, ga, kLr[step - 1]);
+  Attrs a;
+  a.set_float("alpha", c.alpha);
+  a.set_float("eps", c.eps);
+  a.set_float("weight_decay", c.weight_decay);
+  a.set_float("momentum", c.momentum);
+  a.set_int("centered", c.centered);
+  std::vector<std::vector<float>> state{p0, {}, zeros};
+  std::vector<std::vector<double>> want{p, sq};
+  if (c.momentum > 0) {
+    state.push_back(zeros);
+    want.push_back(buf);
+  }
+  if (c.centered) {
+    state.push_back(zeros);
+    want.push_back(ga);
+  }
+  INFO("alpha " << c.alpha << " eps " << c.eps << " wd " << c.weight_decay << " momentum " << c.momentum << " centered " << c.centered);
+  for (bool in_place : {false, true})
+    for (bool param_last : {false, true}) {
+      INFO("in place " << in_place << " param last " << param_last);
+      const auto got = run_steps("rmsprop_update", a, state, grads, in_place, param_last);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k) testing::check_close(got[k], want[k], 1e-5);
+    }
+}
+
+TEST_CASE("rmsprop_update: plain, momentum, centered and weight decay match torch's rule, with the states torch keeps", "[kernels]") {
+  check_rmsprop({0.99f, 1e-8f, 0.0f, 0.0f, false});
+  check_rmsprop({0.9f, 0.0316f, 1e-5f, 0.9f, false});  // torchvision's MobileNetV3 recipe
+  check_rmsprop({0.99f, 1e-8f, 0.1f, 0.0f, true});
+  check_rmsprop({0.95f, 1e-6f, 0.01f, 0.5f, true});
+}
+
+// torch.optim.Adagrad with initial_accumulator_value 0.
+void adagrad_ref(double lr_decay, double eps, double wd, std::vector<double>& p, const std::vector<double>& grad, std::vector<double>& sum,
+                 double lr, int step) {
+  const double clr = lr / (1 + (step - 1) * lr_decay);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double g = grad[i] + wd * p[i];
+    sum[i] += g * g;
+    p[i] -= clr * g / (std::sqrt(sum[i]) + eps);
+  }
+}
+
+TEST_CASE("adagrad_update: lr decay, weight decay and eps match torch's rule", "[kernels]") {
+  for (const auto& [lr_decay, eps, wd] : {std::tuple{0.0f, 1e-10f, 0.0f}, std::tuple{0.5f, 1e-6f, 0.1f}}) {
+    std::mt19937 rng(73);
+    const auto p0 = testing::random_floats(kN, rng);
+    const std::vector<float> zeros(kN, 0.0f);
+    const auto grads = random_grads(rng);
+    std::vector<double> p = testing::to_double(p0), sum(kN, 0.0);
+    for (int step = 1; step <= 3; ++step) adagrad_ref(lr_decay, eps, wd, p, testing::to_double(grads[step - 1]), sum, kLr[step - 1], step);
+    Attrs a;
+    a.set_float("lr_decay", lr_decay);
+    a.set_float("eps", eps);
+    a.set_float("weight_decay", wd);
+    for (bool in_place : {false, true})
+      for (bool param_last : {false, true}) {
+        INFO("lr_decay " << lr_decay << " in place " << in_place << " param last " << param_last);
+        const auto got = run_steps("adagrad_update", a, {p0, {}, zeros}, grads, in_place, param_last);
+        testing::check_close(got[0], p, 1e-5);
+        testing::check_close(got[1], sum, 1e-5);
+      }
+  }
+}
+
 TEST_CASE("optimizers: bad configs throw of::Error", "[kernels]") {
   const Shape p{kN};
   Attrs nesterov;
@@ -219,6 +320,13 @@ TEST_CASE("optimizers: bad configs throw of::Error", "[kernels]") {
   last.set_int("param_last", 2);
   testing::check_rejects("adam_update", last, {p, p, p, p, {}, {}}, {p, p, p});
   testing::check_rejects("sgd_update", none, {p, p, p, {}, {}}, {p, p, p});  // no copy output any more
+  Attrs with_momentum;
+  with_momentum.set_float("momentum", 0.9f);
+  testing::check_rejects("rmsprop_update", with_momentum, {p, p, p, {}, {}}, {p, p});  // momentum needs its buffer
+  Attrs alpha;
+  alpha.set_float("alpha", 1.5f);
+  testing::check_rejects("rmsprop_update", alpha, {p, p, p, {}, {}}, {p, p});
+  testing::check_rejects("adagrad_update", none, {p, p, {}, {}}, {p});  // no sum
 }
 
 }  // namespace

@@ -494,6 +494,32 @@ TEST_CASE("cuda twin: sgd_update (momentum, nesterov, weight decay, first step) 
   }
 }
 
+TEST_CASE("cuda twin: rmsprop_update (momentum, centered, weight decay) and adagrad_update (lr decay), in place too", "[cuda]") {
+  const Shape p{257, 33};
+  for (float step : {1.0f, 3.0f}) {
+    INFO("step " << step);
+    const HostTensor lr = f32_tensor({}, {0.01f}), st = f32_tensor({}, {step});
+    const HostTensor sq = random_f32(p, 21, 0.1f, 1.0f);
+    check_twin("rmsprop_update", {}, {random_f32(p, 14), random_f32(p, 15), sq, lr, st}, f32({p, p}));
+    Attrs all;
+    all.set_float("momentum", 0.9f);
+    all.set_float("weight_decay", 1e-5f);
+    all.set_float("alpha", 0.9f);
+    all.set_float("eps", 0.0316f);
+    check_twin("rmsprop_update", all, {random_f32(p, 14), random_f32(p, 15), sq, random_f32(p, 16), lr, st}, f32({p, p, p}));
+    all.set_int("centered", 1);  // grad_avg small beside square_avg: sq - ga^2 stays positive
+    check_twin("rmsprop_update", all,
+               {random_f32(p, 14), random_f32(p, 15), sq, random_f32(p, 16), random_f32(p, 22, -0.1f, 0.1f), lr, st},
+               f32({p, p, p, p}), {}, 1, {{0, 0}, {1, 2}, {2, 3}, {3, 4}});
+    Attrs ada;
+    ada.set_float("lr_decay", 0.1f);
+    ada.set_float("weight_decay", 0.01f);
+    check_twin("adagrad_update", ada, {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19, 0.0f, 1.0f), lr, st}, f32({p, p}));
+    check_twin("adagrad_update", ada, {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19, 0.0f, 1.0f), lr, st}, f32({p, p}), {}, 1,
+               {{0, 0}, {1, 2}});
+  }
+}
+
 // Act a reads the gradient times a + 1 (twin.h), so a kernel that kept only the last act, or
 // scaled by anything but 1/k, would differ from the CPU.
 TEST_CASE("cuda twin: accumulate sums k micro-batches and passes the step's scalars on", "[cuda]") {
