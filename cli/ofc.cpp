@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
                  "trained tensors (names or globs, e.g. '*.bias') the optimizer's weight_decay leaves out, as a torch param "
                  "group with weight_decay=0; repeatable")
       ->needs(train);
+  app.add_option("--param-lr", options.param_lr,
+                 "GLOB=LR: trained tensors matching GLOB (e.g. 'backbone.*') train at LR, as a torch param group with its own lr; "
+                 "the schedule scales it alike; the first matching pattern wins; repeatable")
+      ->needs(train);
   app.add_option("--clip-grad-norm", options.clip_grad_norm,
                  "clip each step's gradients to this global 2-norm, as torch.nn.utils.clip_grad_norm_(params, MAX) before "
                  "optimizer.step()")

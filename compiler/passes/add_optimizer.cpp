@@ -15,6 +15,8 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/error.h"
@@ -111,6 +113,41 @@ std::vector<bool> decayed(const Compilation& c) {
     if (!any) fail({.file = g.source_file}, "--no-weight-decay pattern '{}' matches no trained tensor of the model", pattern);
   }
   return decays;
+}
+
+// Each trained weight's learning rate as a multiple of the optimizer's (c.training.weights'
+// order): LR / lr for the first --param-lr GLOB=LR its name matches, else 1. A pattern that
+// names no trained weight, or a rate that is not a number >= 0, is refused.
+std::vector<double> lr_factors(const Compilation& c, double base_lr) {
+  const Graph& g = c.graph;
+  std::vector<std::pair<std::string, double>> groups;
+  for (const std::string& spec : c.options.param_lr) {
+    const size_t eq = spec.rfind('=');
+    char* end = nullptr;
+    const double lr = eq == std::string::npos ? -1 : std::strtod(spec.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == spec.c_str() + eq + 1 || *end != '\0' || !std::isfinite(lr) || lr < 0 || lr > 1e6)
+      fail({.field = "--param-lr"}, "'{}' is not GLOB=LR with a learning rate in [0, 1e6]", spec);
+    if (base_lr <= 0) fail({.field = "--param-lr"}, "'{}' needs the optimizer's lr above 0 (a group's rate is a multiple of it)", spec);
+    groups.emplace_back(spec.substr(0, eq), lr);
+  }
+  std::vector<double> factors;
+  std::vector<bool> used(groups.size(), false);
+  for (const auto& [w, dw] : c.training.weights) {
+    double f = 1;
+    for (size_t k = 0; k < groups.size(); ++k)
+      if (fnmatch(groups[k].first.c_str(), g.values[size_t(w)].name.c_str(), 0) == 0) {
+        f = groups[k].second / base_lr;
+        used[k] = true;
+        break;
+      }
+    factors.push_back(f);
+  }
+  for (size_t k = 0; k < groups.size(); ++k) {
+    bool any = false;  // matched by a weight an earlier pattern took counts: it names a trained tensor
+    for (const auto& [w, dw] : c.training.weights) any = any || fnmatch(groups[k].first.c_str(), g.values[size_t(w)].name.c_str(), 0) == 0;
+    if (!any) fail({.file = g.source_file}, "--param-lr pattern '{}' matches no trained tensor of the model", groups[k].first);
+  }
+  return factors;
 }
 
 ValueId add_scalar_input(Graph& g, const std::string& name) {
@@ -259,6 +296,7 @@ bool AddOptimizer::run(Compilation& c) {
   const ValueId lr = add_scalar_input(g, "train/lr");
   const ValueId step = add_scalar_input(g, "train/step");
   const std::vector<bool> decays = decayed(c);
+  const std::vector<double> lr_factor = lr_factors(c, opt.lr);
 
   // Each weight's gradient for a step (with micro-batches, their mean) and the step's scalars.
   const size_t count = c.training.weights.size();
@@ -297,6 +335,19 @@ bool AddOptimizer::run(Compilation& c) {
     if (o.micro_batches == 1 && g.values[size_t(dw)].producer >= 0) g.nodes[size_t(g.values[size_t(dw)].producer)].slots = 1;
   }
   if (o.clip_grad_norm > 0) grads = clip_grad_norm(g, weights, grads, o.clip_grad_norm);
+  // A param group's rate: the step's (scheduled) lr times the group's multiple, once per step
+  // beside the gradient it updates with.
+  for (size_t i = 0; i < count; ++i) {
+    if (lr_factor[i] == 1.0) continue;
+    const std::string& wname = g.values[size_t(weights[i])].name;
+    const ValueId factor = g.add_value("param_lr/" + wname + "/factor");
+    set_scalar(g.values[size_t(factor)], float(lr_factor[i]));
+    const NodeId by = g.values[size_t(grads[i])].producer;
+    step_lrs[i] = append_node(g, "param_lr/" + wname, "Mul", "mul", {}, {step_lrs[i], factor}, TensorDesc{{}, DType::f32});
+    Node& n = g.nodes.back();
+    n.forward = by < 0 ? -1 : (g.nodes[size_t(by)].forward >= 0 ? g.nodes[size_t(by)].forward : by);  // the gradient's stage and devices
+    n.slots = 1;  // once per optimizer step
+  }
 
   for (size_t i = 0; i < count; ++i) {
     const ValueId w = weights[i], grad = grads[i];

@@ -46,6 +46,10 @@ struct CompileOptions {
   // fewer than two dimensions (nanoGPT's and timm's rule: biases, normalization weights).
   std::vector<std::string> no_weight_decay;
   bool no_weight_decay_1d = false;
+  // "GLOB=LR": trained tensors whose name matches train at LR instead of the optimizer's lr, as a
+  // PyTorch param group with its own lr (a fine-tuned backbone's smaller one); the schedule scales
+  // it as torch's schedulers scale each group's. The first pattern a tensor matches wins.
+  std::vector<std::string> param_lr;
   // > 0: every step's gradients are clipped to this global 2-norm first, as
   // torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) between backward() and step().
   double clip_grad_norm = 0;

@@ -40,6 +40,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   padded_lm     nn.Embedding(8, 16, padding_idx=0), nn.GRU(16, 16, batch_first), nn.Linear(16, 8)
                 per token, on tokens [4,16] below 8 (an eighth of them the padding token): the
                 padding row must not train (scripts/of_export.py lists it; the exporter drops it).
+  gpt_llrd      the gpt fine-tuned as BERT recipes do: layer-wise lr decay (blocks.1 at 0.8 x lr,
+                blocks.0 at 0.64, the embeddings at 0.512: ofc --param-lr GLOB=LR, torch param
+                groups) under transformers' linear schedule with 2 warm-up steps (--schedule linear:warmup=2).
   bn_cumulative Conv(3,8)-BatchNorm2d(momentum=None)-ReLU-pool-Linear(8,16)-BatchNorm1d(momentum=None)-
                 ReLU-Linear(16,10) on [4,3,8,8]: running statistics are the average of every batch's
                 (scripts/of_export.py lists them; the export alone says momentum 1.0).
@@ -206,6 +209,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import argparse  # noqa: E402
 import copy  # noqa: E402
+import fnmatch  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
@@ -268,7 +272,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative"]
+               "padded_lm", "bn_cumulative", "gpt_llrd"]
 
 
 def parse_args():
@@ -327,7 +331,7 @@ class Model:
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
-                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None):
+                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None, param_lr=()):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -372,6 +376,9 @@ class Model:
         # The recipe's learning-rate schedule: base lr -> (ofc --schedule, factory of the torch
         # scheduler the recipe steps after each optimizer step), over the STEPS steps of the run.
         self.schedule = schedule
+        # Param groups with their own lr: [(glob of parameter names, multiple of the check's lr)],
+        # the first match winning (ofc --param-lr GLOB=LR; torch param groups with "lr").
+        self.param_lr = list(param_lr)
 
 
 class Flatten(nn.Module):
@@ -479,6 +486,15 @@ class GPT(nn.Module):
 
 def gpt():
     return Model(GPT(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS)
+
+
+def gpt_llrd():
+    # BERT-style fine-tuning: layer-wise learning-rate decay (0.8 a layer down from the head) with
+    # transformers' linear schedule and warm-up.
+    return Model(GPT(), (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, zero_grad=GPT_KEY_BIAS,
+                 param_lr=[("blocks.1.*", 0.8), ("blocks.0.*", 0.64), ("wte.*", 0.512), ("wpe.*", 0.512)],
+                 schedule=lambda lr: ("linear:warmup=2", lambda opt: torch.optim.lr_scheduler.LambdaLR(
+                     opt, lambda t: t / 2 if t < 2 else max(0.0, (STEPS - t) / (STEPS - 2)))))
 
 
 def nanogpt():
@@ -1157,7 +1173,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative]))
+                                padded_lm, bn_cumulative, gpt_llrd]))
 
 
 def build(name):
@@ -1393,17 +1409,30 @@ SUMMED = False
 NO_DECAY_1D = False
 CLIP_NORM = 0.0
 SCHEDULE = None  # the model's (ofc --schedule, torch scheduler factory) at this check's rate
+PARAM_LR = []  # the model's Model.param_lr
+CHECK_LR = 0.0  # this check's optimizer lr
 
 
 def param_groups(model):
-    """What a training step's torch.optim optimizer takes: the model's parameters, or with
-    NO_DECAY_1D nanoGPT's configure_optimizers groups (tensors of 2+ dimensions decayed, the rest,
-    biases and LayerNorm weights, in a group with weight_decay 0)."""
-    if not NO_DECAY_1D:
+    """What a training step's torch.optim optimizer takes: the model's parameters, or its param
+    groups: with NO_DECAY_1D nanoGPT's configure_optimizers groups (tensors of 2+ dimensions
+    decayed, the rest, biases and LayerNorm weights, with weight_decay 0), and with PARAM_LR a
+    group per rate (its "lr" the check's times the multiple of the first glob that matches)."""
+    if not NO_DECAY_1D and not PARAM_LR:
         return model.parameters()
-    params = list(model.parameters())
-    return [{"params": [p for p in params if p.dim() >= 2]},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    groups = {}
+    for name, p in model.named_parameters():
+        mult = next((m for glob, m in PARAM_LR if fnmatch.fnmatchcase(name, glob)), 1.0)
+        groups.setdefault((mult, not (NO_DECAY_1D and p.dim() < 2)), []).append(p)
+    out = []
+    for (mult, decay), params in groups.items():
+        group = {"params": params}
+        if mult != 1.0:
+            group["lr"] = CHECK_LR * mult
+        if not decay:
+            group["weight_decay"] = 0.0
+        out.append(group)
+    return out
 
 
 def loss_of(model, x, y):
@@ -1587,8 +1616,9 @@ def check_train(args, name, m, work, check):
     parts = DP if check.startswith(("dp2-", "zero3-")) else 1
     zero = ["--zero", "3"] if check.startswith("zero3-") else []
     optimizer, make_opt, lr = optimizers(m.lr_scale, m.weight_decay)["train-" + check.split("-", 1)[1]]
-    global SCHEDULE
+    global SCHEDULE, PARAM_LR, CHECK_LR
     SCHEDULE = m.schedule(lr) if m.schedule else None
+    PARAM_LR, CHECK_LR = m.param_lr, lr
     model = m.train.train()
     # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
     ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
@@ -1609,7 +1639,8 @@ def check_train(args, name, m, work, check):
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero,
          *(["--no-weight-decay-1d"] if m.no_decay_1d else []),
          *(["--clip-grad-norm", m.clip_norm] if m.clip_norm else []),
-         *(["--schedule", SCHEDULE[0]] if SCHEDULE else []))
+         *(["--schedule", SCHEDULE[0]] if SCHEDULE else []),
+         *[a for glob, mult in m.param_lr for a in ("--param-lr", f"{glob}={lr * mult!r}")])
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
     tool(args, "ofrun", plan, "--data", data, "--steps", STEPS, "--no-shuffle", "--metrics", metrics,
          "--checkpoint", ck)
