@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   app.add_flag("--gradients", options.gradients, "also output every weight's gradient as '<weight>.grad' (needs --loss)")->needs(loss);
   auto* train = app.add_flag("--train", options.train, "compile a training plan (needs --loss); also writes <stem>.eval.ofp for --eval")->needs(loss);
   app.add_option("--optimizer", options.optimizer,
-                 "sgd[:lr=,momentum=,dampening=,nesterov=0|1,weight_decay=] | adam|adamw[:lr=,beta1=,beta2=,eps=,weight_decay=] | "
+                 "sgd[:lr=,momentum=,dampening=,nesterov=0|1,weight_decay=] | adam|adamw[:lr=,beta1=,beta2=,eps=,weight_decay=,amsgrad=0|1] | "
                  "rmsprop[:lr=,alpha=,eps=,weight_decay=,momentum=,centered=0|1] | adagrad[:lr=,lr_decay=,weight_decay=,eps=] (torch.optim's defaults)")
       ->capture_default_str()
       ->needs(train);

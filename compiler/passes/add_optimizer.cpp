@@ -53,10 +53,14 @@ OptimizerChoice parse_optimizer(const std::string& text) {
     if (o.attrs.get_int("nesterov", 0) && (o.attrs.get_float("momentum", 0) <= 0 || o.attrs.get_float("dampening", 0) != 0))
       throw Error(fmt::format("--optimizer '{}': nesterov needs momentum > 0 and dampening 0", text));
   } else if (s.kind() == "adam" || s.kind() == "adamw") {
-    s.allow({"lr", "beta1", "beta2", "eps", "weight_decay"});
+    s.allow({"lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad"});
     o.kernel = "adam_update";
     o.op_type = "AdamUpdate";
     o.state_names = {"exp_avg", "exp_avg_sq"};
+    if (s.number("amsgrad", 0, 0, 1) == 1) {  // torch keeps the largest exp_avg_sq as max_exp_avg_sq
+      o.attrs.set_int("amsgrad", 1);
+      o.state_names.push_back("max_exp_avg_sq");
+    }
     o.attrs.set_float("beta1", float(s.number("beta1", 0.9, 0, 0.999999)));
     o.attrs.set_float("beta2", float(s.number("beta2", 0.999, 0, 0.999999)));
     o.attrs.set_float("eps", float(s.number("eps", 1e-8, 0, 1)));

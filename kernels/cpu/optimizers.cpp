@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Optimizer updates, exactly torch.optim.SGD, Adam/AdamW, RMSprop and Adagrad's rules as their
-// single-tensor paths compute them (maximize=False; no amsgrad; Adagrad's accumulator starts at 0). lr and the 1-based step count are f32 scalar INPUTS, so a
+// single-tensor paths compute them (maximize=False; Adagrad's accumulator starts at 0). lr and the 1-based step count are f32 scalar INPUTS, so a
 // schedule can change them every step without re-preparing the kernel. The state outputs may
 // alias their inputs (out[k] == the matching in[]): every element is read before it is written.
 // Micro-batches are summed before the update, by the accumulate kernel: an update steps once.
@@ -84,9 +84,12 @@ void sgd_split(int64_t n, const float* p, const float* grad, const float* buf, f
   });
 }
 
-// Adam's pass (AdamUpdate::run gives the scalars), as sgd_loop.
-void adam_loop(int64_t n, const float* p, const float* grad, const float* m, const float* v, float* p_out, float* m_out,
-               float* v_out, float b1, float b2, float eps, float l2, float shrink, float step_size, float inv_bc2_sqrt) {
+// Adam's pass (AdamUpdate::run gives the scalars), as sgd_loop. Amsgrad: the denominator takes
+// the largest v so far (vmax, torch's max_exp_avg_sq), kept beside v.
+template <bool Amsgrad>
+void adam_loop(int64_t n, const float* p, const float* grad, const float* m, const float* v, const float* vmax, float* p_out,
+               float* m_out, float* v_out, float* vmax_out, float b1, float b2, float eps, float l2, float shrink, float step_size,
+               float inv_bc2_sqrt) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float pi = p[i] * shrink;
@@ -95,7 +98,12 @@ void adam_loop(int64_t n, const float* p, const float* grad, const float* m, con
     const float vi = b2 * v[i] + (1.0f - b2) * g * g;
     m_out[i] = mi;
     v_out[i] = vi;
-    p_out[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
+    float denom_v = vi;
+    if constexpr (Amsgrad) {
+      denom_v = std::max(vmax[i], vi);
+      vmax_out[i] = denom_v;
+    }
+    p_out[i] = pi - step_size * mi / (std::sqrt(denom_v) * inv_bc2_sqrt + eps);
   }
 }
 
@@ -143,13 +151,16 @@ class SgdUpdate final : public Kernel {
   bool nesterov_ = false;
 };
 
-// (param, grad, m, v, lr, step) -> (param', m', v'). decoupled 0 (Adam): g = grad + wd*param;
-// decoupled 1 (AdamW): param *= 1 - lr*wd first. Then m = b1*m + (1-b1)*g,
+// (param, grad, m, v[, vmax], lr, step) -> (param', m', v'[, vmax']). decoupled 0 (Adam):
+// g = grad + wd*param; decoupled 1 (AdamW): param *= 1 - lr*wd first. Then m = b1*m + (1-b1)*g,
 // v = b2*v + (1-b2)*g^2, param -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps), as torch's
-// single-tensor path computes it. A step below 1 is treated as 1 (bias corrections stay > 0).
+// single-tensor path computes it; amsgrad 1: vmax = max(vmax, v) stands for v in the last step.
+// A step below 1 is treated as 1 (bias corrections stay > 0).
 class AdamUpdate final : public Kernel {
  public:
-  AdamUpdate(const KernelConfig& cfg) : layout_(cfg, "adam_update", {"m", "v"}) {
+  AdamUpdate(const KernelConfig& cfg)
+      : amsgrad_(cfg.attrs.get_int("amsgrad", 0) == 1),
+        layout_(cfg, "adam_update", amsgrad_ ? std::vector<const char*>{"m", "v", "vmax"} : std::vector<const char*>{"m", "v"}) {
     const char* name = "adam_update";
     beta1_ = float_attr(cfg, name, "beta1", 0.9f, 0.0f);
     beta2_ = float_attr(cfg, name, "beta2", 0.999f, 0.0f);
@@ -161,6 +172,8 @@ class AdamUpdate final : public Kernel {
     if (decoupled != 0 && decoupled != 1)
       fail(where_of(cfg), "{}: decoupled must be 0 or 1, got {}", name, decoupled);
     decoupled_ = decoupled == 1;
+    const int64_t amsgrad = cfg.attrs.get_int("amsgrad", 0);
+    if (amsgrad != 0 && amsgrad != 1) fail(where_of(cfg), "{}: amsgrad must be 0 or 1, got {}", name, amsgrad);
   }
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const int64_t n = layout_.n();
@@ -168,6 +181,8 @@ class AdamUpdate final : public Kernel {
     const float* grad = static_cast<const float*>(in[1]);
     const float* m = static_cast<const float*>(in[2]);
     const float* v = static_cast<const float*>(in[3]);
+    const float* vmax = amsgrad_ ? static_cast<const float*>(in[4]) : nullptr;
+    float* vmax_out = amsgrad_ ? layout_.state_out(out, 2) : nullptr;
     const float lr = layout_.lr(in);
     const double t = std::max(1.0f, layout_.step(in));
     float* p_out = layout_.param_out(out);
@@ -181,12 +196,17 @@ class AdamUpdate final : public Kernel {
     const float l2 = decoupled_ ? 0.0f : weight_decay_;
     const float shrink = decoupled_ ? 1.0f - lr * weight_decay_ : 1.0f;
     split_runs(n, [&](int64_t at, int64_t count) {
-      adam_loop(count, p + at, grad + at, m + at, v + at, p_out + at, m_out + at, v_out + at, b1, b2, eps, l2, shrink, step_size,
-                inv_bc2_sqrt);
+      if (amsgrad_)
+        adam_loop<true>(count, p + at, grad + at, m + at, v + at, vmax + at, p_out + at, m_out + at, v_out + at, vmax_out + at, b1, b2,
+                        eps, l2, shrink, step_size, inv_bc2_sqrt);
+      else
+        adam_loop<false>(count, p + at, grad + at, m + at, v + at, nullptr, p_out + at, m_out + at, v_out + at, nullptr, b1, b2, eps,
+                         l2, shrink, step_size, inv_bc2_sqrt);
     });
   }
 
  private:
+  bool amsgrad_;  // before layout_, which it shapes
   UpdateLayout layout_;
   float beta1_ = 0.9f, beta2_ = 0.999f, eps_ = 1e-8f, weight_decay_ = 0.0f;
   bool decoupled_ = false;

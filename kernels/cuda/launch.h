@@ -107,10 +107,11 @@ void launch_sgd_update(const SgdParams& p, const float* param, const float* grad
                        cudaStream_t stream);
 struct AdamParams {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0;
-  bool decoupled = false;
+  bool decoupled = false, amsgrad = false;
 };
-void launch_adam_update(const AdamParams& p, const float* param, const float* grad, const float* m, const float* v,
-                        const float* lr, const float* step, float* param_out, float* m_out, float* v_out, int64_t n,
+// vmax and vmax_out (amsgrad's largest v) are null without amsgrad.
+void launch_adam_update(const AdamParams& p, const float* param, const float* grad, const float* m, const float* v, const float* vmax,
+                        const float* lr, const float* step, float* param_out, float* m_out, float* v_out, float* vmax_out, int64_t n,
                         cudaStream_t stream);
 
 struct RmspropParams {

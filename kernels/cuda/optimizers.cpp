@@ -51,7 +51,10 @@ class AdamUpdate final : public Kernel {
  public:
   AdamUpdate(const KernelConfig& cfg) {
     const char* name = "adam_update";
-    n_ = update_layout(cfg, name, {"m", "v"});
+    const int64_t amsgrad = cfg.attrs.get_int("amsgrad", 0);
+    if (amsgrad != 0 && amsgrad != 1) fail(where_of(cfg), "{}: amsgrad must be 0 or 1, got {}", name, amsgrad);
+    p_.amsgrad = amsgrad == 1;
+    n_ = update_layout(cfg, name, p_.amsgrad ? std::vector<const char*>{"m", "v", "vmax"} : std::vector<const char*>{"m", "v"});
     outputs_ = update_outputs(cfg);
     p_.beta1 = float_attr_at_least(cfg, name, "beta1", 0.9f, 0.0f);
     p_.beta2 = float_attr_at_least(cfg, name, "beta2", 0.999f, 0.0f);
@@ -64,10 +67,11 @@ class AdamUpdate final : public Kernel {
     p_.decoupled = decoupled == 1;
   }
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
-    launch_adam_update(p_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
-                       static_cast<const float*>(in[2]), static_cast<const float*>(in[3]),
-                       static_cast<const float*>(in[4]), static_cast<const float*>(in[5]), output(out, outputs_.param),
-                       output(out, outputs_.first_state), output(out, outputs_.first_state + 1), n_, ctx.stream->stream);
+    auto f = [](const void* v) { return static_cast<const float*>(v); };
+    const int lr = p_.amsgrad ? 5 : 4;
+    launch_adam_update(p_, f(in[0]), f(in[1]), f(in[2]), f(in[3]), p_.amsgrad ? f(in[4]) : nullptr, f(in[lr]), f(in[lr + 1]),
+                       output(out, outputs_.param), output(out, outputs_.first_state), output(out, outputs_.first_state + 1),
+                       p_.amsgrad ? output(out, outputs_.first_state + 2) : nullptr, n_, ctx.stream->stream);
     ctx.stream->check_launch("adam_update");
   }
 

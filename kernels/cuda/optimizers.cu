@@ -27,8 +27,8 @@ __global__ void sgd_kernel(SgdParams p, const float* param, const float* grad, c
   }
 }
 
-__global__ void adam_kernel(AdamParams p, const float* param, const float* grad, const float* m, const float* v,
-                            const float* lr_in, const float* step_in, float* param_out, float* m_out, float* v_out,
+__global__ void adam_kernel(AdamParams p, const float* param, const float* grad, const float* m, const float* v, const float* vmax,
+                            const float* lr_in, const float* step_in, float* param_out, float* m_out, float* v_out, float* vmax_out,
                             int64_t n) {
   const float lr = *lr_in;
   const double t = fmax(1.0, double(*step_in));
@@ -43,7 +43,12 @@ __global__ void adam_kernel(AdamParams p, const float* param, const float* grad,
     const float vi = p.beta2 * v[i] + (1.0f - p.beta2) * g * g;
     m_out[i] = mi;
     v_out[i] = vi;
-    param_out[i] = pi - step_size * mi / (sqrtf(vi) * inv_bc2_sqrt + p.eps);
+    float denom_v = vi;
+    if (p.amsgrad) {
+      denom_v = fmaxf(vmax[i], vi);
+      vmax_out[i] = denom_v;
+    }
+    param_out[i] = pi - step_size * mi / (sqrtf(denom_v) * inv_bc2_sqrt + p.eps);
   }
 }
 
@@ -106,11 +111,11 @@ void launch_sgd_update(const SgdParams& p, const float* param, const float* grad
   if (n > 0) sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, param, grad, buf, lr, step, param_out, buf_out, n);
 }
 
-void launch_adam_update(const AdamParams& p, const float* param, const float* grad, const float* m, const float* v,
-                        const float* lr, const float* step, float* param_out, float* m_out, float* v_out, int64_t n,
+void launch_adam_update(const AdamParams& p, const float* param, const float* grad, const float* m, const float* v, const float* vmax,
+                        const float* lr, const float* step, float* param_out, float* m_out, float* v_out, float* vmax_out, int64_t n,
                         cudaStream_t stream) {
   if (n > 0)
-    adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, param, grad, m, v, lr, step, param_out, m_out, v_out, n);
+    adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, param, grad, m, v, vmax, lr, step, param_out, m_out, v_out, vmax_out, n);
 }
 
 }  // namespace of::kernels::cuda

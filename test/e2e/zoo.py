@@ -192,6 +192,8 @@ CHECK is one of:
                 `ofc --optimizer rmsprop:...` (and on 2 devices, as dp2-sgd).
   train-adagrad As train-sgd with torch.optim.Adagrad (lr 0.01, lr_decay 0.1, weight_decay 0.01),
   zero3-adagrad `ofc --optimizer adagrad:...` (and with --zero 3, as zero3-sgd).
+  train-amsgrad As train-adamw with AdamW(amsgrad=True, betas=(0.9, 0.5)), `ofc --optimizer adamw:...,amsgrad=1`
+  zero3-amsgrad (and with --zero 3).
 
 Exit status: 0 pass (summary lines), 1 mismatch (both sides' numbers printed), 2 bad
 arguments or a tool failure (the tool's error line printed; a failing torch.onnx.export counts
@@ -258,12 +260,16 @@ def optimizers(lr_scale, weight_decay=0.01):
         "train-rmsprop": (f"rmsprop:lr={adamw!r},alpha=0.9,eps=0.0316,momentum=0.9,weight_decay=1e-05",
                           lambda params: torch.optim.RMSprop(params, lr=adamw, alpha=0.9, eps=0.0316, momentum=0.9,
                                                              weight_decay=1e-5), adamw),
+        # beta2 0.5: v falls below its largest within 5 steps (at 0.999 it only grows), so amsgrad shows.
+        "train-amsgrad": (f"adamw:lr={adamw!r},beta2=0.5,weight_decay={weight_decay!r},amsgrad=1",
+                          lambda params: torch.optim.AdamW(params, lr=adamw, betas=(0.9, 0.5), weight_decay=weight_decay,
+                                                           amsgrad=True), adamw),
         "train-adagrad": (f"adagrad:lr={10 * adamw!r},lr_decay=0.1,weight_decay=0.01",
                           lambda params: torch.optim.Adagrad(params, lr=10 * adamw, lr_decay=0.1, weight_decay=0.01),
                           10 * adamw),
     }
 CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw", "train-rmsprop",
-          "dp2-rmsprop", "train-adagrad", "zero3-adagrad"]
+          "dp2-rmsprop", "train-adagrad", "zero3-adagrad", "train-amsgrad", "zero3-amsgrad"]
 DP = 2  # devices of the dp2-* and zero3-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
@@ -1698,7 +1704,7 @@ def check_train(args, name, m, work, check):
             if not ours <= max(WEIGHT_REL_TOL, REFEREE_FACTOR * theirs):
                 bad.append((k + f" (vs float64; referee runs at most {theirs:.3g} off)", ours, scale, g, e.float()))
             continue
-        if k in m.zero_grad and check.endswith(("-adamw", "-rmsprop", "-adagrad")):
+        if k in m.zero_grad and check.endswith(("-adamw", "-rmsprop", "-adagrad", "-amsgrad")):
             sl = m.zero_grad[k]
             noise = (g[sl].double() - w[sl].double()).abs().max().item()
             g, w = g.clone(), w.clone()

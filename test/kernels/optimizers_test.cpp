@@ -45,6 +45,7 @@ void sgd_ref(const SgdCfg& c, std::vector<double>& p, const std::vector<double>&
 struct AdamCfg {
   float beta1, beta2, eps, weight_decay;
   bool decoupled;
+  bool amsgrad = false;
 };
 
 Attrs adam_attrs(const AdamCfg& c) {
@@ -54,12 +55,14 @@ Attrs adam_attrs(const AdamCfg& c) {
   a.set_float("eps", c.eps);
   a.set_float("weight_decay", c.weight_decay);
   a.set_int("decoupled", c.decoupled);
+  if (c.amsgrad) a.set_int("amsgrad", 1);
   return a;
 }
 
-// torch.optim.Adam (decoupled=false) / AdamW (decoupled=true), amsgrad=False, maximize=False.
+// torch.optim.Adam (decoupled=false) / AdamW (decoupled=true), maximize=False; amsgrad: the
+// largest v so far (vmax) in the denominator.
 void adam_ref(const AdamCfg& c, std::vector<double>& p, const std::vector<double>& grad,
-              std::vector<double>& m, std::vector<double>& v, double lr, int t) {
+              std::vector<double>& m, std::vector<double>& v, std::vector<double>& vmax, double lr, int t) {
   for (size_t i = 0; i < p.size(); ++i) {
     double g = grad[i];
     if (c.decoupled)
@@ -69,7 +72,8 @@ void adam_ref(const AdamCfg& c, std::vector<double>& p, const std::vector<double
     m[i] = c.beta1 * m[i] + (1 - c.beta1) * g;
     v[i] = c.beta2 * v[i] + (1 - c.beta2) * g * g;
     const double m_hat = m[i] / (1 - std::pow(double(c.beta1), t));
-    const double v_hat = v[i] / (1 - std::pow(double(c.beta2), t));
+    vmax[i] = std::max(vmax[i], v[i]);
+    const double v_hat = (c.amsgrad ? vmax[i] : v[i]) / (1 - std::pow(double(c.beta2), t));
     p[i] -= lr * m_hat / (std::sqrt(v_hat) + c.eps);
   }
 }
@@ -140,18 +144,25 @@ void check_adam(const AdamCfg& c) {
   const auto p0 = testing::random_floats(kN, rng);
   const std::vector<float> zeros(kN, 0.0f);
   const auto grads = random_grads(rng);
-  std::vector<double> p = testing::to_double(p0), m(kN, 0.0), v(kN, 0.0);
+  // Gradients that shrink from step to step: amsgrad's vmax then stays above v.
+  std::vector<std::vector<float>> scaled = grads;
+  for (size_t s = 0; s < scaled.size(); ++s)
+    for (float& x : scaled[s]) x *= std::pow(0.3f, float(s));
+  std::vector<double> p = testing::to_double(p0), m(kN, 0.0), v(kN, 0.0), vmax(kN, 0.0);
   for (int step = 1; step <= 3; ++step)
-    adam_ref(c, p, testing::to_double(grads[step - 1]), m, v, kLr[step - 1], step);
+    adam_ref(c, p, testing::to_double(scaled[step - 1]), m, v, vmax, kLr[step - 1], step);
   INFO("beta1 " << c.beta1 << " beta2 " << c.beta2 << " wd " << c.weight_decay << " decoupled "
-                << c.decoupled);
+                << c.decoupled << " amsgrad " << c.amsgrad);
   for (bool in_place : {false, true})
     for (bool param_last : {false, true}) {
       INFO("in place " << in_place << " param last " << param_last);
-      const auto got = run_steps("adam_update", adam_attrs(c), {p0, {}, zeros, zeros}, grads, in_place, param_last);
+      std::vector<std::vector<float>> state{p0, {}, zeros, zeros};
+      if (c.amsgrad) state.push_back(zeros);
+      const auto got = run_steps("adam_update", adam_attrs(c), state, scaled, in_place, param_last);
       testing::check_close(got[0], p);
       testing::check_close(got[1], m);
       testing::check_close(got[2], v);
+      if (c.amsgrad) testing::check_close(got[3], vmax);
     }
 }
 
@@ -190,6 +201,8 @@ TEST_CASE("adam_update: Adam and AdamW with bias correction match torch's rule",
   check_adam({0.9f, 0.999f, 1e-8f, 0.1f, false});  // Adam: L2 added to the gradient
   check_adam({0.9f, 0.999f, 1e-8f, 0.1f, true});   // AdamW: decoupled decay
   check_adam({0.5f, 0.9f, 1e-3f, 0.01f, true});
+  check_adam({0.9f, 0.999f, 1e-8f, 0.0f, false, true});  // amsgrad
+  check_adam({0.9f, 0.99f, 1e-8f, 0.1f, true, true});
 }
 
 struct RmspropCfg {
@@ -314,6 +327,9 @@ TEST_CASE("optimizers: bad configs throw of::Error", "[kernels]") {
   Attrs decoupled;
   decoupled.set_int("decoupled", 2);
   testing::check_rejects("adam_update", decoupled, {p, p, p, p, {}, {}}, {p, p, p});
+  Attrs amsgrad;
+  amsgrad.set_int("amsgrad", 1);
+  testing::check_rejects("adam_update", amsgrad, {p, p, p, p, {}, {}}, {p, p, p});  // amsgrad needs its vmax
   testing::check_rejects("adam_update", none, {p, p, p, {3}, {}, {}}, {p, p, p});  // v shape
   testing::check_rejects("adam_update", none, {p, p, p, p, {}, {}}, {p, p, {3}});   // out shape
   Attrs last;

@@ -480,6 +480,12 @@ TEST_CASE("cuda twin: sgd_update (momentum, nesterov, weight decay, first step) 
       check_twin("adam_update", adam,
                  {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19), random_f32(p, 20, 0.0f, 1.0f), lr, st},
                  f32({p, p, p}), {}, 1, {{0, 0}, {1, 2}, {2, 3}});
+      Attrs ams = adam;  // amsgrad: vmax, the largest v so far, beside m and v
+      ams.set_int("amsgrad", 1);
+      check_twin("adam_update", ams,
+                 {random_f32(p, 17), random_f32(p, 18), random_f32(p, 19), random_f32(p, 20, 0.0f, 1.0f), random_f32(p, 23, 0.0f, 1.0f), lr,
+                  st},
+                 f32({p, p, p, p}), {}, 1, {{0, 0}, {1, 2}, {2, 3}, {3, 4}});
       // ZeRO 1/2: (m', v', param'), the states in place, param' into a buffer of its own.
       adam.set_int("param_last", 1);
       check_twin("adam_update", adam,
