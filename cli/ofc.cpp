@@ -73,6 +73,10 @@ int main(int argc, char** argv) {
                  "optimizer.step()")
       ->check(CLI::Range(1e-30, 1e30))
       ->needs(train);
+  app.add_option("--clip-grad-value", options.clip_grad_value,
+                 "clamp each step's gradient elements to [-V, V], as torch.nn.utils.clip_grad_value_(params, V) before optimizer.step()")
+      ->check(CLI::Range(1e-30, 1e30))
+      ->needs(train);
   app.add_flag("--no-weight-decay-1d", options.no_weight_decay_1d,
                "leave every trained tensor of fewer than 2 dimensions (biases, norm weights) out of weight_decay, as nanoGPT "
                "and timm group them")

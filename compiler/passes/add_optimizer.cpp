@@ -338,7 +338,10 @@ bool AddOptimizer::run(Compilation& c) {
     // can exist (the next forward pass waits for the updated weight): one slot is enough.
     if (o.micro_batches == 1 && g.values[size_t(dw)].producer >= 0) g.nodes[size_t(g.values[size_t(dw)].producer)].slots = 1;
   }
+  if (o.clip_grad_norm > 0 && o.clip_grad_value > 0)
+    fail({.field = "--clip-grad-value"}, "and --clip-grad-norm together: which comes first is the training script's choice; give one");
   if (o.clip_grad_norm > 0) grads = clip_grad_norm(g, weights, grads, o.clip_grad_norm);
+  if (o.clip_grad_value > 0) grads = clip_grad_value(g, weights, grads, o.clip_grad_value);
   // A param group's rate: the step's (scheduled) lr times the group's multiple, once per step
   // beside the gradient it updates with.
   for (size_t i = 0; i < count; ++i) {

@@ -74,4 +74,17 @@ std::vector<ValueId> clip_grad_norm(Graph& g, const std::vector<ValueId>& weight
   return clipped;
 }
 
+std::vector<ValueId> clip_grad_value(Graph& g, const std::vector<ValueId>& weights, const std::vector<ValueId>& grads,
+                                     double clip_value) {
+  std::vector<ValueId> clipped;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    Attrs a;
+    a.set_float("min", -float(clip_value));
+    a.set_float("max", float(clip_value));
+    clipped.push_back(add(g, g.values[size_t(grads[i])].producer, "clip_grad_value/" + g.values[size_t(weights[i])].name, "Clip",
+                          "clip", std::move(a), {grads[i]}, g.values[size_t(grads[i])].desc));
+  }
+  return clipped;
+}
+
 }  // namespace of::compiler

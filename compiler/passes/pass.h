@@ -53,6 +53,8 @@ struct CompileOptions {
   // > 0: every step's gradients are clipped to this global 2-norm first, as
   // torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) between backward() and step().
   double clip_grad_norm = 0;
+  // > 0: every gradient element clamped to [-v, v] there instead, torch.nn.utils.clip_grad_value_.
+  double clip_grad_value = 0;
   std::string schedule = "constant";       // common/lr_schedule.h
   int32_t micro_batches = 1;               // pieces per optimizer step (at most kMaxMicroBatches)
   // Evaluation plan: with a cross_entropy loss, output per-sample "eval/nll" and "eval/correct"

@@ -74,6 +74,7 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   gelu_tanh     Linear(16,32) -> GELU(approximate="tanh") -> Linear(32,10).
   lstm, gru     nn.LSTM / nn.GRU(16, 24, num_layers=2, batch_first=True) on [4,6,16], the last
                 step's output, Linear(24,10).
+                gru trains with torch.nn.utils.clip_grad_value_(params, 0.02) (ofc --clip-grad-value).
   lstm_bi, gru_bi
                 one bidirectional layer (batch_first=False) started from learned initial states
                 (h0, and c0 for the LSTM), the mean over the sequence, Linear(48,10).
@@ -337,7 +338,8 @@ class Model:
 
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
-                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None, param_lr=()):
+                 summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None, param_lr=(),
+                 clip_value=0.0):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -379,6 +381,8 @@ class Model:
         # Each step's gradients clipped to this global norm: torch.nn.utils.clip_grad_norm_ before
         # step(), ofc --clip-grad-norm.
         self.clip_norm = clip_norm
+        # ... or each gradient element clamped to [-v, v]: clip_grad_value_, ofc --clip-grad-value.
+        self.clip_value = clip_value
         # The recipe's learning-rate schedule: base lr -> (ofc --schedule, factory of the torch
         # scheduler the recipe steps after each optimizer step), over the STEPS steps of the run.
         self.schedule = schedule
@@ -836,7 +840,9 @@ def lstm():
 
 
 def gru():
-    return Model(Recurrent(nn.GRU), (6, 16), 10)
+    # Trained as RNN recipes often are, with clip_grad_value_ (0.02 binds on part of the gradients
+    # here: the check fails without it).
+    return Model(Recurrent(nn.GRU), (6, 16), 10, clip_value=0.02)
 
 
 class Bidirectional(nn.Module):
@@ -1414,6 +1420,7 @@ OWN_LOSS = False
 SUMMED = False
 NO_DECAY_1D = False
 CLIP_NORM = 0.0
+CLIP_VALUE = 0.0
 SCHEDULE = None  # the model's (ofc --schedule, torch scheduler factory) at this check's rate
 PARAM_LR = []  # the model's Model.param_lr
 CHECK_LR = 0.0  # this check's optimizer lr
@@ -1495,6 +1502,8 @@ def torch_steps(model, make_opt, features, labels, dtype=torch.float32, parts=1)
         restore()
         if CLIP_NORM:
             torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+        if CLIP_VALUE:
+            torch.nn.utils.clip_grad_value_(model.parameters(), CLIP_VALUE)
         opt.step()
         if sched is not None:
             sched.step()
@@ -1645,6 +1654,7 @@ def check_train(args, name, m, work, check):
          "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero,
          *(["--no-weight-decay-1d"] if m.no_decay_1d else []),
          *(["--clip-grad-norm", m.clip_norm] if m.clip_norm else []),
+         *(["--clip-grad-value", m.clip_value] if m.clip_value else []),
          *(["--schedule", SCHEDULE[0]] if SCHEDULE else []),
          *[a for glob, mult in m.param_lr for a in ("--param-lr", f"{glob}={lr * mult!r}")])
     metrics, ck = os.path.join(work, "m.jsonl"), os.path.join(work, "ck")
@@ -1831,8 +1841,8 @@ def main(args):
     start = time.monotonic()
     try:
         m = build(args.model)
-        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED, NO_DECAY_1D, CLIP_NORM
-        OWN_LOSS, SUMMED, NO_DECAY_1D, CLIP_NORM = m.own_loss, m.summed, m.no_decay_1d, m.clip_norm
+        global LABEL_SMOOTHING, IGNORE_INDEX, OWN_LOSS, SUMMED, NO_DECAY_1D, CLIP_NORM, CLIP_VALUE
+        OWN_LOSS, SUMMED, NO_DECAY_1D, CLIP_NORM, CLIP_VALUE = m.own_loss, m.summed, m.no_decay_1d, m.clip_norm, m.clip_value
         LABEL_SMOOTHING = m.label_smoothing
         IGNORE_INDEX = m.ignore_index if m.ignore_index is not None else -100
         if args.check == "infer" and m.own_loss:

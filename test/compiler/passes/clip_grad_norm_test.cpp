@@ -2,7 +2,7 @@
 // --clip-grad-norm: every update reads its gradient times one coefficient, min(1, max_norm /
 // (norm + 1e-6)) of the global 2-norm of all gradients (torch.nn.utils.clip_grad_norm_), whose
 // square sums are added pairwise; the nodes stay in a topological order after add-optimizer
-// places updates early.
+// places updates early. --clip-grad-value: a Clip per gradient (torch.nn.utils.clip_grad_value_).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -75,4 +75,36 @@ TEST_CASE("clip grad norm: each update reads its gradient times the clipping coe
       for (ValueId v : n.outputs) made[size_t(v)] = true;
     }
   }
+}
+
+TEST_CASE("clip grad value: each update reads its gradient clamped to the value, after the micro-batches' mean", "[compiler]") {
+  for (int32_t k : {1, 2}) {
+    INFO("micro-batches " << k);
+    CompileOptions o;
+    o.train = true;
+    o.loss = "cross_entropy";
+    o.optimizer = "sgd:lr=0.1";
+    o.clip_grad_value = 0.25;
+    o.micro_batches = k;
+    const Compilation c = compile_before_parallelize(fixture("mlp.onnx"), o);
+    const Graph& g = c.graph;
+    size_t updates = 0;
+    for (const Node& n : g.nodes) {
+      if (n.kernel != "sgd_update") continue;
+      ++updates;
+      const Node& clip = producer(g, n.inputs[1]);
+      CHECK(clip.name == "clip_grad_value/" + g.values[size_t(n.inputs[0])].name);
+      CHECK(clip.kernel == "clip");
+      CHECK(clip.kernel_attrs.get_float("min", 0) == -0.25f);
+      CHECK(clip.kernel_attrs.get_float("max", 0) == 0.25f);
+      if (k > 1) CHECK(producer(g, clip.inputs[0]).kernel == "accumulate");
+    }
+    CHECK(updates == 6);
+  }
+  CompileOptions both;
+  both.train = true;
+  both.loss = "cross_entropy";
+  both.clip_grad_norm = 1;
+  both.clip_grad_value = 1;
+  CHECK_THROWS_WITH(compile_before_parallelize(fixture("mlp.onnx"), both), Catch::Contains("--clip-grad-norm together"));
 }
