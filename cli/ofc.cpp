@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->needs(train);
   app.add_option("--schedule", options.schedule, "learning-rate schedule, as the PyTorch recipe's: constant | warmup:steps=N | cosine[:min_lr=X] | linear | step:size=N[,gamma=G] | "
-                 "multistep:milestones=A/B/..[,gamma=G] | exponential:gamma=G; all but constant take warmup=N,start=S (linear warm-up from S x lr) "
+                 "multistep:milestones=A/B/..[,gamma=G] | exponential:gamma=G | polynomial[:power=P,min_lr=X] | cosine_restarts:t0=N[,t_mult=K,min_lr=X]; "
+                 "all but constant take warmup=N,start=S (linear warm-up from S x lr) "
                  "and per=step|epoch (README: Training)")
       ->capture_default_str()
       ->needs(train);

@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kKinds =
     "constant, warmup:steps=N, cosine[:warmup=N,min_lr=X], linear[:warmup=N], step:size=N[,gamma=G], "
-    "multistep:milestones=A/B/...[,gamma=G], exponential:gamma=G; all but constant take warmup=N,start=S,per=step|epoch";
+    "multistep:milestones=A/B/...[,gamma=G], exponential:gamma=G, polynomial[:power=P,min_lr=X], "
+    "cosine_restarts:t0=N[,t_mult=K,min_lr=X]; all but constant take warmup=N,start=S,per=step|epoch";
 
 // "5/12/20": ascending positive integers.
 std::vector<int64_t> parse_milestones(const std::string& text, const std::string& spec) {
@@ -80,6 +81,21 @@ LrSchedule LrSchedule::parse(const std::string& spec, float base_lr) {
     if (!s.has("gamma")) throw Error(fmt::format("--schedule '{}': exponential needs gamma=G (torch ExponentialLR's gamma)", spec));
     out.kind_ = Kind::exponential;
     out.gamma_ = s.number("gamma", 1, 0, 1e6);
+  } else if (s.kind() == "polynomial") {
+    allow({"power", "min_lr"});
+    out.kind_ = Kind::polynomial;
+    out.power_ = s.number("power", 1, 0, 1e3);
+    out.min_ = s.number("min_lr", 0, 0, base_lr);
+  } else if (s.kind() == "cosine_restarts") {
+    allow({"t0", "t_mult", "min_lr"});
+    if (!s.has("t0"))
+      throw Error(fmt::format("--schedule '{}': cosine_restarts needs t0=N (torch CosineAnnealingWarmRestarts' T_0)", spec));
+    out.kind_ = Kind::cosine_restarts;
+    out.size_ = int64_t(s.number("t0", 1, 1, 1e12));
+    const double mult = s.number("t_mult", 1, 1, 1e3);
+    if (mult != std::floor(mult)) throw Error(fmt::format("--schedule '{}': t_mult must be an integer >= 1, as torch's T_mult", spec));
+    out.mult_ = int64_t(mult);
+    out.min_ = s.number("min_lr", 0, 0, base_lr);
   } else {
     throw Error(fmt::format("--schedule '{}': unknown schedule '{}' ({})", spec, s.kind(), kKinds));
   }
@@ -119,6 +135,23 @@ float LrSchedule::at(int64_t step, int64_t total_steps, int64_t steps_per_epoch)
     }
     case Kind::exponential:
       return float(base_ * std::pow(gamma_, double(u)));
+    case Kind::polynomial: {
+      const double remaining = std::max(0.0, 1.0 - double(u) / span);
+      return float(min_ + (base_ - min_) * std::pow(remaining, power_));
+    }
+    case Kind::cosine_restarts: {
+      // Where u lies in its cycle: cycles of t0, t0*t_mult, t0*t_mult^2, ... units.
+      int64_t at = u, length = size_;
+      if (mult_ == 1) {
+        at = u % length;
+      } else {
+        while (at >= length) {
+          at -= length;
+          length *= mult_;
+        }
+      }
+      return float(min_ + (base_ - min_) * 0.5 * (1.0 + std::cos(std::numbers::pi * double(at) / double(length))));
+    }
   }
   return float(base_);
 }

@@ -11,6 +11,9 @@
 //   step:size=N[,gamma=G]             torch StepLR (gamma 0.1 by default, as torchvision's recipe)
 //   multistep:milestones=A/B/..[,gamma=G]   torch MultiStepLR
 //   exponential:gamma=G               torch ExponentialLR
+//   polynomial[:power=P,min_lr=M]     torch PolynomialLR(total_iters=the run, power=P); with
+//                                     warmup or min_lr, transformers' polynomial decay (lr_end=M)
+//   cosine_restarts:t0=N[,t_mult=K,min_lr=M]   torch CosineAnnealingWarmRestarts (SGDR)
 //
 // Every kind but constant also takes warmup=W and start=S: the first W units go linearly from
 // S x lr (default 0, as transformers' warm-ups start) towards lr (torch's LinearLR(start_factor=S,
@@ -39,9 +42,9 @@ class LrSchedule {
   float at(int64_t step, int64_t total_steps, int64_t steps_per_epoch) const;
 
  private:
-  enum class Kind { constant, warmup, cosine, linear, step, multistep, exponential } kind_ = Kind::constant;
-  double base_ = 0, min_ = 0, start_ = 0, gamma_ = 1;
-  int64_t warmup_ = 0, size_ = 1;
+  enum class Kind { constant, warmup, cosine, linear, step, multistep, exponential, polynomial, cosine_restarts } kind_ = Kind::constant;
+  double base_ = 0, min_ = 0, start_ = 0, gamma_ = 1, power_ = 1;
+  int64_t warmup_ = 0, size_ = 1, mult_ = 1;  // size_: step's size, or cosine_restarts' first cycle
   std::vector<int64_t> milestones_;
   bool per_epoch_ = false;
 };

@@ -44,7 +44,7 @@ std::vector<Case> read_cases() {
 
 TEST_CASE("lr schedule: every spec gives the rates of its PyTorch recipe, step by step", "[common]") {
   const std::vector<Case> cases = read_cases();
-  REQUIRE(cases.size() >= 19);
+  REQUIRE(cases.size() >= 25);
   for (const Case& c : cases) {
     INFO(c.spec);
     const LrSchedule s = LrSchedule::parse(c.spec, float(c.base));
@@ -92,6 +92,9 @@ TEST_CASE("lr schedule: bad specs are refused naming the spec and what is wrong"
   refused("cosine:min_lr=0.5", "min_lr");
   refused("constant:warmup=3", "unknown key 'warmup'");
   refused("linear:gamma=0.5", "unknown key 'gamma'");
+  refused("cosine_restarts", "needs t0=N");
+  refused("cosine_restarts:t0=5,t_mult=1.5", "t_mult must be an integer");
+  refused("polynomial:power=-1", "power");
 }
 
 }  // namespace

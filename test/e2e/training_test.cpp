@@ -433,8 +433,8 @@ TEST_CASE("training: bad data, options and checkpoints fail with one line and ch
        "ofc: error: --optimizer 'sgd:lr=0.1,momentun=0.9': unknown key 'momentun' for sgd (known: lr, momentum, dampening, nesterov, weight_decay)"},
       {"an unknown schedule", bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / "x.ofp") + " --train --loss cross_entropy --schedule onecycle",
        "ofc: error: --schedule 'onecycle': unknown schedule 'onecycle' (constant, warmup:steps=N, cosine[:warmup=N,min_lr=X], "
-       "linear[:warmup=N], step:size=N[,gamma=G], multistep:milestones=A/B/...[,gamma=G], exponential:gamma=G; all but constant "
-       "take warmup=N,start=S,per=step|epoch)"},
+       "linear[:warmup=N], step:size=N[,gamma=G], multistep:milestones=A/B/...[,gamma=G], exponential:gamma=G, "
+       "polynomial[:power=P,min_lr=X], cosine_restarts:t0=N[,t_mult=K,min_lr=X]; all but constant take warmup=N,start=S,per=step|epoch)"},
   };
   for (Row& row : rows) {
     INFO("row: " << row.what);
