@@ -40,6 +40,12 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   padded_lm     nn.Embedding(8, 16, padding_idx=0), nn.GRU(16, 16, batch_first), nn.Linear(16, 8)
                 per token, on tokens [4,16] below 8 (an eighth of them the padding token): the
                 padding row must not train (scripts/of_export.py lists it; the exporter drops it).
+  llama         a LLaMA-style decoder as Karpathy's llama2.c model.py writes it: RMSNorm
+                (x * rsqrt(mean(x^2) + eps)), rotary embeddings from cos/sin tables registered as
+                non-persistent buffers (real arithmetic on unbind/stack pairs), grouped-query
+                attention (4 heads, 2 key/value heads: repeat_kv's expand + reshape), a float -inf
+                triu mask buffer, SwiGLU feed-forward (silu(w1 x) * w3 x), the head tied to the
+                embeddings; width 32, 2 layers, vocab 64, 16 tokens (logits of every position).
   gpt_llrd      the gpt fine-tuned as BERT recipes do: layer-wise lr decay (blocks.1 at 0.8 x lr,
                 blocks.0 at 0.64, the embeddings at 0.512: ofc --param-lr GLOB=LR, torch param
                 groups) under transformers' linear schedule with 2 warm-up steps (--schedule linear:warmup=2).
@@ -279,7 +285,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama"]
 
 
 def parse_args():
@@ -601,6 +607,155 @@ class PaddedLM(nn.Module):
 
 def padded_lm():
     return Model(PaddedLM(), (GPT_SEQ,), 8, label=(GPT_SEQ,), tokens=True)
+
+
+# A LLaMA-style decoder as Karpathy's llama2.c model.py writes it: RMSNorm, rotary embeddings from
+# cos/sin tables registered as non-persistent buffers, grouped-query attention (repeat_kv), a
+# float -inf causal mask buffer, SwiGLU feed-forward, the output head tied to the embeddings.
+LLAMA_DIM, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_LAYERS, LLAMA_MULTIPLE_OF = 32, 4, 2, 2, 32
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        return self._norm(x.float()).type_as(x) * self.weight
+
+
+def precompute_freqs_cis(dim, end, theta=10000.0):
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    t = torch.arange(end, device=freqs.device)
+    freqs = torch.outer(t, freqs).float()
+    return torch.cos(freqs), torch.sin(freqs)
+
+
+def reshape_for_broadcast(freqs_cis, x):
+    ndim = x.ndim
+    shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in enumerate(x.shape)]
+    return freqs_cis.view(shape)
+
+
+def apply_rotary_emb(xq, xk, freqs_cos, freqs_sin):
+    xq_r, xq_i = xq.float().reshape(xq.shape[:-1] + (-1, 2)).unbind(-1)
+    xk_r, xk_i = xk.float().reshape(xk.shape[:-1] + (-1, 2)).unbind(-1)
+    freqs_cos = reshape_for_broadcast(freqs_cos, xq_r)
+    freqs_sin = reshape_for_broadcast(freqs_sin, xq_r)
+    xq_out_r = xq_r * freqs_cos - xq_i * freqs_sin
+    xq_out_i = xq_r * freqs_sin + xq_i * freqs_cos
+    xk_out_r = xk_r * freqs_cos - xk_i * freqs_sin
+    xk_out_i = xk_r * freqs_sin + xk_i * freqs_cos
+    xq_out = torch.stack([xq_out_r, xq_out_i], dim=-1).flatten(3)
+    xk_out = torch.stack([xk_out_r, xk_out_i], dim=-1).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+def repeat_kv(x, n_rep):
+    bs, slen, n_kv_heads, head_dim = x.shape
+    if n_rep == 1:
+        return x
+    return (x[:, :, :, None, :].expand(bs, slen, n_kv_heads, n_rep, head_dim)
+            .reshape(bs, slen, n_kv_heads * n_rep, head_dim))
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n_rep = LLAMA_HEADS // LLAMA_KV_HEADS
+        self.head_dim = LLAMA_DIM // LLAMA_HEADS
+        self.wq = nn.Linear(LLAMA_DIM, LLAMA_HEADS * self.head_dim, bias=False)
+        self.wk = nn.Linear(LLAMA_DIM, LLAMA_KV_HEADS * self.head_dim, bias=False)
+        self.wv = nn.Linear(LLAMA_DIM, LLAMA_KV_HEADS * self.head_dim, bias=False)
+        self.wo = nn.Linear(LLAMA_HEADS * self.head_dim, LLAMA_DIM, bias=False)
+        self.attn_dropout, self.resid_dropout = nn.Dropout(0.0), nn.Dropout(0.0)
+        mask = torch.full((1, 1, GPT_SEQ, GPT_SEQ), float("-inf"))
+        self.register_buffer("mask", torch.triu(mask, diagonal=1))
+
+    def forward(self, x, freqs_cos, freqs_sin):
+        bsz, seqlen, _ = x.shape
+        xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
+        xq = xq.view(bsz, seqlen, LLAMA_HEADS, self.head_dim)
+        xk = xk.view(bsz, seqlen, LLAMA_KV_HEADS, self.head_dim)
+        xv = xv.view(bsz, seqlen, LLAMA_KV_HEADS, self.head_dim)
+        xq, xk = apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)
+        xk, xv = repeat_kv(xk, self.n_rep), repeat_kv(xv, self.n_rep)
+        xq, xk, xv = xq.transpose(1, 2), xk.transpose(1, 2), xv.transpose(1, 2)
+        scores = torch.matmul(xq, xk.transpose(2, 3)) / math.sqrt(self.head_dim)
+        scores = scores + self.mask[:, :, :seqlen, :seqlen]
+        scores = self.attn_dropout(F.softmax(scores.float(), dim=-1).type_as(xq))
+        output = torch.matmul(scores, xv).transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+        return self.resid_dropout(self.wo(output))
+
+
+class LlamaFeedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        hidden = int(2 * (4 * LLAMA_DIM) / 3)
+        hidden = LLAMA_MULTIPLE_OF * ((hidden + LLAMA_MULTIPLE_OF - 1) // LLAMA_MULTIPLE_OF)
+        self.w1 = nn.Linear(LLAMA_DIM, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, LLAMA_DIM, bias=False)
+        self.w3 = nn.Linear(LLAMA_DIM, hidden, bias=False)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention, self.feed_forward = LlamaAttention(), LlamaFeedForward()
+        self.attention_norm, self.ffn_norm = RMSNorm(LLAMA_DIM), RMSNorm(LLAMA_DIM)
+
+    def forward(self, x, freqs_cos, freqs_sin):
+        h = x + self.attention.forward(self.attention_norm(x), freqs_cos, freqs_sin)
+        return h + self.feed_forward.forward(self.ffn_norm(h))
+
+
+class Llama(nn.Module):
+    """llama2.c's Transformer, its forward with targets (the logits of every position)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(GPT_VOCAB, LLAMA_DIM)
+        self.dropout = nn.Dropout(0.0)
+        self.layers = nn.ModuleList(LlamaBlock() for _ in range(LLAMA_LAYERS))
+        self.norm = RMSNorm(LLAMA_DIM)
+        self.output = nn.Linear(LLAMA_DIM, GPT_VOCAB, bias=False)
+        self.tok_embeddings.weight = self.output.weight
+        freqs_cos, freqs_sin = precompute_freqs_cis(LLAMA_DIM // LLAMA_HEADS, GPT_SEQ)
+        self.register_buffer("freqs_cos", freqs_cos, persistent=False)
+        self.register_buffer("freqs_sin", freqs_sin, persistent=False)
+        self.apply(self._init_weights)
+        for pn, p in self.named_parameters():
+            if pn.endswith("w3.weight") or pn.endswith("wo.weight"):
+                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * LLAMA_LAYERS))
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, tokens):
+        _bsz, seqlen = tokens.shape
+        h = self.dropout(self.tok_embeddings(tokens))
+        freqs_cos, freqs_sin = self.freqs_cos[:seqlen], self.freqs_sin[:seqlen]
+        for layer in self.layers:
+            h = layer(h, freqs_cos, freqs_sin)
+        return self.output(self.norm(h))
+
+
+def llama():
+    net = Llama()
+    return Model(net, (GPT_SEQ,), GPT_VOCAB, label=(GPT_SEQ,), tokens=True, train=Flatten(net, GPT_VOCAB))
 
 
 def gpt_tied():
@@ -1185,7 +1340,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama]))
 
 
 def build(name):
