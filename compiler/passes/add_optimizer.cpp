@@ -186,11 +186,14 @@ ValueId add_optimizer_state(Graph& g, const std::string& name, const TensorDesc&
   return v;
 }
 
-// The running-statistics update after a batch_norm_train node (see the file comment).
+// The running-statistics update after a batch_norm_train node (see the file comment). None for a
+// BatchNorm with track_running_stats=False: torch keeps no running statistics, and the export
+// feeds the node the batch's own mean and variance, computed (no initializers) for eval mode.
 void add_batch_norm_update(Compilation& c, NodeId bn) {
   Graph& g = c.graph;
   const Node& fwd = g.nodes[size_t(bn)];
   const ValueId mean = fwd.outputs[1], var = fwd.outputs[3], rm = fwd.inputs[3], rv = fwd.inputs[4];
+  if (g.values[size_t(rm)].producer >= 0 && g.values[size_t(rv)].producer >= 0) return;
   const std::string rm_name = g.values[size_t(rm)].name;  // a copy: add_zeros below grows g.values
   const std::string suffix = "running_mean";
   // torch keeps num_batches_tracked beside running_mean; the export does not carry it.

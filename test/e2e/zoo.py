@@ -49,6 +49,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   gpt_llrd      the gpt fine-tuned as BERT recipes do: layer-wise lr decay (blocks.1 at 0.8 x lr,
                 blocks.0 at 0.64, the embeddings at 0.512: ofc --param-lr GLOB=LR, torch param
                 groups) under transformers' linear schedule with 2 warm-up steps (--schedule linear:warmup=2).
+  bn_batch_stats
+                bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
+                in train and eval mode, no running ones (the export computes them for the node).
   bn_cumulative Conv(3,8)-BatchNorm2d(momentum=None)-ReLU-pool-Linear(8,16)-BatchNorm1d(momentum=None)-
                 ReLU-Linear(16,10) on [4,3,8,8]: running statistics are the average of every batch's
                 (scripts/of_export.py lists them; the export alone says momentum 1.0).
@@ -285,7 +288,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats"]
 
 
 def parse_args():
@@ -1295,6 +1298,14 @@ def bn_cnn():
                                nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)), (3, 8, 8), 10)
 
 
+def bn_batch_stats():
+    # track_running_stats=False: batch statistics in train and eval mode alike, no buffers; the
+    # export computes the batch's mean and variance and feeds them as the running ones.
+    return Model(nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8, track_running_stats=False), nn.ReLU(),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 16, bias=False),
+                               nn.BatchNorm1d(16, track_running_stats=False), nn.ReLU(), nn.Linear(16, 10)), (3, 8, 8), 10)
+
+
 def bn_cumulative():
     # nn.BatchNorm*(momentum=None): running statistics are the cumulative average of every batch's,
     # which the export writes as momentum 0 (torch's 1.0: the last batch's) and
@@ -1340,7 +1351,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats]))
 
 
 def build(name):
