@@ -59,6 +59,15 @@ double OptionSpec::number(const std::string& key, double fallback, double lo, do
   return fallback;
 }
 
+bool OptionSpec::flag(const std::string& key, bool fallback) const {
+  for (const auto& [k, value] : values_)
+    if (k == key) {
+      if (value != "0" && value != "1") throw Error(fmt::format("{} '{}': {}={} is not 0 or 1", flag_, text_, key, value));
+      return value == "1";
+    }
+  return fallback;
+}
+
 std::string OptionSpec::text(const std::string& key, std::string fallback) const {
   for (const auto& [k, value] : values_)
     if (k == key) return value;

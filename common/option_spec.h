@@ -21,6 +21,8 @@ class OptionSpec {
   bool has(const std::string& key) const;
   // The value as a finite number in [lo, hi], or `fallback` when absent.
   double number(const std::string& key, double fallback, double lo, double hi) const;
+  // A 0|1 switch (nesterov=1): any other value fails, so amsgrad=0.5 is not read as off.
+  bool flag(const std::string& key, bool fallback) const;
   // The value of `key` as written, or `fallback` when not given.
   std::string text(const std::string& key, std::string fallback) const;
 

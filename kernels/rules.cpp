@@ -746,7 +746,10 @@ ResizeSpace resize_space(const KernelConfig& cfg, bool grad) {
                     round = cfg.attrs.get_str("nearest_mode", "round_prefer_floor");
   if (mode == "nearest") s.mode = ResizeMode::nearest;
   else if (mode == "linear") s.mode = ResizeMode::linear;
-  else fail(where_of(cfg), "{}: mode '{}' is not nearest or linear", name, mode);
+  else if (mode == "cubic") s.mode = ResizeMode::cubic;
+  else fail(where_of(cfg), "{}: mode '{}' is not nearest, linear or cubic", name, mode);
+  s.cubic_a = cfg.attrs.get_float("cubic_coeff_a", -0.75f);
+  if (!std::isfinite(s.cubic_a)) fail(where_of(cfg), "{}: cubic_coeff_a {} is not finite", name, s.cubic_a);
   if (coord == "asymmetric") s.coord = ResizeCoord::asymmetric;
   else if (coord == "half_pixel") s.coord = ResizeCoord::half_pixel;
   else if (coord == "pytorch_half_pixel") s.coord = ResizeCoord::pytorch_half_pixel;

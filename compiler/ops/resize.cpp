@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Resize (nn.Upsample, F.interpolate in U-Nets, FPNs and generators): nearest and linear
-// (bilinear on [N,C,H,W], linear on [N,C,L]) with the coordinate transformations torch exports
-// (asymmetric for nearest, pytorch_half_pixel or align_corners for linear) and half_pixel; the
-// output size from constant scales (floor(input x scale)) or sizes. Only H and W (or L) resize.
-// Cubic, antialias, axes and tf_crop_and_resize are refused by name.
+// Resize (nn.Upsample, F.interpolate in U-Nets, FPNs and generators): nearest, linear
+// (bilinear on [N,C,H,W], linear on [N,C,L]) and cubic (bicubic, cubic_coeff_a) with the
+// coordinate transformations torch exports (asymmetric for nearest, pytorch_half_pixel or
+// align_corners for linear and cubic) and half_pixel; the output size from constant scales
+// (floor(input x scale)) or sizes. Only H and W (or L) resize. Antialias, exclude_outside, axes
+// and tf_crop_and_resize are refused by name.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ ResizePlan resize_plan(OpCtx& c) {
   if (x.size() != 3 && x.size() != 4)
     c.fail("only 1-D and 2-D resizing is supported: input 0 has shape {}, expected [N,C,L] or [N,C,H,W]", shape_str(x));
   const std::string mode = c.attrs().get_str("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") c.fail("mode '{}' is not supported (nearest and linear are)", mode);
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") c.fail("mode '{}' is not supported (nearest, linear and cubic are)", mode);
   const std::string coord = c.attrs().get_str("coordinate_transformation_mode", "half_pixel");
   if (coord != "asymmetric" && coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners")
     c.fail("coordinate_transformation_mode '{}' is not supported", coord);
@@ -76,6 +77,7 @@ void lower_resize(OpCtx& c) {
   a.set_str("mode", c.attrs().get_str("mode", "nearest"));
   a.set_str("coord", c.attrs().get_str("coordinate_transformation_mode", "half_pixel"));
   a.set_str("nearest_mode", c.attrs().get_str("nearest_mode", "round_prefer_floor"));
+  a.set_float("cubic_coeff_a", c.attrs().get_float("cubic_coeff_a", -0.75f));
   a.set_floats("scales", r.scales);
   c.set_kernel("resize", std::move(a));
   c.set_runtime_inputs({0});

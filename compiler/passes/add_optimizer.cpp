@@ -48,7 +48,7 @@ OptimizerChoice parse_optimizer(const std::string& text) {
     // Without momentum torch keeps no buffer: neither memory nor a checkpoint tensor for it.
     if (o.attrs.get_float("momentum", 0) > 0) o.state_names = {"momentum_buffer"};
     o.attrs.set_float("dampening", float(s.number("dampening", 0, 0, 1)));
-    o.attrs.set_int("nesterov", int64_t(s.number("nesterov", 0, 0, 1)));
+    o.attrs.set_int("nesterov", s.flag("nesterov", false) ? 1 : 0);
     o.attrs.set_float("weight_decay", float(s.number("weight_decay", 0, 0, 1e3)));
     if (o.attrs.get_int("nesterov", 0) && (o.attrs.get_float("momentum", 0) <= 0 || o.attrs.get_float("dampening", 0) != 0))
       throw Error(fmt::format("--optimizer '{}': nesterov needs momentum > 0 and dampening 0", text));
@@ -57,7 +57,7 @@ OptimizerChoice parse_optimizer(const std::string& text) {
     o.kernel = "adam_update";
     o.op_type = "AdamUpdate";
     o.state_names = {"exp_avg", "exp_avg_sq"};
-    if (s.number("amsgrad", 0, 0, 1) == 1) {  // torch keeps the largest exp_avg_sq as max_exp_avg_sq
+    if (s.flag("amsgrad", false)) {  // torch keeps the largest exp_avg_sq as max_exp_avg_sq
       o.attrs.set_int("amsgrad", 1);
       o.state_names.push_back("max_exp_avg_sq");
     }
@@ -77,7 +77,7 @@ OptimizerChoice parse_optimizer(const std::string& text) {
     o.attrs.set_float("eps", float(s.number("eps", 1e-8, 0, 1)));
     o.attrs.set_float("weight_decay", float(s.number("weight_decay", 0, 0, 1e3)));
     o.attrs.set_float("momentum", float(s.number("momentum", 0, 0, 1)));
-    o.attrs.set_int("centered", int64_t(s.number("centered", 0, 0, 1)));
+    o.attrs.set_int("centered", s.flag("centered", false) ? 1 : 0);
     o.state_names = {"square_avg"};
     if (o.attrs.get_float("momentum", 0) > 0) o.state_names.push_back("momentum_buffer");
     if (o.attrs.get_int("centered", 0)) o.state_names.push_back("grad_avg");
@@ -135,13 +135,11 @@ std::vector<double> lr_factors(const Compilation& c, double base_lr) {
     groups.emplace_back(spec.substr(0, eq), lr);
   }
   std::vector<double> factors;
-  std::vector<bool> used(groups.size(), false);
   for (const auto& [w, dw] : c.training.weights) {
     double f = 1;
     for (size_t k = 0; k < groups.size(); ++k)
       if (fnmatch(groups[k].first.c_str(), g.values[size_t(w)].name.c_str(), 0) == 0) {
         f = groups[k].second / base_lr;
-        used[k] = true;
         break;
       }
     factors.push_back(f);

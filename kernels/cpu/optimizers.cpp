@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Optimizer updates, exactly torch.optim.SGD, Adam/AdamW, RMSprop and Adagrad's rules as their
-// single-tensor paths compute them (maximize=False; Adagrad's accumulator starts at 0). lr and the 1-based step count are f32 scalar INPUTS, so a
-// schedule can change them every step without re-preparing the kernel. The state outputs may
-// alias their inputs (out[k] == the matching in[]): every element is read before it is written.
-// Micro-batches are summed before the update, by the accumulate kernel: an update steps once.
+// single-tensor paths compute them (maximize=False; Adagrad's accumulator starts at 0). lr and the
+// 1-based step count are f32 scalar INPUTS, so a schedule can change them every step without
+// re-preparing the kernel. The state outputs may alias their inputs (out[k] == the matching in[]):
+// every element is read before it is written. Micro-batches are summed before the update, by the
+// accumulate kernel: an update steps once.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -431,6 +431,8 @@ TEST_CASE("training: bad data, options and checkpoints fail with one line and ch
        [&] { std::ofstream(ck + "/latest") << "../x\n"; }},
       {"an unknown optimizer key", bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / "x.ofp") + " --train --loss cross_entropy --optimizer sgd:lr=0.1,momentun=0.9",
        "ofc: error: --optimizer 'sgd:lr=0.1,momentun=0.9': unknown key 'momentun' for sgd (known: lr, momentum, dampening, nesterov, weight_decay)"},
+      {"an optimizer switch that is not 0 or 1", bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / "x.ofp") + " --train --loss cross_entropy --optimizer adamw:amsgrad=0.5",
+       "ofc: error: --optimizer 'adamw:amsgrad=0.5': amsgrad=0.5 is not 0 or 1"},
       {"an unknown schedule", bin("ofc") + " " + fixture("tiny_b64.onnx") + " -o " + (d / "x.ofp") + " --train --loss cross_entropy --schedule onecycle",
        "ofc: error: --schedule 'onecycle': unknown schedule 'onecycle' (constant, warmup:steps=N, cosine[:warmup=N,min_lr=X], "
        "linear[:warmup=N], step:size=N[,gamma=G], multistep:milestones=A/B/...[,gamma=G], exponential:gamma=G, "

@@ -114,7 +114,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 ConvTranspose1d(8,4,3,stride=2) over the flattened rows, then Linear(.,10)
                 (ONNX ConvTranspose: output_padding, groups, bias, 1-D).
   upsample      nn.Upsample and F.interpolate between convolutions on [4,3,6,6]: nearest x2,
-                bilinear x2 (align_corners=False), bilinear to a size (align_corners=True), then
+                bicubic x0.5, bilinear x2 (align_corners=False), bicubic to a size
+                (align_corners=True), bilinear to a size (align_corners=True), then
                 linear x2 over the flattened rows, and Linear(.,10) (ONNX Resize).
   norms         GroupNorm and InstanceNorm as convolutional nets use them, on [4,3,8,8]:
                 Conv(3,8) -> GroupNorm(2,8) -> ReLU -> Conv(8,8) -> InstanceNorm2d(8) (no affine) ->
@@ -1112,7 +1113,9 @@ class Upsample(nn.Module):
 
     def forward(self, x):
         x = self.up1(torch.relu(self.c1(x)))                       # [4, 4, 12, 12]
-        x = self.up2(torch.relu(self.c2(x)))                       # [4, 4, 24, 24]
+        x = F.interpolate(x, scale_factor=0.5, mode="bicubic")     # [4, 4, 6, 6]
+        x = self.up2(torch.relu(self.c2(x)))                       # [4, 4, 12, 12]
+        x = F.interpolate(x, size=(9, 9), mode="bicubic", align_corners=True)
         x = F.interpolate(self.c3(x), size=(10, 10), mode="bilinear", align_corners=True)
         x = F.interpolate(x.flatten(2), scale_factor=2, mode="linear")  # [4, 2, 200]
         return self.head(x.flatten(1))

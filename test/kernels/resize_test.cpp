@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // resize: torch's nn.Upsample results on small inputs (nearest, bilinear with and without
-// align_corners, 1-D linear), resize_grad as its adjoint (<resize(x), dy> = <x, resize_grad(dy)>)
+// align_corners, 1-D linear, bicubic up and down), resize_grad as its adjoint (<resize(x), dy> = <x, resize_grad(dy)>)
 // in every mode, and the configs the rule refuses.
 #include "grad_check.h"
 
@@ -35,13 +35,27 @@ TEST_CASE("resize: nn.Upsample's nearest, bilinear and align_corners results", "
   check_near(y, {0, 1, 2, 2, 3, 4, 4, 5, 6});
 }
 
+TEST_CASE("resize: F.interpolate's bicubic results, up and down, with and without align_corners", "[kernels]") {
+  // torch 1.13: F.interpolate(x, scale_factor=2, mode="bicubic") of [[1,2],[3,4]] (edges clamped,
+  // A = -0.75), then size=(3, 3) with align_corners=True, then 4x4 arange at scale 0.5.
+  check_near(testing::run_f32("resize", resize_attrs("cubic", "pytorch_half_pixel", {2, 2}), {{1, 1, 2, 2}}, {{1, 2, 3, 4}}, {1, 1, 4, 4}),
+             {0.68359375f, 1.015625f, 1.5625f, 1.89453125f, 1.34765625f, 1.6796875f, 2.2265625f, 2.55859375f, 2.44140625f, 2.7734375f,
+              3.3203125f, 3.65234375f, 3.10546875f, 3.4375f, 3.984375f, 4.31640625f});
+  check_near(testing::run_f32("resize", resize_attrs("cubic", "align_corners", {1.5f, 1.5f}), {{1, 1, 2, 2}}, {{1, 2, 3, 4}}, {1, 1, 3, 3}),
+             {1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4});
+  std::vector<float> ramp(16);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = float(i);
+  check_near(testing::run_f32("resize", resize_attrs("cubic", "pytorch_half_pixel", {0.5f, 0.5f}), {{1, 1, 4, 4}}, {ramp}, {1, 1, 2, 2}),
+             {2.03125f, 4.21875f, 10.78125f, 12.96875f});
+}
+
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
   return s;
 }
 
-TEST_CASE("resize_grad is resize's adjoint, nearest and linear, every coordinate mode, up and down", "[kernels]") {
+TEST_CASE("resize_grad is resize's adjoint, nearest, linear and cubic, every coordinate mode, up and down", "[kernels]") {
   std::mt19937 rng(3);
   struct Case {
     Shape x, y;
@@ -49,7 +63,7 @@ TEST_CASE("resize_grad is resize's adjoint, nearest and linear, every coordinate
   };
   for (const Case& c : {Case{{2, 3, 5, 4}, {2, 3, 10, 8}, {2, 2}}, Case{{2, 3, 9, 7}, {2, 3, 4, 3}, {0.5f, 0.5f}},
                         Case{{1, 2, 6}, {1, 2, 15}, {2.5f}}})
-    for (const char* mode : {"nearest", "linear"})
+    for (const char* mode : {"nearest", "linear", "cubic"})
       for (const char* coord : {"asymmetric", "half_pixel", "pytorch_half_pixel", "align_corners"}) {
         INFO(mode << " " << coord << " " << shape_str(c.x) << " -> " << shape_str(c.y));
         const Attrs a = resize_attrs(mode, coord, c.scales, "round_prefer_ceil");
@@ -61,7 +75,7 @@ TEST_CASE("resize_grad is resize's adjoint, nearest and linear, every coordinate
 }
 
 TEST_CASE("resize: refuses what it cannot read, naming the node", "[kernels]") {
-  testing::check_rejects("resize", resize_attrs("cubic", "asymmetric", {2, 2}), {{1, 1, 2, 2}}, {{1, 1, 4, 4}});
+  testing::check_rejects("resize", resize_attrs("lanczos", "asymmetric", {2, 2}), {{1, 1, 2, 2}}, {{1, 1, 4, 4}});
   testing::check_rejects("resize", resize_attrs("nearest", "tf_crop_and_resize", {2, 2}), {{1, 1, 2, 2}}, {{1, 1, 4, 4}});
   testing::check_rejects("resize", resize_attrs("nearest", "asymmetric", {2}), {{1, 1, 2, 2}}, {{1, 1, 4, 4}});        // scales per axis
   testing::check_rejects("resize", resize_attrs("nearest", "asymmetric", {2, 2}), {{1, 1, 2, 2}}, {{1, 2, 4, 4}});     // channels

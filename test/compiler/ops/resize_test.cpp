@@ -30,11 +30,20 @@ TEST_CASE("resize: output floor(input x scale), the spatial scales and modes for
   OneNode s(resize_def(), {f32({1, 2, 4}), const_floats({}), const_floats({}), const_i64({1, 2, 6})}, A().s("mode", "linear"));
   CHECK(s.shape() == Shape{1, 2, 6});
   CHECK(s.node().kernel_attrs.get_floats("scales") == std::vector<float>{1.5f});
+  // Bicubic (F.interpolate(mode="bicubic")): torch's A = -0.75 reaches the kernel.
+  OneNode b(resize_def(), {f32({1, 1, 2, 2}), const_floats({}), const_floats({1, 1, 2, 2})},
+            A().s("mode", "cubic").f("cubic_coeff_a", -0.75f).s("coordinate_transformation_mode", "pytorch_half_pixel"));
+  CHECK(b.shape() == Shape{1, 1, 4, 4});
+  CHECK(b.node().kernel_attrs.get_str("mode") == "cubic");
+  CHECK(b.node().kernel_attrs.get_float("cubic_coeff_a", 0) == -0.75f);
 }
 
-TEST_CASE("resize: refuses cubic, antialias, resizing channels and both or neither of scales and sizes", "[compiler]") {
-  REQUIRE_THROWS_WITH(OneNode(resize_def(), {f32({1, 1, 2, 2}), const_floats({}), const_floats({1, 1, 2, 2})}, A().s("mode", "cubic")),
-                      Catch::Contains("node 'Resize_0' (Resize)") && Catch::Contains("mode 'cubic' is not supported"));
+TEST_CASE("resize: refuses an unknown mode, antialias, exclude_outside, resizing channels and both or neither of scales and sizes", "[compiler]") {
+  REQUIRE_THROWS_WITH(OneNode(resize_def(), {f32({1, 1, 2, 2}), const_floats({}), const_floats({1, 1, 2, 2})}, A().s("mode", "lanczos")),
+                      Catch::Contains("node 'Resize_0' (Resize)") && Catch::Contains("mode 'lanczos' is not supported"));
+  REQUIRE_THROWS_WITH(OneNode(resize_def(), {f32({1, 1, 2, 2}), const_floats({}), const_floats({1, 1, 2, 2})},
+                              A().s("mode", "cubic").i("exclude_outside", 1)),
+                      Catch::Contains("exclude_outside is not supported"));
   REQUIRE_THROWS_WITH(OneNode(resize_def(), {f32({1, 1, 2, 2}), const_floats({}), const_floats({1, 1, 2, 2})}, A().i("antialias", 1)),
                       Catch::Contains("antialias is not supported"));
   REQUIRE_THROWS_WITH(OneNode(resize_def(), {f32({1, 1, 2, 2}), const_floats({}), const_floats({1, 2, 2, 2})}),

@@ -185,13 +185,13 @@ TEST_CASE("cuda twin: strided_slice (f32, i64) and its gradient, steps on outer 
   check_twin("strided_slice_grad", back, {random_f32({2, 5, 3, 5}, 46)}, f32({{2, 9, 8, 5}}), Tolerance{0, 0});
 }
 
-TEST_CASE("cuda twin: resize and resize_grad, nearest and linear, up and down, 2-D and 1-D", "[cuda]") {
+TEST_CASE("cuda twin: resize and resize_grad, nearest, linear and cubic, up and down, 2-D and 1-D", "[cuda]") {
   struct Case {
     Shape x, y;
     std::vector<float> scales;
   };
   for (const Case& c : {Case{{2, 3, 5, 4}, {2, 3, 10, 8}, {2, 2}}, Case{{2, 3, 9, 7}, {2, 3, 4, 3}, {0.5f, 0.5f}}, Case{{1, 2, 6}, {1, 2, 15}, {2.5f}}})
-    for (const char* mode : {"nearest", "linear"})
+    for (const char* mode : {"nearest", "linear", "cubic"})
       for (const char* coord : {"asymmetric", "pytorch_half_pixel", "align_corners"}) {
         INFO(mode << " " << coord << " " << shape_str(c.x));
         Attrs a;
