@@ -33,11 +33,17 @@ def trained_parameter_names(model):
                   if isinstance(t, torch.nn.Parameter) and t.requires_grad)
 
 
-def padding_rows(model):
-    """"NAME INDEX" of each nn.Embedding's padding row, under every state_dict name its weight has."""
+def state_dict_names(model):
+    """Each tensor's state_dict names (a tied weight has several), by the tensor's id."""
     names = {}
     for name, t in model.state_dict(keep_vars=True).items():
         names.setdefault(id(t), []).append(name)
+    return names
+
+
+def padding_rows(model):
+    """"NAME INDEX" of each nn.Embedding's padding row, under every state_dict name its weight has."""
+    names = state_dict_names(model)
     rows = set()
     for module in model.modules():
         if isinstance(module, torch.nn.Embedding) and module.padding_idx is not None:
@@ -47,9 +53,7 @@ def padding_rows(model):
 
 def cumulative_batch_norms(model):
     """The running_mean names (every state_dict name) of the BatchNorms with momentum=None."""
-    names = {}
-    for name, t in model.state_dict(keep_vars=True).items():
-        names.setdefault(id(t), []).append(name)
+    names = state_dict_names(model)
     out = set()
     for module in model.modules():
         if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.momentum is None \
