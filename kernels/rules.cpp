@@ -157,6 +157,19 @@ ReduceGeometry reduce_geometry(const KernelConfig& cfg) {
   return g;
 }
 
+std::vector<const char*> adam_states(bool amsgrad) {
+  std::vector<const char*> s{"m", "v"};
+  if (amsgrad) s.push_back("vmax");
+  return s;
+}
+
+std::vector<const char*> rmsprop_states(bool momentum, bool centered) {
+  std::vector<const char*> s{"square_avg"};
+  if (momentum) s.push_back("momentum_buffer");
+  if (centered) s.push_back("grad_avg");
+  return s;
+}
+
 int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vector<const char*>& states) {
   if (cfg.attrs.get_int("micro_batches", 1) != 1)
     fail(where_of(cfg), "{}: micro_batches {} (plans now sum micro-batches in an accumulate task; recompile the plan)",

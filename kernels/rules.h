@@ -48,6 +48,11 @@ ReduceMaxSpace argmax_space(const KernelConfig& cfg);
 // stream the new param shard on to be gathered into every replica, and a node's in-place outputs
 // come first. All f32, the tensors of param's shape and lr, step scalars. Returns the element count.
 int64_t update_layout(const KernelConfig& cfg, const char* name, const std::vector<const char*>& states);
+// The states of adam_update (m, v, and with amsgrad the largest v) and rmsprop_update
+// (square_avg, a momentum buffer with momentum > 0, grad_avg when centered), in input order:
+// what the CPU kernels and their CUDA twins lay out (add-optimizer writes them in this order).
+std::vector<const char*> adam_states(bool amsgrad);
+std::vector<const char*> rmsprop_states(bool momentum, bool centered);
 // Where param' and the first state' lie among an update's outputs (see update_layout).
 struct UpdateOutputs {
   int param = 0, first_state = 1;

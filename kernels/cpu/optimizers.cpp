@@ -161,7 +161,7 @@ class AdamUpdate final : public Kernel {
  public:
   AdamUpdate(const KernelConfig& cfg)
       : amsgrad_(cfg.attrs.get_int("amsgrad", 0) == 1),
-        layout_(cfg, "adam_update", amsgrad_ ? std::vector<const char*>{"m", "v", "vmax"} : std::vector<const char*>{"m", "v"}) {
+        layout_(cfg, "adam_update", adam_states(amsgrad_)) {
     const char* name = "adam_update";
     beta1_ = float_attr(cfg, name, "beta1", 0.9f, 0.0f);
     beta2_ = float_attr(cfg, name, "beta2", 0.999f, 0.0f);
@@ -281,12 +281,6 @@ class RmspropUpdate final : public Kernel {
   }
 
  private:
-  static std::vector<const char*> rmsprop_states(bool momentum, bool centered) {
-    std::vector<const char*> s{"square_avg"};
-    if (momentum) s.push_back("momentum_buffer");
-    if (centered) s.push_back("grad_avg");
-    return s;
-  }
   float momentum_;  // momentum_ and centered_ before layout_, which they shape
   bool centered_;
   UpdateLayout layout_;

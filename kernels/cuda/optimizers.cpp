@@ -54,7 +54,7 @@ class AdamUpdate final : public Kernel {
     const int64_t amsgrad = cfg.attrs.get_int("amsgrad", 0);
     if (amsgrad != 0 && amsgrad != 1) fail(where_of(cfg), "{}: amsgrad must be 0 or 1, got {}", name, amsgrad);
     p_.amsgrad = amsgrad == 1;
-    n_ = update_layout(cfg, name, p_.amsgrad ? std::vector<const char*>{"m", "v", "vmax"} : std::vector<const char*>{"m", "v"});
+    n_ = update_layout(cfg, name, adam_states(p_.amsgrad));
     outputs_ = update_outputs(cfg);
     p_.beta1 = float_attr_at_least(cfg, name, "beta1", 0.9f, 0.0f);
     p_.beta2 = float_attr_at_least(cfg, name, "beta2", 0.999f, 0.0f);
@@ -87,9 +87,7 @@ class RmspropUpdate final : public Kernel {
     const char* name = "rmsprop_update";
     p_.momentum = float_attr_at_least(cfg, name, "momentum", 0.0f, 0.0f);
     p_.centered = cfg.attrs.get_int("centered", 0) != 0;
-    std::vector<const char*> states{"square_avg"};
-    if (p_.momentum > 0) states.push_back("momentum_buffer");
-    if (p_.centered) states.push_back("grad_avg");
+    const std::vector<const char*> states = rmsprop_states(p_.momentum > 0, p_.centered);
     states_ = int(states.size());
     n_ = update_layout(cfg, name, states);
     outputs_ = update_outputs(cfg);
