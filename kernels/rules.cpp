@@ -921,15 +921,19 @@ ChannelView batch_norm_train_grad_config(const KernelConfig& cfg) {
 }
 
 BatchNormStatsUpdateGeometry batch_norm_stats_update_config(const KernelConfig& cfg) {
-  cpu::check_arity(cfg, "batch_norm_stats_update", 5, 5, 3);
+  cpu::check_arity(cfg, "batch_norm_stats_update", 5, int(3 + 2 * kMaxBatchNormCalls), 3);
+  if (cfg.inputs.size() % 2 == 0)
+    fail(where_of(cfg), "batch_norm_stats_update: {} inputs are not (mean, variance) pairs and three running statistics", cfg.inputs.size());
+  const auto calls = int64_t(cfg.inputs.size() - 3) / 2;
+  const int count_input = int(2 * calls + 2);
   const int64_t c = cfg.inputs[0].shape.size() == 1 ? cfg.inputs[0].shape[0] : -1;
   if (c < 0) fail(where_of(cfg), "batch_norm_stats_update: input 0 {} is not [C]", shape_str(cfg.inputs[0].shape));
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < count_input; ++i) {
     cpu::check_input_shape(cfg, "batch_norm_stats_update", i, "statistic", Shape{c});
     if (cfg.inputs[size_t(i)].dtype != DType::f32) fail(where_of(cfg), "batch_norm_stats_update: input {} is not f32", i);
   }
-  if (cfg.inputs[4].dtype != DType::i64 || numel(cfg.inputs[4].shape) != 1)
-    fail(where_of(cfg), "batch_norm_stats_update: input 4 (num_batches_tracked) must be one i64");
+  if (cfg.inputs[size_t(count_input)].dtype != DType::i64 || numel(cfg.inputs[size_t(count_input)].shape) != 1)
+    fail(where_of(cfg), "batch_norm_stats_update: input {} (num_batches_tracked) must be one i64", count_input);
   cpu::check_output_shape(cfg, "batch_norm_stats_update", 0, Shape{c});
   cpu::check_output_shape(cfg, "batch_norm_stats_update", 1, Shape{c});
   if (cfg.outputs[2].dtype != DType::i64 || numel(cfg.outputs[2].shape) != 1)
@@ -938,7 +942,7 @@ BatchNormStatsUpdateGeometry batch_norm_stats_update_config(const KernelConfig& 
   if (!std::isfinite(momentum)) fail(where_of(cfg), "batch_norm_stats_update: momentum {} is not finite", momentum);
   const int64_t cumulative = cfg.attrs.get_int("cumulative", 0);
   if (cumulative != 0 && cumulative != 1) fail(where_of(cfg), "batch_norm_stats_update: cumulative is {}, not 0 or 1", cumulative);
-  return {.channels = c, .momentum = momentum, .cumulative = cumulative == 1};
+  return {.channels = c, .calls = calls, .momentum = momentum, .cumulative = cumulative == 1};
 }
 
 std::pair<ChannelView, float> batch_norm_config(const KernelConfig& cfg) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/batch_norm_calls.h"
 #include "kernels/cpu/check.h"
 #include "kernels/kernel.h"
 #include "kernels/pad_space.h"
@@ -205,8 +206,13 @@ ChannelView batch_norm_train_grad_config(const KernelConfig& cfg);
 // batch_norm_stats_update (mean, var, running mean, running var, count -> the last three): C and
 // the factor of the batch's statistics: torch's momentum, or with attribute cumulative=1
 // (nn.BatchNorm*(momentum=None)) 1 / the count after this batch, a cumulative average.
+// batch_norm_stats_update ((batch mean, batch unbiased variance) of each of the module's `calls`
+// in a step, in call order, then running mean, running var, num_batches_tracked -> the last
+// three, in place): one BatchNorm called k times (a Siamese encoder on two views) updates its
+// running statistics k times, as torch does.
 struct BatchNormStatsUpdateGeometry {
   int64_t channels = 0;
+  int64_t calls = 1;
   double momentum = 0.1;
   bool cumulative = false;
   // The factor for a batch when `count` batches came before it.

@@ -12,14 +12,28 @@ with momentum=None, whose running statistics are the cumulative average of every
 export writes the first batch's factor as its momentum; `of.batch_norm_cumulative`: its
 running_mean's name per line).
 
+Two things the exporter loses from the forward itself: `.detach()`, which it writes as the tensor
+itself (so a stop-gradient, a straight-through estimator's `x + (q - x).detach()`, would train
+through), is written as the op `of.StopGradient`, which ofc passes on without a gradient; and a
+result computed under `torch.no_grad()` from tensors that require grad, or read through `.data`
+(the exporter writes the latter's value at export time as a constant), is refused in one line
+naming the code, since ONNX cannot say where the gradient stops (write `.detach()` instead).
+
     import sys; sys.path.insert(0, "scripts")          # this folder
     from of_export import export_for_training
     export_for_training(model, example, "model.onnx")  # extra keywords go to torch.onnx.export
 
 A file exported otherwise gets the list afterwards: `mark_parameters(model, "model.onnx")`.
 """
+import contextlib
+import os
+import traceback
+import warnings
+
 import torch
 import onnx
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 REQUIRES_GRAD_KEY = "of.requires_grad"
 PADDING_IDX_KEY = "of.padding_idx"
@@ -80,9 +94,82 @@ def mark_parameters(model, path):
     onnx.save(proto, path)
 
 
+class LostGradientStop(ValueError):
+    """The forward stops a gradient in a way an ONNX file cannot say."""
+
+
+def _user_frame():
+    """'file:line (function)' of the innermost frame outside torch and this file."""
+    torch_dir = os.path.dirname(torch.__file__)
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(torch_dir) and frame.filename != __file__:
+            return f"{frame.filename}:{frame.lineno} ({frame.name})"
+    return "the model's forward"
+
+
+class _GradientStopWatch(TorchFunctionMode):
+    """Refuses, during one forward, what the exporter would write as an ordinary tensor although
+    torch stops the gradient there."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        grad_tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+        name = getattr(func, "__name__", str(func))
+        if grad_tensors and not torch.is_grad_enabled():
+            raise LostGradientStop(
+                f"of_export: {_user_frame()}: {name} under torch.no_grad() reads tensors that require grad; the ONNX file "
+                "cannot say that their gradient stops there, so ofc would train through it: write .detach() on them instead")
+        if grad_tensors and name == "__get__" and getattr(getattr(func, "__self__", None), "__name__", "") == "data":
+            raise LostGradientStop(
+                f"of_export: {_user_frame()}: .data of a tensor that requires grad; the exporter writes its value now as a "
+                "constant: write .detach() instead")
+        return func(*args, **kwargs)
+
+
+def check_gradient_stops(model, args):
+    """Runs the forward once on `args` (as torch.onnx.export takes them) and raises LostGradientStop
+    at a gradient stop the export would lose. The model's state and torch's RNG are restored."""
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    kwargs = args[-1] if args and isinstance(args[-1], dict) else {}
+    positional = args[:-1] if kwargs else args
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    try:
+        with torch.random.fork_rng(devices=[]), torch.enable_grad(), _GradientStopWatch():
+            model(*positional, **kwargs)
+    finally:
+        with torch.no_grad():
+            for k, v in model.state_dict().items():
+                v.copy_(state[k])
+
+
+def _stop_gradient_symbolic(g, x):
+    return g.op("of::StopGradient", x).setType(x.type())
+
+
+# A symbolic registered for opset 9 serves every later opset the export asks for.
+_SYMBOLIC_OPSET = 9
+
+
+@contextlib.contextmanager
+def detach_as_stop_gradient():
+    """While exporting: each `.detach()` (aten::detach) becomes of.StopGradient, not its input."""
+    torch.onnx.register_custom_op_symbolic("aten::detach", _stop_gradient_symbolic, _SYMBOLIC_OPSET)
+    try:
+        with warnings.catch_warnings():
+            # The exporter's shape inference knows no custom op; the symbolic gives the type itself.
+            warnings.filterwarnings("ignore", message="The shape inference of of::StopGradient")
+            yield
+    finally:
+        torch.onnx.unregister_custom_op_symbolic("aten::detach", _SYMBOLIC_OPSET)
+
+
 def export_for_training(model, args, path, opset_version=14, **kwargs):
-    """torch.onnx.export as ofc --train wants it, then mark_parameters."""
+    """torch.onnx.export as ofc --train wants it (`.detach()` kept as of.StopGradient), then
+    mark_parameters."""
     kwargs.setdefault("training", torch.onnx.TrainingMode.TRAINING)
     kwargs.setdefault("do_constant_folding", False)
-    torch.onnx.export(model, args, path, opset_version=opset_version, **kwargs)
+    check_gradient_stops(model, args)
+    with detach_as_stop_gradient():
+        torch.onnx.export(model, args, path, opset_version=opset_version, **kwargs)
     mark_parameters(model, path)

@@ -42,6 +42,7 @@ OpDef masked_softmax_def();        // softmax.cpp (of.MaskedSoftmax, made by fus
 // leading 1s dropped, is x's last dims (softmax.cpp).
 bool masked_softmax_fits(const Shape& x, const Shape& mask);
 OpDef matmul_trans_b_def();       // matmul.cpp (of.MatMulTransB, made by fuse-transposed-weights)
+OpDef stop_gradient_def();       // stop_gradient.cpp (of.StopGradient: torch's .detach(), as scripts/of_export.py writes it)
 OpDef average_pool_def();         // pool.cpp
 OpDef global_average_pool_def();
 OpDef max_pool_def();

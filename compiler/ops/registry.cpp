@@ -101,6 +101,7 @@ const std::vector<OpDef>& all_ops() {
       masked_softmax_def(),  // custom ops (domain-qualified) last, sorted too
       matmul_trans_b_def(),
       softmax_cross_entropy_def(),
+      stop_gradient_def(),
       delay_def(),
   };
   return ops;

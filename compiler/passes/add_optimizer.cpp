@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "common/error.h"
 #include "common/lr_schedule.h"
@@ -25,6 +26,7 @@
 #include "compiler/passes/clip_grad_norm.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/training_kernels.h"
+#include "kernels/batch_norm_calls.h"
 
 namespace of::compiler {
 namespace {
@@ -184,13 +186,28 @@ ValueId add_optimizer_state(Graph& g, const std::string& name, const TensorDesc&
   return v;
 }
 
-// The running-statistics update after a batch_norm_train node (see the file comment). None for a
-// BatchNorm with track_running_stats=False: torch keeps no running statistics, and the export
-// feeds the node the batch's own mean and variance, computed (no initializers) for eval mode.
-void add_batch_norm_update(Compilation& c, NodeId bn) {
+// Whether every reader of `s` is a BatchNormalization over this pair of running statistics: the
+// calls of one module.
+bool read_by_batch_norms_only(const Graph& g, ValueId s, ValueId rm, ValueId rv) {
+  for (NodeId r : g.values[size_t(s)].consumers) {
+    const Node& n = g.nodes[size_t(r)];
+    if (n.op_type != "BatchNormalization" || n.inputs.size() < 5 || n.inputs[3] != rm || n.inputs[4] != rv) return false;
+  }
+  return true;
+}
+
+// The running-statistics update after the batch_norm_train nodes of one BatchNorm module (see the
+// file comment), `calls` in call order: a module called k times in a forward (a Siamese encoder
+// on two views, as SimSiam, BYOL and SimCLR train) blends each call's statistics in turn and
+// counts k batches, as torch's k forward calls do. None for a BatchNorm with
+// track_running_stats=False: torch keeps no running statistics, and the export feeds the node
+// the batch's own mean and variance, computed (no initializers) for eval mode.
+void add_batch_norm_update(Compilation& c, const std::vector<NodeId>& calls) {
   Graph& g = c.graph;
-  const Node& fwd = g.nodes[size_t(bn)];
-  const ValueId mean = fwd.outputs[1], var = fwd.outputs[3], rm = fwd.inputs[3], rv = fwd.inputs[4];
+  const NodeId last = calls.back();
+  const Node& fwd = g.nodes[size_t(last)];
+  const Where where{.file = g.source_file, .node = fwd.name, .op = fwd.op_type};
+  const ValueId rm = fwd.inputs[3], rv = fwd.inputs[4];
   if (g.values[size_t(rm)].producer >= 0 && g.values[size_t(rv)].producer >= 0) return;
   const std::string rm_name = g.values[size_t(rm)].name;  // a copy: add_zeros below grows g.values
   const std::string suffix = "running_mean";
@@ -206,27 +223,37 @@ void add_batch_norm_update(Compilation& c, NodeId bn) {
     g.values[size_t(tracked)].initializer = true;  // a buffer of the model, as torch names it
   } else if (const Value& t = g.values[size_t(tracked)];
              !t.data || t.desc.dtype != DType::i64 || numel(t.desc.shape) != 1 || t.producer >= 0) {
-    fail({.file = g.source_file, .node = fwd.name, .op = fwd.op_type},
-         "'{}' exists but is not an i64 scalar initializer (torch's num_batches_tracked)", t.name);
+    fail(where, "'{}' exists but is not an i64 scalar initializer (torch's num_batches_tracked)", t.name);
   }
   for (ValueId s : {rm, rv})
-    if (!g.values[size_t(s)].data || g.values[size_t(s)].consumers.size() != 1)
-      fail({.file = g.source_file, .node = fwd.name, .op = fwd.op_type},
-           "running statistic '{}' must be an initializer only this BatchNormalization uses", g.values[size_t(s)].name);
-  Attrs a;
-  a.set_float("momentum", fwd.kernel_attrs.get_float("momentum", 0.1f));
+    if (!g.values[size_t(s)].data || !read_by_batch_norms_only(g, s, rm, rv))
+      fail(where, "running statistic '{}' must be an initializer only the calls of this BatchNorm use", g.values[size_t(s)].name);
+  if (int64_t(calls.size()) > kernels::kMaxBatchNormCalls)
+    fail(where, "the BatchNorm of '{}' is called {} times in one step; at most {} calls are supported", rm_name, calls.size(),
+         kernels::kMaxBatchNormCalls);
+  const float momentum = fwd.kernel_attrs.get_float("momentum", 0.1f);
+  Node n{.name = "update/" + fwd.name + "/running_stats", .op_type = "BatchNormStatsUpdate", .kernel = "batch_norm_stats_update"};
+  for (NodeId call : calls) {
+    const Node& f = g.nodes[size_t(call)];
+    if (f.kernel_attrs.get_float("momentum", 0.1f) != momentum)
+      fail({.file = g.source_file, .node = f.name, .op = f.op_type}, "momentum {} differs from {} of the other calls of the BatchNorm of '{}'",
+           f.kernel_attrs.get_float("momentum", 0.1f), momentum, rm_name);
+    n.inputs.push_back(f.outputs[1]);  // the batch mean
+    n.inputs.push_back(f.outputs[3]);  // the batch's unbiased variance
+  }
+  const auto first_state = int32_t(n.inputs.size());
+  for (ValueId v : {rm, rv, tracked}) n.inputs.push_back(v);
+  n.runtime_inputs = n.inputs;
+  n.kernel_attrs.set_float("momentum", momentum);
   const std::vector<std::string>& cumulative = g.cumulative_batch_norms;
   if (std::binary_search(cumulative.begin(), cumulative.end(), rm_name))
-    a.set_int("cumulative", 1);  // momentum=None: the average of every batch so far
-  else if (!g.requires_grad && a.get_float("momentum", 0.1f) == 1.0f)
+    n.kernel_attrs.set_int("cumulative", 1);  // momentum=None: the average of every batch so far
+  else if (!g.requires_grad && momentum == 1.0f)
     c.training.momentum_one.push_back(rm_name);
   const auto id = NodeId(g.nodes.size());
-  const std::string name = "update/" + fwd.name + "/running_stats";
-  Node n{.name = name, .op_type = "BatchNormStatsUpdate", .inputs = {mean, var, rm, rv, tracked},
-         .kernel = "batch_norm_stats_update", .kernel_attrs = a, .runtime_inputs = {mean, var, rm, rv, tracked}};
-  n.forward = bn;  // joins the forward node's stage and devices
+  n.forward = last;  // joins the forward nodes' stage and devices
   n.state_per_piece = true;
-  for (int32_t k : {2, 3, 4}) {
+  for (int32_t k = first_state; k < first_state + 3; ++k) {
     const ValueId in = n.inputs[size_t(k)];
     const ValueId out = g.add_value(g.values[size_t(in)].name + "'");
     g.values[size_t(out)].desc = g.values[size_t(in)].desc;
@@ -391,11 +418,18 @@ bool AddOptimizer::run(Compilation& c) {
   const size_t before = g.nodes.size();
   std::vector<std::string> running_means;
   c.training.momentum_one.clear();
-  for (size_t n = 0; n < before; ++n)
+  std::vector<std::vector<NodeId>> modules;  // the batch_norm_train calls of each module, in call order
+  std::map<ValueId, size_t> module_of;        // by running_mean
+  for (size_t n = 0; n < before; ++n)         // the forward's topological order: torch's call order
     if (g.nodes[n].kernel == "batch_norm_train") {
-      running_means.push_back(g.values[size_t(g.nodes[n].inputs[3])].name);
-      add_batch_norm_update(c, NodeId(n));
+      const auto [it, added] = module_of.emplace(g.nodes[n].inputs[3], modules.size());
+      if (added) {
+        modules.emplace_back();
+        running_means.push_back(g.values[size_t(g.nodes[n].inputs[3])].name);
+      }
+      modules[it->second].push_back(NodeId(n));
     }
+  for (const std::vector<NodeId>& calls : modules) add_batch_norm_update(c, calls);
   std::sort(running_means.begin(), running_means.end());
   for (const std::string& name : g.cumulative_batch_norms)
     if (!std::binary_search(running_means.begin(), running_means.end(), name))

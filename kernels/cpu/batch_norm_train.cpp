@@ -135,33 +135,39 @@ void BatchNormTrain::run(const RunCtx&, const void* const* in, void* const* out)
   }
 }
 
-// (batch mean, batch unbiased variance, running mean, running var, num_batches_tracked) ->
-// the last three, in place: running = (1 - f) running + f batch, as torch's
-// batch_norm_cpu_update_stats computes it (in double), and num_batches_tracked + 1. f is the
-// momentum, or 1 / (num_batches_tracked + 1) for momentum=None, as nn.BatchNorm's forward gives it.
+// ((batch mean, batch unbiased variance) per call of the module, running mean, running var,
+// num_batches_tracked) -> the last three, in place: for each call in order, running = (1 - f)
+// running + f batch, as torch's batch_norm_cpu_update_stats computes it (in double, stored as
+// float), and num_batches_tracked + 1. f is the momentum, or 1 / (num_batches_tracked + 1) for
+// momentum=None, as nn.BatchNorm's forward gives it.
 class BatchNormStatsUpdate final : public Kernel {
  public:
   explicit BatchNormStatsUpdate(const KernelConfig& cfg) : geo_(batch_norm_stats_update_config(cfg)) {}
   void run(const RunCtx&, const void* const* in, void* const* out) override {
-    const float* mean = static_cast<const float*>(in[0]);
-    const float* var = static_cast<const float*>(in[1]);
-    const float* rm = static_cast<const float*>(in[2]);
-    const float* rv = static_cast<const float*>(in[3]);
-    float* rm_out = static_cast<float*>(out[0]);  // in place: out[0] is in[2], and so on
+    const size_t k = size_t(geo_.calls);
+    const float* rm = static_cast<const float*>(in[2 * k]);
+    const float* rv = static_cast<const float*>(in[2 * k + 1]);
+    float* rm_out = static_cast<float*>(out[0]);  // in place: out[0] is in[2k], and so on
     float* rv_out = static_cast<float*>(out[1]);
     int64_t n;
-    std::memcpy(&n, in[4], 8);
-    const double f = geo_.factor(n);
+    std::memcpy(&n, in[2 * k + 2], 8);
     for (int64_t c = 0; c < geo_.channels; ++c) {
-      const double m = rm[c], v = rv[c];
-      rm_out[c] = float(f * mean[c] + (1 - f) * m);
-      rv_out[c] = float(f * var[c] + (1 - f) * v);
+      float m = rm[c], v = rv[c];
+      for (size_t call = 0; call < k; ++call) {
+        const double f = geo_.factor(saturating_add(n, int64_t(call)));
+        m = float(f * static_cast<const float*>(in[2 * call])[c] + (1 - f) * double(m));
+        v = float(f * static_cast<const float*>(in[2 * call + 1])[c] + (1 - f) * double(v));
+      }
+      rm_out[c] = m;
+      rv_out[c] = v;
     }
-    if (n < std::numeric_limits<int64_t>::max()) ++n;  // a hostile checkpoint's count saturates
+    n = saturating_add(n, int64_t(k));  // a hostile checkpoint's count saturates
     std::memcpy(out[2], &n, 8);
   }
 
  private:
+  static int64_t saturating_add(int64_t n, int64_t d) { return n > std::numeric_limits<int64_t>::max() - d ? std::numeric_limits<int64_t>::max() : n + d; }
+
   BatchNormStatsUpdateGeometry geo_;
 };
 

@@ -87,8 +87,17 @@ class BatchNormStatsUpdate final : public Kernel {
  public:
   explicit BatchNormStatsUpdate(const KernelConfig& cfg) : geo_(batch_norm_stats_update_config(cfg)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
-    launch_batch_norm_stats_update(f(in[0]), f(in[1]), f(in[2]), f(in[3]), static_cast<const int64_t*>(in[4]), f(out[0]), f(out[1]),
-                                   static_cast<int64_t*>(out[2]), geo_.channels, geo_.momentum, geo_.cumulative, ctx.stream->stream);
+    static_assert(sizeof(BatchNormCallStats::mean) / sizeof(float*) == size_t(kMaxBatchNormCalls));
+    BatchNormCallStats calls;
+    const auto k = size_t(geo_.calls);
+    for (size_t i = 0; i < k; ++i) {
+      calls.mean[i] = f(in[2 * i]);
+      calls.var[i] = f(in[2 * i + 1]);
+    }
+    calls.count = int(k);
+    launch_batch_norm_stats_update(calls, f(in[2 * k]), f(in[2 * k + 1]), static_cast<const int64_t*>(in[2 * k + 2]), f(out[0]),
+                                   f(out[1]), static_cast<int64_t*>(out[2]), geo_.channels, geo_.momentum, geo_.cumulative,
+                                   ctx.stream->stream);
     ctx.stream->check_launch("batch_norm_stats_update");
   }
 

@@ -84,20 +84,26 @@ __global__ void train_grad_kernel(const float* dy, const float* x, const float* 
 }
 
 // The count is read here and incremented by count_kernel after it: in place, a block that wrote
-// it here could run before another block read it.
-__global__ void stats_update_kernel(const float* mean, const float* var, const float* rm, const float* rv, const int64_t* count, float* rm_out,
+// it here could run before another block read it. Each call of the module blends in turn, the
+// running values stored as float between calls (the CPU twin's order).
+__global__ void stats_update_kernel(BatchNormCallStats calls, const float* rm, const float* rv, const int64_t* count, float* rm_out,
                                     float* rv_out, int64_t c, double momentum, bool cumulative) {
-  const double f = cumulative ? 1.0 / (double(count[0]) + 1.0) : momentum;  // the CPU twin's BatchNormStatsUpdateGeometry::factor
   for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
-    const double m = rm[ch], v = rv[ch];
-    rm_out[ch] = float(f * mean[ch] + (1 - f) * m);
-    rv_out[ch] = float(f * var[ch] + (1 - f) * v);
+    float m = rm[ch], v = rv[ch];
+    for (int k = 0; k < calls.count; ++k) {
+      const int64_t before = count[0] > INT64_MAX - k ? INT64_MAX : count[0] + k;
+      const double f = cumulative ? 1.0 / (double(before) + 1.0) : momentum;  // BatchNormStatsUpdateGeometry::factor
+      m = float(f * calls.mean[k][ch] + (1 - f) * double(m));
+      v = float(f * calls.var[k][ch] + (1 - f) * double(v));
+    }
+    rm_out[ch] = m;
+    rv_out[ch] = v;
   }
 }
 
-__global__ void count_kernel(const int64_t* count, int64_t* count_out) {
+__global__ void count_kernel(const int64_t* count, int64_t* count_out, int64_t calls) {
   const int64_t k = count[0];
-  count_out[0] = k < INT64_MAX ? k + 1 : k;  // a hostile checkpoint's count saturates
+  count_out[0] = k > INT64_MAX - calls ? INT64_MAX : k + calls;  // a hostile checkpoint's count saturates
 }
 
 }  // namespace
@@ -124,12 +130,12 @@ void launch_batch_norm_train_grad(const float* dy, const float* x, const float* 
   if (c > 0) train_grad_kernel<<<unsigned(c), kRowThreads, 0, stream>>>(dy, x, scale, mean, invstd, dx, dscale, dbias, n, c, inner);
 }
 
-void launch_batch_norm_stats_update(const float* mean, const float* var, const float* running_mean, const float* running_var,
+void launch_batch_norm_stats_update(const BatchNormCallStats& calls, const float* running_mean, const float* running_var,
                                     const int64_t* count, float* running_mean_out, float* running_var_out, int64_t* count_out, int64_t c,
                                     double momentum, bool cumulative, cudaStream_t stream) {
-  stats_update_kernel<<<blocks_for(c > 0 ? c : 1), kThreads, 0, stream>>>(mean, var, running_mean, running_var, count, running_mean_out,
+  stats_update_kernel<<<blocks_for(c > 0 ? c : 1), kThreads, 0, stream>>>(calls, running_mean, running_var, count, running_mean_out,
                                                                         running_var_out, c, momentum, cumulative);
-  count_kernel<<<1, 1, 0, stream>>>(count, count_out);
+  count_kernel<<<1, 1, 0, stream>>>(count, count_out, calls.count);
 }
 
 }  // namespace of::kernels::cuda

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/batch_norm_calls.h"
 #include "kernels/pad_space.h"
 #include "kernels/reduce_max_space.h"
 #include "kernels/resize_space.h"
@@ -254,7 +255,13 @@ void launch_batch_norm_infer(const float* x, const float* scale, const float* bi
                              float* y, int64_t n, int64_t c, int64_t inner, cudaStream_t stream);
 void launch_batch_norm_train_grad(const float* dy, const float* x, const float* scale, const float* mean, const float* invstd, float* dx,
                                   float* dscale, float* dbias, int64_t n, int64_t c, int64_t inner, cudaStream_t stream);
-void launch_batch_norm_stats_update(const float* mean, const float* var, const float* running_mean, const float* running_var,
+// The batch statistics of each call of one BatchNorm module in a step (kernel argument: by value).
+struct BatchNormCallStats {
+  const float* mean[kMaxBatchNormCalls];
+  const float* var[kMaxBatchNormCalls];
+  int count = 0;
+};
+void launch_batch_norm_stats_update(const BatchNormCallStats& calls, const float* running_mean, const float* running_var,
                                     const int64_t* count, float* running_mean_out, float* running_var_out, int64_t* count_out, int64_t c,
                                     double momentum, bool cumulative, cudaStream_t stream);
 

@@ -221,6 +221,7 @@ import os
 os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import copy  # noqa: E402
 import fnmatch  # noqa: E402
 import json  # noqa: E402
@@ -289,7 +290,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient"]
 
 
 def parse_args():
@@ -324,7 +325,7 @@ try:
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
     from torch_load_checkpoint import read_safetensors
-    from of_export import mark_parameters, padding_rows
+    from of_export import check_gradient_stops, detach_as_stop_gradient, mark_parameters, padding_rows
 except ImportError as e:  # the models below are torch modules: nothing more can be defined
     print(f"zoo: FAIL: cannot run: {sys.executable} cannot import what the checks need: {e} "
           "(scripts/setup.sh installs it)")
@@ -1318,6 +1319,38 @@ def bn_cumulative():
                                nn.BatchNorm1d(16, momentum=None), nn.ReLU(), nn.Linear(16, 10)), (3, 8, 8), 10)
 
 
+class SimSiam(nn.Module):
+    """SimSiam's training step (Chen & He 2021, its reference main_simsiam.py) on two views of a
+    sample (its feature halves): the symmetric negative cosine of each view's prediction to the
+    other's projection, the projection detached, plus an online linear probe on a detached
+    projection (self-supervised code trains one beside the encoder, in the same step). Every
+    `.detach()` stops a gradient that the ONNX export would otherwise let through, and each
+    BatchNorm runs twice a step (its running statistics blend both views' in turn). Checked with
+    SGD: the predictor's bias feeds a BatchNorm, so its exact gradient is 0, which Adam's
+    normalisation turns into steps of rounding noise on either side."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        # SimSiam's projector ends in a BatchNorm without affine parameters. Its predictor's first
+        # Linear has a bias here: without, the batch mean its BatchNorm sees is 0 in exact
+        # arithmetic and the running mean rounding noise (1e-8) on either side.
+        self.encoder = nn.Sequential(nn.Linear(8, 16, bias=False), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 16, bias=False),
+                                     nn.BatchNorm1d(16, affine=False))
+        self.predictor = nn.Sequential(nn.Linear(16, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 16))
+        self.probe = nn.Linear(16, classes)
+
+    def forward(self, input, label):
+        z1, z2 = self.encoder(input[:, :8]), self.encoder(input[:, 8:])
+        p1, p2 = self.predictor(z1), self.predictor(z2)
+        ssl = -(F.cosine_similarity(p1, z2.detach(), dim=-1).mean() + F.cosine_similarity(p2, z1.detach(), dim=-1).mean()) * 0.5
+        return ssl + F.cross_entropy(self.probe(z1.detach()), label)
+
+
+def stop_gradient():
+    net = SimSiam()
+    return Model(net, (16,), 10, own_loss=True, train=net)
+
+
 def lstm_bi():
     return Model(Bidirectional(nn.LSTM), (6, 16), 10)
 
@@ -1354,7 +1387,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient]))
 
 
 def build(name):
@@ -1455,7 +1488,10 @@ def export(model, x, path, opset, train, input_names=None):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, x, path, opset_version=min(opset, 17), input_names=input_names, **kwargs)
+            if train:  # as scripts/of_export.py's export_for_training: .detach() kept, no_grad refused
+                check_gradient_stops(model, x)
+            with detach_as_stop_gradient() if train else contextlib.nullcontext():
+                torch.onnx.export(model, x, path, opset_version=min(opset, 17), input_names=input_names, **kwargs)
     except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
         line = str(e).strip().splitlines()
         raise Failure(f"torch.onnx.export failed: {type(e).__name__}: {line[0] if line else ''}")

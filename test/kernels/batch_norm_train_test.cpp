@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "grad_check.h"
+#include "kernels/batch_norm_calls.h"
 #include "kernels/registry.h"
 
 namespace of::kernels {
@@ -224,6 +225,54 @@ TEST_CASE("batch_norm_stats_update: cumulative=1 averages every batch so far, as
   bad.set_int("cumulative", 2);
   CHECK_THROWS_WITH(make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{bad, ins, outs, "n"}),
                     Catch::Contains("cumulative is 2"));
+}
+
+TEST_CASE("batch_norm_stats_update: the calls of one module blend in call order, as that many updates do", "[kernels]") {
+  // A BatchNorm called on two views a step (SimSiam's encoder) updates torch's running statistics
+  // once per call: the one update with both calls' statistics equals two updates, bit for bit.
+  std::mt19937 rng(61);
+  const Shape c{5};
+  for (const bool cumulative : {false, true}) {
+    INFO("cumulative " << cumulative);
+    Attrs attrs;
+    attrs.set_float("momentum", 0.3f);
+    if (cumulative) attrs.set_int("cumulative", 1);
+    const auto stats = [&](size_t k) { return std::vector<TensorDesc>(k, {c, DType::f32}); };
+    std::vector<TensorDesc> one = stats(4), three = stats(8);
+    one.push_back({{}, DType::i64});
+    three.push_back({{}, DType::i64});
+    const std::vector<TensorDesc> outs = {{c, DType::f32}, {c, DType::f32}, {{}, DType::i64}};
+    auto single = make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{attrs, one, outs, "n"});
+    auto joint = make_kernel("batch_norm_stats_update", DeviceKind::cpu, DType::f32, KernelConfig{attrs, three, outs, "n"});
+    std::vector<std::vector<float>> mean, var;
+    for (int k = 0; k < 3; ++k) {
+      mean.push_back(testing::random_floats(5, rng, -2, 2));
+      var.push_back(testing::random_floats(5, rng, 0.1f, 3));
+    }
+    std::vector<float> rm = testing::random_floats(5, rng), rv = testing::random_floats(5, rng, 0.5f, 2);
+    std::vector<float> rm_seq = rm, rv_seq = rv;
+    int64_t tracked = 4, tracked_seq = 4;
+    for (int k = 0; k < 3; ++k) {
+      const void* in[] = {mean[size_t(k)].data(), var[size_t(k)].data(), rm_seq.data(), rv_seq.data(), &tracked_seq};
+      void* out[] = {rm_seq.data(), rv_seq.data(), &tracked_seq};
+      single->run({}, in, out);
+    }
+    const void* in[] = {mean[0].data(), var[0].data(), mean[1].data(), var[1].data(), mean[2].data(), var[2].data(), rm.data(), rv.data(), &tracked};
+    void* out[] = {rm.data(), rv.data(), &tracked};
+    joint->run({}, in, out);
+    CHECK(rm == rm_seq);
+    CHECK(rv == rv_seq);
+    CHECK(tracked == 7);
+    CHECK(tracked_seq == 7);
+  }
+  // Pairs and three running statistics, at most kMaxBatchNormCalls pairs.
+  const std::vector<TensorDesc> outs = {{c, DType::f32}, {c, DType::f32}, {{}, DType::i64}};
+  for (const int64_t pairs_and_one : {int64_t(3), kMaxBatchNormCalls + 1}) {
+    std::vector<TensorDesc> in(size_t(2 * pairs_and_one + (pairs_and_one == 3 ? 1 : 2)), TensorDesc{c, DType::f32});
+    in.push_back({{}, DType::i64});
+    INFO(in.size() << " inputs");
+    testing::check_rejects_descs("batch_norm_stats_update", Attrs{}, in, outs);
+  }
 }
 
 TEST_CASE("batch_norm_train_grad: matches finite differences of sum(y*w)", "[kernels]") {

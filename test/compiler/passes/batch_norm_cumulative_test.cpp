@@ -5,28 +5,20 @@
 // is named for ofc's note; a list naming no BatchNorm's running mean is refused.
 #include <catch2/catch.hpp>
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
-#include "common/file_util.h"
 #include "compiler/compile.h"
+#include "train_proto.h"
 
 using namespace of::compiler;
 
 namespace {
 
 // The BatchNorm MLP fixture (fc1, bn, fc2; exported in training mode, momentum 0.1).
-onnx::ModelProto bn_mlp() {
-  onnx::ModelProto m;
-  const std::vector<uint8_t> bytes = of::read_file(std::string(OF_FIXTURES_DIR) + "/export/bn_mlp_train.onnx");
-  REQUIRE(m.ParseFromArray(bytes.data(), int(bytes.size())));
-  return m;
-}
+onnx::ModelProto bn_mlp() { return of::compiler::testing::fixture_proto("export/bn_mlp_train.onnx"); }
 
 void set_metadata(onnx::ModelProto& m, const std::string& key, const std::string& value) {
   auto* p = m.add_metadata_props();
@@ -42,22 +34,6 @@ void export_momentum_none(onnx::ModelProto& m) {
         if (a.name() == "momentum") a.set_f(0.0f);
 }
 
-Compilation train(const onnx::ModelProto& m) {
-  const auto path = std::filesystem::temp_directory_path() / ("of_bn_cumulative_" + std::to_string(::getpid()) + ".onnx");
-  {
-    std::ofstream out(path, std::ios::binary);
-    REQUIRE(m.SerializeToOstream(&out));
-  }
-  struct Remove {
-    std::filesystem::path p;
-    ~Remove() { std::filesystem::remove(p); }
-  } remove{path};
-  CompileOptions o;
-  o.train = true;
-  o.loss = "cross_entropy";
-  return compile_model(path.string(), o);
-}
-
 const Task& stats_update(const Compilation& c) {
   for (const Task& t : c.tasks.tasks)
     if (t.kernel == "batch_norm_stats_update") return t;
@@ -71,14 +47,14 @@ TEST_CASE("batch norm cumulative: a listed BatchNorm averages every batch, and w
   onnx::ModelProto m = bn_mlp();
   export_momentum_none(m);
   {
-    const Compilation c = train(m);  // torch.onnx.export alone: momentum 1.0 as the file says, and a note
+    const Compilation c = testing::train_proto(m);  // torch.onnx.export alone: momentum 1.0 as the file says, and a note
     CHECK(stats_update(c).attrs.get_int("cumulative", 0) == 0);
     CHECK(stats_update(c).attrs.get_float("momentum", 0) == 1.0f);
     CHECK(c.training.momentum_one == std::vector<std::string>{"bn.running_mean"});
   }
   set_metadata(m, "of.batch_norm_cumulative", "bn.running_mean\n");
   {
-    const Compilation c = train(m);
+    const Compilation c = testing::train_proto(m);
     CHECK(stats_update(c).attrs.get_int("cumulative", 0) == 1);
     CHECK(c.training.momentum_one.empty());
   }
@@ -86,17 +62,17 @@ TEST_CASE("batch norm cumulative: a listed BatchNorm averages every batch, and w
   export_momentum_none(listed);
   set_metadata(listed, "of.requires_grad", "bn.bias\nbn.weight\nfc1.bias\nfc1.weight\nfc2.bias\nfc2.weight");
   {
-    const Compilation c = train(listed);
+    const Compilation c = testing::train_proto(listed);
     CHECK(stats_update(c).attrs.get_int("cumulative", 0) == 0);
     CHECK(c.training.momentum_one.empty());
   }
   onnx::ModelProto plain = bn_mlp();  // momentum 0.1: nothing to say
-  CHECK(train(plain).training.momentum_one.empty());
+  CHECK(testing::train_proto(plain).training.momentum_one.empty());
 }
 
 TEST_CASE("batch norm cumulative: a list naming no BatchNorm's running mean is refused", "[compiler]") {
   onnx::ModelProto m = bn_mlp();
   set_metadata(m, "of.batch_norm_cumulative", "bn.running_mean\nlayer9.bn.running_mean");
-  CHECK_THROWS_WITH(train(m), Catch::Contains("metadata 'of.batch_norm_cumulative': names 'layer9.bn.running_mean', which no training "
+  CHECK_THROWS_WITH(testing::train_proto(m), Catch::Contains("metadata 'of.batch_norm_cumulative': names 'layer9.bn.running_mean', which no training "
                                               "BatchNormalization reads as its running mean"));
 }

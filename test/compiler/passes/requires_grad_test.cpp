@@ -4,22 +4,19 @@
 // without a list, the tensors a buffer could be, named for ofc's note.
 #include <catch2/catch.hpp>
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
-#include "common/file_util.h"
 #include "compiler/compile.h"
 #include "compiler/import/onnx_import.h"
 #include "compiler/passes/pass.h"
 #include "compiler/passes/requires_grad.h"
+#include "train_proto.h"
 
 using namespace of::compiler;
 
@@ -27,41 +24,12 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(OF_FIXTURES_DIR) + "/" + name; }
 
-onnx::ModelProto mlp() {
-  onnx::ModelProto m;
-  const std::vector<uint8_t> bytes = of::read_file(fixture("mlp.onnx"));
-  REQUIRE(m.ParseFromArray(bytes.data(), int(bytes.size())));
-  return m;
-}
+onnx::ModelProto mlp() { return testing::fixture_proto("mlp.onnx"); }  // fc1..fc3, Gemm each
 
 void list_parameters(onnx::ModelProto& m, const std::string& names) {
   auto* p = m.add_metadata_props();
   p->set_key("of.requires_grad");
   p->set_value(names);
-}
-
-// The MLP fixture (fc1..fc3, Gemm each) written to a file of this test's, compiled for SGD.
-Compilation train(const onnx::ModelProto& m) {
-  const auto path = std::filesystem::temp_directory_path() / ("of_requires_grad_" + std::to_string(::getpid()) + ".onnx");
-  {
-    std::ofstream out(path, std::ios::binary);
-    REQUIRE(m.SerializeToOstream(&out));
-  }
-  CompileOptions o;
-  o.train = true;
-  o.loss = "cross_entropy";
-  struct Remove {
-    std::filesystem::path p;
-    ~Remove() { std::filesystem::remove(p); }
-  } remove{path};
-  return compile_model(path.string(), o);
-}
-
-std::vector<std::string> trained(const Compilation& c) {
-  std::vector<std::string> names;
-  for (const auto& [w, dw] : c.training.weights) names.push_back(c.graph.values[size_t(w)].name);
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 ValueId value(Graph& g, const std::string& name, bool initializer = false) {
@@ -101,17 +69,17 @@ TEST_CASE("requires_grad: the model's list is read sorted, once, and given twice
 TEST_CASE("requires_grad: only the listed parameters train, the others stay, as buffers and frozen parameters do", "[compiler]") {
   onnx::ModelProto m = mlp();
   list_parameters(m, "fc3.weight\nfc3.bias\nunused.weight");  // torch's exporter drops unused parameters
-  const Compilation c = train(m);
-  CHECK(trained(c) == std::vector<std::string>{"fc3.bias", "fc3.weight"});
+  const Compilation c = testing::train_proto(m);
+  CHECK(testing::trained_names(c) == std::vector<std::string>{"fc3.bias", "fc3.weight"});
   CHECK(c.training.frozen == 4);
   CHECK(c.training.unsure.empty());
-  CHECK(trained(train(mlp())).size() == 6);  // no list: every parameter the model names
+  CHECK(testing::trained_names(testing::train_proto(mlp())).size() == 6);  // no list: every parameter the model names
 }
 
 TEST_CASE("requires_grad: a list that names none of the model's tensors is refused", "[compiler]") {
   onnx::ModelProto m = mlp();
   list_parameters(m, "encoder.weight\nhead.weight");
-  REQUIRE_THROWS_WITH(train(m), Catch::EndsWith("metadata 'of.requires_grad': names none of the model's initializers "
+  REQUIRE_THROWS_WITH(testing::train_proto(m), Catch::EndsWith("metadata 'of.requires_grad': names none of the model's initializers "
                                                 "(the first: 'encoder.weight'): was it written for another model?"));
 }
 
@@ -125,11 +93,11 @@ TEST_CASE("requires_grad: an infinity may sit in a tensor that does not train, n
     std::memcpy(raw.data() + 4 * 2, &inf, 4);
     t.set_raw_data(raw);
   }
-  REQUIRE_THROWS_WITH(train(m), Catch::EndsWith("initializer 'fc3.bias': holds -inf at flat index 2 and would train: a "
+  REQUIRE_THROWS_WITH(testing::train_proto(m), Catch::EndsWith("initializer 'fc3.bias': holds -inf at flat index 2 and would train: a "
                                                 "buffer (a mask) must not (scripts/of_export.py lists the parameters; or "
                                                 "--freeze it)"));
   list_parameters(m, "fc1.weight\nfc1.bias\nfc2.weight\nfc2.bias\nfc3.weight");
-  CHECK(trained(train(m)).size() == 5);
+  CHECK(testing::trained_names(testing::train_proto(m)).size() == 5);
 }
 
 TEST_CASE("requires_grad: without a list, tensors that only arithmetic reads are named as possible buffers", "[compiler]") {

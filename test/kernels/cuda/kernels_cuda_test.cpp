@@ -670,6 +670,12 @@ TEST_CASE("cuda twin: the batch norm family: statistics, apply with and without 
     cumulative.set_int("cumulative", 1);
     check_twin("batch_norm_stats_update", cumulative, {stats[0], stats[2], random_f32({c}, 105), var, i64_tensor({}, {41})},
                {{{c}, DType::f32}, {{c}, DType::f32}, {{}, DType::i64}});
+    // A module called twice a step (a Siamese encoder): both calls' statistics, blended in turn.
+    for (const Attrs& a : {momentum, cumulative})
+      check_twin("batch_norm_stats_update", a,
+                 {stats[0], stats[2], random_f32({c}, 106), random_f32({c}, 107, 0.5f, 2), random_f32({c}, 105), var,
+                  i64_tensor({}, {41})},
+                 {{{c}, DType::f32}, {{c}, DType::f32}, {{}, DType::i64}});
   }
 }
 
