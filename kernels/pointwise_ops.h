@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pointwise math of one tensor (erf, sqrt, reciprocal, exp, gelu, neg, pow, clip, leaky_relu,
-// hard_sigmoid, hard_swish, log, abs, sin, cos, softplus, elu) and of their gradients, which take (dy, x) with x the forward INPUT:
+// hard_sigmoid, hard_swish, log, abs, sin, cos, softplus, elu, sign, floor, ceil, round) and of their gradients, which take (dy, x) with x the forward INPUT:
 // one definition for the CPU kernels (cpu/pointwise.cpp) and their CUDA twins
 // (cuda/pointwise_math.cu), which compile it for the device. On the host each op calls what it
 // always called (std::erf, std::max, ...), so the CPU's results are unchanged; on the device the
@@ -28,6 +28,9 @@ __device__ inline float sin(float x) { return sinf(x); }
 __device__ inline float cos(float x) { return cosf(x); }
 __device__ inline float max(float a, float b) { return (a < b) ? b : a; }  // std::max's definition
 __device__ inline float min(float a, float b) { return (b < a) ? b : a; }  // std::min's
+__device__ inline float floor(float x) { return floorf(x); }
+__device__ inline float ceil(float x) { return ceilf(x); }
+__device__ inline float rint(float x) { return rintf(x); }  // halves to even
 #else
 inline float erf(float x) { return std::erf(x); }
 inline float sqrt(float x) { return std::sqrt(x); }
@@ -40,6 +43,9 @@ inline float sin(float x) { return std::sin(x); }
 inline float cos(float x) { return std::cos(x); }
 inline float max(float a, float b) { return std::max(a, b); }
 inline float min(float a, float b) { return std::min(a, b); }
+inline float floor(float x) { return std::floor(x); }
+inline float ceil(float x) { return std::ceil(x); }
+inline float rint(float x) { return std::nearbyint(x); }  // halves to even (the default rounding mode)
 #endif
 }  // namespace math
 
@@ -111,6 +117,20 @@ struct AbsOp {
 };
 struct SinOp {
   OF_HOST_DEVICE float operator()(float x) const { return math::sin(x); }
+};
+// torch.sign: (0 < x) - (x < 0), so 0 for +-0 and for NaN, as torch's kernel gives.
+struct SignOp {
+  OF_HOST_DEVICE float operator()(float x) const { return float(0.0f < x) - float(x < 0.0f); }
+};
+struct FloorOp {
+  OF_HOST_DEVICE float operator()(float x) const { return math::floor(x); }
+};
+struct CeilOp {
+  OF_HOST_DEVICE float operator()(float x) const { return math::ceil(x); }
+};
+// torch.round and ONNX Round: to the nearest integer, halves to even (2.5 -> 2, -0.5 -> -0).
+struct RoundOp {
+  OF_HOST_DEVICE float operator()(float x) const { return math::rint(x); }
 };
 struct CosOp {
   OF_HOST_DEVICE float operator()(float x) const { return math::cos(x); }

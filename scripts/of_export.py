@@ -28,7 +28,6 @@ A file exported otherwise gets the list afterwards: `mark_parameters(model, "mod
 import contextlib
 import os
 import traceback
-import warnings
 
 import torch
 import onnx
@@ -143,8 +142,12 @@ def check_gradient_stops(model, args):
                 v.copy_(state[k])
 
 
-def _stop_gradient_symbolic(g, x):
-    return g.op("of::StopGradient", x).setType(x.type())
+# How a .detach() travels through torch.onnx.export: a custom op's output would lose its shape in
+# the exporter's shape inference (and a convolution reading it, its kernel's), so the symbolic
+# writes two Identity nodes in a row, which keep the shape and which the exporter writes nowhere
+# else; write_stop_gradients turns each such pair into one of.StopGradient.
+def _detach_symbolic(g, x):
+    return g.op("Identity", g.op("Identity", x))
 
 
 # A symbolic registered for opset 9 serves every later opset the export asks for.
@@ -152,16 +155,66 @@ _SYMBOLIC_OPSET = 9
 
 
 @contextlib.contextmanager
-def detach_as_stop_gradient():
-    """While exporting: each `.detach()` (aten::detach) becomes of.StopGradient, not its input."""
-    torch.onnx.register_custom_op_symbolic("aten::detach", _stop_gradient_symbolic, _SYMBOLIC_OPSET)
+def _detach_marked():
+    torch.onnx.register_custom_op_symbolic("aten::detach", _detach_symbolic, _SYMBOLIC_OPSET)
     try:
-        with warnings.catch_warnings():
-            # The exporter's shape inference knows no custom op; the symbolic gives the type itself.
-            warnings.filterwarnings("ignore", message="The shape inference of of::StopGradient")
-            yield
+        yield
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::detach", _SYMBOLIC_OPSET)
+
+
+def write_stop_gradients(proto):
+    """Replaces, in `proto` (an onnx.ModelProto exported under _detach_marked), each pair of
+    Identity nodes the first of which only the second reads by one of.StopGradient. Returns how many."""
+    graph = proto.graph
+    nodes = list(graph.node)
+    uses = {}
+    for n in nodes:
+        for name in n.input:
+            uses[name] = uses.get(name, 0) + 1
+    for o in graph.output:
+        uses[o.name] = uses.get(o.name, 0) + 1
+    producer = {out: k for k, n in enumerate(nodes) for out in n.output}
+
+    def identity(k):
+        n = nodes[k]
+        return n.op_type == "Identity" and n.domain in ("", "ai.onnx") and len(n.input) == 1 and len(n.output) == 1
+
+    second_of = {}  # index of a pair's first -> index of its second
+    for k in range(len(nodes)):  # in topological order: a pair's first comes before its second
+        first = producer.get(nodes[k].input[0]) if identity(k) and nodes[k].input else None
+        if first is not None and identity(first) and uses.get(nodes[first].output[0]) == 1 and first not in second_of.values():
+            second_of[first] = k
+    if not second_of:
+        return 0
+    seconds = set(second_of.values())
+    rewritten, dropped = [], set()
+    for k, n in enumerate(nodes):
+        if k in second_of:
+            dropped.add(n.output[0])
+            rewritten.append(onnx.helper.make_node("StopGradient", [n.input[0]], [nodes[second_of[k]].output[0]],
+                                                name=n.name.replace("Identity", "StopGradient"), domain="of"))
+        elif k not in seconds:
+            rewritten.append(n)
+    kept_info = [v for v in graph.value_info if v.name not in dropped]
+    del graph.value_info[:]
+    graph.value_info.extend(kept_info)
+    del graph.node[:]
+    graph.node.extend(rewritten)
+    if not any(o.domain == "of" for o in proto.opset_import):
+        proto.opset_import.append(onnx.helper.make_opsetid("of", 1))
+    return len(second_of)
+
+
+def export_keeping_gradient_stops(model, args, path, **kwargs):
+    """torch.onnx.export(model, args, path, **kwargs) with each `.detach()` written as
+    of.StopGradient; a gradient stop ONNX cannot say is refused first (LostGradientStop)."""
+    check_gradient_stops(model, args)
+    with _detach_marked():
+        torch.onnx.export(model, args, path, **kwargs)
+    proto = onnx.load(path)
+    if write_stop_gradients(proto):
+        onnx.save(proto, path)
 
 
 def export_for_training(model, args, path, opset_version=14, **kwargs):
@@ -169,7 +222,5 @@ def export_for_training(model, args, path, opset_version=14, **kwargs):
     mark_parameters."""
     kwargs.setdefault("training", torch.onnx.TrainingMode.TRAINING)
     kwargs.setdefault("do_constant_folding", False)
-    check_gradient_stops(model, args)
-    with detach_as_stop_gradient():
-        torch.onnx.export(model, args, path, opset_version=opset_version, **kwargs)
+    export_keeping_gradient_stops(model, args, path, opset_version=opset_version, **kwargs)
     mark_parameters(model, path)

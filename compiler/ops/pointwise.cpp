@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Erf, Exp, Sqrt, Reciprocal, Neg, Pow (constant exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
-// HardSwish, Log, Abs, Sin, Cos, Softplus (and so nn.Mish), Elu: element-wise f32, output shape = input shape. Gradients either have their own
+// HardSwish, Log, Abs, Sin, Cos, Softplus (and so nn.Mish), Elu, Sign, Floor, Ceil, Round: element-wise f32, output shape = input shape. Gradients either have their own
 // kernel `<k>_grad(dy, x)` or are composed of existing ones (Exp, Sqrt, Reciprocal, Neg). Every
 // kernel here splits like any element-wise one.
 #include <cmath>
@@ -44,7 +44,20 @@ void grad_by_kernel(GradCtx& g) {
 
 constexpr char kErf[] = "erf", kExp[] = "exp", kGelu[] = "gelu", kSqrt[] = "sqrt", kReciprocal[] = "reciprocal", kNeg[] = "neg", kPow[] = "pow",
                kClip[] = "clip", kLeakyRelu[] = "leaky_relu", kHardSigmoid[] = "hard_sigmoid", kHardSwish[] = "hard_swish",
-               kLog[] = "log", kAbs[] = "abs", kSin[] = "sin", kCos[] = "cos", kSoftplus[] = "softplus", kElu[] = "elu";
+               kLog[] = "log", kAbs[] = "abs", kSin[] = "sin", kCos[] = "cos", kSoftplus[] = "softplus", kElu[] = "elu",
+               kSign[] = "sign", kFloor[] = "floor", kCeil[] = "ceil", kRound[] = "round";
+
+// Sign, Floor, Ceil, Round: torch's gradient is zeros (their derivative wherever it exists), not
+// nothing: a weight read only through them still gets a (zero) gradient, and so weight decay and
+// Adam's moments, as in torch. pow_grad with exponent 0 is the kernel that writes zeros (0 for
+// any dy, where a product with 0 would make an infinite dy NaN). Behind a .detach(), as a
+// straight-through estimator uses them, no gradient is asked of them at all.
+void grad_zero(GradCtx& g) {
+  if (!g.wants(0)) return;
+  Attrs zero;
+  zero.set_float("exponent", 0.0f);
+  g.add_in_grad(0, g.emit(g.node().op_type + "Grad", "pow_grad", {g.out_grad(0), g.in(0)}, zero, g.desc(g.in(0))));
+}
 
 // y = exp(x): dx = dy y.
 void grad_exp(GradCtx& g) {
@@ -144,6 +157,10 @@ OpDef leaky_relu_def() { return {"LeakyRelu", infer_one, lower_leaky_relu, grad_
           with_grad("leaky_relu", "leaky_relu_grad")}; }
 OpDef log_def() { return {"Log", infer_one, lower_plain<kLog>, grad_by_kernel<kLog>, {}, with_grad("log", "log_grad")}; }
 OpDef abs_def() { return {"Abs", infer_one, lower_plain<kAbs>, grad_by_kernel<kAbs>, {}, with_grad("abs", "abs_grad")}; }
+OpDef sign_def() { return {"Sign", infer_one, lower_plain<kSign>, grad_zero, {}, {sbp_rule("sign", sbp::elementwise)}}; }
+OpDef floor_def() { return {"Floor", infer_one, lower_plain<kFloor>, grad_zero, {}, {sbp_rule("floor", sbp::elementwise)}}; }
+OpDef ceil_def() { return {"Ceil", infer_one, lower_plain<kCeil>, grad_zero, {}, {sbp_rule("ceil", sbp::elementwise)}}; }
+OpDef round_def() { return {"Round", infer_one, lower_plain<kRound>, grad_zero, {}, {sbp_rule("round", sbp::elementwise)}}; }
 OpDef sin_def() { return {"Sin", infer_one, lower_plain<kSin>, grad_by_kernel<kSin>, {}, with_grad("sin", "sin_grad")}; }
 OpDef cos_def() { return {"Cos", infer_one, lower_plain<kCos>, grad_by_kernel<kCos>, {}, with_grad("cos", "cos_grad")}; }
 OpDef softplus_def() { return {"Softplus", infer_one, lower_plain<kSoftplus>, grad_by_kernel<kSoftplus>, {}, with_grad("softplus", "softplus_grad")}; }

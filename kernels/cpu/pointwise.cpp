@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pointwise math over same-shaped tensors (erf, sqrt, reciprocal, exp, neg, pow, clip, leaky_relu,
-// hard_sigmoid, hard_swish, log, abs, sin, cos, softplus, elu) and the *_grad kernels, which take (dy, x) with x the forward INPUT.
+// hard_sigmoid, hard_swish, log, abs, sin, cos, softplus, elu, sign, floor, ceil, round) and the *_grad kernels, which take (dy, x) with x the forward INPUT.
 // Each op is a functor holding its attributes, read once at prepare time; dx may alias dy or x.
 #include <algorithm>
 #include <cmath>
@@ -88,6 +88,10 @@ std::unique_ptr<Kernel> make_log(const KernelConfig& cfg) { return unary<LogOp>(
 std::unique_ptr<Kernel> make_log_grad(const KernelConfig& cfg) { return unary_grad<LogGradOp>(cfg, "log_grad"); }
 std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg) { return unary<AbsOp>(cfg, "abs"); }
 std::unique_ptr<Kernel> make_abs_grad(const KernelConfig& cfg) { return unary_grad<AbsGradOp>(cfg, "abs_grad"); }
+std::unique_ptr<Kernel> make_sign(const KernelConfig& cfg) { return unary<SignOp>(cfg, "sign"); }
+std::unique_ptr<Kernel> make_floor(const KernelConfig& cfg) { return unary<FloorOp>(cfg, "floor"); }
+std::unique_ptr<Kernel> make_ceil(const KernelConfig& cfg) { return unary<CeilOp>(cfg, "ceil"); }
+std::unique_ptr<Kernel> make_round(const KernelConfig& cfg) { return unary<RoundOp>(cfg, "round"); }
 std::unique_ptr<Kernel> make_sin(const KernelConfig& cfg) { return unary<SinOp>(cfg, "sin"); }
 std::unique_ptr<Kernel> make_sin_grad(const KernelConfig& cfg) { return unary_grad<SinGradOp>(cfg, "sin_grad"); }
 std::unique_ptr<Kernel> make_cos(const KernelConfig& cfg) { return unary<CosOp>(cfg, "cos"); }

@@ -99,6 +99,10 @@ std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg);  // pointwise
+std::unique_ptr<Kernel> make_sign(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_floor(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_ceil(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_round(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_abs_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_cos(const KernelConfig& cfg);  // pointwise
 std::unique_ptr<Kernel> make_cos_grad(const KernelConfig& cfg);

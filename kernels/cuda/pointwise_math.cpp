@@ -94,6 +94,10 @@ std::unique_ptr<Kernel> make_hard_swish_grad(const KernelConfig& cfg) { return m
 std::unique_ptr<Kernel> make_log(const KernelConfig& cfg) { return map<LogOp>(cfg, "log"); }
 std::unique_ptr<Kernel> make_log_grad(const KernelConfig& cfg) { return map_grad<LogGradOp>(cfg, "log_grad"); }
 std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg) { return map<AbsOp>(cfg, "abs"); }
+std::unique_ptr<Kernel> make_sign(const KernelConfig& cfg) { return map<SignOp>(cfg, "sign"); }
+std::unique_ptr<Kernel> make_floor(const KernelConfig& cfg) { return map<FloorOp>(cfg, "floor"); }
+std::unique_ptr<Kernel> make_ceil(const KernelConfig& cfg) { return map<CeilOp>(cfg, "ceil"); }
+std::unique_ptr<Kernel> make_round(const KernelConfig& cfg) { return map<RoundOp>(cfg, "round"); }
 std::unique_ptr<Kernel> make_abs_grad(const KernelConfig& cfg) { return map_grad<AbsGradOp>(cfg, "abs_grad"); }
 std::unique_ptr<Kernel> make_sin(const KernelConfig& cfg) { return map<SinOp>(cfg, "sin"); }
 std::unique_ptr<Kernel> make_sin_grad(const KernelConfig& cfg) { return map_grad<SinGradOp>(cfg, "sin_grad"); }

@@ -49,6 +49,14 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   gpt_llrd      the gpt fine-tuned as BERT recipes do: layer-wise lr decay (blocks.1 at 0.8 x lr,
                 blocks.0 at 0.64, the embeddings at 0.512: ofc --param-lr GLOB=LR, torch param
                 groups) under transformers' linear schedule with 2 warm-up steps (--schedule linear:warmup=2).
+  stop_gradient SimSiam's step on the two halves of a [4,16] sample: a shared encoder (Linear, BatchNorm1d,
+                ReLU, Linear, BatchNorm1d without affine) and predictor, the symmetric negative cosine
+                against the detached projections, plus an online linear probe on detached features
+                (of.StopGradient, as scripts/of_export.py writes .detach(); each BatchNorm called twice).
+  quant_aware   quantization-aware training written by hand: conv activations fake-quantized to 4 bits
+                (round, clamp) and binary conv weights with XNOR-Net's scale (sign), each through a
+                straight-through estimator x + (q - x).detach(); nn.LPPool2d (sign on the gradient
+                path); h - floor(h) and ceil(4h)/4 beside h into the classifier, on [4,3,8,8].
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -221,7 +229,6 @@ import os
 os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import copy  # noqa: E402
 import fnmatch  # noqa: E402
 import json  # noqa: E402
@@ -290,7 +297,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware"]
 
 
 def parse_args():
@@ -325,7 +332,7 @@ try:
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
     from torch_load_checkpoint import read_safetensors
-    from of_export import check_gradient_stops, detach_as_stop_gradient, mark_parameters, padding_rows
+    from of_export import export_keeping_gradient_stops, mark_parameters, padding_rows
 except ImportError as e:  # the models below are torch modules: nothing more can be defined
     print(f"zoo: FAIL: cannot run: {sys.executable} cannot import what the checks need: {e} "
           "(scripts/setup.sh installs it)")
@@ -1351,6 +1358,35 @@ def stop_gradient():
     return Model(net, (16,), 10, own_loss=True, train=net)
 
 
+class QuantAware(nn.Module):
+    """A CNN trained quantization-aware as such code writes it by hand: activations fake-quantized
+    to a grid of 1/8 (round, clamp) and binary weights with XNOR-Net's scale (sign), each with a
+    straight-through estimator `x + (q - x).detach()`; an nn.LPPool2d, which torch writes with
+    sign(x) on the gradient path (sign's gradient is 0); and floor and ceil on the gradient path
+    (zero gradients of their own: frac = h - floor(h) passes 1, ceil(4h)/4 none)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.pool = nn.LPPool2d(2, 2)
+        self.fc = nn.Linear(3 * 8 * 4 * 4, classes)
+
+    def forward(self, x):
+        h = F.relu(self.conv1(x))
+        q = torch.clamp(torch.round(h * 8), 0, 15) / 8  # 4-bit activations
+        h = h + (q - h).detach()
+        w = self.conv2.weight
+        binary = torch.sign(w) * w.abs().mean()
+        h = F.conv2d(h, w + (binary - w).detach(), self.conv2.bias, padding=1)
+        h = self.pool(h).flatten(1)
+        return self.fc(torch.cat([h, h - torch.floor(h), torch.ceil(h * 4) / 4], 1))
+
+
+def quant_aware():
+    return Model(QuantAware(), (3, 8, 8), 10)
+
+
 def lstm_bi():
     return Model(Bidirectional(nn.LSTM), (6, 16), 10)
 
@@ -1387,7 +1423,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware]))
 
 
 def build(name):
@@ -1488,10 +1524,9 @@ def export(model, x, path, opset, train, input_names=None):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if train:  # as scripts/of_export.py's export_for_training: .detach() kept, no_grad refused
-                check_gradient_stops(model, x)
-            with detach_as_stop_gradient() if train else contextlib.nullcontext():
-                torch.onnx.export(model, x, path, opset_version=min(opset, 17), input_names=input_names, **kwargs)
+            # Training: as scripts/of_export.py's export_for_training (.detach() kept, no_grad refused).
+            write = export_keeping_gradient_stops if train else torch.onnx.export
+            write(model, x, path, opset_version=min(opset, 17), input_names=input_names, **kwargs)
     except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
         line = str(e).strip().splitlines()
         raise Failure(f"torch.onnx.export failed: {type(e).__name__}: {line[0] if line else ''}")

@@ -2,6 +2,7 @@
 // pointwise.cpp: each forward against a double reference, each *_grad against double central
 // differences of its forward, fed (dy, x); the gradients' boundary rules at the kinks exactly.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <utility>
 
@@ -222,9 +223,25 @@ TEST_CASE("log_grad abs_grad sin_grad cos_grad softplus_grad elu_grad: match fin
   CHECK(testing::run_f32("elu_grad", float_attrs({{"alpha", 0.5f}}), {s, s}, {{2, 2, 2}, {0, 1, -40}}, s)[0] == 1.0f);
 }
 
+TEST_CASE("sign floor ceil round: torch's values at ties, zeros of either sign and NaN", "[kernels]") {
+  // torch 1.13: sign(nan) = 0, round halves to even (-0.5 -> -0), floor/ceil keep -0.
+  const float nan = std::nanf("");
+  const std::vector<float> x = {nan, -0.0f, 0.0f, -2.5f, 2.5f, 0.5f, 1.5f, -0.5f, 3.7f, -3.7f, 1e20f};
+  const Shape s{int64_t(x.size())};
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * 4);
+    return b;
+  };
+  CHECK(bits(testing::run_f32("sign", Attrs{}, {s}, {x}, s)) == bits({0, 0, 0, -1, 1, 1, 1, -1, 1, -1, 1}));
+  CHECK(bits(testing::run_f32("round", Attrs{}, {s}, {x}, s)) == bits({nan, -0.0f, 0, -2, 2, 0, 2, -0.0f, 4, -4, 1e20f}));
+  CHECK(bits(testing::run_f32("floor", Attrs{}, {s}, {x}, s)) == bits({nan, -0.0f, 0, -3, 2, 0, 1, -1, 3, -4, 1e20f}));
+  CHECK(bits(testing::run_f32("ceil", Attrs{}, {s}, {x}, s)) == bits({nan, -0.0f, 0, -2, 3, 1, 2, -0.0f, 4, -3, 1e20f}));
+}
+
 TEST_CASE("pointwise: bad configs throw of::Error", "[kernels]") {
-  for (const char* name : {"erf", "sqrt", "reciprocal", "exp", "neg", "clip", "leaky_relu",
-                           "hard_sigmoid", "hard_swish", "gelu", "log", "abs", "sin", "cos", "softplus", "elu"}) {
+  for (const char* name : {"erf", "sqrt", "reciprocal", "exp", "neg", "clip", "leaky_relu", "hard_sigmoid", "hard_swish", "gelu",
+                           "log", "abs", "sin", "cos", "softplus", "elu", "sign", "floor", "ceil", "round"}) {
     INFO(name);
     testing::check_rejects(name, Attrs{}, {{3, 4}}, {{4, 3}});          // output shape
     testing::check_rejects(name, Attrs{}, {{3, 4}, {3, 4}}, {{3, 4}});  // arity

@@ -4,7 +4,9 @@
 // of range, momentum's first step, several acts of a stateful kernel.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <limits>
+#include <random>
 
 #include "twin.h"
 
@@ -603,6 +605,16 @@ TEST_CASE("cuda twin: the pointwise math erf, sqrt, reciprocal, exp, neg, pow, c
   }
   check_twin("softplus", none, {wide}, f32({shape}));
   check_twin("softplus_grad", none, {dy, wide}, f32({shape}));
+  // sign, floor, ceil, round (no gradients of their own: zeros, by pow_grad); ties and zeros included.
+  std::vector<float> values(size_t(numel(shape)));
+  std::mt19937 rng(94);
+  std::uniform_real_distribution<float> u(-8, 8);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = i % 3 == 0 ? std::round(u(rng) * 2) / 2 : u(rng);  // halves: the even rule
+  const HostTensor ties = f32_tensor(shape, values);
+  for (const char* k : {"sign", "floor", "ceil", "round"}) {
+    INFO(k);
+    check_twin(k, none, {ties}, f32({shape}), {0, 0});
+  }
   check_twin("log", none, {positive}, f32({shape}));
   check_twin("log_grad", none, {dy, positive}, f32({shape}));
   for (const char* k : {"erf", "exp", "neg", "hard_swish"}) {
