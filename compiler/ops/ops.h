@@ -14,7 +14,8 @@ OpDef tile_def();
 OpDef cumsum_def();               // cumsum.cpp
 OpDef celu_def();                 // scaled_elu.cpp
 OpDef selu_def();
-OpDef argmax_def();               // reduce.cpp
+OpDef argmax_def();
+OpDef argmin_def();               // reduce.cpp
 OpDef div_def();
 OpDef gather_elements_def();      // gather.cpp
 OpDef greater_or_equal_def();     // compare.cpp

@@ -9,7 +9,8 @@
 // where the norm is 0, as torch.norm's (masked, not 0 / 0). Composites: ReduceMin (x.min(dim),
 // torch.amin) is -ReduceMax(-x), exact, its gradient to the first minimum; ReduceLogSumExp
 // (torch.logsumexp) is m + log(sum(exp(x - m))) with m the maximum (kept), as torch computes it.
-// ArgMax (x.argmax(dim): a classifier's prediction as an output) runs argmax, i64, no gradient.
+// ArgMax (x.argmax(dim): a classifier's prediction as an output) runs argmax, i64, no gradient;
+// ArgMin is ArgMax of the negation.
 #include <algorithm>
 #include <cfloat>
 
@@ -211,9 +212,10 @@ void infer_argmax(OpCtx& c) {
   c.expect_arity(1, 1);
   c.expect_float(0);
   const Shape& x = c.in(0).shape;
-  if (x.empty()) c.fail("input 0 is a scalar: it has no axis to take the maximum along");
+  const char* what = c.node().op_type == "ArgMin" ? "minimum" : "maximum";
+  if (x.empty()) c.fail("input 0 is a scalar: it has no axis to take the {} along", what);
   const int64_t a = argmax_axis(c);
-  if (x[size_t(a)] == 0) c.fail("axis {} of input 0 {} is empty: it has no maximum", a, shape_str(x));
+  if (x[size_t(a)] == 0) c.fail("axis {} of input 0 {} is empty: it has no {}", a, shape_str(x), what);
   Shape out = x;
   if (c.attrs().get_int("keepdims", 1) != 0) out[size_t(a)] = 1;
   else out.erase(out.begin() + a);
@@ -226,7 +228,26 @@ void lower_argmax(OpCtx& c) {
   c.set_kernel("argmax", std::move(a));
 }
 
+// ArgMin (x.argmin(dim): VQ-VAE's nearest codebook entry) = ArgMax(-x): negation is exact, so the
+// first minimum is the first maximum of -x (select_last_index alike).
+void lower_argmin(OpCtx& c) {
+  Attrs a;
+  a.set_int("axis", argmax_axis(c));
+  a.set_int("keepdims", c.attrs().get_int("keepdims", 1) != 0 ? 1 : 0);
+  a.set_int("select_last_index", c.attrs().get_int("select_last_index", 0) != 0 ? 1 : 0);
+  c.node().kernel_attrs = std::move(a);
+}
+
+void expand_argmin(ExpandCtx& c) { c.emit("ArgMax", {c.emit("Neg", {c.input(0)})}, c.node().kernel_attrs, c.output(0)); }
+
 }  // namespace
+
+OpDef argmin_def() {
+  OpDef d{"ArgMin", infer_argmax, lower_argmin, nullptr,
+          {int_attr("axis", -kMaxAxis, kMaxAxis), bool_attr("keepdims"), bool_attr("select_last_index")}};
+  d.expand = expand_argmin;
+  return d;
+}
 
 OpDef argmax_def() {
   return {"ArgMax", infer_argmax, lower_argmax, nullptr,

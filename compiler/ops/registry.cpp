@@ -14,6 +14,7 @@ const std::vector<OpDef>& all_ops() {
       add_def(),
       and_def(),
       argmax_def(),
+      argmin_def(),
       average_pool_def(),
       batch_norm_def(),
       cast_def(),

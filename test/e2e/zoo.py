@@ -57,6 +57,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 (round, clamp) and binary conv weights with XNOR-Net's scale (sign), each through a
                 straight-through estimator x + (q - x).detach(); nn.LPPool2d (sign on the gradient
                 path); h - floor(h) and ceil(4h)/4 beside h into the classifier, on [4,3,8,8].
+  vq_vae        a VQ-VAE step on [4,16]: two 4-wide latents per sample take their nearest codebook entry
+                (argmin of squared distances, an nn.Embedding(12,4) lookup), codebook and commitment
+                losses with .detach(), a straight-through estimator into the decoder, a linear probe.
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -297,7 +300,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae"]
 
 
 def parse_args():
@@ -1387,6 +1390,36 @@ def quant_aware():
     return Model(QuantAware(), (3, 8, 8), 10)
 
 
+class VQVAE(nn.Module):
+    """A VQ-VAE's training step (van den Oord et al. 2017) as its common PyTorch implementations
+    write it: each of two 4-wide latents of a sample takes its nearest codebook entry (argmin of
+    squared distances, then an nn.Embedding lookup), the codebook loss and the commitment loss
+    (beta 0.25) each detach one side, the decoder reads the latents through a straight-through
+    estimator, and a linear probe reads the detached codes (for the labels)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+        self.codebook = nn.Embedding(12, 4)
+        self.decoder = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16))
+        self.probe = nn.Linear(8, classes)
+
+    def forward(self, input, label):
+        z = self.encoder(input).reshape(-1, 4)
+        codes = self.codebook.weight
+        distance = z.pow(2).sum(1, keepdim=True) - 2 * z @ codes.t() + codes.pow(2).sum(1)
+        zq = self.codebook(distance.argmin(1))
+        vq = ((zq - z.detach()) ** 2).mean() + 0.25 * ((z - zq.detach()) ** 2).mean()
+        zq = z + (zq - z).detach()
+        reconstruction = ((self.decoder(zq.reshape(-1, 8)) - input) ** 2).mean()
+        return reconstruction + vq + F.cross_entropy(self.probe(zq.detach().reshape(-1, 8)), label)
+
+
+def vq_vae():
+    net = VQVAE()
+    return Model(net, (16,), 10, own_loss=True, train=net)
+
+
 def lstm_bi():
     return Model(Bidirectional(nn.LSTM), (6, 16), 10)
 
@@ -1423,7 +1456,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae]))
 
 
 def build(name):

@@ -72,3 +72,18 @@ TEST_CASE("rearrange: ArgMax gives int64 along one axis, keepdims or not", "[com
 }
 
 }  // namespace of::compiler::test
+
+namespace of::compiler::test {
+
+TEST_CASE("rearrange: ArgMin is ArgMax of the negation, its axis and keepdims passed on", "[compiler]") {
+  OneNode t(argmin_def(), {f32({4, 10})}, A().i("axis", -1).i("keepdims", 0).i("select_last_index", 1));
+  CHECK(t.shape() == Shape{4});
+  CHECK(t.g.values[size_t(t.node().outputs[0])].desc.dtype == DType::i64);
+  CHECK(t.node().kernel_attrs.get_int("axis", 0) == 1);
+  CHECK(t.node().kernel_attrs.get_int("keepdims", 1) == 0);
+  CHECK(t.node().kernel_attrs.get_int("select_last_index", 0) == 1);
+  REQUIRE(argmin_def().expand != nullptr);
+  REQUIRE_THROWS_WITH(OneNode(argmin_def(), {f32({4, 0})}, A().i("axis", 1)), Catch::Contains("(ArgMin)") && Catch::Contains("has no minimum"));
+}
+
+}  // namespace of::compiler::test
