@@ -2,7 +2,8 @@
 // SoftmaxCrossEntropyLoss (opset 12+): what torch exports for F.cross_entropy — and for
 // F.nll_loss of F.log_softmax, which the exporter fuses into it — inside a model that computes
 // its own loss (ofc --loss output): scores [N,C] or [N,C,d1,...], labels int64 [N] or
-// [N,d1,...], optional class weights [C] (weight=), ignore_index, reduction mean or sum.
+// [N,d1,...] or class probabilities f32 of the scores' shape (written as the ops they are),
+// optional class weights [C] (weight=), ignore_index, reduction mean or sum.
 // torch's reduction='none' (a loss per label) and the optional log_prob output are refused.
 // A composite: the classes moved last and made rows, as the loss that --loss cross_entropy
 // appends (compiler/passes/autodiff.cpp) does, then of.SoftmaxCrossEntropy, whose kernel
@@ -34,12 +35,26 @@ int64_t sums(const OpCtx& c) {
   c.fail("reduction '{}' is not mean, sum or none", r);
 }
 
+// torch's F.cross_entropy with class probabilities as its target (mixup's and cutmix's soft
+// labels, a teacher's distribution): labels f32 of the scores' shape, which torch exports as
+// SoftmaxCrossEntropyLoss as it does class ids (ONNX's own spec wants ids).
+bool probability_targets(const OpCtx& c) {
+  return c.node().op_type == "SoftmaxCrossEntropyLoss" && c.in(1).dtype == DType::f32;
+}
+
 void expect_labels(const OpCtx& c, const Shape& scores) {
-  if (c.in(1).dtype != DType::i64) c.fail("input 1 (labels) has dtype {}, expected int64", dtype_name(c.in(1).dtype));
   Shape want = scores;
-  want.erase(want.begin() + 1);
-  if (c.in(1).shape != want)
-    c.fail("input 1 (labels) is {}, expected {} for scores {}", shape_str(c.in(1).shape), shape_str(want), shape_str(scores));
+  if (probability_targets(c)) {
+    if (c.in(1).shape != want)
+      c.fail("input 1 (class probabilities) is {}, expected {} as the scores", shape_str(c.in(1).shape), shape_str(want));
+  } else {
+    if (c.in(1).dtype != DType::i64)
+      c.fail("input 1 (labels) has dtype {}, expected int64 (class ids) or, for SoftmaxCrossEntropyLoss, f32 class probabilities",
+             dtype_name(c.in(1).dtype));
+    want.erase(want.begin() + 1);
+    if (c.in(1).shape != want)
+      c.fail("input 1 (labels) is {}, expected {} for scores {}", shape_str(c.in(1).shape), shape_str(want), shape_str(scores));
+  }
   if (c.has_in(2)) {
     c.expect_float(2);
     if (c.in(2).shape != Shape{scores[1]})
@@ -61,28 +76,56 @@ void infer_softmax_cross_entropy_loss(OpCtx& c) {
 
 void lower_composite(OpCtx&) {}  // expanded: never lowered
 
-// The composite's scores and labels as rows: [N,C,d1,...] -> [N,d1,...,C] -> [N*d1*...,C], the
-// labels [N*d1*...]; [N,C] and [N] as they are.
+// A tensor shaped as the scores, [N,C,d1,...], as rows: [N,d1,...,C] -> [N*d1*...,C]; [N,C] as it is.
+ValueId as_class_rows(ExpandCtx& c, ValueId v) {
+  const Shape s = c.shape(c.input(0));
+  if (s.size() <= 2) return v;
+  std::vector<int64_t> perm{0};
+  for (size_t a = 2; a < s.size(); ++a) perm.push_back(int64_t(a));
+  perm.push_back(1);
+  Attrs t;
+  t.set_ints("perm", perm);
+  return c.emit("Reshape", {c.emit("Transpose", {v}, std::move(t)), c.ints({numel(s) / s[1], s[1]})});
+}
+
+// The composite's scores and labels as rows: scores [N*d1*...,C], labels [N*d1*...] (class ids)
+// or [N*d1*...,C] (class probabilities); [N,C] and [N] as they are.
 std::pair<ValueId, ValueId> class_rows(ExpandCtx& c) {
   const Shape s = c.shape(c.input(0));
-  ValueId scores = c.input(0), labels = c.input(1);
-  if (s.size() > 2) {
-    std::vector<int64_t> perm{0};
-    for (size_t a = 2; a < s.size(); ++a) perm.push_back(int64_t(a));
-    perm.push_back(1);
-    Attrs t;
-    t.set_ints("perm", perm);
-    const int64_t rows = numel(s) / s[1];
-    scores = c.emit("Reshape", {c.emit("Transpose", {scores}, std::move(t)), c.ints({rows, s[1]})});
-    labels = c.emit("Reshape", {labels, c.ints({rows})});
-  }
-  return {scores, labels};
+  ValueId labels = c.input(1);
+  if (c.shape(labels).size() == s.size()) labels = as_class_rows(c, labels);
+  else if (s.size() > 2) labels = c.emit("Reshape", {labels, c.ints({numel(s) / s[1]})});
+  return {as_class_rows(c, c.input(0)), labels};
 }
 
 bool has_weights(const ExpandCtx& c) { return c.node().inputs.size() > 2 && c.node().inputs[2] != kNoValue; }
 
+// Class probabilities: -sum(p * log_softmax(x)) (times the class weights), divided by the rows
+// for mean, as torch's cross_entropy with probability targets (no ignore_index: it names a class id).
+void expand_probability_cross_entropy(ExpandCtx& c, ValueId scores, ValueId probabilities) {
+  Attrs last;
+  last.set_int("axis", 1);
+  ValueId terms = c.emit("Mul", {probabilities, c.emit("LogSoftmax", {scores}, std::move(last))});
+  if (has_weights(c)) {
+    terms = c.emit("Mul", {terms, c.input(2)});
+    c.untrained_input(1);  // the class weights are the criterion's data, as torch's weight=
+  }
+  Attrs all;
+  all.set_int("keepdims", 0);
+  const ValueId loss = c.emit("Neg", {c.emit("ReduceSum", {terms, c.ints({0, 1})}, std::move(all))});
+  if (sums(c.attrs()) != 0) {
+    c.emit("Identity", {loss}, {}, c.output(0));
+    return;
+  }
+  c.emit("Div", {loss, c.floats({}, {float(c.shape(scores)[0])})}, {}, c.output(0));
+}
+
 void expand_softmax_cross_entropy_loss(ExpandCtx& c) {
   const auto [scores, labels] = class_rows(c);
+  if (c.shape(labels).size() == 2) {
+    expand_probability_cross_entropy(c, scores, labels);
+    return;
+  }
   std::vector<ValueId> in{scores, labels};
   if (has_weights(c)) in.push_back(c.input(2));
   Attrs a;

@@ -44,7 +44,7 @@ void ExpandCtx::untrained_input(size_t i) {
 }
 
 ValueId ExpandCtx::ints(const std::vector<int64_t>& v) {
-  const ValueId id = g_.add_value(fmt::format("{}/ints_{}", node_.name, g_.values.size()));
+  const ValueId id = g_.add_value(fmt::format("{}/ints_{}", node_.name, constants_++));
   Value& val = g_.values[size_t(id)];
   val.desc = TensorDesc{{int64_t(v.size())}, DType::i64};
   val.data = std::vector<uint8_t>(v.size() * 8);
@@ -54,7 +54,7 @@ ValueId ExpandCtx::ints(const std::vector<int64_t>& v) {
 }
 
 ValueId ExpandCtx::floats(Shape shape, const std::vector<float>& values) {
-  const ValueId id = g_.add_value(fmt::format("{}/floats_{}", node_.name, g_.values.size()));
+  const ValueId id = g_.add_value(fmt::format("{}/floats_{}", node_.name, constants_++));
   Value& val = g_.values[size_t(id)];
   OF_ASSERT(int64_t(values.size()) == numel(shape), "ExpandCtx::floats: values do not fill the shape");
   val.desc = TensorDesc{std::move(shape), DType::f32};

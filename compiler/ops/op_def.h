@@ -23,6 +23,7 @@ class OpCtx {
   OpCtx(Graph& g, Node& node) : g_(g), node_(node) {}
 
   Node& node() { return node_; }
+  const Node& node() const { return node_; }
   bool training() const { return g_.training; }  // see Graph::training
   const Attrs& attrs() const { return node_.attrs; }
   size_t num_inputs() const { return node_.inputs.size(); }
@@ -148,6 +149,9 @@ class ExpandCtx {
   Graph& g_;
   const Node& node_;
   std::vector<Node>& out_;
+  // Numbers the constants this expansion makes, so that their names depend on this node alone: a
+  // training plan and its evaluation plan (graphs of other sizes) name, and share, the same ones.
+  int constants_ = 0;
 };
 
 // The values an attribute may take, checked (check_attrs) before anything reads it, so a model

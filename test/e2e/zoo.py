@@ -60,6 +60,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   vq_vae        a VQ-VAE step on [4,16]: two 4-wide latents per sample take their nearest codebook entry
                 (argmin of squared distances, an nn.Embedding(12,4) lookup), codebook and commitment
                 losses with .detach(), a straight-through estimator into the decoder, a linear probe.
+  mixup         bn_cnn trained as torchvision's recipe with --mixup-alpha: nn.CrossEntropyLoss (class
+                weights) against class probabilities lam * one_hot(a) + (1 - lam) * one_hot(b).
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -300,7 +302,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup"]
 
 
 def parse_args():
@@ -360,7 +362,7 @@ class Model:
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
                  summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None, param_lr=(),
-                 clip_value=0.0):
+                 clip_value=0.0, mixup=False):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -391,6 +393,9 @@ class Model:
         # Labels are float targets [n, *label], 1 with probability 0.3 and else 0 (a multi-label
         # classifier's), not class ids.
         self.multi_hot = multi_hot
+        # Labels are class probabilities [n, classes], as torchvision's RandomMixup makes them:
+        # lam * one_hot(a) + (1 - lam) * one_hot(b), lam ~ Beta(0.2, 0.2).
+        self.mixup = mixup
         # The loss is a sum over the batch: on `parts` devices `of` trains the whole batch's sum,
         # the sum of the ranks' sums (DDP would average them: README), which dp checks compare.
         self.summed = summed
@@ -901,6 +906,14 @@ def nll():
 def multilabel():
     net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10))
     return Model(net, (16,), 10, label=(10,), own_loss=True, multi_hot=True, train=WithLoss(net, nn.BCEWithLogitsLoss()))
+
+
+def mixup():
+    # torchvision's classification recipe with --mixup-alpha: the criterion (with class weights
+    # here) takes the mixed batch's class probabilities as its target.
+    net = bn_cnn().infer
+    return Model(net, (3, 8, 8), 10, label=(10,), own_loss=True, mixup=True,
+                 train=WithLoss(net, nn.CrossEntropyLoss(weight=torch.linspace(0.5, 2.0, 10))))
 
 
 def deeplab_aux():
@@ -1456,7 +1469,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup]))
 
 
 def build(name):
@@ -1486,6 +1499,9 @@ def make_data(m, work):
     features = rng.standard_normal((n,) + m.feature).astype(np.float32)
     if m.multi_hot:
         labels = (rng.random((n,) + m.label) < 0.3).astype(np.float32)
+    elif m.mixup:
+        eye, lam = np.eye(m.classes), rng.beta(0.2, 0.2, (n, 1))
+        labels = (lam * eye[rng.integers(0, m.classes, n)] + (1 - lam) * eye[rng.integers(0, m.classes, n)]).astype(np.float32)
     else:
         labels = rng.integers(0, m.classes, (n,) + m.label).astype(np.int64)
     if m.ignore_index is not None:
