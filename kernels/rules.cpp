@@ -130,6 +130,35 @@ ReduceMaxSpace argmax_space(const KernelConfig& cfg) {
   return reduction_space(cfg, "argmax", x, reduced, y);
 }
 
+TopKSpace topk_space(const KernelConfig& cfg, bool grad) {
+  const char* name = grad ? "topk_grad" : "topk";
+  cpu::check_arity(cfg, name, grad ? 2 : 1, grad ? 2 : 1, grad ? 1 : 2);
+  const Shape& x = grad ? cfg.outputs[0].shape : cfg.inputs[0].shape;
+  if (grad) {
+    cpu::check_dtypes(cfg, name, {DType::f32, DType::i64}, {DType::f32});
+  } else {
+    cpu::check_dtypes(cfg, name, {DType::f32}, {DType::f32, DType::i64});
+  }
+  const int64_t rank = int64_t(x.size()), axis = cfg.attrs.get_int("axis", -1), k = cfg.attrs.get_int("k", 0);
+  if (axis < 0 || axis >= rank) fail(where_of(cfg), "{}: axis {} is outside the rank {} of {}", name, axis, rank, shape_str(x));
+  if (k < 1 || k > x[size_t(axis)]) fail(where_of(cfg), "{}: k {} is outside [1, {}] (axis {} of {})", name, k, x[size_t(axis)], axis, shape_str(x));
+  Shape picked = x;
+  picked[size_t(axis)] = k;
+  if (grad) {
+    for (int i = 0; i < 2; ++i) cpu::check_input_shape(cfg, name, i, i == 0 ? "dy" : "indices", picked);
+  } else {
+    cpu::check_output_shape(cfg, name, 0, picked);
+    cpu::check_output_shape(cfg, name, 1, picked);
+  }
+  TopKSpace s;
+  for (int64_t a = 0; a < axis; ++a) s.outer *= x[size_t(a)];
+  for (int64_t a = axis + 1; a < rank; ++a) s.inner *= x[size_t(a)];
+  s.n = x[size_t(axis)];
+  s.k = k;
+  s.largest = cfg.attrs.get_int("largest", 1) != 0;
+  return s;
+}
+
 ReduceGeometry reduce_geometry(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "reduce_sum", 1, 1, 1);
   cpu::check_dtypes(cfg, "reduce_sum", DType::f32);

@@ -14,6 +14,7 @@
 #include "kernels/pad_space.h"
 #include "kernels/reduce_max_space.h"
 #include "kernels/resize_space.h"
+#include "kernels/topk_space.h"
 
 namespace of::kernels {
 
@@ -43,6 +44,9 @@ ReduceGeometry reduce_geometry(const KernelConfig& cfg);
 ReduceMaxSpace reduce_max_space(const KernelConfig& cfg, bool grad);
 // argmax (X f32 -> Y i64, one axis in `axes`, keepdims; select_last_index): reduce_max's space.
 ReduceMaxSpace argmax_space(const KernelConfig& cfg);
+// topk (X -> values, int64 indices: `axis`'s k largest or smallest, attributes axis, k, largest)
+// and, with `grad`, topk_grad (dY, indices -> dX of X's shape): the rows around the axis.
+TopKSpace topk_space(const KernelConfig& cfg, bool grad);
 
 // Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...), or
 // with attribute param_last 1 (states'..., param'): ZeRO 1/2 update the states in place but

@@ -15,7 +15,9 @@ OpDef cumsum_def();               // cumsum.cpp
 OpDef celu_def();                 // scaled_elu.cpp
 OpDef selu_def();
 OpDef argmax_def();
-OpDef argmin_def();               // reduce.cpp
+OpDef argmin_def();
+OpDef one_hot_def();              // one_hot.cpp
+OpDef topk_def();                 // topk.cpp               // reduce.cpp
 OpDef div_def();
 OpDef gather_elements_def();      // gather.cpp
 OpDef greater_or_equal_def();     // compare.cpp

@@ -66,6 +66,7 @@ const std::vector<OpDef>& all_ops() {
       neg_def(),
       negative_log_likelihood_loss_def(),
       not_def(),
+      one_hot_def(),
       or_def(),
       prelu_def(),  // byte order: "PRelu" < "Pad"
       pad_def(),
@@ -99,6 +100,7 @@ const std::vector<OpDef>& all_ops() {
       sub_def(),
       tanh_def(),
       tile_def(),
+      topk_def(),
       transpose_def(),
       trilu_def(),
       unsqueeze_def(),

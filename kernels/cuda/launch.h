@@ -12,6 +12,7 @@
 #include "kernels/pad_space.h"
 #include "kernels/reduce_max_space.h"
 #include "kernels/resize_space.h"
+#include "kernels/topk_space.h"
 #include "kernels/pointwise_ops.h"
 
 namespace of::kernels::cuda {
@@ -317,5 +318,9 @@ void launch_gru_step_grad(const float* gates, const float* q, const float* hprev
 // db[j] = sum over rows of dax[r, j], db[cols + j] = the same of dah, each column summed in row
 // order from 0 (the CPU twin's order: the same bits).
 void launch_bias_grad(const float* dax, const float* dah, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// topk and topk_grad (kernels/topk_space.h): one thread per row around the axis.
+void launch_topk(const TopKSpace& s, const float* x, float* values, int64_t* indices, cudaStream_t stream);
+void launch_topk_grad(const TopKSpace& s, const float* dy, const int64_t* indices, float* dx, cudaStream_t stream);
 
 }  // namespace of::kernels::cuda

@@ -62,6 +62,11 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 losses with .detach(), a straight-through estimator into the decoder, a linear probe.
   mixup         bn_cnn trained as torchvision's recipe with --mixup-alpha: nn.CrossEntropyLoss (class
                 weights) against class probabilities lam * one_hot(a) + (1 - lam) * one_hot(b).
+  focal         an MLP trained with torchvision.ops.sigmoid_focal_loss against F.one_hot(label, 10).float()
+                (OneHot, then RetinaNet's alpha 0.25, gamma 2).
+  moe           a top-2 mixture of 4 GELU-MLP experts on [4,16] (torch.topk over the router's logits, a
+                softmax over the two, F.one_hot of the choices spreading the gates) with Switch's
+                load-balancing term.
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -302,7 +307,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe"]
 
 
 def parse_args():
@@ -916,6 +921,51 @@ def mixup():
                  train=WithLoss(net, nn.CrossEntropyLoss(weight=torch.linspace(0.5, 2.0, 10))))
 
 
+class FocalLoss(nn.Module):
+    """torchvision.ops.sigmoid_focal_loss (RetinaNet's) on a classifier's logits, its targets
+    F.one_hot(label, classes).float(), as detection and imbalanced-classification code calls it."""
+
+    def forward(self, logits, label):
+        import torchvision
+        targets = F.one_hot(label, logits.shape[1]).float()
+        return torchvision.ops.sigmoid_focal_loss(logits, targets, alpha=0.25, gamma=2.0, reduction="mean")
+
+
+def focal():
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10))
+    return Model(net, (16,), 10, own_loss=True, train=WithLoss(net, FocalLoss()))
+
+
+class MixtureOfExperts(nn.Module):
+    """A sparsely gated mixture of experts as small PyTorch implementations write it (top-2 gating,
+    every expert computed): a router's two largest logits per sample (torch.topk), a softmax over
+    them, the gates spread over the experts by F.one_hot of the choices, each expert's output
+    weighted by its gate; plus Switch Transformer's load-balancing term (the mean router
+    probability times the fraction of choices, per expert)."""
+
+    def __init__(self, classes=10, experts=4):
+        super().__init__()
+        self.embed = nn.Linear(16, 32)
+        self.router = nn.Linear(32, experts, bias=False)
+        self.experts = nn.ModuleList(nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32)) for _ in range(experts))
+        self.head = nn.Linear(32, classes)
+
+    def forward(self, input, label):
+        h = F.relu(self.embed(input))
+        logits = self.router(h)
+        top, choice = logits.topk(2, dim=-1)
+        mask = F.one_hot(choice, logits.shape[-1]).float()  # [n, 2, experts]
+        gates = (F.softmax(top, dim=-1).unsqueeze(-1) * mask).sum(1)
+        h = h + (gates.unsqueeze(-1) * torch.stack([e(h) for e in self.experts], 1)).sum(1)
+        balance = (F.softmax(logits, -1).mean(0) * mask.sum(1).mean(0)).sum() * logits.shape[-1]
+        return F.cross_entropy(self.head(h), label) + 0.01 * balance
+
+
+def moe():
+    net = MixtureOfExperts()
+    return Model(net, (16,), 10, own_loss=True, train=net)
+
+
 def deeplab_aux():
     import torchvision
     from torchvision.models.segmentation.deeplabv3 import _deeplabv3_mobilenetv3
@@ -1469,7 +1519,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe]))
 
 
 def build(name):

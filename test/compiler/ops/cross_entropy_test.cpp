@@ -13,7 +13,7 @@
 
 namespace of::compiler::test {
 
-TEST_CASE("cross entropy: class probabilities of the scores' shape give a scalar loss; ids stay int64", "[compiler]") {
+TEST_CASE("cross entropy: class probabilities of the scores' shape give a scalar loss, class ids stay int64", "[compiler]") {
   CHECK(OneNode(softmax_cross_entropy_loss_def(), {f32({4, 10}), f32({4, 10})}).shape() == Shape{});
   CHECK(OneNode(softmax_cross_entropy_loss_def(), {f32({2, 3, 5, 5}), f32({2, 3, 5, 5})}, A().s("reduction", "sum")).shape() == Shape{});
   REQUIRE_THROWS_WITH(OneNode(softmax_cross_entropy_loss_def(), {f32({4, 10}), f32({4, 9})}),

@@ -369,6 +369,21 @@ TEST_CASE("cuda twin: argmax along each axis, ties first or last, a NaN", "[cuda
     }
 }
 
+TEST_CASE("cuda twin: topk and topk_grad along each axis, largest and smallest, ties and a NaN", "[cuda]") {
+  for (int64_t axis : {0, 1, 2})
+    for (int64_t largest : {0, 1}) {
+      INFO("axis " << axis << " largest " << largest);
+      Attrs a = ints({{"axis", axis}, {"k", 3}, {"largest", largest}});
+      Shape y = {4, 40, 7};
+      y[size_t(axis)] = 3;
+      HostTensor x = random_f32({4, 40, 7}, 51);
+      for (size_t i = 0; i < 20; ++i) reinterpret_cast<float*>(x.bytes.data())[i * 37 % 1120] = 0.5f;  // ties
+      reinterpret_cast<float*>(x.bytes.data())[100] = NAN;
+      const std::vector<HostTensor> top = check_twin("topk", a, {x}, {TensorDesc{y, DType::f32}, TensorDesc{y, DType::i64}}, Tolerance{0, 0});
+      check_twin("topk_grad", a, {random_f32(y, 52), top[1]}, {TensorDesc{{4, 40, 7}, DType::f32}}, Tolerance{0, 0});
+    }
+}
+
 TEST_CASE("cuda twin: max_pool and max_pool_grad, overlapping and padded windows, ties and NaN", "[cuda]") {
   struct Case {
     Shape x, y;
