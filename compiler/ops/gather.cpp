@@ -67,11 +67,16 @@ OpDef gather_def() {
 
 }  // namespace of::compiler
 
-// GatherElements (torch.gather) with indices known at compile time, a composite: Y[m] =
-// X[m with axis replaced by indices[m]], written as X flattened (Reshape), one Gather of the flat
-// offsets (a constant), and a Reshape to the indices' shape; Gather's gradient adds the rows of
-// repeated offsets, as torch.gather's backward (a scatter-add) does. Indices computed at run time
-// are refused.
+// GatherElements (torch.gather), a composite: Y[m] = X[m with axis replaced by indices[m]].
+// Indices known at compile time: X flattened (Reshape), one Gather of the flat offsets (a
+// constant), and a Reshape to the indices' shape; Gather's gradient adds the rows of repeated
+// offsets, as torch.gather's backward (a scatter-add) does. Indices computed at run time (a
+// policy's log-probability of the action taken, `logp.gather(1, actions)`; a language model's of
+// the next token): each index against the axis's positions (Equal, a mask of the indices' shape
+// plus the axis), X's value where it matches and 0 elsewhere (Where: a -inf elsewhere in the row
+// stays out of the sum), summed over the axis; Where's gradient scatters dY back, adding repeated
+// indices. It holds indices x axis-length values (a row of logits per index); an index outside
+// the axis gives 0 (torch refuses it).
 namespace of::compiler {
 namespace {
 
@@ -80,13 +85,13 @@ std::vector<int64_t> element_offsets(OpCtx& c) {
   const Shape& idx = c.in(1).shape;
   if (c.in(1).dtype != DType::i64 && c.in(1).dtype != DType::i32)
     c.fail("input 1 (indices) has dtype {}, expected int64 or int32", dtype_name(c.in(1).dtype));
-  if (!c.const_data(1)) c.fail("indices computed at run time are not supported (only indices known when compiling)");
   if (idx.size() != data.size()) c.fail("indices {} and data {} differ in rank", shape_str(idx), shape_str(data));
   const auto rank = int64_t(data.size());
   const int64_t axis = c.axis(c.attrs().get_int("axis", 0), rank, "attribute axis");
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && idx[size_t(d)] > data[size_t(d)])
       c.fail("indices {} are longer than data {} on axis {}", shape_str(idx), shape_str(data), d);
+  if (!c.const_data(1)) return {};  // run-time indices: no offsets
   const std::vector<int64_t> values = c.const_ints(1);
   std::vector<int64_t> strides(size_t(rank), 1);
   for (int64_t d = rank - 1; d > 0; --d) strides[size_t(d - 1)] = strides[size_t(d)] * data[size_t(d)];
@@ -114,10 +119,59 @@ void infer_gather_elements(OpCtx& c) {
   c.out(0) = TensorDesc{c.in(1).shape, c.in(0).dtype};
 }
 
-// The flat offsets, for expand() (a composite's lower only normalizes attributes).
-void lower_gather_elements(OpCtx& c) { c.node().kernel_attrs.set_ints("offsets", element_offsets(c)); }
+// The flat offsets (none for run-time indices) and the axis, for expand() (a composite's lower
+// only normalizes attributes).
+void lower_gather_elements(OpCtx& c) {
+  c.node().kernel_attrs.set_int("runtime", c.const_data(1) ? 0 : 1);
+  c.node().kernel_attrs.set_int("int32_indices", c.in(1).dtype == DType::i32 ? 1 : 0);
+  c.node().kernel_attrs.set_int("axis", c.axis(c.attrs().get_int("axis", 0), int64_t(c.in(0).shape.size()), "attribute axis"));
+  c.node().kernel_attrs.set_ints("offsets", element_offsets(c));
+}
+
+// Run-time indices I [.., n_a, ..] into X [.., L, ..] along axis a: X cut to I's extents on the
+// other axes, its axis a moved last and a 1 put in its place; the mask Equal(I[.., 1], 0..L-1)
+// [.., n_a, .., L]; Where(mask, X, 0) summed over the last axis.
+void expand_runtime_gather_elements(ExpandCtx& c) {
+  const Shape x = c.shape(c.input(0)), idx = c.shape(c.input(1));
+  const auto rank = int64_t(x.size()), axis = c.node().kernel_attrs.get_int("axis", 0), length = x[size_t(axis)];
+  ValueId data = c.input(0);
+  std::vector<int64_t> starts, ends, axes;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && idx[size_t(d)] < x[size_t(d)]) {
+      starts.push_back(0);
+      ends.push_back(idx[size_t(d)]);
+      axes.push_back(d);
+    }
+  if (!axes.empty()) data = c.emit("Slice", {data, c.ints(starts), c.ints(ends), c.ints(axes)});
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  Attrs t, at_axis, at_end;
+  t.set_ints("perm", perm);
+  at_axis.set_ints("axes", {axis});
+  at_end.set_ints("axes", {rank});
+  data = c.emit("Unsqueeze", {c.emit("Transpose", {data}, std::move(t))}, std::move(at_axis));
+  std::vector<int64_t> positions(static_cast<size_t>(length));
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = int64_t(i);
+  ValueId indices = c.input(1);
+  if (c.node().kernel_attrs.get_int("int32_indices", 0) != 0) {
+    Attrs to;
+    to.set_int("to", 7);  // ONNX INT64: int32 indices compare as int64
+    indices = c.emit("Cast", {indices}, std::move(to));
+  }
+  const ValueId mask = c.emit("Equal", {c.emit("Unsqueeze", {indices}, std::move(at_end)), c.ints(positions)});
+  const ValueId picked = c.emit("Where", {mask, data, c.floats({}, {0.0f})});
+  Attrs last;
+  last.set_int("keepdims", 0);
+  c.emit("ReduceSum", {picked, c.ints({rank})}, std::move(last), c.output(0));
+}
 
 void expand_gather_elements(ExpandCtx& c) {
+  if (c.node().kernel_attrs.get_int("runtime", 0) != 0) {
+    expand_runtime_gather_elements(c);
+    return;
+  }
   const Shape x = c.shape(c.input(0)), y = c.shape(c.output(0));
   const ValueId flat = c.emit("Reshape", {c.input(0), c.ints({numel(x)})});
   const ValueId picked = c.emit("Gather", {flat, c.ints(c.node().kernel_attrs.get_ints("offsets"))});

@@ -67,6 +67,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   moe           a top-2 mixture of 4 GELU-MLP experts on [4,16] (torch.topk over the router's logits, a
                 softmax over the two, F.one_hot of the choices spreading the gates) with Switch's
                 load-balancing term.
+  actor_critic  an advantage actor-critic's loss on [4,16]: logp.gather(1, actions) of a log_softmax with an
+                invalid action masked to -inf (GatherElements with run-time indices), the advantage
+                detached in the policy term, the value's squared error, an entropy bonus.
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -307,7 +310,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic"]
 
 
 def parse_args():
@@ -966,6 +969,34 @@ def moe():
     return Model(net, (16,), 10, own_loss=True, train=net)
 
 
+class ActorCritic(nn.Module):
+    """An advantage actor-critic's loss as PyTorch RL code writes it: a shared body, the policy's
+    log-probability of the action taken (log_softmax over logits with an invalid action masked
+    to -inf, then logp.gather(1, actions)), the advantage (the return minus the value estimate)
+    detached in the policy term, the value's squared error, and an entropy bonus over the valid
+    actions. The labels are the actions taken; the return is the sample's first feature."""
+
+    def __init__(self, actions=6):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, 32), nn.Tanh())
+        self.policy, self.value = nn.Linear(32, actions), nn.Linear(32, 1)
+        self.register_buffer("invalid", torch.arange(actions) == actions - 1, persistent=False)
+
+    def forward(self, input, label):
+        h = self.body(input)
+        logits = self.policy(h).masked_fill(self.invalid, float("-inf"))
+        logp = F.log_softmax(logits, dim=-1)
+        advantage = input[:, 0] - self.value(h).squeeze(1)
+        policy = -(logp.gather(1, label.unsqueeze(1)).squeeze(1) * advantage.detach()).mean()
+        entropy = -(F.softmax(logits, dim=-1) * logp.masked_fill(self.invalid, 0.0)).sum(1).mean()
+        return policy + 0.5 * advantage.pow(2).mean() - 0.01 * entropy
+
+
+def actor_critic():
+    net = ActorCritic()
+    return Model(net, (16,), 5, own_loss=True, train=net)
+
+
 def deeplab_aux():
     import torchvision
     from torchvision.models.segmentation.deeplabv3 import _deeplabv3_mobilenetv3
@@ -1519,7 +1550,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic]))
 
 
 def build(name):

@@ -43,7 +43,7 @@ TEST_CASE("rearrange: Selu and Celu keep the input's shape, Celu refuses alpha 0
 
 namespace of::compiler::test {
 
-TEST_CASE("rearrange: GatherElements takes fixed indices as flat offsets, refuses run-time and out-of-range ones", "[compiler]") {
+TEST_CASE("rearrange: GatherElements takes fixed indices as flat offsets, refuses out-of-range ones", "[compiler]") {
   In idx = const_i64({2, 0, -1, 1});
   idx.shape = {2, 2};
   OneNode t(gather_elements_def(), {f32({2, 3}), idx}, A().i("axis", 1));
@@ -53,8 +53,16 @@ TEST_CASE("rearrange: GatherElements takes fixed indices as flat offsets, refuse
   bad.shape = {1, 2};
   REQUIRE_THROWS_WITH(OneNode(gather_elements_def(), {f32({2, 3}), bad}, A().i("axis", 1)),
                       Catch::Contains("(GatherElements)") && Catch::Contains("index 3 at flat position 1 is outside axis 1"));
-  REQUIRE_THROWS_WITH(OneNode(gather_elements_def(), {f32({2, 3}), typed({2, 3}, DType::i64)}),
-                      Catch::Contains("indices computed at run time are not supported"));
+}
+
+TEST_CASE("rearrange: GatherElements with run-time indices (logp.gather(1, actions)) keeps the indices' shape", "[compiler]") {
+  OneNode t(gather_elements_def(), {f32({4, 6}), typed({4, 1}, DType::i64)}, A().i("axis", -1));
+  CHECK(t.shape() == Shape{4, 1});
+  CHECK(t.node().kernel_attrs.get_int("runtime", 0) == 1);
+  CHECK(t.node().kernel_attrs.get_int("axis", 0) == 1);
+  REQUIRE_THROWS_WITH(OneNode(gather_elements_def(), {f32({4, 6}), typed({5, 1}, DType::i64)}, A().i("axis", 1)),
+                      Catch::Contains("(GatherElements)") && Catch::Contains("longer than data"));
+  REQUIRE_THROWS_WITH(OneNode(gather_elements_def(), {f32({4, 6}), typed({4}, DType::i64)}), Catch::Contains("differ in rank"));
 }
 
 }  // namespace of::compiler::test
