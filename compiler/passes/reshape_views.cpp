@@ -55,7 +55,9 @@ bool ReshapeViews::run(Compilation& c) {
         if (reader.runtime_inputs[k] != out) continue;
         reader.runtime_inputs[k] = in;
         if (reader.runtime_views.size() <= k) reader.runtime_views.resize(reader.runtime_inputs.size());
-        reader.runtime_views[k] = view;
+        // A reader with a view of its own (a gradient bucket's pack reads each gradient flat)
+        // keeps it: the elements are the same, in the same order.
+        if (reader.runtime_views[k].empty()) reader.runtime_views[k] = view;
       }
       std::replace(reader.inputs.begin(), reader.inputs.end(), out, in);
       std::vector<NodeId>& readers = g.values[size_t(in)].consumers;

@@ -70,6 +70,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   actor_critic  an advantage actor-critic's loss on [4,16]: logp.gather(1, actions) of a log_softmax with an
                 invalid action masked to -inf (GatherElements with run-time indices), the advantage
                 detached in the policy term, the value's squared error, an entropy bonus.
+  weight_norm   a MelGAN/HiFi-GAN-style Conv1d stack (dilated residual, strided) and a Linear head, each with
+                nn.utils.weight_norm (weight_g and weight_v train), LeakyReLU(0.2), on [4,4,16].
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -310,7 +312,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm"]
 
 
 def parse_args():
@@ -997,6 +999,29 @@ def actor_critic():
     return Model(net, (16,), 5, own_loss=True, train=net)
 
 
+class WeightNormed(nn.Module):
+    """A MelGAN/HiFi-GAN-style 1-D stack with nn.utils.weight_norm on every convolution (weight =
+    g * v / |v|, trained as weight_g and weight_v): a conv, LeakyReLU(0.2), a dilated residual
+    conv, a strided conv, then a weight-normed Linear head over the pooled channels."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        wn = nn.utils.weight_norm
+        self.pre = wn(nn.Conv1d(4, 8, 7, padding=3))
+        self.res = wn(nn.Conv1d(8, 8, 3, dilation=3, padding=3))
+        self.down = wn(nn.Conv1d(8, 16, 4, stride=2, padding=1))
+        self.head = wn(nn.Linear(16, classes))
+
+    def forward(self, x):
+        h = F.leaky_relu(self.pre(x), 0.2)
+        h = h + self.res(F.leaky_relu(h, 0.2))
+        return self.head(F.leaky_relu(self.down(h), 0.2).mean(-1))
+
+
+def weight_norm():
+    return Model(WeightNormed(), (4, 16), 10)
+
+
 def deeplab_aux():
     import torchvision
     from torchvision.models.segmentation.deeplabv3 import _deeplabv3_mobilenetv3
@@ -1550,7 +1575,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm]))
 
 
 def build(name):
@@ -1997,6 +2022,18 @@ def referee_runs(name, check, ref, make_opt, features, labels, parts):
     return (exact, losses64), referees, referees[0][1]
 
 
+def clone(model):
+    """copy.deepcopy, for models with nn.utils.weight_norm too: the weight it computes from
+    weight_g and weight_v before each forward is a non-leaf tensor, which deepcopy refuses; it is
+    dropped from the model first (the next forward computes it again)."""
+    from torch.nn.utils.weight_norm import WeightNorm
+    for module in model.modules():
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm) and hook.name in module.__dict__:
+                delattr(module, hook.name)
+    return copy.deepcopy(model)
+
+
 def check_train(args, name, m, work, check):
     parts = DP if check.startswith(("dp2-", "zero3-")) else 1
     zero = ["--zero", "3"] if check.startswith("zero3-") else []
@@ -2006,7 +2043,7 @@ def check_train(args, name, m, work, check):
     PARAM_LR, CHECK_LR = m.param_lr, lr
     model = m.train.train()
     # Copies before the export: it runs the model once in train mode (moving BatchNorm statistics).
-    ref, fresh = copy.deepcopy(model), copy.deepcopy(model)
+    ref, fresh = clone(model), clone(model)
     features, labels, data = make_data(m, work)
     path = os.path.join(work, "model.onnx")
     x0 = torch.from_numpy(features[:BATCH])

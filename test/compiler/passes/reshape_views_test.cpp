@@ -50,3 +50,32 @@ TEST_CASE("reshape_views: a reshape whose output leaves the graph stays a copy",
   REQUIRE(reshapes == 1);
   CHECK(ReshapeViews().run(c) == false);
 }
+
+TEST_CASE("reshape_views: a reader with a view of its own keeps it when the reshape before it goes", "[compiler]") {
+  // x [10] -> Reshape to [10,1] (a copy) -> a concat that reads it flat, as a gradient bucket's
+  // pack reads each gradient: with the reshape gone the concat reads x, still as [10].
+  Graph g;
+  const auto value = [&](const std::string& name, of::Shape s) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = of::TensorDesc{std::move(s), of::DType::f32};
+    g.values[size_t(v)].known = true;
+    return v;
+  };
+  const ValueId x = value("x", {10}), y = value("y", {10, 1}), z = value("z", {12}), w = value("w", {2});
+  g.values[size_t(x)].graph_input = true;
+  g.values[size_t(w)].graph_input = true;
+  g.inputs = {x, w};
+  g.nodes.push_back(Node{.name = "reshape", .op_type = "Reshape", .inputs = {x}, .outputs = {y}, .kernel = "copy", .runtime_inputs = {x}});
+  Node concat{.name = "pack", .op_type = "Concat", .inputs = {y, w}, .outputs = {z}, .kernel = "concat", .runtime_inputs = {y, w}};
+  concat.runtime_views = {of::Shape{10}, of::Shape{2}};
+  g.nodes.push_back(std::move(concat));
+  g.values[size_t(z)].graph_output = true;
+  g.outputs = {z};
+  relink(g);
+  Compilation c{.graph = std::move(g)};
+  REQUIRE(ReshapeViews().run(c));
+  const auto pack = std::find_if(c.graph.nodes.begin(), c.graph.nodes.end(), [](const Node& n) { return n.name == "pack"; });
+  REQUIRE(pack != c.graph.nodes.end());
+  CHECK(pack->runtime_inputs[0] == x);
+  CHECK(pack->runtime_views[0] == of::Shape{10});
+}
