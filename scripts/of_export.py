@@ -26,6 +26,7 @@ naming the code, since ONNX cannot say where the gradient stops (write `.detach(
 A file exported otherwise gets the list afterwards: `mark_parameters(model, "model.onnx")`.
 """
 import contextlib
+import inspect
 import os
 import traceback
 
@@ -93,41 +94,83 @@ def mark_parameters(model, path):
     onnx.save(proto, path)
 
 
-class LostGradientStop(ValueError):
-    """The forward stops a gradient in a way an ONNX file cannot say."""
+class ForwardNotExportable(ValueError):
+    """The forward does what an ONNX file cannot carry: stops a gradient other than by .detach(),
+    has a backward of its own, or updates the model's tensors in place."""
 
 
-def _user_frame():
-    """'file:line (function)' of the innermost frame outside torch and this file."""
+def _where(frames=None):
+    """'file:line (function)' of the innermost frame outside torch and this file, and, when torch's
+    own code is deeper, its innermost frame there too."""
     torch_dir = os.path.dirname(torch.__file__)
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(torch_dir) and frame.filename != __file__:
-            return f"{frame.filename}:{frame.lineno} ({frame.name})"
-    return "the model's forward"
+    modes = os.path.join(torch_dir, "overrides.py")  # the TorchFunctionMode machinery, not the model's
+    frames = [f for f in (frames or traceback.extract_stack()) if f.filename not in (__file__, modes)]
+    user = next((f for f in reversed(frames) if not f.filename.startswith(torch_dir)), None)
+    text = f"{user.filename}:{user.lineno} ({user.name})" if user else "the model's forward"
+    if frames and frames[-1] is not user and frames[-1].filename.startswith(torch_dir):
+        inner = frames[-1]
+        text += f", in torch/{os.path.relpath(inner.filename, torch_dir)}:{inner.lineno} ({inner.name})"
+    return text
+
+
+def _custom_function():
+    """The torch.autograd.Function whose forward is running (its class name), if one is."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        ctx = frame.f_locals.get("ctx")
+        if isinstance(ctx, torch.autograd.function.BackwardCFunction):
+            name = type(ctx).__name__
+            return name[:-len("Backward")] if name.endswith("Backward") else name
+        frame = frame.f_back
+    return None
 
 
 class _GradientStopWatch(TorchFunctionMode):
-    """Refuses, during one forward, what the exporter would write as an ordinary tensor although
-    torch stops the gradient there."""
+    """Refuses, during one forward, what the exporter would write as ordinary differentiable ops
+    although torch's gradient differs there."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         grad_tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.requires_grad]
         name = getattr(func, "__name__", str(func))
         if grad_tensors and not torch.is_grad_enabled():
-            raise LostGradientStop(
-                f"of_export: {_user_frame()}: {name} under torch.no_grad() reads tensors that require grad; the ONNX file "
+            function = _custom_function()
+            if function == "CheckpointFunction":
+                raise ForwardNotExportable(
+                    f"of_export: {_where()}: torch.utils.checkpoint with use_reentrant=True, which torch.onnx.export cannot "
+                    "write: pass use_reentrant=False (the same gradients; ofc's own --recompute saves memory alike)")
+            if function is not None:
+                raise ForwardNotExportable(
+                    f"of_export: {_where()}: torch.autograd.Function {function} has a backward of its own, which an ONNX "
+                    "file cannot carry: ofc would differentiate its forward's ops instead")
+            raise ForwardNotExportable(
+                f"of_export: {_where()}: {name} under torch.no_grad() reads tensors that require grad; the ONNX file "
                 "cannot say that their gradient stops there, so ofc would train through it: write .detach() on them instead")
         if grad_tensors and name == "__get__" and getattr(getattr(func, "__self__", None), "__name__", "") == "data":
-            raise LostGradientStop(
-                f"of_export: {_user_frame()}: .data of a tensor that requires grad; the exporter writes its value now as a "
+            raise ForwardNotExportable(
+                f"of_export: {_where()}: .data of a tensor that requires grad; the exporter writes its value now as a "
                 "constant: write .detach() instead")
         return func(*args, **kwargs)
 
 
-def check_gradient_stops(model, args):
-    """Runs the forward once on `args` (as torch.onnx.export takes them) and raises LostGradientStop
-    at a gradient stop the export would lose. The model's state and torch's RNG are restored."""
+def _updated_by_batch_norm(model):
+    """The state_dict names a BatchNorm's forward updates, which ofc updates as torch does."""
+    names = state_dict_names(model)
+    out = set()
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.track_running_stats:
+            for t in (module.running_mean, module.running_var, module.num_batches_tracked):
+                if t is not None:
+                    out.update(names.get(id(t), []))
+    return out
+
+
+def check_forward(model, args):
+    """Runs the forward once on `args` (as torch.onnx.export takes them) and raises
+    ForwardNotExportable where the export would differ from torch's training: a gradient stopped
+    other than by .detach(), a torch.autograd.Function's own backward, or a tensor of the model
+    that the forward changes in place (spectral_norm's power iteration, an nn.Embedding's
+    max_norm), BatchNorm's running statistics aside. The model's state and torch's RNG are restored."""
     if isinstance(args, torch.Tensor):
         args = (args,)
     kwargs = args[-1] if args and isinstance(args[-1], dict) else {}
@@ -136,10 +179,19 @@ def check_gradient_stops(model, args):
     try:
         with torch.random.fork_rng(devices=[]), torch.enable_grad(), _GradientStopWatch():
             model(*positional, **kwargs)
+        batch_norm = _updated_by_batch_norm(model)
+        changed = sorted(k for k, v in model.state_dict().items()
+                         if k not in batch_norm and (v.shape != state[k].shape or not torch.equal(v.detach(), state[k])))
+        if changed:
+            raise ForwardNotExportable(
+                f"of_export: the forward changes {', '.join(changed[:4])}{' ...' if len(changed) > 4 else ''} in place "
+                "(nn.utils.spectral_norm's power iteration, an nn.Embedding's max_norm, a running average of its own): "
+                "the ONNX file cannot carry that update, so ofc would train without it")
     finally:
         with torch.no_grad():
             for k, v in model.state_dict().items():
-                v.copy_(state[k])
+                if v.shape == state[k].shape:
+                    v.copy_(state[k])
 
 
 # How a .detach() travels through torch.onnx.export: a custom op's output would lose its shape in
@@ -208,8 +260,8 @@ def write_stop_gradients(proto):
 
 def export_keeping_gradient_stops(model, args, path, **kwargs):
     """torch.onnx.export(model, args, path, **kwargs) with each `.detach()` written as
-    of.StopGradient; a gradient stop ONNX cannot say is refused first (LostGradientStop)."""
-    check_gradient_stops(model, args)
+    of.StopGradient; what an ONNX file cannot carry is refused first (check_forward)."""
+    check_forward(model, args)
     with _detach_marked():
         torch.onnx.export(model, args, path, **kwargs)
     proto = onnx.load(path)
