@@ -146,6 +146,10 @@ class _GradientStopWatch(TorchFunctionMode):
             raise ForwardNotExportable(
                 f"of_export: {_where()}: {name} under torch.no_grad() reads tensors that require grad; the ONNX file "
                 "cannot say that their gradient stops there, so ofc would train through it: write .detach() on them instead")
+        if name == "register_hook" and grad_tensors:
+            raise ForwardNotExportable(
+                f"of_export: {_where()}: a gradient hook (Tensor.register_hook) changes the gradient, which an ONNX file "
+                "cannot carry: ofc would train without it")
         if grad_tensors and name == "__get__" and getattr(getattr(func, "__self__", None), "__name__", "") == "data":
             raise ForwardNotExportable(
                 f"of_export: {_where()}: .data of a tensor that requires grad; the exporter writes its value now as a "
@@ -168,9 +172,19 @@ def _updated_by_batch_norm(model):
 def check_forward(model, args):
     """Runs the forward once on `args` (as torch.onnx.export takes them) and raises
     ForwardNotExportable where the export would differ from torch's training: a gradient stopped
-    other than by .detach(), a torch.autograd.Function's own backward, or a tensor of the model
+    other than by .detach(), a torch.autograd.Function's own backward, a gradient hook (on a
+    tensor or a module), an nn.Embedding's scale_grad_by_freq, or a tensor of the model
     that the forward changes in place (spectral_norm's power iteration, an nn.Embedding's
     max_norm), BatchNorm's running statistics aside. The model's state and torch's RNG are restored."""
+    for name, module in model.named_modules():
+        what = None
+        if getattr(module, "_backward_hooks", None) or getattr(module, "_backward_pre_hooks", None):
+            what = "has a backward hook (register_full_backward_hook), which changes gradients"
+        elif isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and module.scale_grad_by_freq:
+            what = "has scale_grad_by_freq=True, which scales its gradient by each index's count in the batch"
+        if what:
+            raise ForwardNotExportable(f"of_export: module '{name or type(module).__name__}' ({type(module).__name__}) {what}; "
+                                       "an ONNX file cannot carry that, so ofc would train without it")
     if isinstance(args, torch.Tensor):
         args = (args,)
     kwargs = args[-1] if args and isinstance(args[-1], dict) else {}

@@ -6,7 +6,8 @@
   - refused in one line naming the code: a result computed under torch.no_grad() from tensors
     that require grad, .data of one, a torch.autograd.Function (its own backward), a reentrant
     torch.utils.checkpoint, a tensor of the model changed in place by the forward
-    (nn.utils.spectral_norm, nn.Embedding(max_norm=...)); BatchNorm's running statistics are not;
+    (nn.utils.spectral_norm, nn.Embedding(max_norm=...)), a gradient hook (on a tensor or a module),
+    an nn.Embedding's scale_grad_by_freq; BatchNorm's running statistics are not;
   - the check leaves the model's state as it found it.
 
   of_export_check.py --work DIR
@@ -96,6 +97,17 @@ class Reentrant(nn.Module):
         return checkpoint.checkpoint(self.a, x, use_reentrant=True)
 
 
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.a(x)
+        h.register_hook(lambda g: g * 0.5)
+        return h
+
+
 class MaxNorm(nn.Module):
     def __init__(self):
         super().__init__()
@@ -142,6 +154,13 @@ def main():
     before = model.e.weight.detach().clone()
     refused("max_norm", model, ids, "changes e.weight in place")
     expect("state_restored", torch.equal(model.e.weight.detach(), before))
+
+    refused("embedding_scale_grad_by_freq", nn.Embedding(10, 8, scale_grad_by_freq=True), ids, "module 'Embedding'",
+            "scale_grad_by_freq=True")
+    hooked = nn.Sequential(nn.Linear(8, 4))
+    hooked[0].register_full_backward_hook(lambda module, grad_in, grad_out: None)
+    refused("module_backward_hook", hooked, x, "module '0' (Linear) has a backward hook")
+    refused("tensor_hook", Hooked(), x, "Tensor.register_hook")
 
     bn = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Linear(8, 4)).train()
     stats = {k: v.clone() for k, v in bn.state_dict().items()}
