@@ -130,6 +130,21 @@ ReduceMaxSpace argmax_space(const KernelConfig& cfg) {
   return reduction_space(cfg, "argmax", x, reduced, y);
 }
 
+RandomGeometry random_geometry(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "random", 0, 1, 1);
+  if (cfg.outputs[0].dtype != DType::f32) fail(where_of(cfg), "random: output 0 is {}, not f32", dtype_name(cfg.outputs[0].dtype));
+  RandomGeometry g;
+  g.n = numel(cfg.outputs[0].shape);
+  const int64_t normal = cfg.attrs.get_int("normal", 0);
+  if (normal != 0 && normal != 1) fail(where_of(cfg), "random: normal is {}, not 0 or 1", normal);
+  g.normal = normal == 1;
+  g.a = cfg.attrs.get_float("a", 0.0f);
+  g.b = cfg.attrs.get_float("b", 1.0f);
+  if (!std::isfinite(g.a) || !std::isfinite(g.b)) fail(where_of(cfg), "random: a {} and b {} must be finite", g.a, g.b);
+  g.stream = uint32_t(cfg.attrs.get_int("stream", 0));
+  return g;
+}
+
 TopKSpace topk_space(const KernelConfig& cfg, bool grad) {
   const char* name = grad ? "topk_grad" : "topk";
   cpu::check_arity(cfg, name, grad ? 2 : 1, grad ? 2 : 1, grad ? 1 : 2);

@@ -14,6 +14,7 @@
 #include "kernels/pad_space.h"
 #include "kernels/reduce_max_space.h"
 #include "kernels/resize_space.h"
+#include "kernels/random_draw.h"
 #include "kernels/topk_space.h"
 
 namespace of::kernels {
@@ -47,6 +48,9 @@ ReduceMaxSpace argmax_space(const KernelConfig& cfg);
 // topk (X -> values, int64 indices: `axis`'s k largest or smallest, attributes axis, k, largest)
 // and, with `grad`, topk_grad (dY, indices -> dX of X's shape): the rows around the axis.
 TopKSpace topk_space(const KernelConfig& cfg, bool grad);
+// random (no input read, or one whose data it ignores -> Y f32): attributes normal (0 uniform,
+// 1 normal), a and b (low and high, or mean and scale), stream.
+RandomGeometry random_geometry(const KernelConfig& cfg);
 
 // Optimizer updates: inputs (param, grad, states..., lr, step), outputs (param', states'...), or
 // with attribute param_last 1 (states'..., param'): ZeRO 1/2 update the states in place but

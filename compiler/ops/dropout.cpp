@@ -28,13 +28,6 @@ void infer_dropout(OpCtx& c) {
   c.out(0) = c.in(0);
 }
 
-// FNV-1a of the node's name: each Dropout draws its own stream, stable across compilations.
-int64_t stream_of(const std::string& name) {
-  uint32_t h = 2166136261u;
-  for (unsigned char ch : name) h = (h ^ ch) * 16777619u;
-  return int64_t(h);
-}
-
 // Input 2, training_mode (opset 12+): a Dropout exported in eval mode stays the identity even
 // in a training plan, as BatchNorm's training_mode decides for it.
 bool exported_for_training(OpCtx& c) {
@@ -51,7 +44,7 @@ void lower_dropout(OpCtx& c) {
   } else {
     Attrs a;
     a.set_float("ratio", ratio);
-    a.set_int("stream", stream_of(c.node().name));
+    a.set_int("stream", random_stream(c.node().name));  // random.cpp: its own stream, stable across compilations
     c.set_kernel("dropout", std::move(a));
   }
   c.set_runtime_inputs({0});

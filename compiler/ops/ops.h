@@ -17,7 +17,13 @@ OpDef selu_def();
 OpDef argmax_def();
 OpDef argmin_def();
 OpDef one_hot_def();              // one_hot.cpp
-OpDef topk_def();                 // topk.cpp               // reduce.cpp
+OpDef topk_def();                 // topk.cpp
+OpDef random_normal_def();        // random.cpp
+OpDef random_normal_like_def();
+OpDef random_uniform_def();
+OpDef random_uniform_like_def();
+// The Philox stream a random op (Dropout, Random*) draws from: a hash of its node's name.
+int64_t random_stream(const std::string& node_name);               // reduce.cpp
 OpDef div_def();
 OpDef gather_elements_def();      // gather.cpp
 OpDef greater_or_equal_def();     // compare.cpp

@@ -71,6 +71,10 @@ const std::vector<OpDef>& all_ops() {
       prelu_def(),  // byte order: "PRelu" < "Pad"
       pad_def(),
       pow_def(),
+      random_normal_def(),
+      random_normal_like_def(),
+      random_uniform_def(),
+      random_uniform_like_def(),
       range_def(),
       reciprocal_def(),
       reduce_l2_def(),

@@ -118,6 +118,7 @@ std::unique_ptr<Kernel> make_rmsprop_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sgd_update(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_sigmoid_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_random(const KernelConfig& cfg);  // random.cpp
 std::unique_ptr<Kernel> make_topk(const KernelConfig& cfg);  // topk.cpp
 std::unique_ptr<Kernel> make_topk_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_abs(const KernelConfig& cfg);  // pointwise

@@ -11,6 +11,7 @@
 #include "kernels/batch_norm_calls.h"
 #include "kernels/pad_space.h"
 #include "kernels/reduce_max_space.h"
+#include "kernels/random_draw.h"
 #include "kernels/resize_space.h"
 #include "kernels/topk_space.h"
 #include "kernels/pointwise_ops.h"
@@ -322,5 +323,8 @@ void launch_bias_grad(const float* dax, const float* dah, float* db, int64_t row
 // topk and topk_grad (kernels/topk_space.h): one thread per row around the axis.
 void launch_topk(const TopKSpace& s, const float* x, float* values, int64_t* indices, cudaStream_t stream);
 void launch_topk_grad(const TopKSpace& s, const float* dy, const int64_t* indices, float* dx, cudaStream_t stream);
+
+// random (kernels/random_draw.h): one thread per element.
+void launch_random(const RandomGeometry& g, float* y, uint64_t piece, uint32_t k0, uint32_t k1, cudaStream_t stream);
 
 }  // namespace of::kernels::cuda

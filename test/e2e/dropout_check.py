@@ -18,12 +18,12 @@ so nothing here compares with PyTorch (the zoo runs its models with p = 0); inst
 Exit 0 pass, 1 mismatch, 2 tool failure, 3 when torch is missing (a failure: setup installs it).
 """
 import argparse
-import json
-import math
 import os
 import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seeded_training import losses_of, seeded_failures, tool  # noqa: E402
 
 # A missing prerequisite (scripts/setup.sh installs every one) fails the check: a check that
 # cannot run has not passed. Exit status 3 tells it apart from a mismatch.
@@ -45,11 +45,7 @@ def main():
     os.makedirs(args.work)
     w = lambda *p: os.path.join(args.work, *p)  # noqa: E731
 
-    def run(name, *argv):
-        p = subprocess.run([os.path.join(args.bin, name), *map(str, argv)], capture_output=True, text=True)
-        if p.returncode != 0:
-            print(f"dropout: {name} failed (exit {p.returncode}): {p.stderr.strip()}")
-            sys.exit(2)
+    run = tool("dropout", args.bin)
 
     def export(p, path):
         torch.manual_seed(0)
@@ -64,39 +60,15 @@ def main():
     export(0.5, w("drop.onnx"))
     export(0.0, w("nodrop.onnx"))
 
-    def losses(plan, tag, *extra, steps=12):
-        metrics = w(f"{tag}.jsonl")
-        run("ofrun", plan, "--data", data, "--steps", steps, "--no-shuffle", "--metrics", metrics, *extra)
-        with open(metrics) as f:
-            return {json.loads(l)["step"]: json.loads(l)["loss"] for l in f if l.strip()}
+    losses = losses_of(run, args.work, data)
 
     opt = ["--train", "--loss", "cross_entropy", "--optimizer", "sgd:lr=0.1"]
     run("ofc", w("drop.onnx"), "-o", w("d1.ofp"), *opt)
     run("ofc", w("drop.onnx"), "-o", w("d2.ofp"), *opt, "--devices", "2:cpu")
     run("ofc", w("nodrop.onnx"), "-o", w("n.ofp"), *opt)
-    failures = []
-    a, b = losses(w("d1.ofp"), "a", "--seed", 3), losses(w("d1.ofp"), "b", "--seed", 3)
-    other, plain = losses(w("d1.ofp"), "c", "--seed", 4), losses(w("n.ofp"), "n", "--seed", 3)
-    if a != b:
-        failures.append(f"two runs with --seed 3 differ: {a} vs {b}")
-    if a == other:
-        failures.append("--seed 4 gives the losses of --seed 3: the masks ignore the seed")
-    if a == plain:
+    failures, a, worst = seeded_failures(losses, w("d1.ofp"), w("d2.ofp"), args.work)
+    if a == losses(w("n.ofp"), "n", "--seed", 3):
         failures.append("Dropout(0.5) gives the losses of Dropout(0.0): nothing is dropped")
-
-    ck = w("ck")
-    losses(w("d1.ofp"), "r1", "--seed", 3, "--checkpoint", ck, steps=6)
-    resumed = losses(w("d1.ofp"), "r1", "--seed", 3, "--checkpoint", ck, "--resume")
-    tail = {s: l for s, l in resumed.items() if s > 6}
-    if tail != {s: l for s, l in a.items() if s > 6}:
-        failures.append(f"resumed steps 7..12 {tail} differ from the uninterrupted run {a}")
-
-    dp = losses(w("d2.ofp"), "dp", "--seed", 3)
-    rel = [abs(dp[s] - a[s]) / abs(a[s]) if s in dp else math.inf for s in a]
-    # Any NaN is a failure (max() alone skips a NaN that is not first), and so is a missing step.
-    worst = math.inf if not rel or sorted(dp) != sorted(a) or any(math.isnan(r) for r in rel) else max(rel)
-    if not worst <= 1e-5:
-        failures.append(f"2 devices differ from one by {worst:.3g} relative: {dp} vs {a}")
 
     for f in failures:
         print(f"dropout: FAIL: {f}")

@@ -369,6 +369,16 @@ TEST_CASE("cuda twin: argmax along each axis, ties first or last, a NaN", "[cuda
     }
 }
 
+TEST_CASE("cuda twin: random draws the CPU's uniform and normal numbers for the same key", "[cuda]") {
+  for (int64_t normal : {0, 1}) {
+    INFO("normal " << normal);
+    Attrs a = ints({{"normal", normal}, {"stream", 12345}});
+    a.set_float("a", normal ? 0.5f : -1.0f);
+    a.set_float("b", normal ? 2.0f : 3.0f);
+    check_twin("random", a, {}, {TensorDesc{{1000, 33}, DType::f32}}, Tolerance{1e-5, 1e-5});
+  }
+}
+
 TEST_CASE("cuda twin: topk and topk_grad along each axis, largest and smallest, ties and a NaN", "[cuda]") {
   for (int64_t axis : {0, 1, 2})
     for (int64_t largest : {0, 1}) {
