@@ -109,6 +109,8 @@ OpDef reduce_min_def();
 OpDef reduce_max_def();           // reduce.cpp
 OpDef reduce_mean_def();
 OpDef reduce_sum_def();
+OpDef reduce_sum_square_def();
+OpDef reduce_l1_def();
 OpDef slice_def();                // split.cpp
 OpDef split_def();
 OpDef expand_def();               // where.cpp

@@ -110,6 +110,18 @@ void grad_reduce_l2(GradCtx& g) {
 // A composite reduction's lower: its axes, sorted and non-negative, and keepdims, for expand().
 void lower_composite_reduce(OpCtx& c) { c.node().kernel_attrs = reduction_attrs(c); }
 
+// ReduceL1 = ReduceSum(|x|) (x.norm(p=1, dim), F.normalize(p=1)): Abs's gradient is torch's
+// sign, 0 at 0. ReduceSumSquare = ReduceSum(x * x).
+void expand_reduce_l1(ExpandCtx& c) {
+  const Attrs& k = c.node().kernel_attrs;
+  c.emit("ReduceSum", {c.emit("Abs", {c.input(0)})}, with_axes(k.get_ints("axes"), k.get_int("keepdims", 1) != 0), c.output(0));
+}
+
+void expand_reduce_sum_square(ExpandCtx& c) {
+  const Attrs& k = c.node().kernel_attrs;
+  c.emit("ReduceSum", {c.emit("Mul", {c.input(0), c.input(0)})}, with_axes(k.get_ints("axes"), k.get_int("keepdims", 1) != 0), c.output(0));
+}
+
 // ReduceMin = -ReduceMax(-x): negation is exact, so are the minimum and its gradient.
 void expand_reduce_min(ExpandCtx& c) {
   const Attrs& k = c.node().kernel_attrs;
@@ -259,6 +271,20 @@ OpDef reduce_min_def() {
   OpDef d{"ReduceMin", infer_reduce_max, lower_composite_reduce, nullptr,
           {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}};
   d.expand = expand_reduce_min;
+  return d;
+}
+
+OpDef reduce_l1_def() {
+  OpDef d{"ReduceL1", infer_reduce, lower_composite_reduce, nullptr,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}};
+  d.expand = expand_reduce_l1;
+  return d;
+}
+
+OpDef reduce_sum_square_def() {
+  OpDef d{"ReduceSumSquare", infer_reduce, lower_composite_reduce, nullptr,
+          {bool_attr("keepdims"), bool_attr("noop_with_empty_axes"), ints_attr("axes", -kMaxAxis, kMaxAxis)}};
+  d.expand = expand_reduce_sum_square;
   return d;
 }
 

@@ -72,6 +72,7 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 detached in the policy term, the value's squared error, an entropy bonus.
   weight_norm   a MelGAN/HiFi-GAN-style Conv1d stack (dilated residual, strided) and a Linear head, each with
                 nn.utils.weight_norm (weight_g and weight_v train), LeakyReLU(0.2), on [4,4,16].
+  l1_norms      F.normalize(p=1) and x.norm(p=1, dim) (ReduceL1) over rows with a zeroed group, on [4,16].
   bn_batch_stats
                 bn_cumulative's layers with BatchNorm2d/1d(track_running_stats=False): batch statistics
                 in train and eval mode, no running ones (the export computes them for the node).
@@ -312,7 +313,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms"]
 
 
 def parse_args():
@@ -1319,6 +1320,26 @@ class Normalize(nn.Module):
         return self.head(torch.cat([g, n, F.normalize(h, dim=1)], dim=1))
 
 
+class L1Norms(nn.Module):
+    """F.normalize(p=1) and x.norm(p=1, dim) (ONNX ReduceL1), one group of each row zeroed as in
+    Normalize (|x|'s gradient at 0 is 0, as torch's sign)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 16), nn.Linear(16, 16)
+        self.head = nn.Linear(16 + 2, 10)
+
+    def forward(self, x):
+        zero_first = torch.tensor([[0.0], [1.0]])
+        g = F.normalize(self.fc1(x).reshape(-1, 2, 8) * zero_first, p=1.0, dim=-1).reshape(-1, 16)
+        n = self.fc2(x).reshape(-1, 2, 8).norm(p=1, dim=-1)
+        return self.head(torch.cat([g, n], dim=1))
+
+
+def l1_norms():
+    return Model(L1Norms(), (16,), 10)
+
+
 def normalize():
     return Model(Normalize(), (16,), 10)
 
@@ -1575,7 +1596,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms]))
 
 
 def build(name):

@@ -95,3 +95,17 @@ TEST_CASE("rearrange: ArgMin is ArgMax of the negation, its axis and keepdims pa
 }
 
 }  // namespace of::compiler::test
+
+namespace of::compiler::test {
+
+TEST_CASE("rearrange: ReduceL1 and ReduceSumSquare reduce their axes, keepdims or not, as the sum they expand to", "[compiler]") {
+  OneNode l1(reduce_l1_def(), {f32({2, 5, 3})}, A().is("axes", {-1}).i("keepdims", 0));
+  CHECK(l1.shape() == Shape{2, 5});
+  CHECK(l1.node().kernel_attrs.get_ints("axes") == std::vector<int64_t>{2});
+  REQUIRE(reduce_l1_def().expand != nullptr);
+  OneNode sq(reduce_sum_square_def(), {f32({2, 5, 3})}, A().is("axes", {0, 1}));
+  CHECK(sq.shape() == Shape{1, 1, 3});
+  REQUIRE(reduce_sum_square_def().expand != nullptr);
+}
+
+}  // namespace of::compiler::test
