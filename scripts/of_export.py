@@ -12,12 +12,14 @@ with momentum=None, whose running statistics are the cumulative average of every
 export writes the first batch's factor as its momentum; `of.batch_norm_cumulative`: its
 running_mean's name per line).
 
-Two things the exporter loses from the forward itself: `.detach()`, which it writes as the tensor
-itself (so a stop-gradient, a straight-through estimator's `x + (q - x).detach()`, would train
-through), is written as the op `of.StopGradient`, which ofc passes on without a gradient; and a
-result computed under `torch.no_grad()` from tensors that require grad, or read through `.data`
-(the exporter writes the latter's value at export time as a constant), is refused in one line
-naming the code, since ONNX cannot say where the gradient stops (write `.detach()` instead).
+What the exporter loses from the forward itself: `.detach()`, which it writes as the tensor itself
+(so a stop-gradient, a straight-through estimator's `x + (q - x).detach()`, would train through),
+is written as the op `of.StopGradient`, which ofc passes on without a gradient. The rest is
+refused in one line naming the code (check_forward): a result computed under `torch.no_grad()`
+from tensors that require grad or read through `.data` (the exporter writes the latter's value at
+export time as a constant), a torch.autograd.Function (its own backward), a reentrant
+torch.utils.checkpoint, gradient hooks, nn.Embedding's scale_grad_by_freq, and a forward that
+changes the model's tensors in place other than BatchNorm's statistics (spectral_norm, max_norm).
 
     import sys; sys.path.insert(0, "scripts")          # this folder
     from of_export import export_for_training
