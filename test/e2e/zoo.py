@@ -222,6 +222,9 @@ CHECK is one of:
   zero3-sgd     As dp2-sgd / dp2-adamw, with ofc --zero 3 (every weight, its gradient and its
   zero3-adamw   optimizer state split over the two devices, the weight gathered before use): the
                 same reference, the same tolerances, the same strict checkpoint load.
+  tp2-sgd       As train-sgd / train-adamw, compiled with --devices 2:cpu --tp 2 (weights split as
+  tp2-adamw     SBP inference picks), against the same one-process PyTorch run: tensor parallelism
+                changes no number beyond summation order.
   train-rmsprop As train-sgd with torchvision's MobileNetV3 recipe optimizer, torch.optim.RMSprop
   dp2-rmsprop   (alpha 0.9, eps 0.0316, momentum 0.9, weight_decay 1e-5; lr 1e-3), as
                 `ofc --optimizer rmsprop:...` (and on 2 devices, as dp2-sgd).
@@ -304,7 +307,7 @@ def optimizers(lr_scale, weight_decay=0.01):
                           10 * adamw),
     }
 CHECKS = ["infer", "train-sgd", "train-adamw", "dp2-sgd", "dp2-adamw", "zero3-sgd", "zero3-adamw", "train-rmsprop",
-          "dp2-rmsprop", "train-adagrad", "zero3-adagrad", "train-amsgrad", "zero3-amsgrad"]
+          "dp2-rmsprop", "train-adagrad", "zero3-adagrad", "train-amsgrad", "zero3-amsgrad", "tp2-sgd", "tp2-adamw"]
 DP = 2  # devices of the dp2-* and zero3-* checks
 
 MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "encoder", "mobilenet_v3_small",
@@ -2058,6 +2061,7 @@ def clone(model):
 def check_train(args, name, m, work, check):
     parts = DP if check.startswith(("dp2-", "zero3-")) else 1
     zero = ["--zero", "3"] if check.startswith("zero3-") else []
+    tp = ["--devices", "2:cpu", "--tp", "2"] if check.startswith("tp2-") else []
     optimizer, make_opt, lr = optimizers(m.lr_scale, m.weight_decay)["train-" + check.split("-", 1)[1]]
     global SCHEDULE, PARAM_LR, CHECK_LR
     SCHEDULE = m.schedule(lr) if m.schedule else None
@@ -2079,7 +2083,7 @@ def check_train(args, name, m, work, check):
         ([f"ignore_index={m.ignore_index}"] if m.ignore_index is not None else [])
     loss = "output" if m.own_loss else "cross_entropy" + (":" + ",".join(options) if options else "")
     tool(args, "ofc", path, "-o", plan, "--train", "--loss", loss, "--label", "label",
-         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero,
+         "--optimizer", optimizer, *(["--devices", f"{parts}:cpu", "--dp", parts] if parts > 1 else []), *zero, *tp,
          *(["--no-weight-decay-1d"] if m.no_decay_1d else []),
          *(["--clip-grad-norm", m.clip_norm] if m.clip_norm else []),
          *(["--clip-grad-value", m.clip_value] if m.clip_value else []),
