@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", 2011), the
 // counter-based generator of PyTorch's CUDA backend: one definition for the CPU kernels and
-// their CUDA twins (dropout), so that both draw the same numbers for the same counter and key.
+// their CUDA twins (dropout, random), so that both draw the same numbers for the same counter and key.
 #pragma once
 
 #include <cstdint>
