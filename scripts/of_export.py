@@ -14,7 +14,9 @@ running_mean's name per line).
 
 What the exporter loses from the forward itself: `.detach()`, which it writes as the tensor itself
 (so a stop-gradient, a straight-through estimator's `x + (q - x).detach()`, would train through),
-is written as the op `of.StopGradient`, which ofc passes on without a gradient. The rest is
+is written as the op `of.StopGradient`, which ofc passes on without a gradient; and
+`noise.bernoulli_(1 - p)` (torchvision's stochastic depth, timm's drop_path), which torch 1.13
+cannot export, as a Dropout of ones (_bernoulli_symbolic). The rest is
 refused in one line naming the code (check_forward): a result computed under `torch.no_grad()`
 from tensors that require grad or read through `.data` (the exporter writes the latter's value at
 export time as a constant), a torch.autograd.Function (its own backward), a reentrant
@@ -34,6 +36,7 @@ import traceback
 
 import torch
 import onnx
+from torch.onnx import symbolic_helper, symbolic_opset9
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
@@ -222,17 +225,39 @@ def _detach_symbolic(g, x):
 _SYMBOLIC_OPSET = 9
 
 
+# `x.bernoulli_(p)` with a number p (torchvision's stochastic_depth, timm's drop_path): torch 1.13
+# cannot export it ("out parameter is not supported for bernoulli"), and its own symbolic for the
+# other forms, a draw compared with p, would keep drawing in an evaluation plan. Written instead as
+# a Dropout of ones with ratio 1 - p, times p: in training 0 or 1 with probability p (one float
+# rounding from 1: (1 / p) * p), keyed as ofc's Dropout masks are; in an evaluation plan, where
+# ofc's Dropout is the identity, p itself, the draw's expectation, so the stochastic depth's
+# `noise / p * x` is x exactly, as torch's eval mode returns it. Other forms (torch.bernoulli of
+# a probability tensor) keep torch's symbolic.
+def _bernoulli_symbolic(g, input, *args):
+    p = symbolic_helper._maybe_get_const(args[0], "f") if args else None
+    if not isinstance(p, float):
+        return symbolic_opset9.bernoulli(g, input, *args)
+    ones = g.op("ConstantOfShape", g.op("Shape", input), value_t=torch.tensor([1.0]))
+    if p <= 0.0:  # never 1 (Dropout's ratio must stay below 1)
+        return g.op("Mul", ones, g.op("Constant", value_t=torch.tensor(0.0)))
+    kept = g.op("Dropout", ones, g.op("Constant", value_t=torch.tensor(1.0 - p)), g.op("Constant", value_t=torch.tensor(True)))
+    return g.op("Mul", kept, g.op("Constant", value_t=torch.tensor(p)))
+
+
 @contextlib.contextmanager
-def _detach_marked():
+def _export_symbolics():
+    """.detach() marked for write_stop_gradients, bernoulli_(p) written as a Dropout."""
     torch.onnx.register_custom_op_symbolic("aten::detach", _detach_symbolic, _SYMBOLIC_OPSET)
+    torch.onnx.register_custom_op_symbolic("aten::bernoulli", _bernoulli_symbolic, _SYMBOLIC_OPSET)
     try:
         yield
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::detach", _SYMBOLIC_OPSET)
+        torch.onnx.unregister_custom_op_symbolic("aten::bernoulli", _SYMBOLIC_OPSET)
 
 
 def write_stop_gradients(proto):
-    """Replaces, in `proto` (an onnx.ModelProto exported under _detach_marked), each pair of
+    """Replaces, in `proto` (an onnx.ModelProto exported under _export_symbolics), each pair of
     Identity nodes the first of which only the second reads by one of.StopGradient. Returns how many."""
     graph = proto.graph
     nodes = list(graph.node)
@@ -278,7 +303,7 @@ def export_keeping_gradient_stops(model, args, path, **kwargs):
     """torch.onnx.export(model, args, path, **kwargs) with each `.detach()` written as
     of.StopGradient; what an ONNX file cannot carry is refused first (check_forward)."""
     check_forward(model, args)
-    with _detach_marked():
+    with _export_symbolics():
         torch.onnx.export(model, args, path, **kwargs)
     proto = onnx.load(path)
     if write_stop_gradients(proto):
