@@ -40,7 +40,8 @@ KernelWork kernel_work(std::string_view kernel, const Attrs& attrs, const std::v
       w.kind = WorkKind::convolution;
       w.flops = 2.0 * double(numel(y)) * double(numel(f)) / double(std::max<int64_t>(f[0], 1));
     }
-  } else if (kernel == "lstm" || kernel == "gru" || kernel == "lstm_grad" || kernel == "gru_grad") {
+  } else if (kernel == "lstm" || kernel == "gru" || kernel == "rnn" || kernel == "lstm_grad" || kernel == "gru_grad" ||
+             kernel == "rnn_grad") {
     // Per step and direction, the gates' products with X_t and H_{t-1} (W [D, G*H, I],
     // R [D, G*H, H]); backward through time multiplies by both again and by their transposes
     // for the weight gradients: twice the forward.

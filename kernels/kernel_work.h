@@ -18,7 +18,7 @@ namespace of::kernels {
 enum class WorkKind : int8_t {
   matrix = 0,     // gemm, matmul: bounded by multiply-adds
   convolution = 1,  // conv and its gradients
-  recurrent = 2,  // lstm, gru and their gradients: many small products
+  recurrent = 2,  // lstm, gru, rnn and their gradients: many small products
   memory = 3,     // everything else: bounded by the bytes it moves
 };
 inline constexpr int kWorkKinds = 4;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The per-element math of the recurrent kernels, one definition for the CPU kernels
-// (cpu/lstm.cpp, cpu/gru.cpp) and their CUDA twins (cuda/recurrent.cu): one LSTM or GRU cell,
+// (cpu/lstm.cpp, cpu/gru.cpp, cpu/rnn.cpp) and their CUDA twins (cuda/recurrent.cu): one LSTM, GRU or RNN cell,
 // forward and backward, for element j of one batch row. Layouts as kernels/cpu/recurrent.h says:
 // a row of pre-activations or saved gates holds G blocks of H (LSTM: i, o, f, c; GRU: z, r, n).
 // On the host std::exp and std::tanh as before (the CPU's results are unchanged), on the device
@@ -73,6 +73,16 @@ OF_HOST_DEVICE inline float gru_cell_grad(const float* gates, int64_t H, int64_t
   dax[j] = dz, dax[H + j] = dr, dax[2 * H + j] = dn;
   dah[j] = dz, dah[H + j] = dr, dah[2 * H + j] = dn * rr;
   return dht * z;
+}
+
+// RNN (ONNX RNN, torch's nn.RNN): H_t = f(a) of the row's pre-activation a, f tanh or, with
+// `relu`, max(a, 0).
+OF_HOST_DEVICE inline float rnn_cell(float a, bool relu) { return relu ? (a > 0.0f ? a : 0.0f) : math::tanh(a); }
+
+// RNN backward: the pre-activation gradient from dht = dL/dH_t and H_t itself, as torch's
+// tanh and relu backward read their output: dht (1 - H_t^2), or dht where H_t > 0.
+OF_HOST_DEVICE inline float rnn_cell_grad(float dht, float ht, bool relu) {
+  return relu ? (ht > 0.0f ? dht : 0.0f) : dht * (1.0f - ht * ht);
 }
 
 }  // namespace of::kernels::recurrent

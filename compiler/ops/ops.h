@@ -117,5 +117,6 @@ OpDef expand_def();               // where.cpp
 OpDef where_def();
 OpDef gru_def();                  // recurrent.cpp
 OpDef lstm_def();
+OpDef rnn_def();
 
 }  // namespace of::compiler

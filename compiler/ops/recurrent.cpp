@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// LSTM and GRU as torch exports nn.LSTM and nn.GRU (layout 0: X [seq, batch, input]; one layer
-// per node, forward, reverse or bidirectional; the default activations; GRU with
-// linear_before_reset = 1). What torch never writes is refused by name: peepholes,
-// sequence_lens, clip, input_forget, other activations, layout 1, GRU's linear_before_reset = 0.
-// Both run as one kernel per node (kernels/cpu/lstm.cpp, gru.cpp); in training the kernel also
-// writes its gates and one state per step, which the backward kernel (through time) reads.
+// LSTM, GRU and RNN as torch exports nn.LSTM, nn.GRU and nn.RNN (layout 0: X [seq, batch, input];
+// one layer per node, forward, reverse or bidirectional; the default activations, and the RNN's
+// Tanh or Relu; GRU with linear_before_reset = 1). What torch never writes is refused by name:
+// peepholes, sequence_lens, clip, input_forget, other activations, layout 1, GRU's
+// linear_before_reset = 0. Each runs as one kernel per node (kernels/cpu/lstm.cpp, gru.cpp,
+// rnn.cpp); in training the LSTM and GRU kernels also write their gates and one state per step,
+// which the backward kernel (through time) reads; the RNN's backward needs only Y.
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -16,10 +17,12 @@ struct Recurrent {
   int64_t gates;
   size_t max_inputs, outputs;   // ONNX's: LSTM X W R B sequence_lens initial_h initial_c P; GRU up to initial_h
   const char* activations;      // the default, per direction
+  bool saves = true;            // training saves gates and per-step states (the RNN: Y is all it needs)
 };
 
 constexpr Recurrent kLstm{"LSTM", "lstm", 4, 8, 3, "Sigmoid,Tanh,Tanh"};
 constexpr Recurrent kGru{"GRU", "gru", 3, 6, 2, "Sigmoid,Tanh"};
+constexpr Recurrent kRnn{"RNN", "rnn", 1, 6, 2, "Tanh", false};
 
 // Saved outputs follow the model's (padded to all of them): gates, then the per-step state.
 size_t saved_at(const Recurrent& r) { return r.outputs; }
@@ -45,8 +48,11 @@ void infer_recurrent(OpCtx& c, const Recurrent& r) {
   const int64_t dirs = directions(c);
   std::string want = r.activations;
   if (dirs == 2) want += std::string(",") + r.activations;
-  if (c.attrs().has("activations") && c.attrs().get_str("activations") != want)
-    c.fail("attribute activations is '{}'; only the default '{}' is supported", c.attrs().get_str("activations"), want);
+  // nn.RNN(nonlinearity="relu") writes Relu for each direction
+  const std::string relu = dirs == 2 ? "Relu,Relu" : "Relu";
+  if (c.attrs().has("activations") && c.attrs().get_str("activations") != want && !(r.gates == 1 && c.attrs().get_str("activations") == relu))
+    c.fail("attribute activations is '{}'; only {} is supported", c.attrs().get_str("activations"),
+           r.gates == 1 ? fmt::format("'{}' or '{}'", want, relu) : fmt::format("the default '{}'", want));
   if (c.attrs().has("activation_alpha") || c.attrs().has("activation_beta"))
     c.fail("attributes activation_alpha / activation_beta are not supported");
   const Shape x = c.in(0).shape;  // a copy: add_output below grows the graph's values
@@ -69,7 +75,7 @@ void infer_recurrent(OpCtx& c, const Recurrent& r) {
   while (c.num_outputs() < r.outputs) c.add_output(kNames[c.num_outputs()], state);
   c.out(0) = TensorDesc{{x[0], dirs, x[1], hidden}, DType::f32};
   for (size_t o = 1; o < r.outputs; ++o) c.out(o) = state;
-  if (c.training()) {
+  if (c.training() && r.saves) {
     c.add_output("saved_gates", TensorDesc{{dirs, x[0], x[1], gh}, DType::f32});
     c.add_output("saved_state", TensorDesc{{dirs, x[0], x[1], hidden}, DType::f32});
   }
@@ -81,17 +87,21 @@ void lower_recurrent(OpCtx& c, const Recurrent& r) {
   a.set_int("has_h0", c.has_in(5) ? 1 : 0);
   if (r.gates == 4) a.set_int("has_c0", c.has_in(6) ? 1 : 0);
   a.set_int("reverse", c.attrs().get_str("direction", "forward") == "reverse" ? 1 : 0);
+  if (r.gates == 1) a.set_int("relu", c.attrs().get_str("activations", "Tanh").starts_with("Relu") ? 1 : 0);
   c.set_kernel(r.kernel, std::move(a));
 }
 
-// One backward kernel through time: it reads X, W, R, Y, the saved gates and states, the output
-// gradients that exist and the initial states, and writes every input's gradient.
+// One backward kernel through time: it reads X, W, R, Y, the saved gates and states (where the
+// kernel saves them), the output gradients that exist and the initial states, and writes every
+// input's gradient.
 void grad_recurrent(GradCtx& g, const Recurrent& r) {
   const size_t saved = saved_at(r);
-  if (g.node().outputs.size() != saved + 2) g.fail("the forward kernel saved nothing for the backward pass");
-  std::vector<ValueId> in = {g.in(0), g.in(1), g.in(2), g.out(0), g.out(saved), g.out(saved + 1)};
+  if (g.node().outputs.size() != saved + (r.saves ? 2 : 0)) g.fail("the forward kernel saved nothing for the backward pass");
+  std::vector<ValueId> in = {g.in(0), g.in(1), g.in(2), g.out(0)};
+  if (r.saves) in.insert(in.end(), {g.out(saved), g.out(saved + 1)});
   Attrs a;
   a.set_int("reverse", g.attrs().get_int("reverse", 0));
+  if (r.gates == 1) a.set_int("relu", g.attrs().get_int("relu", 0));
   static constexpr const char* kGradFlags[] = {"has_dy", "has_dyh", "has_dyc"};
   for (size_t o = 0; o < r.outputs; ++o) {
     a.set_int(kGradFlags[o], g.out_grad(o) != kNoValue ? 1 : 0);
@@ -130,10 +140,11 @@ void forward_sbp(const Graph&, const Node& n, std::vector<Signature>& out) {
   out.push_back(Signature{in, outs, Signature::Tweak::none, true});
 }
 
-// (X, W, R, Y, gates, states, then dY, dY_h, dY_c, initial_h, initial_c where present) ->
-// (dX, dW, dR, dB, d initial_h, d initial_c).
+// (X, W, R, Y, gates, states (not the RNN's), then dY, dY_h, dY_c, initial_h, initial_c where
+// present) -> (dX, dW, dR, dB, d initial_h, d initial_c).
 void grad_sbp(const Graph&, const Node& n, std::vector<Signature>& out) {
-  std::vector<Sbp> in = {Sbp::S(1), Sbp::B(), Sbp::B(), Sbp::S(2), Sbp::S(2), Sbp::S(2)};
+  std::vector<Sbp> in = {Sbp::S(1), Sbp::B(), Sbp::B(), Sbp::S(2)};
+  if (n.kernel != "rnn_grad") in.insert(in.end(), {Sbp::S(2), Sbp::S(2)});
   const std::pair<const char*, Sbp> optional[] = {{"has_dy", Sbp::S(2)}, {"has_dyh", Sbp::S(1)}, {"has_dyc", Sbp::S(1)},
                                                   {"has_h0", Sbp::S(1)}, {"has_c0", Sbp::S(1)}};
   for (const auto& [flag, sbp] : optional)
@@ -157,6 +168,11 @@ OpDef gru_def() {
   return {"GRU", [](OpCtx& c) { infer_recurrent(c, kGru); }, [](OpCtx& c) { lower_recurrent(c, kGru); },
           [](GradCtx& g) { grad_recurrent(g, kGru); }, kRules,
           {sbp_rule("gru", forward_sbp), sbp_rule("gru_grad", grad_sbp)}};
+}
+OpDef rnn_def() {
+  return {"RNN", [](OpCtx& c) { infer_recurrent(c, kRnn); }, [](OpCtx& c) { lower_recurrent(c, kRnn); },
+          [](GradCtx& g) { grad_recurrent(g, kRnn); }, kRules,
+          {sbp_rule("rnn", forward_sbp), sbp_rule("rnn_grad", grad_sbp)}};
 }
 
 }  // namespace of::compiler

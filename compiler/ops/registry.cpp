@@ -71,6 +71,7 @@ const std::vector<OpDef>& all_ops() {
       prelu_def(),  // byte order: "PRelu" < "Pad"
       pad_def(),
       pow_def(),
+      rnn_def(),  // byte order: "RNN" < "RandomNormal"
       random_normal_def(),
       random_normal_like_def(),
       random_uniform_def(),

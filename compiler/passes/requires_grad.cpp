@@ -12,9 +12,9 @@ namespace {
 
 // Ops through which torch.nn modules read their parameters.
 bool reads_module_parameters(std::string_view op) {
-  static constexpr std::array<std::string_view, 14> kOps = {
+  static constexpr std::array<std::string_view, 15> kOps = {
       "BatchNormalization", "Conv", "ConvTranspose", "Einsum", "GRU", "Gather", "Gemm", "InstanceNormalization",
-      "LSTM", "LayerNormalization", "MatMul", "MatMulTransB", "PRelu", "GroupNormalization"};
+      "LSTM", "LayerNormalization", "MatMul", "MatMulTransB", "PRelu", "GroupNormalization", "RNN"};
   return std::find(kOps.begin(), kOps.end(), op) != kOps.end();
 }
 

@@ -70,6 +70,8 @@ std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_rnn(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_rnn_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gemm(const KernelConfig& cfg);

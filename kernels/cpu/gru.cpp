@@ -36,18 +36,12 @@ class Gru final : public Kernel {
     float *y = args.y, *yh = args.y_h;
     const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H;
     for (int64_t d = 0; d < s_.dirs; ++d) {
-      sgemm(false, true, S * N, GH, s_.input, x, s_.input, w + d * GH * s_.input, s_.input, 0.0f, xw_.data(), GH);
-      const float* wb = b ? b + d * 2 * GH : nullptr;
+      project_inputs(s_, d, x, w, b ? b + d * 2 * GH : nullptr, nullptr, xw_.data());
       const float* rb = b ? b + d * 2 * GH + GH : nullptr;
-      if (wb)
-        for (int64_t row = 0; row < S * N; ++row)
-          for (int64_t j = 0; j < GH; ++j) xw_[size_t(row * GH + j)] += wb[j];
       const float* h = h0 ? h0 + d * NH : zero_.data();
       for (int64_t step = 0; step < S; ++step) {
         const int64_t t = s_.time(d, step);
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t j = 0; j < GH; ++j) hr_[size_t(n * GH + j)] = rb ? rb[j] : 0.0f;
-        sgemm(false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr_.data(), GH);
+        project_hidden(s_, d, h, r, rb, hr_.data());
         const float* xt = xw_.data() + t * N * GH;
         float* ht = y + (t * s_.dirs + d) * NH;
         float* gates = args.gates ? args.gates + (d * S + t) * N * GH : nullptr;

@@ -37,10 +37,7 @@ class Lstm final : public Kernel {
     const int64_t S = s_.seq, N = s_.batch, H = s_.hidden, GH = s_.gh(), NH = N * H;
     for (int64_t d = 0; d < s_.dirs; ++d) {
       // Every step's input projection plus both biases, in one product.
-      sgemm(false, true, S * N, GH, s_.input, x, s_.input, w + d * GH * s_.input, s_.input, 0.0f, xw_.data(), GH);
-      if (b)
-        for (int64_t row = 0; row < S * N; ++row)
-          for (int64_t j = 0; j < GH; ++j) xw_[size_t(row * GH + j)] += b[d * 2 * GH + j] + b[d * 2 * GH + GH + j];
+      project_inputs(s_, d, x, w, b ? b + d * 2 * GH : nullptr, b ? b + d * 2 * GH + GH : nullptr, xw_.data());
       float* c = yc + d * NH;  // the running cell state, ending as Y_c
       std::memcpy(c, c0 ? c0 + d * NH : zero_.data(), size_t(NH) * sizeof(float));
       const float* h = h0 ? h0 + d * NH : zero_.data();

@@ -39,12 +39,14 @@ RecurrentShape recurrent_shape(const KernelConfig& cfg, const char* kernel, int6
 }
 
 void check_grad_layout(const KernelConfig& cfg, const char* kernel, const RecurrentShape& s,
-                       const std::vector<bool>& present, int states) {
+                       const std::vector<bool>& present, int states, bool saved) {
   const Shape state{s.dirs, s.batch, s.hidden}, ys{s.seq, s.dirs, s.batch, s.hidden};
   check_input_shape(cfg, kernel, 3, "Y", ys);
-  check_input_shape(cfg, kernel, 4, "gates", {s.dirs, s.seq, s.batch, s.gh()});
-  check_input_shape(cfg, kernel, 5, "per-step states", {s.dirs, s.seq, s.batch, s.hidden});
-  int k = 6;
+  if (saved) {
+    check_input_shape(cfg, kernel, 4, "gates", {s.dirs, s.seq, s.batch, s.gh()});
+    check_input_shape(cfg, kernel, 5, "per-step states", {s.dirs, s.seq, s.batch, s.hidden});
+  }
+  int k = saved ? 6 : 4;
   for (size_t p = 0; p < present.size(); ++p)
     if (present[p]) check_input_shape(cfg, kernel, k++, "gradient or initial state", p == 0 ? ys : state);
   for (int o = 0; o < 3; ++o) check_output_shape(cfg, kernel, o, cfg.inputs[size_t(o)].shape);
@@ -124,6 +126,38 @@ RecurrentConfig gru_grad_config(const KernelConfig& cfg) {
   return c;
 }
 
+RecurrentConfig rnn_config(const KernelConfig& cfg) {
+  RecurrentConfig c;
+  check_dtypes(cfg, "rnn", DType::f32);
+  c.has_h0 = cfg.attrs.get_int("has_h0", 0) != 0;
+  c.relu = cfg.attrs.get_int("relu", 0) != 0;
+  const bool has_bias = cfg.attrs.get_int("has_bias", 0) != 0;
+  const int n_in = 3 + int(has_bias) + int(c.has_h0);
+  if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 2)
+    fail(where_of(cfg), "rnn: has {} inputs and {} outputs, expected {} (has_bias, has_h0) and 2", cfg.inputs.size(),
+         cfg.outputs.size(), n_in);
+  c.s = recurrent_shape(cfg, "rnn", 1, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], has_bias ? &cfg.inputs[3] : nullptr);
+  const RecurrentShape& s = c.s;
+  const Shape state{s.dirs, s.batch, s.hidden};
+  if (c.has_h0) check_input_shape(cfg, "rnn", n_in - 1, "initial_h", state);
+  check_output_shape(cfg, "rnn", 0, {s.seq, s.dirs, s.batch, s.hidden});
+  check_output_shape(cfg, "rnn", 1, state);
+  return c;
+}
+
+RecurrentConfig rnn_grad_config(const KernelConfig& cfg) {
+  RecurrentConfig c;
+  check_dtypes(cfg, "rnn_grad", DType::f32);
+  c.relu = cfg.attrs.get_int("relu", 0) != 0;
+  for (const char* f : {"has_dy", "has_dyh", "has_h0"}) c.present.push_back(cfg.attrs.get_int(f, 0) != 0);
+  const int n_in = 4 + int(std::count(c.present.begin(), c.present.end(), true));
+  if (cfg.inputs.size() != size_t(n_in) || cfg.outputs.size() != 5)
+    fail(where_of(cfg), "rnn_grad: has {} inputs and {} outputs, expected {} and 5", cfg.inputs.size(), cfg.outputs.size(), n_in);
+  c.s = recurrent_shape(cfg, "rnn_grad", 1, cfg.inputs[0], cfg.inputs[1], cfg.inputs[2], nullptr);
+  check_grad_layout(cfg, "rnn_grad", c.s, c.present, 1, false);
+  return c;
+}
+
 namespace {
 
 const float* input(const void* const* in, int k) { return static_cast<const float*>(in[k]); }
@@ -147,12 +181,13 @@ RecurrentArgs recurrent_args(const RecurrentConfig& c, const void* const* in, vo
 }
 
 RecurrentGradArgs recurrent_grad_args(const RecurrentConfig& c, const void* const* in, void* const* out) {
-  const bool lstm = c.s.gates == 4;
-  RecurrentGradArgs a{.x = input(in, 0), .w = input(in, 1), .r = input(in, 2), .y = input(in, 3), .gates = input(in, 4), .states = input(in, 5)};
+  const bool lstm = c.s.gates == 4, saved = c.s.gates != 1;  // the RNN saves nothing
+  RecurrentGradArgs a{.x = input(in, 0), .w = input(in, 1), .r = input(in, 2), .y = input(in, 3)};
+  if (saved) a.gates = input(in, 4), a.states = input(in, 5);
   // The optional inputs in order: dY, dY_h, (dY_c), initial_h, (initial_c).
   const float** slots[] = {&a.dy, &a.dy_h, &a.dy_c, &a.h0, &a.c0};
   const float** gru_slots[] = {&a.dy, &a.dy_h, &a.h0};
-  int k = 6;
+  int k = saved ? 6 : 4;
   for (size_t p = 0; p < c.present.size(); ++p)
     if (c.present[p]) *(lstm ? slots[p] : gru_slots[p]) = input(in, k++);
   a.dx = output(out, 0), a.dw = output(out, 1), a.dr = output(out, 2), a.db = output(out, 3), a.d_h0 = output(out, 4);
@@ -173,6 +208,21 @@ void weight_grads(const RecurrentShape& s, int64_t d, const float* dax, const fl
       dbd[j] += dax[row * GH + j];
       dbd[GH + j] += dah[row * GH + j];
     }
+}
+
+void project_inputs(const RecurrentShape& s, int64_t d, const float* x, const float* w, const float* b1, const float* b2, float* xw) {
+  const int64_t rows = s.seq * s.batch, GH = s.gh();
+  sgemm(false, true, rows, GH, s.input, x, s.input, w + d * GH * s.input, s.input, 0.0f, xw, GH);
+  if (b1)
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t j = 0; j < GH; ++j) xw[row * GH + j] += b2 ? b1[j] + b2[j] : b1[j];
+}
+
+void project_hidden(const RecurrentShape& s, int64_t d, const float* h, const float* r, const float* rb, float* hr) {
+  const int64_t N = s.batch, H = s.hidden, GH = s.gh();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < GH; ++j) hr[n * GH + j] = rb ? rb[j] : 0.0f;
+  sgemm(false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr, GH);
 }
 
 void sgemm(bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,

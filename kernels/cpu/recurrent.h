@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the recurrent kernels (lstm.cpp, gru.cpp) share: the ONNX layout of their tensors, checked
+// What the recurrent kernels (lstm.cpp, gru.cpp, rnn.cpp) share: the ONNX layout of their tensors, checked
 // once, and the row-major sgemm they call. Layout 0 (torch's export): X [S, N, I], W [D, G*H, I],
 // R [D, G*H, H], B [D, 2*G*H] (the input's biases, then the hidden state's), initial states
 // [D, N, H], Y [S, D, N, H], final states [D, N, H]; G gates per direction, D = 2 when
@@ -29,11 +29,12 @@ struct RecurrentShape {
 RecurrentShape recurrent_shape(const KernelConfig& cfg, const char* kernel, int64_t gates, const TensorDesc& x,
                                const TensorDesc& w, const TensorDesc& r, const TensorDesc* b);
 
-// The backward kernels' shared layout: inputs X, W, R, Y, gates, per-step states, then the optional
-// ones `present` says are there (the first dY [S, D, N, H], the others [D, N, H]); outputs dX, dW,
-// dR, dB [D, 2*G*H] and `states` of [D, N, H] (d initial_h, d initial_c). Fails naming cfg.node.
+// The backward kernels' shared layout: inputs X, W, R, Y, gates, per-step states (the RNN saves
+// neither: `saved` false), then the optional ones `present` says are there (the first dY
+// [S, D, N, H], the others [D, N, H]); outputs dX, dW, dR, dB [D, 2*G*H] and `states` of
+// [D, N, H] (d initial_h, d initial_c). Fails naming cfg.node.
 void check_grad_layout(const KernelConfig& cfg, const char* kernel, const RecurrentShape& s,
-                       const std::vector<bool>& present, int states);
+                       const std::vector<bool>& present, int states, bool saved = true);
 
 // The configuration rules the recurrent kernels and their CUDA twins share: counts, attributes
 // and shapes checked, failing naming cfg.node. Forward: `save` when the training outputs (gates,
@@ -41,12 +42,16 @@ void check_grad_layout(const KernelConfig& cfg, const char* kernel, const Recurr
 struct RecurrentConfig {
   RecurrentShape s;
   bool has_h0 = false, has_c0 = false, save = false;
+  bool relu = false;  // the RNN's activation: relu, else tanh
   std::vector<bool> present;
 };
 RecurrentConfig lstm_config(const KernelConfig& cfg);
 RecurrentConfig lstm_grad_config(const KernelConfig& cfg);
 RecurrentConfig gru_config(const KernelConfig& cfg);
 RecurrentConfig gru_grad_config(const KernelConfig& cfg);
+// The RNN saves nothing for its backward (Y holds every H_t); `relu` its activation.
+RecurrentConfig rnn_config(const KernelConfig& cfg);
+RecurrentConfig rnn_grad_config(const KernelConfig& cfg);
 
 // A recurrent kernel's arguments by name, from run()'s arrays in the layouts above (the CPU
 // kernels and their CUDA twins read them alike); absent optional ones are null. Forward: y_c is
@@ -69,6 +74,13 @@ RecurrentGradArgs recurrent_grad_args(const RecurrentConfig& c, const void* cons
 // (dX is overwritten for direction 0), dW = dAx^T X, dR = dAh^T Hprev, dB = [sum dAx, sum dAh].
 void weight_grads(const RecurrentShape& s, int64_t dir, const float* dax, const float* dah, const float* x,
                   const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db);
+
+// Direction d's input projections of every step, xw [S*N, G*H] = X W_d^T + b1 (+ b2: the LSTM
+// folds both biases in; null: none).
+void project_inputs(const RecurrentShape& s, int64_t d, const float* x, const float* w, const float* b1, const float* b2, float* xw);
+// The hidden side of one step, hr [N, G*H] = H_{t-1} R_d^T + rb (null: 0): the GRU and the RNN keep
+// it apart from the input side, as torch's cells do.
+void project_hidden(const RecurrentShape& s, int64_t d, const float* h, const float* r, const float* rb, float* hr);
 
 // Y = alpha * op(A) op(B) + beta * Y, row-major, op = transpose when t_* is true.
 void sgemm(bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,

@@ -61,6 +61,8 @@ std::unique_ptr<Kernel> make_global_average_pool(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_global_average_pool_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru_grad(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_rnn(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_rnn_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_sigmoid(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_sigmoid_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_hard_swish(const KernelConfig& cfg);

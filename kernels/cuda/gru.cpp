@@ -32,15 +32,12 @@ class Gru final : public Kernel {
     auto* zero = static_cast<float*>(zero_.get());
     launch_fill(zero, 0.0f, NH, st.stream);
     for (int64_t d = 0; d < s.dirs; ++d) {
-      sgemm(st, false, true, S * N, GH, s.input, x, s.input, w + d * GH * s.input, s.input, 0.0f, xw, GH);
-      const float* wb = b ? b + d * 2 * GH : nullptr;
+      project_inputs(st, s, d, x, w, b ? b + d * 2 * GH : nullptr, nullptr, xw);
       const float* rb = b ? b + d * 2 * GH + GH : nullptr;
-      if (wb) launch_add_bias_rows(xw, wb, nullptr, S * N, GH, st.stream);
       const float* h = h0 ? h0 + d * NH : zero;
       for (int64_t step = 0; step < S; ++step) {
         const int64_t t = s.time(d, step);
-        launch_fill_rows(hr, rb, N, GH, st.stream);
-        sgemm(st, false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr, GH);
+        project_hidden(st, s, d, h, r, rb, hr);
         float* ht = y + (t * s.dirs + d) * NH;
         float* gates = args.gates ? args.gates + (d * S + t) * N * GH : nullptr;
         float* qs = args.states ? args.states + (d * S + t) * NH : nullptr;

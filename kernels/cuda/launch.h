@@ -316,6 +316,11 @@ void launch_gru_step(const float* x, const float* hr, const float* hprev, float*
 // GRU backward: dh (dL/dH_t's carry in, H_t's direct share of dL/dH_{t-1} out) + dy (null: 0);
 void launch_gru_step_grad(const float* gates, const float* q, const float* hprev, const float* dy, float* dh, float* dax, float* dah,
                           int64_t n, int64_t h, cudaStream_t stream);
+// RNN: ht = f(x + hr) (f relu or tanh) of the step's input and hidden projections;
+void launch_rnn_step(const float* x, const float* hr, float* ht, int64_t n, int64_t h, bool relu, cudaStream_t stream);
+// RNN backward: da = the pre-activation gradient of dh (dL/dH_t's carry) + dy (null: 0) at H_t = ht;
+void launch_rnn_step_grad(const float* ht, const float* dy, const float* dh, float* da, int64_t n, int64_t h, bool relu,
+                          cudaStream_t stream);
 // db[j] = sum over rows of dax[r, j], db[cols + j] = the same of dah, each column summed in row
 // order from 0 (the CPU twin's order: the same bits).
 void launch_bias_grad(const float* dax, const float* dah, float* db, int64_t rows, int64_t cols, cudaStream_t stream);

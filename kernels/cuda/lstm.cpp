@@ -30,8 +30,7 @@ class Lstm final : public Kernel {
     auto* zero = static_cast<float*>(zero_.get());
     launch_fill(zero, 0.0f, NH, st.stream);
     for (int64_t d = 0; d < s.dirs; ++d) {
-      sgemm(st, false, true, S * N, GH, s.input, x, s.input, w + d * GH * s.input, s.input, 0.0f, xw, GH);
-      if (b) launch_add_bias_rows(xw, b + d * 2 * GH, b + d * 2 * GH + GH, S * N, GH, st.stream);
+      project_inputs(st, s, d, x, w, b ? b + d * 2 * GH : nullptr, b ? b + d * 2 * GH + GH : nullptr, xw);
       float* c = yc + d * NH;  // the running cell state, ending as Y_c
       copy_floats(st, c, c0 ? c0 + d * NH : zero, NH);
       const float* h = h0 ? h0 + d * NH : zero;

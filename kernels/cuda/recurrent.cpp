@@ -25,6 +25,20 @@ void sgemm(DeviceStream& s, bool t_a, bool t_b, int64_t m, int64_t n, int64_t k,
   if (st != CUBLAS_STATUS_SUCCESS) s.note_failure("recurrent: cublasSgemm", int(st));
 }
 
+void project_inputs(DeviceStream& s, const cpu::RecurrentShape& shape, int64_t d, const float* x, const float* w, const float* b1,
+                    const float* b2, float* xw) {
+  const int64_t rows = shape.seq * shape.batch, GH = shape.gh(), I = shape.input;
+  sgemm(s, false, true, rows, GH, I, x, I, w + d * GH * I, I, 0.0f, xw, GH);
+  if (b1) launch_add_bias_rows(xw, b1, b2, rows, GH, s.stream);
+}
+
+void project_hidden(DeviceStream& s, const cpu::RecurrentShape& shape, int64_t d, const float* h, const float* r, const float* rb,
+                    float* hr) {
+  const int64_t N = shape.batch, H = shape.hidden, GH = shape.gh();
+  launch_fill_rows(hr, rb, N, GH, s.stream);
+  sgemm(s, false, true, N, GH, H, h, H, r + d * GH * H, H, 1.0f, hr, GH);
+}
+
 void weight_grads(DeviceStream& s, const cpu::RecurrentShape& shape, int64_t d, const float* dax, const float* dah, const float* x,
                   const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db) {
   const int64_t rows = shape.seq * shape.batch, GH = shape.gh(), I = shape.input, H = shape.hidden;

@@ -62,6 +62,15 @@ __global__ void gru_step_grad_kernel(const float* gates, const float* q, const f
   }
 }
 
+__global__ void rnn_step_kernel(const float* x, const float* hr, float* ht, int64_t count, bool relu) {
+  for (int64_t e = first_index(); e < count; e += grid_stride()) ht[e] = recurrent::rnn_cell(x[e] + hr[e], relu);
+}
+
+__global__ void rnn_step_grad_kernel(const float* ht, const float* dy, const float* dh, float* da, int64_t count, bool relu) {
+  for (int64_t e = first_index(); e < count; e += grid_stride())
+    da[e] = recurrent::rnn_cell_grad(dh[e] + (dy ? dy[e] : 0.0f), ht[e], relu);
+}
+
 __global__ void bias_grad_kernel(const float* dax, const float* dah, float* db, int64_t rows, int64_t cols) {
   for (int64_t j = first_index(); j < 2 * cols; j += grid_stride()) {
     const float* from = j < cols ? dax : dah;
@@ -99,6 +108,15 @@ void launch_gru_step(const float* x, const float* hr, const float* hprev, float*
 void launch_gru_step_grad(const float* gates, const float* q, const float* hprev, const float* dy, float* dh, float* dax, float* dah,
                           int64_t n, int64_t h, cudaStream_t stream) {
   if (n * h > 0) gru_step_grad_kernel<<<blocks_for(n * h), kThreads, 0, stream>>>(gates, q, hprev, dy, dh, dax, dah, n, h);
+}
+
+void launch_rnn_step(const float* x, const float* hr, float* ht, int64_t n, int64_t h, bool relu, cudaStream_t stream) {
+  if (n * h > 0) rnn_step_kernel<<<blocks_for(n * h), kThreads, 0, stream>>>(x, hr, ht, n * h, relu);
+}
+
+void launch_rnn_step_grad(const float* ht, const float* dy, const float* dh, float* da, int64_t n, int64_t h, bool relu,
+                          cudaStream_t stream) {
+  if (n * h > 0) rnn_step_grad_kernel<<<blocks_for(n * h), kThreads, 0, stream>>>(ht, dy, dh, da, n * h, relu);
 }
 
 void launch_bias_grad(const float* dax, const float* dah, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {

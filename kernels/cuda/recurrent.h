@@ -16,6 +16,12 @@ namespace of::kernels::cuda {
 void sgemm(DeviceStream& s, bool t_a, bool t_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* y, int64_t ldy);
 
+// cpu::project_inputs and cpu::project_hidden on the GPU.
+void project_inputs(DeviceStream& s, const cpu::RecurrentShape& shape, int64_t d, const float* x, const float* w, const float* b1,
+                    const float* b2, float* xw);
+void project_hidden(DeviceStream& s, const cpu::RecurrentShape& shape, int64_t d, const float* h, const float* r, const float* rb,
+                    float* hr);
+
 // cpu::weight_grads on the GPU: dX (+)= dAx W, dW = dAx^T X, dR = dAh^T Hprev, dB = column sums.
 void weight_grads(DeviceStream& s, const cpu::RecurrentShape& shape, int64_t dir, const float* dax, const float* dah, const float* x,
                   const float* hprev, const float* w, float* dx, float* dw, float* dr, float* db);

@@ -111,6 +111,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   lstm_bi, gru_bi
                 one bidirectional layer (batch_first=False) started from learned initial states
                 (h0, and c0 for the LSTM), the mean over the sequence, Linear(48,10).
+  rnn           nn.RNN (Elman): two tanh layers (16 -> 24, batch_first=True), then a bidirectional
+                nonlinearity="relu" layer (24 -> 12) from a learned h0; Linear(24,10) of the mean
+                over the sequence plus the final states (ONNX RNN, Y and Y_h both trained through).
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -316,7 +319,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn"]
 
 
 def parse_args():
@@ -1156,6 +1159,28 @@ class Bidirectional(nn.Module):
         return self.fc(y.mean(dim=0))
 
 
+class Elman(nn.Module):
+    """nn.RNN: two tanh layers, then a bidirectional relu one from a learned h0; the mean of its
+    outputs over the sequence and its final states both feed the classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(16, 24, num_layers=2, batch_first=True)
+        self.relu_rnn = nn.RNN(24, 12, nonlinearity="relu", bidirectional=True)
+        self.h0 = nn.Parameter(0.5 * torch.randn(2, 1, 12))
+        self.fc = nn.Linear(24, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        y = y.transpose(0, 1)  # [seq, batch, 24]
+        z, hn = self.relu_rnn(y, self.h0.expand(-1, y.size(1), -1).contiguous())
+        return self.fc(z.mean(dim=0) + hn.transpose(0, 1).reshape(-1, 24))
+
+
+def rnn():
+    return Model(Elman(), (6, 16), 10)
+
+
 def densenet():
     from torchvision.models import DenseNet
     return Model(DenseNet(growth_rate=8, block_config=(2, 2, 2), num_init_features=16, num_classes=10), (3, 32, 32), 10,
@@ -1599,7 +1624,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn]))
 
 
 def build(name):

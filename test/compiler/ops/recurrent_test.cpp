@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LSTM / GRU shape rules: the outputs torch's export leaves out are added, training adds the saved
+// LSTM / GRU / RNN shape rules: the outputs torch's export leaves out are added, training adds the saved
 // gates and states, the kernel learns which optional inputs exist, and what torch never writes is
 // refused naming the node and the attribute or input.
 #include <catch2/catch.hpp>
@@ -35,6 +35,26 @@ TEST_CASE("gru: inference writes Y and Y_h only and a reverse layer says so to t
   CHECK(t.shape(0) == Shape{5, 1, 2, 4});
   CHECK(t.int_attr("has_bias") == 0);
   CHECK(t.int_attr("reverse") == 1);
+}
+
+TEST_CASE("rnn: Tanh or Relu tells the kernel, and training saves nothing besides Y", "[compiler]") {
+  // nn.RNN(3, 4, nonlinearity="relu", bidirectional=True): W [2, 4, 3], R [2, 4, 4], B [2, 8].
+  OneNode t(rnn_def(), {f32({5, 2, 3}), f32({2, 4, 3}), f32({2, 4, 4}), f32({2, 8})},
+            A().i("hidden_size", 4).s("direction", "bidirectional").s("activations", "Relu,Relu"), 2, /*training=*/true);
+  CHECK(t.kernel() == "rnn");
+  REQUIRE(t.node().outputs.size() == 2);
+  CHECK(t.shape(0) == Shape{5, 2, 2, 4});
+  CHECK(t.shape(1) == Shape{2, 2, 4});
+  CHECK(t.int_attr("relu") == 1);
+  CHECK(t.int_attr("has_bias") == 1);
+  OneNode tanh(rnn_def(), {f32({5, 2, 3}), f32({1, 4, 3}), f32({1, 4, 4})}, A().i("hidden_size", 4).s("activations", "Tanh"), 2);
+  CHECK(tanh.int_attr("relu") == 0);
+  REQUIRE_THROWS_WITH(OneNode(rnn_def(), {f32({5, 2, 3}), f32({1, 4, 3}), f32({1, 4, 4})},
+                              A().i("hidden_size", 4).s("activations", "Sigmoid"), 2),
+                      Catch::Contains("node 'RNN_0' (RNN)") && Catch::Contains("'Tanh' or 'Relu'"));
+  REQUIRE_THROWS_WITH(OneNode(rnn_def(), {f32({5, 2, 3}), f32({2, 4, 3}), f32({2, 4, 4})},
+                              A().i("hidden_size", 4).s("direction", "bidirectional").s("activations", "Relu,Tanh"), 2),
+                      Catch::Contains("activations is 'Relu,Tanh'"));
 }
 
 TEST_CASE("lstm and gru: what torch never exports is refused by name", "[compiler]") {

@@ -819,5 +819,32 @@ TEST_CASE("cuda twin: lstm and gru forward (inference and training outputs) and 
   }
 }
 
+TEST_CASE("cuda twin: rnn tanh and relu forward and backward, one and two directions, reverse, optional inputs", "[cuda]") {
+  const Tolerance tol{1e-4, 1e-3};  // as the lstm's: recurrences amplify rounding
+  struct Layer {
+    int64_t seq, batch, input, hidden, dirs;
+    bool reverse, bias, h0;
+  };
+  for (const Layer& l : std::vector<Layer>{{5, 3, 4, 6, 1, false, true, true}, {7, 2, 5, 3, 2, false, true, false},
+                                           {4, 3, 2, 5, 1, true, false, true}}) {
+    for (const int relu : {0, 1}) {
+      INFO("seq " << l.seq << " dirs " << l.dirs << (l.reverse ? " reverse" : "") << (l.bias ? " bias" : "") << (l.h0 ? " h0" : "")
+                  << (relu ? " relu" : " tanh"));
+      const Shape x{l.seq, l.batch, l.input}, state{l.dirs, l.batch, l.hidden}, y{l.seq, l.dirs, l.batch, l.hidden};
+      const Attrs fwd = ints({{"has_bias", l.bias}, {"has_h0", l.h0}, {"reverse", l.reverse}, {"relu", relu}});
+      std::vector<HostTensor> in = {random_f32(x, 70), random_f32({l.dirs, l.hidden, l.input}, 71, -0.5f, 0.5f),
+                                    random_f32({l.dirs, l.hidden, l.hidden}, 72, -0.5f, 0.5f)};
+      if (l.bias) in.push_back(random_f32({l.dirs, 2 * l.hidden}, 73, -0.5f, 0.5f));
+      if (l.h0) in.push_back(random_f32(state, 74));
+      const std::vector<HostTensor> fwd_out = check_twin("rnn", fwd, in, f32({y, state}), tol);
+      const Attrs bwd = ints({{"has_dy", 1}, {"has_dyh", 1}, {"has_h0", l.h0}, {"reverse", l.reverse}, {"relu", relu}});
+      std::vector<HostTensor> grad_in = {in[0], in[1], in[2], fwd_out[0], random_f32(y, 75), random_f32(state, 76)};
+      if (l.h0) grad_in.push_back(in[3 + int(l.bias)]);
+      check_twin("rnn_grad", bwd, grad_in,
+                 f32({x, {l.dirs, l.hidden, l.input}, {l.dirs, l.hidden, l.hidden}, {l.dirs, 2 * l.hidden}, state}), tol);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace of::kernels::testing
