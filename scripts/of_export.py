@@ -15,8 +15,9 @@ running_mean's name per line).
 What the exporter loses from the forward itself: `.detach()`, which it writes as the tensor itself
 (so a stop-gradient, a straight-through estimator's `x + (q - x).detach()`, would train through),
 is written as the op `of.StopGradient`, which ofc passes on without a gradient; and
-`noise.bernoulli_(1 - p)` (torchvision's stochastic depth, timm's drop_path), which torch 1.13
-cannot export, as a Dropout of ones (_bernoulli_symbolic). The rest is
+`noise.bernoulli_(1 - p)` (torchvision's stochastic depth, timm's drop_path) and nn.Dropout1d/2d/3d,
+which torch 1.13 cannot export in training, as Dropouts of ones (_bernoulli_symbolic,
+_feature_dropout_symbolic). The rest is
 refused in one line naming the code (check_forward): a result computed under `torch.no_grad()`
 from tensors that require grad or read through `.data` (the exporter writes the latter's value at
 export time as a constant), a torch.autograd.Function (its own backward), a reentrant
@@ -244,16 +245,40 @@ def _bernoulli_symbolic(g, input, *args):
     return g.op("Mul", kept, g.op("Constant", value_t=torch.tensor(p)))
 
 
+# nn.Dropout1d/2d/3d in training (`feature_dropout`: one draw per sample and channel), which
+# torch 1.13 refuses to export in training mode: written as the input times a Dropout of ones of
+# shape [N, C, 1, ...] with ratio p, torch's own noise (0 or 1 / (1 - p)) in training and ones,
+# the identity, in an evaluation plan.
+def _feature_dropout_symbolic(g, input, p, train):
+    p = symbolic_helper._maybe_get_const(p, "f")
+    train = symbolic_helper._maybe_get_const(train, "b")
+    rank = symbolic_helper._get_tensor_rank(input)
+    if not train or (isinstance(p, float) and p == 0.0):
+        return input
+    if not isinstance(p, float) or not isinstance(train, bool) or rank is None or rank < 2:
+        return symbolic_helper._unimplemented("feature_dropout", "a probability, a training flag and a rank known at export", input)
+    if p >= 1.0:  # every channel dropped (Dropout's ratio must stay below 1)
+        return g.op("Mul", input, g.op("Constant", value_t=torch.tensor(0.0)))
+    batch_channels = g.op("Slice", g.op("Shape", input), g.op("Constant", value_t=torch.tensor([0])),
+                          g.op("Constant", value_t=torch.tensor([2])))
+    shape = g.op("Concat", batch_channels, g.op("Constant", value_t=torch.ones(rank - 2, dtype=torch.int64)), axis_i=0)
+    ones = g.op("ConstantOfShape", shape, value_t=torch.tensor([1.0]))
+    noise = g.op("Dropout", ones, g.op("Constant", value_t=torch.tensor(p)), g.op("Constant", value_t=torch.tensor(True)))
+    return g.op("Mul", input, noise)
+
+
 @contextlib.contextmanager
 def _export_symbolics():
-    """.detach() marked for write_stop_gradients, bernoulli_(p) written as a Dropout."""
-    torch.onnx.register_custom_op_symbolic("aten::detach", _detach_symbolic, _SYMBOLIC_OPSET)
-    torch.onnx.register_custom_op_symbolic("aten::bernoulli", _bernoulli_symbolic, _SYMBOLIC_OPSET)
+    """.detach() marked for write_stop_gradients, bernoulli_(p) and channel dropout written as Dropouts."""
+    symbolics = {"aten::detach": _detach_symbolic, "aten::bernoulli": _bernoulli_symbolic,
+                 "aten::feature_dropout": _feature_dropout_symbolic, "aten::feature_dropout_": _feature_dropout_symbolic}
+    for name, fn in symbolics.items():
+        torch.onnx.register_custom_op_symbolic(name, fn, _SYMBOLIC_OPSET)
     try:
         yield
     finally:
-        torch.onnx.unregister_custom_op_symbolic("aten::detach", _SYMBOLIC_OPSET)
-        torch.onnx.unregister_custom_op_symbolic("aten::bernoulli", _SYMBOLIC_OPSET)
+        for name in symbolics:
+            torch.onnx.unregister_custom_op_symbolic(name, _SYMBOLIC_OPSET)
 
 
 def write_stop_gradients(proto):

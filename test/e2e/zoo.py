@@ -90,7 +90,7 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 (HardSwish, HardSigmoid, squeeze-excite).
   efficientnet_b0
                 torchvision's EfficientNet with efficientnet_b0's blocks at width 0.25 and depth
-                0.5, stochastic_depth_prob=0.0 (training draws are not torch's: test/e2e/stochastic_depth_check.py),
+                0.5, stochastic_depth_prob=0.0 (training draws are not torch's: test/e2e/structured_dropout_check.py),
                 dropout=0.0, on [4,3,64,64] (SiLU, squeeze-excite).
   vit           torchvision's VisionTransformer (vit_b_16's code) sized down: 32 px, patch 8,
                 2 layers, width 32, 4 heads, MLP 64 (the class token read back with x[:, 0]: a
