@@ -349,6 +349,16 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     }
   }
   for (const onnx::ValueInfoProto& out : gp.output()) only_cast_to_float[out.name()] = false;
+  // Values that only IsInf and IsNaN read (see the Cast to DOUBLE below).
+  std::unordered_map<std::string, bool> only_tested_special;
+  for (const onnx::NodeProto& np : gp.node()) {
+    const bool test = (np.op_type() == "IsInf" || np.op_type() == "IsNaN") && np.domain().empty();
+    for (const std::string& in : np.input()) {
+      auto [it, fresh] = only_tested_special.try_emplace(in, test);
+      if (!fresh) it->second = it->second && test;
+    }
+  }
+  for (const onnx::ValueInfoProto& out : gp.output()) only_tested_special[out.name()] = false;
 
   struct Unsupported {
     std::string type;
@@ -396,6 +406,14 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     }
     Node node{.name = name, .op_type = np.op_type(), .domain = np.domain()};
     import_attrs(np, node.attrs, w);
+    // torch writes torch.isinf(x) as IsInf(Cast(x, to=DOUBLE)), which would need float64 at run
+    // time: a float32's infinities and NaNs stay what they are in float64 and no finite float32
+    // becomes one, so such a cast, read by nothing else, is imported as one to FLOAT.
+    if (np.op_type() == "Cast" && np.domain().empty() && np.output_size() == 1 &&
+        node.attrs.get_int("to", 0) == onnx::TensorProto::DOUBLE) {
+      const auto tested = only_tested_special.find(np.output(0));
+      if (tested != only_tested_special.end() && tested->second) node.attrs.set_int("to", onnx::TensorProto::FLOAT);
+    }
     const auto self = NodeId(g.nodes.size());
     for (const std::string& in : np.input()) {
       if (in.empty()) {

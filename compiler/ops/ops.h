@@ -17,6 +17,8 @@ OpDef selu_def();
 OpDef argmax_def();
 OpDef argmin_def();
 OpDef one_hot_def();              // one_hot.cpp
+OpDef is_inf_def();               // is_nan_inf.cpp
+OpDef is_nan_def();
 OpDef topk_def();                 // topk.cpp
 OpDef random_normal_def();        // random.cpp
 OpDef random_normal_like_def();

@@ -50,6 +50,8 @@ const std::vector<OpDef>& all_ops() {
       hard_swish_def(),
       identity_def(),
       instance_norm_def(),
+      is_inf_def(),
+      is_nan_def(),
       lstm_def(),  // "LSTM" < "LayerNormalization"
       layer_norm_def(),
       leaky_relu_def(),

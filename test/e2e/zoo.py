@@ -111,6 +111,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   lstm_bi, gru_bi
                 one bidirectional layer (batch_first=False) started from learned initial states
                 (h0, and c0 for the LSTM), the mean over the sequence, Linear(48,10).
+  nan_to_num    tabular features with NaN and +-inf (every 7th, 11th, 13th value): the count of
+                missing values per row (torch.isnan), torch.nan_to_num, a torch.isfinite mask of
+                the row, torch.isinf, then an MLP (IsNaN, IsInf as comparisons).
   rnn           nn.RNN (Elman): two tanh layers (16 -> 24, batch_first=True), then a bidirectional
                 nonlinearity="relu" layer (24 -> 12) from a learned h0; Linear(24,10) of the mean
                 over the sequence plus the final states (ONNX RNN, Y and Y_h both trained through).
@@ -319,7 +322,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num"]
 
 
 def parse_args():
@@ -379,7 +382,7 @@ class Model:
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
                  summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None, param_lr=(),
-                 clip_value=0.0, mixup=False):
+                 clip_value=0.0, mixup=False, missing_values=False):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -432,6 +435,9 @@ class Model:
         # Param groups with their own lr: [(glob of parameter names, multiple of the check's lr)],
         # the first match winning (ofc --param-lr GLOB=LR; torch param groups with "lr").
         self.param_lr = list(param_lr)
+        # Features with missing and infinite values (a tabular dataset's): every 7th NaN, every
+        # 11th +inf, every 13th -inf, which the model cleans up itself.
+        self.missing_values = missing_values
 
 
 class Flatten(nn.Module):
@@ -1181,6 +1187,25 @@ def rnn():
     return Model(Elman(), (6, 16), 10)
 
 
+class NanToNum(nn.Module):
+    """Cleans tabular features itself: NaN and infinities replaced, their counts kept as features."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(12, 32), nn.Linear(35, 10)
+
+    def forward(self, x):
+        missing = torch.isnan(x).float().sum(1, keepdim=True)
+        infinite = torch.isinf(x).float().sum(1, keepdim=True)
+        finite = torch.isfinite(x).float().mean(1, keepdim=True)
+        h = torch.relu(self.fc1(torch.nan_to_num(x, nan=0.0, posinf=4.0, neginf=-4.0)))
+        return self.fc2(torch.cat([h, missing, infinite, finite], 1))
+
+
+def nan_to_num():
+    return Model(NanToNum(), (12,), 10, missing_values=True)
+
+
 def densenet():
     from torchvision.models import DenseNet
     return Model(DenseNet(growth_rate=8, block_config=(2, 2, 2), num_init_features=16, num_classes=10), (3, 32, 32), 10,
@@ -1624,7 +1649,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num]))
 
 
 def build(name):
@@ -1652,6 +1677,9 @@ def make_data(m, work):
         idx = np.arange(n)[:, None] * seq + np.arange(seq)[None, :]
         return corpus[idx].astype(np.int64), corpus[idx + 1].astype(np.int64), f"tokens:{path},dtype=uint16"
     features = rng.standard_normal((n,) + m.feature).astype(np.float32)
+    if m.missing_values:
+        flat = features.reshape(-1)
+        flat[::7], flat[3::11], flat[5::13] = np.nan, np.inf, -np.inf
     if m.multi_hot:
         labels = (rng.random((n,) + m.label) < 0.3).astype(np.float32)
     elif m.mixup:

@@ -130,3 +130,51 @@ TEST_CASE("onnx_import: a float64 Constant only Cast to float32 reads becomes fl
   REQUIRE_THROWS_WITH(import_onnx_bytes(read_as_double.data(), read_as_double.size(), "f64.onnx"),
                       Catch::Contains("f64.onnx") && Catch::Contains("unsupported element type 11"));
 }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wrestrict"
+// y = IsInf(Cast(x, to=DOUBLE)), as torch writes torch.isinf(x); `also_read`: the cast's output is
+// also a graph output.
+static std::string isinf_of_double_model(bool also_read) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(14);
+  onnx::GraphProto* g = m.mutable_graph();
+  auto declare = [](onnx::ValueInfoProto* v, const char* name, int type) {
+    v->mutable_name()->assign(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    t->mutable_shape()->add_dim()->set_dim_value(2);
+  };
+  declare(g->add_input(), "x", onnx::TensorProto::FLOAT);
+  declare(g->add_output(), "y", onnx::TensorProto::BOOL);
+  if (also_read) declare(g->add_output(), "xd", onnx::TensorProto::DOUBLE);
+  onnx::NodeProto* cast = g->add_node();
+  cast->set_op_type("Cast");
+  cast->add_input("x");
+  cast->add_output("xd");
+  onnx::AttributeProto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::DOUBLE);
+  onnx::NodeProto* test = g->add_node();
+  test->set_op_type("IsInf");
+  test->add_input("xd");
+  test->add_output("y");
+  return m.SerializeAsString();
+}
+#pragma GCC diagnostic pop
+
+TEST_CASE("onnx_import: a Cast to float64 that only IsInf or IsNaN reads becomes a Cast to float32", "[compiler]") {
+  const std::string tested = isinf_of_double_model(false);
+  Graph g = import_onnx_bytes(tested.data(), tested.size(), "isinf.onnx");
+  const auto cast = std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Cast"; });
+  REQUIRE(cast != g.nodes.end());
+  CHECK(cast->attrs.get_int("to", 0) == 1);
+  const std::string also_read = isinf_of_double_model(true);
+  Graph kept = import_onnx_bytes(also_read.data(), also_read.size(), "isinf.onnx");
+  const auto as_double = std::find_if(kept.nodes.begin(), kept.nodes.end(), [](const Node& n) { return n.op_type == "Cast"; });
+  REQUIRE(as_double != kept.nodes.end());
+  CHECK(as_double->attrs.get_int("to", 0) == 11);  // read as float64 elsewhere: left for infer-shapes to refuse
+}

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "compiler/compile.h"
@@ -82,4 +83,66 @@ TEST_CASE("composites: expanded into lowered ordinary ops on run-time inputs, fo
   CHECK(t == std::vector<float>{1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6});
   const auto first = std::find_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Transpose"; });
   CHECK(first->name.rfind("t/", 0) == 0);  // named after the composite it came from
+}
+
+namespace {
+
+// y_k = op_k(x) for IsNaN and IsInf (both signs, +inf only, -inf only), x [4] a run-time input
+// or, with `constant`, the constant [1, NaN, inf, -inf].
+Graph special_values_graph(bool constant) {
+  Graph g;
+  g.name = "special_values";
+  const ValueId x = g.add_value("x");
+  g.values[size_t(x)].desc = of::TensorDesc{{4}, of::DType::f32};
+  g.values[size_t(x)].known = true;
+  if (constant) {
+    const std::vector<float> v = {1.0f, NAN, INFINITY, -INFINITY};
+    g.values[size_t(x)].data = std::vector<uint8_t>(16);
+    std::memcpy(g.values[size_t(x)].data->data(), v.data(), 16);
+  } else {
+    g.values[size_t(x)].graph_input = true;
+    g.inputs = {x};
+  }
+  auto add = [&](const std::string& name, const std::string& op, of::Attrs a) {
+    const ValueId y = g.add_value(name);
+    g.nodes.push_back(Node{.name = name, .op_type = op, .inputs = {x}, .outputs = {y}, .attrs = std::move(a)});
+    g.values[size_t(y)].graph_output = true;
+    g.outputs.push_back(y);
+  };
+  of::Attrs positive, negative;
+  positive.set_int("detect_negative", 0);
+  negative.set_int("detect_positive", 0);
+  add("nan", "IsNaN", {});
+  add("inf", "IsInf", {});
+  add("pos", "IsInf", positive);
+  add("neg", "IsInf", negative);
+  relink(g);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("composites: IsNaN and IsInf compare at run time and fold on constants", "[compiler]") {
+  Compilation run_time{.graph = special_values_graph(false)};
+  REQUIRE(InferShapes().run(run_time));
+  verify(run_time.graph, "infer-shapes");
+  CHECK(count(run_time.graph, "IsNaN") == 0);
+  CHECK(count(run_time.graph, "IsInf") == 0);
+  CHECK(count(run_time.graph, "Equal") == 5);  // x == x; x == inf or x == -inf; x == inf; x == -inf
+  CHECK(count(run_time.graph, "Not") == 1);
+  CHECK(count(run_time.graph, "Or") == 1);
+  for (ValueId y : run_time.graph.outputs) {
+    CHECK(run_time.graph.values[size_t(y)].desc.shape == of::Shape{4});
+    CHECK(run_time.graph.values[size_t(y)].desc.dtype == of::DType::bool_);
+  }
+
+  Compilation folded{.graph = special_values_graph(true)};
+  REQUIRE(InferShapes().run(folded));
+  const std::vector<std::vector<uint8_t>> want = {{0, 1, 0, 0}, {0, 0, 1, 1}, {0, 0, 1, 0}, {0, 0, 0, 1}};
+  for (size_t k = 0; k < want.size(); ++k) {
+    const Value& y = folded.graph.values[size_t(folded.graph.outputs[k])];
+    INFO("output " << y.name);
+    REQUIRE(y.contents());
+    CHECK(*y.contents() == want[k]);
+  }
 }
