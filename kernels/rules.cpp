@@ -312,10 +312,17 @@ int64_t cast_elements(const KernelConfig& cfg) {
   cpu::check_arity(cfg, "cast", 1, 1, 1);
   cpu::check_output_shape(cfg, "cast", 0, cfg.inputs[0].shape);
   const DType from = cfg.inputs[0].dtype, to = cfg.outputs[0].dtype;
-  const bool to_ok = to == DType::f32 || to == DType::bool_ || (to == DType::i64 && from != DType::f32);
+  const bool to_ok = to == DType::f32 || to == DType::bool_ || to == DType::i64;
   if (!to_ok || (from != DType::f32 && from != DType::i64 && from != DType::bool_))
     fail(where_of(cfg), "cast: {} to {} is not supported", dtype_name(from), dtype_name(to));
   return numel(cfg.inputs[0].shape);
+}
+
+ClipIntBounds clip_int_bounds(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "clip_int", 1, 1, 1);
+  cpu::check_dtypes(cfg, "clip_int", DType::i64);
+  cpu::check_output_shape(cfg, "clip_int", 0, cfg.inputs[0].shape);
+  return {numel(cfg.inputs[0].shape), cfg.attrs.get_int("min", INT64_MIN), cfg.attrs.get_int("max", INT64_MAX)};
 }
 
 int64_t logical_not_elements(const KernelConfig& cfg) {

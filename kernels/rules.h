@@ -102,11 +102,16 @@ int64_t accumulate_micro_batches(const KernelConfig& cfg);
 // copy: one input, one output of the same dtype and size; returns the bytes.
 size_t copy_bytes(const KernelConfig& cfg);
 
-// cast: one input, one output of its shape, between f32, i64 and bool (f32 to i64 refused: an
-// out-of-range float has no defined integer); logical_not: bool to bool of one shape. Return the
-// element count.
+// cast: one input, one output of its shape, between f32, i64 and bool (kernels/cast_value.h);
+// logical_not: bool to bool of one shape. Return the element count.
 int64_t cast_elements(const KernelConfig& cfg);
 int64_t logical_not_elements(const KernelConfig& cfg);
+// clip_int: int64 x clamped to [min, max] (int attributes; absent: no bound), as torch.clamp of a
+// LongTensor (ids: `ids.clamp(max=V - 1)`); min above max gives max everywhere, as torch's.
+struct ClipIntBounds {
+  int64_t n = 0, lo = 0, hi = 0;
+};
+ClipIntBounds clip_int_bounds(const KernelConfig& cfg);
 
 // Element-wise kernels of one f32 tensor: y = op(x); their gradients dx = op(dy, t), t of dy's
 // shape (`second` names it in errors: "x" or "y"). Return the element count.

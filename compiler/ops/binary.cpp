@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Add, Sub, Mul, Div, and Max, Min of two inputs (torch.maximum, torch.minimum, torch.clamp with
-// tensor bounds): element-wise with numpy multidirectional broadcasting (opset 13+).
+// tensor bounds): element-wise with numpy multidirectional broadcasting (opset 13+). Add, Sub and
+// Mul also take two int64 tensors (ids shifted or combined at run time: `ids + 4`,
+// `row * width + col`), wrapping on overflow as torch does; they have no gradient.
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -11,6 +13,11 @@ void infer_binary(OpCtx& c) {
   if (c.num_inputs() != 2 && (c.node().op_type == "Max" || c.node().op_type == "Min"))
     c.fail("{} of {} inputs: only two are supported (torch.maximum / torch.minimum write two)", c.node().op_type, c.num_inputs());
   c.expect_arity(2, 2);
+  const std::string& op = c.node().op_type;
+  if (c.in(0).dtype == DType::i64 && c.in(1).dtype == DType::i64 && (op == "Add" || op == "Sub" || op == "Mul")) {
+    c.out(0) = TensorDesc{broadcast_shapes(c, c.in(0).shape, c.in(1).shape), DType::i64};
+    return;
+  }
   c.expect_float(0);
   c.expect_float(1);
   c.out(0) = TensorDesc{broadcast_shapes(c, c.in(0).shape, c.in(1).shape), DType::f32};

@@ -191,6 +191,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
     r.dtype = onnx_to_dtype(a.get_int("to", 1), bad);
     for (double& x : r.v) {
       if (r.dtype == DType::bool_) x = x != 0 ? 1 : 0;
+      else if (r.dtype == DType::i64 && !(x >= -0x1p63 && x < 0x1p63)) x = -0x1p63;  // as the cast kernel: INT64_MIN
       else if (r.dtype != DType::f32) x = std::trunc(x);
       else x = double(float(x));
     }

@@ -99,8 +99,26 @@ void lower_pow(OpCtx& c) {
 }
 
 // Clip: min and max are optional constant inputs (absent: unbounded). torchvision's ReLU6.
+// An int64 Clip's bound from a constant int64 scalar input (torch.clamp of ids).
+int64_t const_int(OpCtx& c, size_t i, const char* what) {
+  const std::vector<uint8_t>* d = c.const_data(i);
+  if (!d || numel(c.in(i).shape) != 1 || c.in(i).dtype != DType::i64)
+    c.fail("input {} ({}) must be a constant int64 scalar, as input 0 is int64", i, what);
+  int64_t x;
+  std::memcpy(&x, d->data(), 8);
+  return x;
+}
+
+// Clip of f32 (ReLU6, torch.clamp) or of int64 ids (`ids.clamp(max=V - 1)`: kernel clip_int,
+// no gradient).
 void infer_clip(OpCtx& c) {
   c.expect_arity(1, 3);
+  if (c.in(0).dtype == DType::i64) {
+    if (c.has_in(1)) const_int(c, 1, "min");
+    if (c.has_in(2)) const_int(c, 2, "max");
+    c.out(0) = c.in(0);
+    return;
+  }
   if (c.has_in(1)) const_scalar(c, 1, "min");
   if (c.has_in(2)) const_scalar(c, 2, "max");
   infer_same(c);
@@ -108,6 +126,13 @@ void infer_clip(OpCtx& c) {
 
 void lower_clip(OpCtx& c) {
   Attrs a;
+  if (c.in(0).dtype == DType::i64) {
+    if (c.has_in(1)) a.set_int("min", const_int(c, 1, "min"));
+    if (c.has_in(2)) a.set_int("max", const_int(c, 2, "max"));
+    c.set_kernel("clip_int", std::move(a));
+    c.set_runtime_inputs({0});
+    return;
+  }
   a.set_float("min", c.has_in(1) ? const_scalar(c, 1, "min") : -std::numeric_limits<float>::infinity());
   a.set_float("max", c.has_in(2) ? const_scalar(c, 2, "max") : std::numeric_limits<float>::infinity());
   c.set_kernel(kClip, std::move(a));
@@ -139,7 +164,11 @@ std::vector<KernelSbp> with_grad(std::string_view forward, std::string_view grad
   return {sbp_rule(forward, sbp::elementwise), sbp_rule(grad, sbp::elementwise)};
 }
 
-OpDef clip_def() { return {"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>, {}, with_grad("clip", "clip_grad")}; }
+OpDef clip_def() {
+  OpDef d{"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>, {}, with_grad("clip", "clip_grad")};
+  d.kernels.push_back(sbp_rule("clip_int", sbp::elementwise));
+  return d;
+}
 OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>, {}, with_grad("erf", "erf_grad")}; }
 // Gelu (ONNX opset 20's, which fuse-gelu also makes of torch's Div/Erf/Add/Mul/Mul export):
 // the exact form only; approximate = "tanh" is refused.

@@ -94,17 +94,17 @@ void infer_squeeze(OpCtx& c) {
 
 // Cast to the dtype a tensor already has is a copy (exporters write it around masks); between
 // f32, i64 and bool it runs kernel cast (a mask to f32 for arithmetic, `mask.float()`; token ids
-// to f32; a float to bool), except f32 to i64 (an out-of-range float has no defined integer).
+// to f32; a float to bool; a float to ids, `(x * 10).long()`, truncated toward zero, a NaN or
+// out-of-range float giving INT64_MIN: kernels/cast_value.h).
 DType cast_target(OpCtx& c) {
   const int64_t to = c.attrs().get_int("to", 0);
   const DType from = c.in(0).dtype;
   const DType want = to == 1 ? DType::f32 : to == 7 ? DType::i64 : to == 6 ? DType::i32 : to == 9 ? DType::bool_ : DType::f16;
   const bool known = to == 1 || to == 7 || to == 6 || to == 9;
   const bool converts = (from == DType::f32 || from == DType::i64 || from == DType::bool_) &&
-                        (want == DType::f32 || want == DType::bool_ || (want == DType::i64 && from != DType::f32));
+                        (want == DType::f32 || want == DType::bool_ || want == DType::i64);
   if (!known || (want != from && !converts))
-    c.fail("casts a run-time {} tensor to ONNX type {}; run-time casts go between f32, i64 and bool (f32 to i64 only at compile time)",
-           dtype_name(from), to);
+    c.fail("casts a run-time {} tensor to ONNX type {}; run-time casts go between f32, i64 and bool", dtype_name(from), to);
   return want;
 }
 

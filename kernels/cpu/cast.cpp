@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // cast (ONNX Cast at run time: a mask's bool to f32 for arithmetic, token ids' i64 to f32, a
-// float to bool) and logical_not (~mask). cast takes bool, i64 or f32 to f32, bool or i64 (f32
-// to i64 is refused: out-of-range floats have no defined integer); f32 to bool is x != 0, so a
-// NaN is true, as ONNX and torch say.
+// float to bool, a float to int64 ids: `(x * 10).long()`) and logical_not (~mask). cast takes
+// bool, i64 or f32 to f32, bool or i64, each element as kernels/cast_value.h says. clip_int:
+// torch.clamp of int64 ids.
+#include <algorithm>
 #include <cstdint>
 
+#include "kernels/cast_value.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/rules.h"
 
@@ -19,14 +21,24 @@ class Cast final : public Kernel {
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     const auto* x = static_cast<const From*>(in[0]);
     auto* y = static_cast<To*>(out[0]);
-    for (int64_t i = 0; i < n_; ++i) {
-      if constexpr (std::is_same_v<To, uint8_t>) y[i] = x[i] != From(0);  // to bool
-      else y[i] = To(x[i]);
-    }
+    for (int64_t i = 0; i < n_; ++i) y[i] = cast_value<From, To>(x[i]);
   }
 
  private:
   int64_t n_;
+};
+
+class ClipInt final : public Kernel {
+ public:
+  explicit ClipInt(const KernelConfig& cfg) : b_(clip_int_bounds(cfg)) {}
+  void run(const RunCtx&, const void* const* in, void* const* out) override {
+    const auto* x = static_cast<const int64_t*>(in[0]);
+    auto* y = static_cast<int64_t*>(out[0]);
+    for (int64_t i = 0; i < b_.n; ++i) y[i] = std::min(std::max(x[i], b_.lo), b_.hi);
+  }
+
+ private:
+  ClipIntBounds b_;
 };
 
 class LogicalNot final : public Kernel {
@@ -61,6 +73,8 @@ std::unique_ptr<Kernel> make_cast(const KernelConfig& cfg) {
     default: return cast_from<uint8_t>(n, cfg.outputs[0].dtype);  // bool: 0 or 1
   }
 }
+
+std::unique_ptr<Kernel> make_clip_int(const KernelConfig& cfg) { return std::make_unique<ClipInt>(cfg); }
 
 std::unique_ptr<Kernel> make_logical_not(const KernelConfig& cfg) { return std::make_unique<LogicalNot>(cfg); }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// add, sub, mul, div, max, min, prelu with numpy (multidirectional) broadcasting; and the
+// add, sub, mul, div, max, min, prelu with numpy (multidirectional) broadcasting (add, sub and mul
+// of int64 too: ids shifted or combined at run time, wrapping as torch's do); and the
 // comparisons greater, greater_or_equal, less, less_or_equal, equal (f32 or i64 operands) and
 // logical_and, logical_or (bool operands), whose results are bool (a byte, 0 or 1). The factory collapses adjacent
 // dimensions that both operands walk contiguously (or both broadcast), so identical shapes,
@@ -19,14 +20,19 @@ namespace {
 
 constexpr size_t max_rank = 8;
 
+// On int64 in unsigned arithmetic: an overflow wraps (two's complement), as torch's does, where
+// signed overflow would be undefined.
 struct AddOp {
   float operator()(float a, float b) const { return a + b; }
+  int64_t operator()(int64_t a, int64_t b) const { return int64_t(uint64_t(a) + uint64_t(b)); }
 };
 struct SubOp {
   float operator()(float a, float b) const { return a - b; }
+  int64_t operator()(int64_t a, int64_t b) const { return int64_t(uint64_t(a) - uint64_t(b)); }
 };
 struct MulOp {
   float operator()(float a, float b) const { return a * b; }
+  int64_t operator()(int64_t a, int64_t b) const { return int64_t(uint64_t(a) * uint64_t(b)); }
 };
 struct DivOp {
   float operator()(float a, float b) const { return a / b; }
@@ -199,15 +205,21 @@ void Binary<Op, TIn, TOut>::run(const RunCtx&, const void* const* in, void* cons
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_add(const KernelConfig& cfg) {
-  return std::make_unique<Binary<AddOp>>(cfg, "add");
+namespace {
+
+// add, sub and mul of f32 or int64 operands (as the first input's dtype says).
+template <class Op>
+std::unique_ptr<Kernel> arithmetic(const KernelConfig& cfg, const char* name) {
+  if (!cfg.inputs.empty() && cfg.inputs[0].dtype == DType::i64)
+    return std::make_unique<Binary<Op, int64_t, int64_t>>(cfg, name, DType::i64, DType::i64);
+  return std::make_unique<Binary<Op>>(cfg, name);
 }
-std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg) {
-  return std::make_unique<Binary<SubOp>>(cfg, "sub");
-}
-std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) {
-  return std::make_unique<Binary<MulOp>>(cfg, "mul");
-}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_add(const KernelConfig& cfg) { return arithmetic<AddOp>(cfg, "add"); }
+std::unique_ptr<Kernel> make_sub(const KernelConfig& cfg) { return arithmetic<SubOp>(cfg, "sub"); }
+std::unique_ptr<Kernel> make_mul(const KernelConfig& cfg) { return arithmetic<MulOp>(cfg, "mul"); }
 std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) {
   return std::make_unique<Binary<DivOp>>(cfg, "div");
 }

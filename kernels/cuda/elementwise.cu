@@ -2,6 +2,7 @@
 // Element-wise CUDA kernels and their launchers: activations (GELU: kernels/cpu/pointwise.cpp) and their gradients, broadcast
 // binary ops, where, fills and the accumulate steps. Grid-stride loops, 256 threads a block; the math
 // is the CPU twin's (kernels/cpu/activations.cpp, activation_grads.cpp, elementwise_binary.cpp).
+#include "kernels/cast_value.h"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.h"
 
@@ -61,6 +62,23 @@ __device__ inline void broadcast_offsets(const BroadcastSpace& s, int64_t i, int
     rest /= s.dims[d];
     oa += k * s.a_strides[d];
     ob += k * s.b_strides[d];
+  }
+}
+
+// int64 add, sub, mul wrap on overflow (unsigned arithmetic), as the CPU twin's.
+template <BinaryOp Op>
+__device__ inline int64_t int_binary_op(int64_t a, int64_t b) {
+  if constexpr (Op == BinaryOp::add) return int64_t(uint64_t(a) + uint64_t(b));
+  if constexpr (Op == BinaryOp::sub) return int64_t(uint64_t(a) - uint64_t(b));
+  return int64_t(uint64_t(a) * uint64_t(b));
+}
+
+template <BinaryOp Op>
+__global__ void int_binary_kernel(BroadcastSpace s, const int64_t* a, const int64_t* b, int64_t* y) {
+  for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
+    int64_t oa, ob;
+    broadcast_offsets(s, i, oa, ob);
+    y[i] = int_binary_op<Op>(a[oa], b[ob]);
   }
 }
 
@@ -150,6 +168,16 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
   }
 }
 
+void launch_int_binary(BinaryOp op, const BroadcastSpace& s, const int64_t* a, const int64_t* b, int64_t* y, cudaStream_t stream) {
+  if (s.total <= 0) return;
+  const unsigned g = blocks_for(s.total);
+  switch (op) {
+    case BinaryOp::add: int_binary_kernel<BinaryOp::add><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::sub: int_binary_kernel<BinaryOp::sub><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    default: int_binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;  // the config allows add, sub, mul
+  }
+}
+
 namespace {
 
 template <CompareOp Op, class T>
@@ -190,10 +218,7 @@ void compare_as(CompareOp op, const BroadcastSpace& s, const void* a, const void
 
 template <class From, class To>
 __global__ void cast_kernel(const From* x, To* y, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    if constexpr (sizeof(To) == 1) y[i] = x[i] != From(0);  // to bool
-    else y[i] = To(x[i]);
-  }
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = cast_value<From, To>(x[i]);
 }
 
 template <class From>
@@ -202,6 +227,10 @@ void cast_from(ElemType to, const From* x, void* y, int64_t n, cudaStream_t stre
   if (to == ElemType::f32) cast_kernel<From, float><<<g, kThreads, 0, stream>>>(x, static_cast<float*>(y), n);
   else if (to == ElemType::i64) cast_kernel<From, int64_t><<<g, kThreads, 0, stream>>>(x, static_cast<int64_t*>(y), n);
   else cast_kernel<From, uint8_t><<<g, kThreads, 0, stream>>>(x, static_cast<uint8_t*>(y), n);
+}
+
+__global__ void clip_int_kernel(const int64_t* x, int64_t* y, int64_t n, int64_t lo, int64_t hi) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = min(max(x[i], lo), hi);
 }
 
 __global__ void logical_not_kernel(const uint8_t* x, uint8_t* y, int64_t n) {
@@ -223,6 +252,10 @@ void launch_cast(ElemType from, ElemType to, const void* x, void* y, int64_t n, 
   if (from == ElemType::f32) cast_from(to, static_cast<const float*>(x), y, n, stream);
   else if (from == ElemType::i64) cast_from(to, static_cast<const int64_t*>(x), y, n, stream);
   else cast_from(to, static_cast<const uint8_t*>(x), y, n, stream);
+}
+
+void launch_clip_int(const int64_t* x, int64_t* y, int64_t n, int64_t lo, int64_t hi, cudaStream_t stream) {
+  if (n > 0) clip_int_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, lo, hi);
 }
 
 void launch_logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream) {

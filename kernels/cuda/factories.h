@@ -46,6 +46,7 @@ std::unique_ptr<Kernel> make_logical_and(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_logical_or(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_logical_not(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_cast(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_clip_int(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_dropout_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_erf(const KernelConfig& cfg);

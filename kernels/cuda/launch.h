@@ -38,6 +38,8 @@ struct BroadcastSpace {
   int64_t dims[kMaxRank] = {}, a_strides[kMaxRank] = {}, b_strides[kMaxRank] = {};
   int64_t total = 0;
 };
+// int64 add, sub or mul (wrapping on overflow).
+void launch_int_binary(BinaryOp op, const BroadcastSpace& space, const int64_t* a, const int64_t* b, int64_t* y, cudaStream_t stream);
 void launch_binary(BinaryOp op, const BroadcastSpace& space, const float* a, const float* b, float* y,
                    cudaStream_t stream);
 
@@ -50,6 +52,8 @@ void launch_compare(CompareOp op, ElemType in, const BroadcastSpace& space, cons
 // cast between f32, i64 and bool bytes (to bool: x != 0), and logical_not of bool bytes.
 void launch_cast(ElemType from, ElemType to, const void* x, void* y, int64_t n, cudaStream_t stream);
 void launch_logical_not(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream);
+// y = min(max(x, lo), hi) over n int64 elements.
+void launch_clip_int(const int64_t* x, int64_t* y, int64_t n, int64_t lo, int64_t hi, cudaStream_t stream);
 
 // where: y = cond ? a : b over `rank` output dims with per-operand element strides (0 along
 // broadcast axes); cond is bytes (nonzero = true).

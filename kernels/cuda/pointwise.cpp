@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The element-wise CUDA kernels' host side: relu, sigmoid, tanh, gelu, their gradients from (dy, y) (gelu: (dy, x)),
 // add/sub/mul/div/max/min/prelu, the comparisons and logical ops, and where with numpy broadcasting;
-// cast and logical_not. Configs are checked as the CPU twins check them.
+// cast, clip_int and logical_not. Configs are checked as the CPU twins check them.
 #include "kernels/cpu/check.h"
 #include "kernels/cuda/device_stream.h"
 #include "kernels/cuda/factories.h"
@@ -90,17 +90,26 @@ BroadcastSpace broadcast_space(const KernelConfig& cfg, const char* name, DType 
   return space;
 }
 
+// f32 operands, or int64 ones for add, sub and mul (as the CPU twin takes them).
 class Binary final : public Kernel {
  public:
-  Binary(const KernelConfig& cfg, const char* name, BinaryOp op) : op_(op), space_(broadcast_space(cfg, name, DType::f32, DType::f32)) {}
+  Binary(const KernelConfig& cfg, const char* name, BinaryOp op)
+      : op_(op), ints_((op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::mul) && !cfg.inputs.empty() &&
+                       cfg.inputs[0].dtype == DType::i64),
+        space_(broadcast_space(cfg, name, ints_ ? DType::i64 : DType::f32, ints_ ? DType::i64 : DType::f32)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
-    launch_binary(op_, space_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
-                  static_cast<float*>(out[0]), ctx.stream->stream);
+    if (ints_)
+      launch_int_binary(op_, space_, static_cast<const int64_t*>(in[0]), static_cast<const int64_t*>(in[1]),
+                        static_cast<int64_t*>(out[0]), ctx.stream->stream);
+    else
+      launch_binary(op_, space_, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                    static_cast<float*>(out[0]), ctx.stream->stream);
     ctx.stream->check_launch("binary");
   }
 
  private:
   BinaryOp op_;
+  bool ints_;
   BroadcastSpace space_;
 };
 
@@ -201,6 +210,18 @@ class Cast final : public Kernel {
   int64_t n_ = 0;
 };
 
+class ClipInt final : public Kernel {
+ public:
+  explicit ClipInt(const KernelConfig& cfg) : b_(clip_int_bounds(cfg)) {}
+  void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
+    launch_clip_int(static_cast<const int64_t*>(in[0]), static_cast<int64_t*>(out[0]), b_.n, b_.lo, b_.hi, ctx.stream->stream);
+    ctx.stream->check_launch("clip_int");
+  }
+
+ private:
+  ClipIntBounds b_;
+};
+
 class LogicalNot final : public Kernel {
  public:
   explicit LogicalNot(const KernelConfig& cfg) : n_(logical_not_elements(cfg)) {}
@@ -229,6 +250,7 @@ std::unique_ptr<Kernel> make_logical_and(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_logical_or(const KernelConfig& cfg) { return std::make_unique<Compare>(cfg, "logical_or", CompareOp::logical_or); }
 std::unique_ptr<Kernel> make_cast(const KernelConfig& cfg) { return std::make_unique<Cast>(cfg); }
+std::unique_ptr<Kernel> make_clip_int(const KernelConfig& cfg) { return std::make_unique<ClipInt>(cfg); }
 std::unique_ptr<Kernel> make_logical_not(const KernelConfig& cfg) { return std::make_unique<LogicalNot>(cfg); }
 
 }  // namespace of::kernels::cuda

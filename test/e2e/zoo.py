@@ -114,6 +114,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   nan_to_num    tabular features with NaN and +-inf (every 7th, 11th, 13th value): the count of
                 missing values per row (torch.isnan), torch.nan_to_num, a torch.isfinite mask of
                 the row, torch.isinf, then an MLP (IsNaN, IsInf as comparisons).
+  bucketize     float features turned into embedding ids at run time, as tabular and
+                recommendation models embed a continuous feature by its bucket: (sigmoid(x) * 8)
+                .long() and torch.floor(2 * x).long() clamped to [-4, 3], shifted (Cast f32 to
+                int64), two nn.Embedding lookups beside an MLP of the raw features.
   rnn           nn.RNN (Elman): two tanh layers (16 -> 24, batch_first=True), then a bidirectional
                 nonlinearity="relu" layer (24 -> 12) from a learned h0; Linear(24,10) of the mean
                 over the sequence plus the final states (ONNX RNN, Y and Y_h both trained through).
@@ -322,7 +326,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize"]
 
 
 def parse_args():
@@ -1206,6 +1210,25 @@ def nan_to_num():
     return Model(NanToNum(), (12,), 10, missing_values=True)
 
 
+class Bucketize(nn.Module):
+    """Embeds two features by their bucket (ids computed from floats at run time) beside an MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_quantile, self.by_value = nn.Embedding(8, 6), nn.Embedding(8, 6)
+        self.mlp = nn.Sequential(nn.Linear(12, 24), nn.ReLU())
+        self.out = nn.Linear(36, 10)
+
+    def forward(self, x):
+        quantile = (torch.sigmoid(x[:, 0]) * 8).long().clamp(max=7)
+        value = torch.floor(2 * x[:, 1]).long().clamp(-4, 3) + 4
+        return self.out(torch.cat([self.mlp(x), self.by_quantile(quantile), self.by_value(value)], 1))
+
+
+def bucketize():
+    return Model(Bucketize(), (12,), 10)
+
+
 def densenet():
     from torchvision.models import DenseNet
     return Model(DenseNet(growth_rate=8, block_config=(2, 2, 2), num_init_features=16, num_classes=10), (3, 32, 32), 10,
@@ -1649,7 +1672,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize]))
 
 
 def build(name):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The comparisons (f32 and i64, broadcast, NaN), logical and/or/not and cast against their
-// definitions, element by element.
+// The comparisons (f32 and i64, broadcast, NaN), logical and/or/not, cast, and the int64
+// arithmetic of ids (add, sub, mul, clip_int) against their definitions, element by element.
 #include <cmath>
 #include <cstring>
 
@@ -42,7 +42,7 @@ TEST_CASE("compare: logical and, or (broadcast) and not of bool bytes", "[kernel
   CHECK(run_raw("logical_not", {ad}, {a.data()}, ad) == std::vector<uint8_t>{1, 0, 1, 0});
 }
 
-TEST_CASE("cast: bool, i64 and f32 to one another (to bool: x != 0, a NaN is true), f32 to i64 refused", "[kernels]") {
+TEST_CASE("cast: bool, i64 and f32 to one another (to bool: x != 0, a NaN is true; to i64: truncated)", "[kernels]") {
   const std::vector<uint8_t> mask = {1, 0, 1};
   const std::vector<uint8_t> as_f32 = run_raw("cast", {{{3}, DType::bool_}}, {mask.data()}, {{3}, DType::f32});
   std::vector<float> f(3);
@@ -55,8 +55,15 @@ TEST_CASE("cast: bool, i64 and f32 to one another (to bool: x != 0, a NaN is tru
   std::memcpy(f.data(), ids_f32.data(), 8);
   CHECK(f[0] == 3.0f);
   CHECK(f[1] == -2.0f);
-  CHECK_THROWS_WITH(make_kernel("cast", DeviceKind::cpu, DType::i64, KernelConfig{Attrs{}, {{{2}, DType::f32}}, {{{2}, DType::i64}}, "n"}),
-                    Catch::Contains("cast: f32 to i64 is not supported"));
+  // torch's x.long(): toward zero; what C++ leaves undefined (NaN, infinities, beyond int64) is
+  // INT64_MIN, as x86 (and torch there) gives it; -2^63 itself converts.
+  const std::vector<float> reals = {2.9f, -2.9f, -0.5f, 16777216.0f, NAN, INFINITY, -INFINITY, 1e19f, -9.2233720e18f};
+  const std::vector<uint8_t> as_i64 = run_raw("cast", {{{9}, DType::f32}}, {reals.data()}, {{9}, DType::i64});
+  std::vector<int64_t> got(9);
+  std::memcpy(got.data(), as_i64.data(), 72);
+  CHECK(got == std::vector<int64_t>{2, -2, 0, 16777216, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN});
+  CHECK_THROWS_WITH(make_kernel("cast", DeviceKind::cpu, DType::i64, KernelConfig{Attrs{}, {{{2}, DType::f32}}, {{{2}, DType::i32}}, "n"}),
+                    Catch::Contains("cast: f32 to i32 is not supported"));
 }
 
 TEST_CASE("compare: mixed or unbroadcastable operands are refused", "[kernels]") {
@@ -70,6 +77,39 @@ TEST_CASE("compare: mixed or unbroadcastable operands are refused", "[kernels]")
   CHECK_THROWS_AS(make_kernel("logical_and", DeviceKind::cpu, DType::bool_,
                               KernelConfig{none, {{{2}, DType::f32}, {{2}, DType::f32}}, {{{2}, DType::bool_}}, "n"}),
                   Error);
+}
+
+TEST_CASE("int64 add, sub and mul broadcast and wrap on overflow, clip_int clamps ids", "[kernels]") {
+  const std::vector<int64_t> a = {1, -2, 3, INT64_MAX, 5, 6};  // [2, 3]
+  const std::vector<int64_t> b = {10, 20, 30};                 // [3]
+  const TensorDesc ad{{2, 3}, DType::i64}, bd{{3}, DType::i64};
+  auto ints = [](const std::vector<uint8_t>& bytes) {
+    std::vector<int64_t> v(bytes.size() / 8);
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+  };
+  CHECK(ints(run_raw("add", {ad, bd}, {a.data(), b.data()}, ad)) == std::vector<int64_t>{11, 18, 33, INT64_MIN + 9, 25, 36});
+  CHECK(ints(run_raw("sub", {ad, bd}, {a.data(), b.data()}, ad)) == std::vector<int64_t>{-9, -22, -27, INT64_MAX - 10, -15, -24});
+  CHECK(ints(run_raw("mul", {ad, bd}, {a.data(), b.data()}, ad)) == std::vector<int64_t>{10, -40, 90, -10, 100, 180});
+  // f32 with int64 is not one of them
+  CHECK_THROWS(make_kernel("add", DeviceKind::cpu, DType::i64, KernelConfig{Attrs{}, {ad, {{3}, DType::f32}}, {ad}, "n"}));
+
+  Attrs bounds;
+  bounds.set_int("min", 0);
+  bounds.set_int("max", 4);
+  const std::vector<int64_t> ids = {-3, 0, 2, 4, 9, INT64_MIN};
+  auto clip = make_kernel("clip_int", DeviceKind::cpu, DType::i64, KernelConfig{bounds, {{{6}, DType::i64}}, {{{6}, DType::i64}}, "n"});
+  std::vector<int64_t> y(6);
+  const void* in[] = {ids.data()};
+  void* out[] = {y.data()};
+  clip->run({}, in, out);
+  CHECK(y == std::vector<int64_t>{0, 0, 2, 4, 4, 0});
+  Attrs only_max;
+  only_max.set_int("max", 2);
+  make_kernel("clip_int", DeviceKind::cpu, DType::i64, KernelConfig{only_max, {{{6}, DType::i64}}, {{{6}, DType::i64}}, "n"})->run({}, in, out);
+  CHECK(y == std::vector<int64_t>{-3, 0, 2, 2, 2, INT64_MIN});
+  CHECK_THROWS_WITH(make_kernel("clip_int", DeviceKind::cpu, DType::i64, KernelConfig{bounds, {{{6}, DType::f32}}, {{{6}, DType::i64}}, "n"}),
+                    Catch::Contains("clip_int"));
 }
 
 }  // namespace

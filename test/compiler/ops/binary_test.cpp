@@ -31,6 +31,26 @@ TEST_CASE("binary: PRelu's slope broadcasts to the input one way only", "[compil
                       Catch::Contains("(PRelu)") && Catch::Contains("slope [4,8] does not broadcast to input [4,1]"));
 }
 
+TEST_CASE("binary: Add, Sub and Mul of int64 ids give int64, other mixes are refused", "[compiler]") {
+  OneNode shifted(add_def(), {typed({4, 3}, DType::i64), const_i64({4})});
+  CHECK(shifted.out().dtype == DType::i64);
+  CHECK(shifted.shape() == Shape{4, 3});
+  CHECK(shifted.kernel() == "add");
+  CHECK(OneNode(mul_def(), {typed({4}, DType::i64), typed({4}, DType::i64)}).kernel() == "mul");
+  REQUIRE_THROWS_WITH(OneNode(div_def(), {typed({4}, DType::i64), typed({4}, DType::i64)}), Catch::Contains("(Div)") && Catch::Contains("i64"));
+  REQUIRE_THROWS_WITH(OneNode(add_def(), {typed({4}, DType::i64), f32({4})}), Catch::Contains("(Add)") && Catch::Contains("i64"));
+}
+
+TEST_CASE("clip: int64 ids take int64 bounds and kernel clip_int", "[compiler]") {
+  OneNode ids(clip_def(), {typed({4}, DType::i64), absent(), const_i64({7})});
+  CHECK(ids.kernel() == "clip_int");
+  CHECK(ids.out().dtype == DType::i64);
+  CHECK(ids.int_attr("max") == 7);
+  CHECK_FALSE(ids.node().kernel_attrs.has("min"));
+  REQUIRE_THROWS_WITH(OneNode(clip_def(), {typed({4}, DType::i64), absent(), f32({})}),
+                      Catch::Contains("(Clip)") && Catch::Contains("constant int64 scalar"));
+}
+
 TEST_CASE("binary: a broadcast failure names the node and both shapes", "[compiler]") {
   REQUIRE_THROWS_AS(OneNode(mul_def(), {f32({2, 3}), f32({4})}), of::Error);
   REQUIRE_THROWS_WITH(OneNode(mul_def(), {f32({2, 3}), f32({4})}),

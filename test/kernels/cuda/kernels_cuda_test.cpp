@@ -353,6 +353,13 @@ TEST_CASE("cuda twin: comparisons (f32, i64), logical ops, not and cast", "[cuda
   check_twin("cast", {}, {f32_tensor({4}, {0.0f, -0.0f, NAN, 2.5f})}, {TensorDesc{{4}, DType::bool_}}, Tolerance{0, 0});
   check_twin("cast", {}, {i64_tensor({2}, {3, -2})}, f32({{2}}), Tolerance{0, 0});
   check_twin("cast", {}, {m}, {TensorDesc{{2, 2}, DType::i64}}, Tolerance{0, 0});
+  // int64 ids: add, sub, mul broadcast (wrapping), clip_int
+  const HostTensor ids = i64_tensor({2, 3}, {1, -2, 3, INT64_MAX, 5, 6}), step = i64_tensor({3}, {10, 20, 30});
+  for (const char* op : {"add", "sub", "mul"}) check_twin(op, {}, {ids, step}, {TensorDesc{{2, 3}, DType::i64}}, Tolerance{0, 0});
+  check_twin("clip_int", ints({{"min", 0}, {"max", 4}}), {ids}, {TensorDesc{{2, 3}, DType::i64}}, Tolerance{0, 0});
+  // float to int64: truncated toward zero; NaN, infinities and out-of-range values INT64_MIN
+  check_twin("cast", {}, {f32_tensor({8}, {2.9f, -2.9f, -0.5f, NAN, INFINITY, -INFINITY, 1e19f, -9.2233720e18f})},
+             {TensorDesc{{8}, DType::i64}}, Tolerance{0, 0});
 }
 
 TEST_CASE("cuda twin: argmax along each axis, ties first or last, a NaN", "[cuda]") {
