@@ -67,23 +67,15 @@ __device__ inline void broadcast_offsets(const BroadcastSpace& s, int64_t i, int
 
 // int64 add, sub, mul wrap on overflow (unsigned arithmetic), as the CPU twin's.
 template <BinaryOp Op>
-__device__ inline int64_t int_binary_op(int64_t a, int64_t b) {
+__device__ inline int64_t binary_op(int64_t a, int64_t b) {
   if constexpr (Op == BinaryOp::add) return int64_t(uint64_t(a) + uint64_t(b));
   if constexpr (Op == BinaryOp::sub) return int64_t(uint64_t(a) - uint64_t(b));
   return int64_t(uint64_t(a) * uint64_t(b));
 }
 
-template <BinaryOp Op>
-__global__ void int_binary_kernel(BroadcastSpace s, const int64_t* a, const int64_t* b, int64_t* y) {
-  for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
-    int64_t oa, ob;
-    broadcast_offsets(s, i, oa, ob);
-    y[i] = int_binary_op<Op>(a[oa], b[ob]);
-  }
-}
-
-template <BinaryOp Op>
-__global__ void binary_kernel(BroadcastSpace s, const float* a, const float* b, float* y) {
+// T: float, or int64_t (add, sub, mul).
+template <BinaryOp Op, class T>
+__global__ void binary_kernel(BroadcastSpace s, const T* a, const T* b, T* y) {
   for (int64_t i = first_index(); i < s.total; i += grid_stride()) {
     int64_t oa, ob;
     broadcast_offsets(s, i, oa, ob);
@@ -172,9 +164,9 @@ void launch_int_binary(BinaryOp op, const BroadcastSpace& s, const int64_t* a, c
   if (s.total <= 0) return;
   const unsigned g = blocks_for(s.total);
   switch (op) {
-    case BinaryOp::add: int_binary_kernel<BinaryOp::add><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
-    case BinaryOp::sub: int_binary_kernel<BinaryOp::sub><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
-    default: int_binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;  // the config allows add, sub, mul
+    case BinaryOp::add: binary_kernel<BinaryOp::add><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::sub: binary_kernel<BinaryOp::sub><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    default: binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;  // the config allows add, sub, mul
   }
 }
 
