@@ -163,7 +163,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   // Inputs every op below reads without checking; a malformed node fails here by name.
   static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
       {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
-      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}, {"ReduceProd", 1}};
+      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}, {"ReduceProd", 1}, {"Split", 1}};
   for (const auto& [name, need] : kMinInputs)
     if (op == name)
       for (size_t i = 0; i < need; ++i)
@@ -355,6 +355,44 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
         r.v.insert(r.v.end(), c.v.begin() + o * chunk, c.v.begin() + (o + 1) * chunk);
       }
     return one(r);
+  }
+  if (op == "Split") {  // of a constant (x.repeat_interleave(k)'s index arithmetic): sizes from input 1, attribute split, or equal parts
+    const Ct& x = in[0];
+    const auto rank = int64_t(x.shape.size());
+    const int64_t axis = norm_axis(a.get_int("axis", 0), rank, bad);
+    const int64_t dim = x.shape[size_t(axis)], parts = int64_t(node.outputs.size());
+    std::vector<int64_t> sizes;
+    if (has(1)) {
+      for (double d : in[1].v) sizes.push_back(int64_t(d));
+    } else if (a.has("split")) {
+      sizes = a.get_ints("split");
+    } else {  // equal parts, the last smaller when they do not divide (opset 18's num_outputs)
+      const int64_t chunk = parts > 0 ? (dim + parts - 1) / parts : 0;
+      for (int64_t k = 0; k < parts; ++k) sizes.push_back(std::clamp<int64_t>(dim - k * chunk, 0, chunk));
+    }
+    int64_t total = 0;
+    for (int64_t z : sizes) {
+      if (z < 0) bad(fmt::format("split size {} is negative", z));
+      total += z;
+    }
+    if (int64_t(sizes.size()) != parts || total != dim)
+      bad(fmt::format("{} split sizes summing to {} for {} outputs along an axis of {}", sizes.size(), total, parts, dim));
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= x.shape[size_t(i)];
+    for (int64_t i = axis + 1; i < rank; ++i) inner *= x.shape[size_t(i)];
+    std::vector<Ct> outs;
+    int64_t begin = 0;
+    for (int64_t z : sizes) {
+      Ct r{x.shape, x.dtype, {}};
+      r.shape[size_t(axis)] = z;
+      for (int64_t o = 0; o < outer; ++o) {
+        const auto from = x.v.begin() + (o * dim + begin) * inner;
+        r.v.insert(r.v.end(), from, from + z * inner);
+      }
+      outs.push_back(std::move(r));
+      begin += z;
+    }
+    return outs;
   }
   if (op == "Gather") {
     const Ct& data = in[0];

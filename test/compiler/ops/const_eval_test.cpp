@@ -105,6 +105,20 @@ TEST_CASE("const_eval: Shape, Gather, Unsqueeze, Concat, Slice and Range on cons
   CHECK(ints(sl) == std::vector<int64_t>{5, 16});
   const ValueId r = run("Range", {i64("a", {0}), i64("b", {3}), i64("d", {1})});
   CHECK(ints(r) == std::vector<int64_t>{0, 1, 2});
+  // Split of a constant (repeat_interleave's index arithmetic): by sizes, and in equal parts.
+  const ValueId parts[] = {g.add_value("p0"), g.add_value("p1"), g.add_value("q0"), g.add_value("q1")};
+  g.nodes.push_back(Node{.name = "S", .op_type = "Split", .inputs = {i64("five", {1, 2, 3, 4, 5}), i64("sizes", {2, 3})},
+                         .outputs = {parts[0], parts[1]}});
+  REQUIRE(try_fold(g, g.nodes.back()));
+  CHECK(ints(parts[0]) == std::vector<int64_t>{1, 2});
+  CHECK(ints(parts[1]) == std::vector<int64_t>{3, 4, 5});
+  g.nodes.push_back(Node{.name = "S2", .op_type = "Split", .inputs = {i64("four", {1, 2, 3, 4})}, .outputs = {parts[2], parts[3]}});
+  REQUIRE(try_fold(g, g.nodes.back()));
+  CHECK(ints(parts[3]) == std::vector<int64_t>{3, 4});
+  const ValueId wrong[] = {g.add_value("w0"), g.add_value("w1")};
+  g.nodes.push_back(Node{.name = "S3", .op_type = "Split", .inputs = {i64("three", {1, 2, 3}), i64("sizes2", {2, 2})},
+                         .outputs = {wrong[0], wrong[1]}});
+  REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'S3' (Split)") && Catch::Contains("summing to 4"));
   // An index out of range is an error naming the node, not a silent wrong shape.
   const ValueId bad = g.add_value("bad");
   g.nodes.push_back(Node{.name = "G2", .op_type = "Gather", .inputs = {shape, i64("nine", {9})}, .outputs = {bad}, .attrs = axis0});
