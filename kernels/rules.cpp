@@ -626,6 +626,67 @@ GatherGeometry gather_grad_geometry(const KernelConfig& cfg) {
 
 namespace {
 
+// Indices `idx` into data of shape `data` along attribute axis: the shared space.
+ElementsSpace elements_space(const KernelConfig& cfg, const char* kernel, const Shape& data, const TensorDesc& idx) {
+  if (idx.dtype != DType::i64 && idx.dtype != DType::i32) fail(where_of(cfg), "{}: indices must be i64 or i32, are {}", kernel, dtype_name(idx.dtype));
+  const auto rank = int64_t(data.size());
+  if (rank < 1 || rank > kMaxElementsRank || int64_t(idx.shape.size()) != rank)
+    fail(where_of(cfg), "{}: indices {} and data {} need one rank in [1, {}]", kernel, shape_str(idx.shape), shape_str(data), kMaxElementsRank);
+  const int64_t axis = cfg.attrs.get_int("axis", 0);
+  if (axis < 0 || axis >= rank) fail(where_of(cfg), "{}: axis {} does not fit rank {}", kernel, axis, rank);
+  ElementsSpace s;
+  s.rank = int(rank);
+  s.axis = int(axis);
+  s.axis_len = data[size_t(axis)];
+  s.wide = idx.dtype == DType::i64;
+  s.count = numel(idx.shape);
+  s.data_count = numel(data);
+  int64_t is = 1, ds = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (d != axis && idx.shape[size_t(d)] > data[size_t(d)])
+      fail(where_of(cfg), "{}: indices {} exceed data {} on axis {}", kernel, shape_str(idx.shape), shape_str(data), d);
+    s.idx_dims[d] = idx.shape[size_t(d)];
+    s.idx_strides[d] = is;
+    s.data_strides[d] = ds;
+    is *= idx.shape[size_t(d)];
+    ds *= data[size_t(d)];
+  }
+  return s;
+}
+
+}  // namespace
+
+ElementsSpace gather_elements_space(const KernelConfig& cfg) {
+  cpu::check_arity(cfg, "gather_elements", 2, 2, 1);
+  if (cfg.inputs[0].dtype != DType::f32 || cfg.outputs[0].dtype != DType::f32) fail(where_of(cfg), "gather_elements: x and y must be f32");
+  cpu::check_output_shape(cfg, "gather_elements", 0, cfg.inputs[1].shape);
+  return elements_space(cfg, "gather_elements", cfg.inputs[0].shape, cfg.inputs[1]);
+}
+
+ElementsSpace scatter_elements_space(const KernelConfig& cfg, ScatterMode& mode) {
+  const int64_t m = cfg.attrs.get_int("mode", 0);
+  if (m < 0 || m > 3) fail(where_of(cfg), "scatter_elements: mode {} is not 0 (set), 1 (add), 2 (add to zeros) or 3 (clear)", m);
+  mode = ScatterMode(m);
+  const bool two = mode == ScatterMode::add_to_zeros || mode == ScatterMode::clear;
+  cpu::check_arity(cfg, "scatter_elements", two ? 2 : 3, two ? 2 : 3, 1);
+  const Shape& y = cfg.outputs[0].shape;
+  const size_t idx = mode == ScatterMode::add_to_zeros ? 0 : 1;
+  if (cfg.outputs[0].dtype != DType::f32) fail(where_of(cfg), "scatter_elements: y must be f32");
+  if (mode != ScatterMode::add_to_zeros) {
+    if (cfg.inputs[0].dtype != DType::f32) fail(where_of(cfg), "scatter_elements: data must be f32");
+    cpu::check_output_shape(cfg, "scatter_elements", 0, cfg.inputs[0].shape);
+  }
+  if (mode != ScatterMode::clear) {
+    const TensorDesc& updates = cfg.inputs[idx + 1];
+    if (updates.dtype != DType::f32 || updates.shape != cfg.inputs[idx].shape)
+      fail(where_of(cfg), "scatter_elements: updates {} must be f32 of the indices' shape {}", shape_str(updates.shape),
+           shape_str(cfg.inputs[idx].shape));
+  }
+  return elements_space(cfg, "scatter_elements", y, cfg.inputs[idx]);
+}
+
+namespace {
+
 LayerNormRows rows_of(const KernelConfig& cfg, const char* name, const Shape& x) {
   const int64_t axis = cfg.attrs.get_int("axis", -1);
   if (axis < 0 || axis >= int64_t(x.size())) fail(where_of(cfg), "{}: axis {} does not fit {}", name, axis, shape_str(x));

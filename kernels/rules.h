@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/batch_norm_calls.h"
+#include "kernels/elements_space.h"
 #include "kernels/cpu/check.h"
 #include "kernels/kernel.h"
 #include "kernels/pad_space.h"
@@ -288,6 +289,13 @@ struct GatherGeometry {
 };
 GatherGeometry gather_geometry(const KernelConfig& cfg);
 GatherGeometry gather_grad_geometry(const KernelConfig& cfg);
+
+// gather_elements (x [D] f32, indices [I] i64 or i32) -> y [I]; scatter_elements (attribute
+// `mode`, kernels/elements_space.h): set / add (data [D], indices [I], updates [I]) -> [D],
+// add_to_zeros (indices, updates) -> [D] (the output's shape), clear (data, indices) -> [D].
+// Attribute `axis` in [0, rank). Checks ranks, extents and dtypes, failing naming cfg.node.
+ElementsSpace gather_elements_space(const KernelConfig& cfg);
+ElementsSpace scatter_elements_space(const KernelConfig& cfg, ScatterMode& mode);
 
 // Layer normalization over the trailing dims from `axis`: rows of n elements, `epsilon`.
 //   layer_norm            (x, scale[, bias]) -> y

@@ -38,6 +38,7 @@ import traceback
 import torch
 import onnx
 from torch.onnx import symbolic_helper, symbolic_opset9
+from torch.onnx._globals import GLOBALS
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
@@ -267,11 +268,28 @@ def _feature_dropout_symbolic(g, input, p, train):
     return g.op("Mul", input, noise)
 
 
+# Tensor.index_add: torch writes data + ScatterElements(zeros, index, source) without a reduction at
+# any opset, which keeps one of a repeated index's additions (torch warns; ofc refuses it). From
+# opset 16, where ScatterElements takes reduction="add", written as one scatter-add into data.
+def _index_add_symbolic(g, self, dim, index, other, alpha=None):
+    dim = symbolic_helper._maybe_get_const(dim, "i")
+    rank = symbolic_helper._get_tensor_rank(other)
+    plain_alpha = alpha is None or symbolic_helper._is_none(alpha) or \
+        symbolic_helper._maybe_get_const(alpha, "f") == 1
+    if GLOBALS.export_onnx_opset_version < 16 or not isinstance(dim, int) or rank is None or \
+            rank != symbolic_helper._get_tensor_rank(self) or not plain_alpha:
+        return symbolic_opset9.index_add(g, self, dim, index, other, alpha)
+    dim = dim % rank
+    along = g.op("Reshape", index, g.op("Constant", value_t=torch.tensor([-1 if d == dim else 1 for d in range(rank)])))
+    return g.op("ScatterElements", self, g.op("Expand", along, g.op("Shape", other)), other, axis_i=dim, reduction_s="add")
+
+
 @contextlib.contextmanager
 def _export_symbolics():
     """.detach() marked for write_stop_gradients, bernoulli_(p) and channel dropout written as Dropouts."""
     symbolics = {"aten::detach": _detach_symbolic, "aten::bernoulli": _bernoulli_symbolic,
-                 "aten::feature_dropout": _feature_dropout_symbolic, "aten::feature_dropout_": _feature_dropout_symbolic}
+                 "aten::feature_dropout": _feature_dropout_symbolic, "aten::feature_dropout_": _feature_dropout_symbolic,
+                 "aten::index_add": _index_add_symbolic}
     for name, fn in symbolics.items():
         torch.onnx.register_custom_op_symbolic(name, fn, _SYMBOLIC_OPSET)
     try:

@@ -72,11 +72,9 @@ OpDef gather_def() {
 // constant), and a Reshape to the indices' shape; Gather's gradient adds the rows of repeated
 // offsets, as torch.gather's backward (a scatter-add) does. Indices computed at run time (a
 // policy's log-probability of the action taken, `logp.gather(1, actions)`; a language model's of
-// the next token): each index against the axis's positions (Equal, a mask of the indices' shape
-// plus the axis), X's value where it matches and 0 elsewhere (Where: a -inf elsewhere in the row
-// stays out of the sum), summed over the axis; Where's gradient scatters dY back, adding repeated
-// indices. It holds indices x axis-length values (a row of logits per index); an index outside
-// the axis gives 0 (torch refuses it).
+// the next token): kernel gather_elements (of.GatherElements, compiler/ops/scatter_elements.cpp),
+// whose gradient scatters dY back into zeros, adding repeated indices. An index outside the axis
+// gives 0 (torch refuses it).
 namespace of::compiler {
 namespace {
 
@@ -128,43 +126,11 @@ void lower_gather_elements(OpCtx& c) {
   c.node().kernel_attrs.set_ints("offsets", element_offsets(c));
 }
 
-// Run-time indices I [.., n_a, ..] into X [.., L, ..] along axis a: X cut to I's extents on the
-// other axes, its axis a moved last and a 1 put in its place; the mask Equal(I[.., 1], 0..L-1)
-// [.., n_a, .., L]; Where(mask, X, 0) summed over the last axis.
+// Run-time indices: kernel gather_elements (of.GatherElements), whose gradient scatters dY back.
 void expand_runtime_gather_elements(ExpandCtx& c) {
-  const Shape x = c.shape(c.input(0)), idx = c.shape(c.input(1));
-  const auto rank = int64_t(x.size()), axis = c.node().kernel_attrs.get_int("axis", 0), length = x[size_t(axis)];
-  ValueId data = c.input(0);
-  std::vector<int64_t> starts, ends, axes;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis && idx[size_t(d)] < x[size_t(d)]) {
-      starts.push_back(0);
-      ends.push_back(idx[size_t(d)]);
-      axes.push_back(d);
-    }
-  if (!axes.empty()) data = c.emit("Slice", {data, c.ints(starts), c.ints(ends), c.ints(axes)});
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis) perm.push_back(d);
-  perm.push_back(axis);
-  Attrs t, at_axis, at_end;
-  t.set_ints("perm", perm);
-  at_axis.set_ints("axes", {axis});
-  at_end.set_ints("axes", {rank});
-  data = c.emit("Unsqueeze", {c.emit("Transpose", {data}, std::move(t))}, std::move(at_axis));
-  std::vector<int64_t> positions(static_cast<size_t>(length));
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = int64_t(i);
-  ValueId indices = c.input(1);
-  if (c.node().kernel_attrs.get_int("int32_indices", 0) != 0) {
-    Attrs to;
-    to.set_int("to", 7);  // ONNX INT64: int32 indices compare as int64
-    indices = c.emit("Cast", {indices}, std::move(to));
-  }
-  const ValueId mask = c.emit("Equal", {c.emit("Unsqueeze", {indices}, std::move(at_end)), c.ints(positions)});
-  const ValueId picked = c.emit("Where", {mask, data, c.floats({}, {0.0f})});
-  Attrs last;
-  last.set_int("keepdims", 0);
-  c.emit("ReduceSum", {picked, c.ints({rank})}, std::move(last), c.output(0));
+  Attrs a;
+  a.set_int("axis", c.node().kernel_attrs.get_int("axis", 0));
+  c.emit("of.GatherElements", {c.input(0), c.input(1)}, std::move(a), c.output(0));
 }
 
 void expand_gather_elements(ExpandCtx& c) {

@@ -18,6 +18,8 @@ OpDef argmax_def();
 OpDef argmin_def();
 OpDef one_hot_def();              // one_hot.cpp
 OpDef is_inf_def();               // is_nan_inf.cpp
+OpDef scatter_elements_def();     // scatter_elements.cpp
+OpDef gather_elements_kernel_def();  // of.GatherElements
 OpDef is_nan_def();
 OpDef topk_def();                 // topk.cpp
 OpDef random_normal_def();        // random.cpp

@@ -93,6 +93,7 @@ const std::vector<OpDef>& all_ops() {
       reshape_def(),
       resize_def(),
       round_def(),
+      scatter_elements_def(),  // byte order: "ScatterElements" < "ScatterND"
       scatter_nd_def(),
       selu_def(),
       shape_def(),
@@ -114,7 +115,8 @@ const std::vector<OpDef>& all_ops() {
       trilu_def(),
       unsqueeze_def(),
       where_def(),
-      masked_softmax_def(),  // custom ops (domain-qualified) last, sorted too
+      gather_elements_kernel_def(),  // custom ops (domain-qualified) last, sorted too
+      masked_softmax_def(),
       matmul_trans_b_def(),
       softmax_cross_entropy_def(),
       stop_gradient_def(),

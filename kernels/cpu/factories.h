@@ -68,6 +68,8 @@ std::unique_ptr<Kernel> make_erf_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_expand(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gather_elements(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_scatter_elements(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gru_grad(const KernelConfig& cfg);

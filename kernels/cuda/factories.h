@@ -54,6 +54,8 @@ std::unique_ptr<Kernel> make_erf_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_exp(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_expand(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_gather_elements(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_scatter_elements(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gather_grad(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gelu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_gelu_grad(const KernelConfig& cfg);

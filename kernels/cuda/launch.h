@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/batch_norm_calls.h"
+#include "kernels/elements_space.h"
 #include "kernels/pad_space.h"
 #include "kernels/reduce_max_space.h"
 #include "kernels/random_draw.h"
@@ -328,6 +329,13 @@ void launch_rnn_step_grad(const float* ht, const float* dy, const float* dh, flo
 // db[j] = sum over rows of dax[r, j], db[cols + j] = the same of dah, each column summed in row
 // order from 0 (the CPU twin's order: the same bits).
 void launch_bias_grad(const float* dax, const float* dah, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// gather_elements: one thread per element of the indices. scatter_elements (y already holds
+// data, or zeros for add_to_zeros): one thread per line along the axis, in the line's order, as
+// the CPU twin goes (the same last write and the same sums); `updates` null for clear.
+void launch_gather_elements(const ElementsSpace& s, const float* x, const void* indices, float* y, cudaStream_t stream);
+void launch_scatter_elements(const ElementsSpace& s, ScatterMode mode, const void* indices, const float* updates, float* y,
+                             cudaStream_t stream);
 
 // topk and topk_grad (kernels/topk_space.h): one thread per row around the axis.
 void launch_topk(const TopKSpace& s, const float* x, float* values, int64_t* indices, cudaStream_t stream);

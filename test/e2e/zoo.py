@@ -118,6 +118,12 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 recommendation models embed a continuous feature by its bucket: (sigmoid(x) * 8)
                 .long() and torch.floor(2 * x).long() clamped to [-4, 3], shifted (Cast f32 to
                 int64), two nn.Embedding lookups beside an MLP of the raw features.
+  scatter       a graph network's message passing as torch_geometric-style code writes it by
+                hand, on 6 nodes and 10 fixed edges (repeated targets): messages gathered at the
+                sources (index_select), summed at the targets (index_add), nodes scored and their
+                best one picked as a one-hot (argmax, scatter_ of ones), and node features pooled
+                into 3 clusters computed at run time (scatter_add); at opset 16, where
+                ScatterElements adds (below it torch writes both sums without, which ofc refuses).
   rnn           nn.RNN (Elman): two tanh layers (16 -> 24, batch_first=True), then a bidirectional
                 nonlinearity="relu" layer (24 -> 12) from a learned h0; Linear(24,10) of the mean
                 over the sequence plus the final states (ONNX RNN, Y and Y_h both trained through).
@@ -326,7 +332,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter"]
 
 
 def parse_args():
@@ -1229,6 +1235,35 @@ def bucketize():
     return Model(Bucketize(), (12,), 10)
 
 
+class MessagePassing(nn.Module):
+    """Two rounds of sum aggregation over a fixed edge list, then a one-hot of the best-scored node
+    and a pooling into run-time clusters."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("src", torch.tensor([0, 1, 2, 3, 4, 5, 0, 2, 4, 1]), persistent=False)
+        self.register_buffer("dst", torch.tensor([1, 2, 3, 4, 5, 0, 3, 3, 0, 3]), persistent=False)
+        self.embed, self.msg1, self.msg2 = nn.Linear(8, 16), nn.Linear(16, 16), nn.Linear(16, 16)
+        self.score, self.out = nn.Linear(16, 1), nn.Linear(16 + 3 * 16, 10)
+
+    def propagate(self, h, lin):
+        messages = lin(h).index_select(1, self.src)                      # [batch, edges, 16]
+        return torch.relu(h + torch.zeros_like(h).index_add(1, self.dst, messages))
+
+    def forward(self, x):
+        h = self.propagate(self.propagate(torch.relu(self.embed(x)), self.msg1), self.msg2)  # [batch, 6, 16]
+        scores = self.score(h).squeeze(-1)                                # [batch, 6]
+        best = torch.zeros_like(scores).scatter_(1, scores.argmax(1, keepdim=True), 1.0)
+        picked = (best.unsqueeze(-1) * h).sum(1)
+        cluster = (torch.sigmoid(scores) * 3).long().clamp(max=2)         # [batch, 6] in 0..2
+        pooled = torch.zeros(h.shape[0], 3, 16).scatter_add(1, cluster.unsqueeze(-1).expand(-1, -1, 16), h)
+        return self.out(torch.cat([picked, pooled.flatten(1)], 1))
+
+
+def scatter():
+    return Model(MessagePassing(), (6, 8), 10)
+
+
 def densenet():
     from torchvision.models import DenseNet
     return Model(DenseNet(growth_rate=8, block_config=(2, 2, 2), num_init_features=16, num_classes=10), (3, 32, 32), 10,
@@ -1672,7 +1707,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter]))
 
 
 def build(name):

@@ -826,6 +826,20 @@ TEST_CASE("cuda twin: lstm and gru forward (inference and training outputs) and 
   }
 }
 
+TEST_CASE("cuda twin: gather_elements and scatter_elements in every mode, repeated, negative and outside indices", "[cuda]") {
+  // data [3, 4, 2], indices [3, 5, 2] along axis 1 in [-5, 4]: repeats, negatives, 4 outside.
+  std::vector<int64_t> idx(30);
+  for (size_t k = 0; k < idx.size(); ++k) idx[k] = int64_t((k * 7) % 10) - 5;
+  const HostTensor data = random_f32({3, 4, 2}, 80), indices = i64_tensor({3, 5, 2}, idx), updates = random_f32({3, 5, 2}, 81);
+  const TensorDesc data_d{{3, 4, 2}, DType::f32};
+  check_twin("gather_elements", ints({{"axis", 1}}), {data, indices}, f32({{3, 5, 2}}), Tolerance{0, 0});
+  // One thread per line in the line's order: the same last writes and the same sums as the CPU.
+  check_twin("scatter_elements", ints({{"axis", 1}, {"mode", 0}}), {data, indices, updates}, {data_d}, Tolerance{0, 0});
+  check_twin("scatter_elements", ints({{"axis", 1}, {"mode", 1}}), {data, indices, updates}, {data_d}, Tolerance{0, 0});
+  check_twin("scatter_elements", ints({{"axis", 1}, {"mode", 2}}), {indices, updates}, {data_d}, Tolerance{0, 0});
+  check_twin("scatter_elements", ints({{"axis", 1}, {"mode", 3}}), {data, indices}, {data_d}, Tolerance{0, 0});
+}
+
 TEST_CASE("cuda twin: rnn tanh and relu forward and backward, one and two directions, reverse, optional inputs", "[cuda]") {
   const Tolerance tol{1e-4, 1e-3};  // as the lstm's: recurrences amplify rounding
   struct Layer {
