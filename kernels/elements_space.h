@@ -67,4 +67,18 @@ struct ElementsSpace {
 // (scatter's gradient to data, inputs data and indices).
 enum class ScatterMode : int { set = 0, add = 1, add_to_zeros = 2, clear = 3 };
 
+// scatter_elements' inputs by mode: the base (null: zeros), the indices, the updates (null: clear).
+struct ScatterInputs {
+  const void* base = nullptr;
+  const void* indices = nullptr;
+  const float* updates = nullptr;
+};
+inline ScatterInputs scatter_inputs(ScatterMode mode, const void* const* in) {
+  switch (mode) {
+    case ScatterMode::add_to_zeros: return {nullptr, in[0], static_cast<const float*>(in[1])};
+    case ScatterMode::clear: return {in[0], in[1], nullptr};
+    default: return {in[0], in[1], static_cast<const float*>(in[2])};
+  }
+}
+
 }  // namespace of::kernels

@@ -32,10 +32,9 @@ class ScatterElements final : public Kernel {
   void run(const RunCtx&, const void* const* in, void* const* out) override {
     auto* y = static_cast<float*>(out[0]);
     const size_t bytes = size_t(s_.data_count) * sizeof(float);
-    const void* indices = in[mode_ == ScatterMode::add_to_zeros ? 0 : 1];
-    const auto* updates = mode_ == ScatterMode::clear ? nullptr : static_cast<const float*>(in[mode_ == ScatterMode::add_to_zeros ? 1 : 2]);
-    if (mode_ == ScatterMode::add_to_zeros) std::memset(y, 0, bytes);
-    else if (y != in[0]) std::memcpy(y, in[0], bytes);
+    const auto [base, indices, updates] = scatter_inputs(mode_, in);
+    if (!base) std::memset(y, 0, bytes);
+    else if (y != base) std::memcpy(y, base, bytes);
     // In I's order: the last update of a repeated position wins (set), additions in that order.
     for (int64_t e = 0; e < s_.count; ++e) {
       const int64_t off = s_.data_offset(indices, e);

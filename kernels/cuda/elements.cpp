@@ -26,12 +26,11 @@ class ScatterElements final : public Kernel {
   explicit ScatterElements(const KernelConfig& cfg) : s_(scatter_elements_space(cfg, mode_)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     const size_t bytes = size_t(s_.data_count) * sizeof(float);
+    const auto [base, indices, updates] = scatter_inputs(mode_, in);
     cudaError_t e = cudaSuccess;
-    if (mode_ == ScatterMode::add_to_zeros) e = cudaMemsetAsync(out[0], 0, bytes, ctx.stream->stream);
-    else if (out[0] != in[0]) e = cudaMemcpyAsync(out[0], in[0], bytes, cudaMemcpyDeviceToDevice, ctx.stream->stream);
+    if (!base) e = cudaMemsetAsync(out[0], 0, bytes, ctx.stream->stream);
+    else if (out[0] != base) e = cudaMemcpyAsync(out[0], base, bytes, cudaMemcpyDeviceToDevice, ctx.stream->stream);
     if (e != cudaSuccess) ctx.stream->note_failure("scatter_elements: base copy", int(e));
-    const void* indices = in[mode_ == ScatterMode::add_to_zeros ? 0 : 1];
-    const auto* updates = mode_ == ScatterMode::clear ? nullptr : static_cast<const float*>(in[mode_ == ScatterMode::add_to_zeros ? 1 : 2]);
     launch_scatter_elements(s_, mode_, indices, updates, static_cast<float*>(out[0]), ctx.stream->stream);
     ctx.stream->check_launch("scatter_elements");
   }
