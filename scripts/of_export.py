@@ -17,7 +17,8 @@ What the exporter loses from the forward itself: `.detach()`, which it writes as
 is written as the op `of.StopGradient`, which ofc passes on without a gradient; and
 `noise.bernoulli_(1 - p)` (torchvision's stochastic depth, timm's drop_path) and nn.Dropout1d/2d/3d,
 which torch 1.13 cannot export in training, as Dropouts of ones (_bernoulli_symbolic,
-_feature_dropout_symbolic). The rest is
+_feature_dropout_symbolic); and Tensor.index_add, from opset 16, as a ScatterElements that adds
+(_index_add_symbolic: torch's own keeps one of a repeated index's additions). The rest is
 refused in one line naming the code (check_forward): a result computed under `torch.no_grad()`
 from tensors that require grad or read through `.data` (the exporter writes the latter's value at
 export time as a constant), a torch.autograd.Function (its own backward), a reentrant

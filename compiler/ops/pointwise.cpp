@@ -98,7 +98,6 @@ void lower_pow(OpCtx& c) {
   c.set_runtime_inputs({0});
 }
 
-// Clip: min and max are optional constant inputs (absent: unbounded). torchvision's ReLU6.
 // An int64 Clip's bound from a constant int64 scalar input (torch.clamp of ids).
 int64_t const_int(OpCtx& c, size_t i, const char* what) {
   const std::vector<uint8_t>* d = c.const_data(i);
@@ -109,8 +108,8 @@ int64_t const_int(OpCtx& c, size_t i, const char* what) {
   return x;
 }
 
-// Clip of f32 (ReLU6, torch.clamp) or of int64 ids (`ids.clamp(max=V - 1)`: kernel clip_int,
-// no gradient).
+// Clip: min and max are optional constant inputs (absent: unbounded), of f32 (torchvision's
+// ReLU6, torch.clamp) or of int64 ids (`ids.clamp(max=V - 1)`: kernel clip_int, no gradient).
 void infer_clip(OpCtx& c) {
   c.expect_arity(1, 3);
   if (c.in(0).dtype == DType::i64) {
