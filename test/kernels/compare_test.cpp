@@ -42,7 +42,7 @@ TEST_CASE("compare: logical and, or (broadcast) and not of bool bytes", "[kernel
   CHECK(run_raw("logical_not", {ad}, {a.data()}, ad) == std::vector<uint8_t>{1, 0, 1, 0});
 }
 
-TEST_CASE("cast: bool, i64 and f32 to one another (to bool: x != 0, a NaN is true; to i64: truncated)", "[kernels]") {
+TEST_CASE("cast: bool, i64 and f32 to one another, to bool x != 0 with a NaN true, to i64 truncated toward zero", "[kernels]") {
   const std::vector<uint8_t> mask = {1, 0, 1};
   const std::vector<uint8_t> as_f32 = run_raw("cast", {{{3}, DType::bool_}}, {mask.data()}, {{3}, DType::f32});
   std::vector<float> f(3);
