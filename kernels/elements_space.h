@@ -67,6 +67,13 @@ struct ElementsSpace {
 // (scatter's gradient to data, inputs data and indices).
 enum class ScatterMode : int { set = 0, add = 1, add_to_zeros = 2, clear = 3 };
 
+// One element's write: update e into y[off] as the mode says (clear: 0; updates unread).
+OF_HOST_DEVICE inline void scatter_one(ScatterMode mode, float* y, int64_t off, const float* updates, int64_t e) {
+  if (mode == ScatterMode::set) y[off] = updates[e];
+  else if (mode == ScatterMode::clear) y[off] = 0.0f;
+  else y[off] += updates[e];
+}
+
 // scatter_elements' inputs by mode: the base (null: zeros), the indices, the updates (null: clear).
 struct ScatterInputs {
   const void* base = nullptr;

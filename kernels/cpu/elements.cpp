@@ -38,10 +38,7 @@ class ScatterElements final : public Kernel {
     // In I's order: the last update of a repeated position wins (set), additions in that order.
     for (int64_t e = 0; e < s_.count; ++e) {
       const int64_t off = s_.data_offset(indices, e);
-      if (off < 0) continue;
-      if (mode_ == ScatterMode::set) y[off] = updates[e];
-      else if (mode_ == ScatterMode::clear) y[off] = 0.0f;
-      else y[off] += updates[e];
+      if (off >= 0) scatter_one(mode_, y, off, updates, e);
     }
   }
 

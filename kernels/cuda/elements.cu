@@ -23,10 +23,7 @@ __global__ void scatter_elements_kernel(ElementsSpace s, ScatterMode mode, const
     for (int64_t j = 0; j < n; ++j) {
       const int64_t e = s.element(l, j);
       const int64_t off = s.data_offset(indices, e);
-      if (off < 0) continue;
-      if (mode == ScatterMode::set) y[off] = updates[e];
-      else if (mode == ScatterMode::clear) y[off] = 0.0f;
-      else y[off] += updates[e];
+      if (off >= 0) scatter_one(mode, y, off, updates, e);
     }
 }
 
