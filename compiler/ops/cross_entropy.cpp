@@ -74,7 +74,6 @@ void infer_softmax_cross_entropy_loss(OpCtx& c) {
   c.out(0) = TensorDesc{{}, DType::f32};
 }
 
-void lower_composite(OpCtx&) {}  // expanded: never lowered
 
 // A tensor shaped as the scores, [N,C,d1,...], as rows: [N,d1,...,C] -> [N*d1*...,C]; [N,C] as it is.
 ValueId as_class_rows(ExpandCtx& c, ValueId v) {

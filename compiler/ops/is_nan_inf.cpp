@@ -17,8 +17,6 @@ void infer_is_special(OpCtx& c) {
   c.out(0) = TensorDesc{c.in(0).shape, DType::bool_};
 }
 
-void lower_nothing(OpCtx&) {}  // composites are expanded before lowering
-
 void expand_is_nan(ExpandCtx& c) { c.emit("Not", {c.emit("Equal", {c.input(0), c.input(0)})}, {}, c.output(0)); }
 
 void expand_is_inf(ExpandCtx& c) {
@@ -37,13 +35,13 @@ void expand_is_inf(ExpandCtx& c) {
 }  // namespace
 
 OpDef is_inf_def() {
-  OpDef d{"IsInf", infer_is_special, lower_nothing, nullptr, {bool_attr("detect_negative"), bool_attr("detect_positive")}};
+  OpDef d{"IsInf", infer_is_special, lower_composite, nullptr, {bool_attr("detect_negative"), bool_attr("detect_positive")}};
   d.expand = expand_is_inf;
   return d;
 }
 
 OpDef is_nan_def() {
-  OpDef d{"IsNaN", infer_is_special, lower_nothing, nullptr};
+  OpDef d{"IsNaN", infer_is_special, lower_composite, nullptr};
   d.expand = expand_is_nan;
   return d;
 }

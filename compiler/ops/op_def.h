@@ -196,5 +196,7 @@ void check_attrs(const OpDef& def, const OpCtx& ctx);
 // Shared shape rules (compiler/ops/op_ctx.cpp).
 // numpy multidirectional broadcasting; fails through ctx when the shapes do not broadcast.
 Shape broadcast_shapes(const OpCtx& ctx, const Shape& a, const Shape& b);
+// A composite's lower when it has no attributes to normalize for expand(): nothing.
+void lower_composite(OpCtx& ctx);
 
 }  // namespace of::compiler

@@ -35,7 +35,6 @@ void infer_tile(OpCtx& c) {
   c.out(0) = TensorDesc{out, DType::f32};
 }
 
-void lower_composite(OpCtx&) {}
 
 void expand_tile(ExpandCtx& c) {
   const Shape x = c.shape(c.input(0));

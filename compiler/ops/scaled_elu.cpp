@@ -13,7 +13,6 @@ void infer_same(OpCtx& c) {
   c.out(0) = c.in(0);
 }
 
-void lower_composite(OpCtx&) {}
 
 Attrs alpha(float a) {
   Attrs at;
