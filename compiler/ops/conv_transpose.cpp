@@ -4,24 +4,25 @@
 // dilation (kH - 1) + output_padding + 1. It is the gradient of the convolution of its output
 // with the same weight and attributes, so it runs on the conv kernels: forward conv_grad_data
 // (with the bias), dX the convolution of dY, dW conv_grad_weight with X and dY in each other's
-// places. 1-D as height 1, as Conv.
+// places. 1-D as height 1, as Conv; 3-D (nn.ConvTranspose3d) with three axes of attributes.
 #include <fmt/format.h>
 
 #include "compiler/ops/ops.h"
+#include "compiler/ops/window.h"
 
 namespace of::compiler {
 namespace {
 
 struct TransposedWindow {
-  std::vector<int64_t> strides, pads, dilations;  // 2-D, as the conv kernels take them
+  std::vector<int64_t> strides, pads, dilations;  // 2-D (or 3-D), as the conv kernels take them
   Shape out;
 };
 
 TransposedWindow transposed_window(const OpCtx& c) {
   const Shape& x = c.in(0).shape;
   const Shape& w = c.in(1).shape;
-  if (x.size() != 3 && x.size() != 4)
-    c.fail("only 1-D and 2-D transposed convolution is supported: input 0 has shape {}", shape_str(x));
+  if (x.size() < 3 || x.size() > 5)
+    c.fail("only 1-D, 2-D and 3-D transposed convolution is supported: input 0 has shape {}", shape_str(x));
   if (w.size() != x.size()) c.fail("input 1 (weight) has shape {}, expected rank {}", shape_str(w), x.size());
   const size_t axes = x.size() - 2;
   const int64_t group = c.attrs().get_int("group", 1);
@@ -91,7 +92,7 @@ void grad_conv_transpose(GradCtx& g) {
   if (g.wants(1)) g.add_in_grad(1, g.emit("ConvTransposeGradWeight", "conv_grad_weight", {x, dy}, g.attrs(), g.desc(w)));
   if (g.node().inputs.size() > 2 && g.in(2) != kNoValue && g.wants(2)) {
     Attrs a;
-    a.set_ints("axes", g.desc(dy).shape.size() == 3 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{0, 2, 3});
+    a.set_ints("axes", batch_and_spatial_axes(g.desc(dy).shape.size()));
     a.set_int("keepdims", 0);
     g.add_in_grad(2, g.emit("ReduceSum", "reduce_sum", {dy}, std::move(a), g.desc(g.in(2))));
   }

@@ -14,7 +14,7 @@ ValueId ExpandCtx::emit(const std::string& op, std::vector<ValueId> inputs, Attr
   const size_t dot = op.rfind('.');
   const std::string domain = dot == std::string::npos ? "" : op.substr(0, dot), op_type = op.substr(dot + 1);
   const OpDef* def = find_op(domain, op_type);
-  OF_ASSERT(def && !def->expand, "a composite emits an op that is not an ordinary one: " + op);
+  OF_ASSERT(def, "a composite emits an op that is not registered: " + op);
   Node n{.name = fmt::format("{}/{}_{}", node_.name, op_type, out_.size()), .op_type = op_type, .domain = domain,
          .inputs = std::move(inputs), .attrs = std::move(attrs)};
   const ValueId out = into != kNoValue ? into : g_.add_value(n.name);
@@ -28,6 +28,7 @@ ValueId ExpandCtx::emit(const std::string& op, std::vector<ValueId> inputs, Attr
   if (try_fold(g_, n)) return out;
   def->infer(ctx);
   OF_ASSERT(g_.values[size_t(out)].known, "an expanded op inferred no output: " + n.name);
+  OF_ASSERT(!is_composite(*def, ctx), "a composite emits another composite: " + n.name);
   OF_ASSERT(into == kNoValue || (g_.values[size_t(out)].desc.shape == promised.shape && g_.values[size_t(out)].desc.dtype == promised.dtype),
             fmt::format("{}: the expansion gives {}, the composite promised {}", n.name, shape_str(g_.values[size_t(out)].desc.shape),
                         shape_str(promised.shape)));

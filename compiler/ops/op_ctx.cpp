@@ -148,6 +148,8 @@ void check_attrs(const OpDef& def, const OpCtx& ctx) {
   }
 }
 
+bool is_composite(const OpDef& def, const OpCtx& node) { return def.expand && (!def.expands || def.expands(node)); }
+
 void lower_composite(OpCtx&) {}
 
 Shape broadcast_shapes(const OpCtx& ctx, const Shape& a, const Shape& b) {

@@ -184,10 +184,16 @@ struct OpDef {
   // The kernels this op lowers to and its gradient emits that no other op owns, each with its
   // SBP rule or an explicit broadcast_only (compiler/parallel/signatures.h).
   std::vector<KernelSbp> kernels = {};
-  // A composite: infer-shapes replaces the node by the ops this emits (its lower is not called;
-  // its gradient is theirs).
+  // A composite: infer-shapes replaces the node by the ops this emits (its lower only normalizes
+  // attributes for it; its gradient is theirs).
   void (*expand)(ExpandCtx&) = nullptr;
+  // When set, the op is a composite only where this holds (MaxPool over three spatial axes, after
+  // infer); elsewhere it lowers to its own kernel.
+  bool (*expands)(const OpCtx&) = nullptr;
 };
+
+// Whether `node` (inferred) is replaced by its OpDef's expansion.
+bool is_composite(const OpDef& def, const OpCtx& node);
 
 // Fails through ctx when one of the node's attributes breaks its OpDef's rules (infer-shapes
 // calls it for every node before folding or inferring it).

@@ -18,6 +18,7 @@ bool InferShapes::run(Compilation& c) {
   Graph& g = c.graph;
   mark_comparison_only(g);  // before folding: what only comparisons read folds like a constant
   std::vector<bool> folded(g.nodes.size(), false);
+  std::vector<bool> composite(g.nodes.size(), false);  // replaced by expansions[n]
   // Per node, the ops a composite stands for (expanded as soon as it is reached, so its readers
   // see the shapes those ops give).
   std::vector<std::vector<Node>> expansions(g.nodes.size());
@@ -38,7 +39,8 @@ bool InferShapes::run(Compilation& c) {
       for (size_t i = 0; i < node.outputs.size(); ++i)
         if (!g.values[node.outputs[i]].known) ctx.fail("output {} has no inferred shape", i);
       def->lower(ctx);  // a composite's only normalizes its attributes (kernel_attrs) for expand()
-      if (def->expand) {
+      if (is_composite(*def, ctx)) {
+        composite[n] = true;
         ExpandCtx expand(g, node, expansions[n]);
         def->expand(expand);
         expanded = true;
@@ -72,8 +74,7 @@ bool InferShapes::run(Compilation& c) {
   nodes.reserve(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (folded[n]) continue;
-    const OpDef* def = find_op(g.nodes[n].domain, g.nodes[n].op_type);
-    if (def && def->expand)
+    if (composite[n])
       for (Node& e : expansions[n]) nodes.push_back(std::move(e));
     else
       nodes.push_back(std::move(g.nodes[n]));

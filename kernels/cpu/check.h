@@ -51,10 +51,20 @@ AxisView axis_view(const KernelConfig& cfg, std::string_view kernel, const Shape
 // when absent; anything else is refused.
 bool fused_relu(const KernelConfig& cfg, std::string_view kernel);
 
-// The windowed kernels (conv, pooling and their gradients) are 2-D; a 1-D one (nn.Conv1d,
-// MaxPool1d, AvgPool1d: [N,C,L], weights [M,C/g,k]) runs as the 2-D one of height 1, which the
-// compiler lowers with 2-D attributes. This is that shape: rank 3 gets a 1 before its last axis.
+// The windowed kernels (conv, pooling and their gradients) run a 1-D window (nn.Conv1d,
+// MaxPool1d, AvgPool1d: [N,C,L], weights [M,C/g,k]) as the 2-D one of height 1, which the
+// compiler lowers with 2-D attributes; a 3-D one with 3-D attributes. This is the 1-D window's
+// 2-D shape: rank 3 gets a 1 before its last axis.
 inline Shape as_2d_window(const Shape& s) { return s.size() == 3 ? Shape{s[0], s[1], 1, s[2]} : s; }
+// A window's shape [N, C, spatial...] (1-3 spatial axes) as a 3-D one: [N, C, 1, 1, L] or
+// [N, C, 1, H, W]; any other rank is returned as it is.
+inline Shape as_3d_window(const Shape& s) {
+  if (s.size() < 3 || s.size() > 5) return s;
+  Shape t = {s[0], s[1]};
+  t.insert(t.end(), 5 - s.size(), 1);
+  t.insert(t.end(), s.begin() + 2, s.end());
+  return t;
+}
 
 // y[i] = max(y[i], 0) over n floats.
 void relu_inplace(float* y, int64_t n);

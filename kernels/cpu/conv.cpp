@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// conv (ONNX Conv, 2-D, NCHW): im2col (conv_geometry.h) into the act's workspace,
-// then one dnnl_sgemm per (batch, group): Y_g[M/g, OH*OW] = W_g[M/g, C/g*kH*kW] * col[.., OH*OW].
-// A 1x1, stride-1, unpadded conv skips im2col: the input plane already is the column matrix.
+// conv (ONNX Conv, 1-D to 3-D, channels first): im2col (conv_geometry.h) into the act's
+// workspace, then one dnnl_sgemm per (batch, group):
+//   Y_g[M/g, OD*OH*OW] = W_g[M/g, C/g*kD*kH*kW] * col[.., OD*OH*OW].
+// A 1x1, stride-1, unpadded conv skips im2col: the input block already is the column matrix.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 

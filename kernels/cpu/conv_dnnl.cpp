@@ -29,7 +29,7 @@ using dt = memory::data_type;
 
 constexpr int64_t kMinChannels = 16;
 
-// A conv of X [N,C,H,W] by W [M,C,kH,kW] into Y [N,M,OH,OW] as oneDNN describes it.
+// A conv of X [N,C,(D,)H,W] by W [M,C,(kD,)kH,kW] into Y [N,M,(OD,)OH,OW] as oneDNN describes it.
 struct ConvDescs {
   memory::desc x, w, y, bias;
   memory::dims strides, pad_l, pad_r, dilations;  // oneDNN counts dilation from 0, ONNX from 1
@@ -47,31 +47,37 @@ struct ConvDescs {
   }
 };
 
+// X or Y, channels first, as given: [N,C,H,W] or [N,C,D,H,W].
+memory::desc activation_desc(const memory::dims& dims) {
+  return memory::desc(dims, dt::f32, dims.size() == 4 ? tag::nchw : tag::ncdhw);
+}
+
 // The oneDNN description of a configuration the im2col kernels already validated, or nothing
 // when oneDNN's primitive is not the faster choice (groups, few input channels) or not f32.
 std::optional<ConvDescs> conv_descs(const KernelConfig& cfg, const Shape& x_given, const Shape& w_given, const Shape& y_given) {
   const Shape x = as_2d_window(x_given), w = as_2d_window(w_given), y = as_2d_window(y_given);  // 1-D: height 1
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || cfg.attrs.get_int("group", 1) != 1) return std::nullopt;
+  if ((x.size() != 4 && x.size() != 5) || w.size() != x.size() || y.size() != x.size() || cfg.attrs.get_int("group", 1) != 1)
+    return std::nullopt;
+  const size_t n = x.size() - 2;  // spatial axes: 2 or 3
   if (x[1] < kMinChannels || w[1] != x[1] || y[1] != w[0] || y[0] != x[0]) return std::nullopt;
   for (const auto* list : {&cfg.inputs, &cfg.outputs})
     for (const TensorDesc& d : *list)
       if (d.dtype != DType::f32) return std::nullopt;
-  const auto st = get_ints_n(cfg, "conv", "strides", 2, {1, 1});
-  const auto pads = get_ints_n(cfg, "conv", "pads", 4, {0, 0, 0, 0});
-  const auto dil = get_ints_n(cfg, "conv", "dilations", 2, {1, 1});
+  const auto st = get_ints_n(cfg, "conv", "strides", n, std::vector<int64_t>(n, 1));
+  const auto pads = get_ints_n(cfg, "conv", "pads", 2 * n, std::vector<int64_t>(2 * n, 0));
+  const auto dil = get_ints_n(cfg, "conv", "dilations", n, std::vector<int64_t>(n, 1));
   // The output size must be what these attributes give (the im2col kernels report mismatches).
-  for (int i = 0; i < 2; ++i) {
-    int64_t span = x[2 + i] + pads[i] + pads[i + 2] - dil[i] * (w[2 + i] - 1) - 1;
+  memory::dims strides, pad_l, pad_r, dilations;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t span = x[2 + i] + pads[i] + pads[i + n] - dil[i] * (w[2 + i] - 1) - 1;
     if (st[i] < 1 || span < 0 || span / st[i] + 1 != y[2 + i]) return std::nullopt;
+    strides.push_back(st[i]);
+    pad_l.push_back(pads[i]);
+    pad_r.push_back(pads[i + n]);
+    dilations.push_back(dil[i] - 1);
   }
-  return ConvDescs{memory::desc({x[0], x[1], x[2], x[3]}, dt::f32, tag::nchw),
-                   memory::desc({w[0], w[1], w[2], w[3]}, dt::f32, tag::oihw),
-                   memory::desc({y[0], y[1], y[2], y[3]}, dt::f32, tag::nchw),
-                   memory::desc({w[0]}, dt::f32, tag::x),
-                   {st[0], st[1]},
-                   {pads[0], pads[1]},
-                   {pads[2], pads[3]},
-                   {dil[0] - 1, dil[1] - 1}};
+  return ConvDescs{activation_desc(x), memory::desc(memory::dims(w.begin(), w.end()), dt::f32, n == 2 ? tag::oihw : tag::oidhw),
+                   activation_desc(y), memory::desc({w[0]}, dt::f32, tag::x), strides, pad_l, pad_r, dilations};
 }
 
 void set_handle(const memory& m, const void* p) { dnnl_memory_set_data_handle(m.get(), const_cast<void*>(p)); }
@@ -165,9 +171,16 @@ ConvDescs with_batch(const ConvDescs& d, int64_t n) {
   ConvDescs out = d;
   memory::dims x = d.x.dims(), y = d.y.dims();
   x[0] = y[0] = n;
-  out.x = memory::desc(x, dt::f32, tag::nchw);
-  out.y = memory::desc(y, dt::f32, tag::nchw);
+  out.x = activation_desc(x);
+  out.y = activation_desc(y);
   return out;
+}
+
+// Elements of `dims` from axis `from` on.
+int64_t count(const memory::dims& dims, size_t from = 0) {
+  int64_t c = 1;
+  for (size_t i = from; i < dims.size(); ++i) c *= dims[i];
+  return c;
 }
 
 // The copies of dY and X in the primitive's layouts are most of conv_grad_weight's scratch (the
@@ -180,8 +193,8 @@ constexpr int64_t kChunkBytes = int64_t(1) << 20;
 // layers: a 9.4 MB dW next to 1.6 MB of dY and X): then the whole batch.
 int64_t grad_weight_chunk(const ConvDescs& d) {
   const memory::dims x = d.x.dims(), y = d.y.dims(), w = d.w.dims();
-  const int64_t n = x[0], per_image = (x[1] * x[2] * x[3] + y[1] * y[2] * y[3]) * int64_t(sizeof(float));
-  const int64_t dw = w[0] * w[1] * w[2] * w[3] * int64_t(sizeof(float));
+  const int64_t n = x[0], per_image = (count(x, 1) + count(y, 1)) * int64_t(sizeof(float));
+  const int64_t dw = count(w) * int64_t(sizeof(float));
   int64_t best = 1;
   for (int64_t c = 1; c <= n; ++c)
     if (n % c == 0 && c * per_image <= kChunkBytes) best = c;
@@ -196,9 +209,9 @@ class DnnlConvGradWeight final : public Kernel {
     const memory::dims xd = whole.x.dims(), yd = whole.y.dims(), wd = whole.w.dims();
     const int64_t chunk = grad_weight_chunk(whole);
     chunks_ = xd[0] / std::max<int64_t>(chunk, 1);
-    x_step_ = chunk * xd[1] * xd[2] * xd[3];
-    y_step_ = chunk * yd[1] * yd[2] * yd[3];
-    dw_size_ = wd[0] * wd[1] * wd[2] * wd[3];
+    x_step_ = chunk * count(xd, 1);
+    y_step_ = chunk * count(yd, 1);
+    dw_size_ = count(wd);
     const ConvDescs d = with_batch(whole, chunk);
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, ConvDescs::any(d.x),
                                                   ConvDescs::any(d.w), ConvDescs::any(d.y), d.strides,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Gradients of conv (2-D, NCHW, same attributes): per (batch, group),
+// Gradients of conv (1-D to 3-D, channels first, same attributes): per (batch, group),
 //   conv_grad_data:   col = W_g^T [kdim, M/g] * dY_g [M/g, OH*OW], then col2im adds col into dX;
 //   conv_grad_weight: dW_g [M/g, kdim] += dY_g * im2col(X)^T, accumulated over the batch.
 // The column matrix lies in the act's workspace; a 1x1, stride-1, unpadded conv skips
@@ -30,7 +30,7 @@ class ConvGradData final : public Kernel {
     const float* dy = static_cast<const float*>(in[0]);
     const float* wt = static_cast<const float*>(in[1]);
     float* dx = static_cast<float*>(out[0]);
-    const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.h * g_.w;
+    const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.volume();
     float* col = g_.direct ? nullptr : static_cast<float*>(act_workspace(ctx, g_.column_bytes()));
     for (int64_t b = 0; b < g_.n; ++b) {
       for (int64_t g = 0; g < g_.group; ++g) {

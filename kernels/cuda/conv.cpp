@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv, conv_grad_data and conv_grad_weight on the GPU, the CPU twins' algorithm and geometry
-// (kernels/cpu/conv_geometry.h): per (batch element, group) block, im2col (conv.cu) into a column
+// (kernels/cpu/conv_geometry.h, 1-D to 3-D): per (batch element, group) block, im2col (conv.cu) into a column
 // buffer the kernel allocates when prepared, then one cuBLAS sgemm (pedantic fp32):
 //   conv:             Y_g [M/g, OH*OW]  = W_g [M/g, kdim] * col [kdim, OH*OW] (+ bias, ReLU)
 //   conv_grad_data:   col = W_g^T * dY_g, then col2im into dX (a gather)
@@ -20,9 +20,11 @@ namespace {
 
 ConvBlock block_of(const cpu::ConvGeometry& g) {
   ConvBlock b;
-  b.channels = g.cg, b.h = g.h, b.w = g.w, b.kh = g.kh, b.kw = g.kw, b.oh = g.oh, b.ow = g.ow;
-  b.stride_h = g.stride_h, b.stride_w = g.stride_w, b.pad_t = g.pad_t, b.pad_l = g.pad_l;
-  b.dil_h = g.dil_h, b.dil_w = g.dil_w;
+  b.channels = g.cg, b.d = g.d, b.h = g.h, b.w = g.w, b.kd = g.kd, b.kh = g.kh, b.kw = g.kw;
+  b.od = g.od, b.oh = g.oh, b.ow = g.ow;
+  b.stride_d = g.stride_d, b.stride_h = g.stride_h, b.stride_w = g.stride_w;
+  b.pad_f = g.pad_f, b.pad_t = g.pad_t, b.pad_l = g.pad_l;
+  b.dil_d = g.dil_d, b.dil_h = g.dil_h, b.dil_w = g.dil_w;
   return b;
 }
 
@@ -38,7 +40,7 @@ class ConvBase : public Kernel {
   float* col() const { return col_ ? static_cast<float*>(col_->get()) : nullptr; }
   // The column matrix of block (b, grp) of x: the block itself when direct, else im2col of it.
   const float* columns(const float* x, int64_t b, int64_t grp, cudaStream_t stream) const {
-    const float* xb = x + (b * g_.c + grp * g_.cg) * g_.h * g_.w;
+    const float* xb = x + (b * g_.c + grp * g_.cg) * g_.volume();
     if (g_.direct) return xb;
     launch_im2col(block_, xb, col(), stream);
     return col();
@@ -88,7 +90,7 @@ class ConvGradData final : public ConvBase {
     const auto* dy = static_cast<const float*>(in[0]);
     const auto* wt = static_cast<const float*>(in[1]);
     auto* dx = static_cast<float*>(out[0]);
-    const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.h * g_.w;
+    const int64_t spatial = g_.spatial(), kdim = g_.kdim(), mg = g_.mg, plane = g_.volume();
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     for (int64_t b = 0; b < g_.n && st == CUBLAS_STATUS_SUCCESS; ++b)

@@ -9,13 +9,15 @@ namespace of::kernels::cuda {
 namespace {
 
 __global__ void im2col_kernel(ConvBlock b, const float* x, float* col) {
-  const int64_t spatial = b.oh * b.ow, total = b.channels * b.kh * b.kw * spatial;
+  const int64_t spatial = b.od * b.oh * b.ow, taps = b.kd * b.kh * b.kw, total = b.channels * taps * spatial;
   for (int64_t e = first_index(); e < total; e += grid_stride()) {
     const int64_t r = e / spatial, s = e % spatial;
-    const int64_t c = r / (b.kh * b.kw), ki = (r / b.kw) % b.kh, kj = r % b.kw;
-    const int64_t iy = (s / b.ow) * b.stride_h - b.pad_t + ki * b.dil_h;
+    const int64_t c = r / taps, kz = (r / (b.kh * b.kw)) % b.kd, ki = (r / b.kw) % b.kh, kj = r % b.kw;
+    const int64_t iz = (s / (b.oh * b.ow)) * b.stride_d - b.pad_f + kz * b.dil_d;
+    const int64_t iy = ((s / b.ow) % b.oh) * b.stride_h - b.pad_t + ki * b.dil_h;
     const int64_t ix = (s % b.ow) * b.stride_w - b.pad_l + kj * b.dil_w;
-    col[e] = iy >= 0 && iy < b.h && ix >= 0 && ix < b.w ? x[(c * b.h + iy) * b.w + ix] : 0.0f;
+    const bool inside = iz >= 0 && iz < b.d && iy >= 0 && iy < b.h && ix >= 0 && ix < b.w;
+    col[e] = inside ? x[((c * b.d + iz) * b.h + iy) * b.w + ix] : 0.0f;
   }
 }
 
@@ -28,16 +30,20 @@ __device__ inline int64_t reader(int64_t i, int64_t k, int64_t stride, int64_t p
 }
 
 __global__ void col2im_kernel(ConvBlock b, const float* col, float* x) {
-  const int64_t spatial = b.oh * b.ow, total = b.channels * b.h * b.w;
+  const int64_t spatial = b.od * b.oh * b.ow, total = b.channels * b.d * b.h * b.w;
   for (int64_t e = first_index(); e < total; e += grid_stride()) {
-    const int64_t c = e / (b.h * b.w), iy = (e / b.w) % b.h, ix = e % b.w;
+    const int64_t c = e / (b.d * b.h * b.w), iz = (e / (b.h * b.w)) % b.d, iy = (e / b.w) % b.h, ix = e % b.w;
     float sum = 0.0f;
-    for (int64_t ki = 0; ki < b.kh; ++ki) {
-      const int64_t oy = reader(iy, ki, b.stride_h, b.pad_t, b.dil_h, b.oh);
-      if (oy < 0) continue;
-      for (int64_t kj = 0; kj < b.kw; ++kj) {
-        const int64_t ox = reader(ix, kj, b.stride_w, b.pad_l, b.dil_w, b.ow);
-        if (ox >= 0) sum += col[((c * b.kh + ki) * b.kw + kj) * spatial + oy * b.ow + ox];
+    for (int64_t kz = 0; kz < b.kd; ++kz) {
+      const int64_t oz = reader(iz, kz, b.stride_d, b.pad_f, b.dil_d, b.od);
+      if (oz < 0) continue;
+      for (int64_t ki = 0; ki < b.kh; ++ki) {
+        const int64_t oy = reader(iy, ki, b.stride_h, b.pad_t, b.dil_h, b.oh);
+        if (oy < 0) continue;
+        for (int64_t kj = 0; kj < b.kw; ++kj) {
+          const int64_t ox = reader(ix, kj, b.stride_w, b.pad_l, b.dil_w, b.ow);
+          if (ox >= 0) sum += col[(((c * b.kd + kz) * b.kh + ki) * b.kw + kj) * spatial + (oz * b.oh + oy) * b.ow + ox];
+        }
       }
     }
     x[e] = sum;
@@ -52,12 +58,12 @@ __global__ void fill_rows_kernel(const float* values, float* y, int64_t rows, in
 }  // namespace
 
 void launch_im2col(const ConvBlock& b, const float* x, float* col, cudaStream_t stream) {
-  const int64_t total = b.channels * b.kh * b.kw * b.oh * b.ow;
+  const int64_t total = b.channels * b.kd * b.kh * b.kw * b.od * b.oh * b.ow;
   if (total > 0) im2col_kernel<<<blocks_for(total), kThreads, 0, stream>>>(b, x, col);
 }
 
 void launch_col2im(const ConvBlock& b, const float* col, float* x, cudaStream_t stream) {
-  const int64_t total = b.channels * b.h * b.w;
+  const int64_t total = b.channels * b.d * b.h * b.w;
   if (total > 0) col2im_kernel<<<blocks_for(total), kThreads, 0, stream>>>(b, col, x);
 }
 

@@ -180,12 +180,13 @@ void launch_instance_norm_grad(const float* dy, const float* x, const float* sca
 void launch_instance_norm_scale_grad(const float* dy, const float* x, float* dscale, int64_t rows, int64_t n, int64_t channels,
                                      float eps, cudaStream_t stream);
 
-// 2-D convolution blocks (one batch element, one group: `channels` = C/g input planes of h x w):
-// im2col writes col [channels*kh*kw, oh*ow] (zeros where a tap reads padding); col2im writes each
-// input element as the sum of the column entries read from it (a gather: no atomics, fixed order).
+// Convolution blocks (one batch element, one group: `channels` = C/g input volumes of d x h x w;
+// a 2-D convolution has depth 1): im2col writes col [channels*kd*kh*kw, od*oh*ow] (zeros where a
+// tap reads padding); col2im writes each input element as the sum of the column entries read
+// from it (a gather: no atomics, fixed order).
 struct ConvBlock {
-  int64_t channels = 0, h = 0, w = 0, kh = 1, kw = 1, oh = 0, ow = 0;
-  int64_t stride_h = 1, stride_w = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+  int64_t channels = 0, d = 1, h = 0, w = 0, kd = 1, kh = 1, kw = 1, od = 1, oh = 0, ow = 0;
+  int64_t stride_d = 1, stride_h = 1, stride_w = 1, pad_f = 0, pad_t = 0, pad_l = 0, dil_d = 1, dil_h = 1, dil_w = 1;
 };
 void launch_im2col(const ConvBlock& b, const float* x, float* col, cudaStream_t stream);
 void launch_col2im(const ConvBlock& b, const float* col, float* x, cudaStream_t stream);

@@ -127,6 +127,13 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   rnn           nn.RNN (Elman): two tanh layers (16 -> 24, batch_first=True), then a bidirectional
                 nonlinearity="relu" layer (24 -> 12) from a learned h0; Linear(24,10) of the mean
                 over the sequence plus the final states (ONNX RNN, Y and Y_h both trained through).
+  video         a video classifier on [4,3,8,32,32] (8 frames) from torchvision's video ResNet
+                blocks (r3d_18's Conv3DSimple, r2plus1d_18's Conv2Plus1D) between an nn.Conv3d
+                stem, nn.BatchNorm3d, nn.MaxPool3d((1,3,3)), nn.AvgPool3d without padded counts,
+                a ceil-mode nn.MaxPool3d(2) and nn.AdaptiveAvgPool3d(1) (3-D pooling: two 2-D stages).
+  unet3d        a 3-D U-Net's shape on [4,2,8,12,12] (volumetric segmentation): Conv3d encoder,
+                MaxPool3d(2) down, nn.ConvTranspose3d(16,8,3,stride=2,padding=1,output_padding=1) up,
+                the skip concatenated, a 1x1x1 head averaged over the volume.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -332,7 +339,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d"]
 
 
 def parse_args():
@@ -1235,6 +1242,56 @@ def bucketize():
     return Model(Bucketize(), (12,), 10)
 
 
+class Video(nn.Module):
+    """A small video classifier from torchvision's video ResNet blocks (torchvision.models.video.resnet:
+    r3d_18's Conv3DSimple block, r2plus1d_18's Conv2Plus1D one) between nn.Conv3d, nn.BatchNorm3d,
+    nn.MaxPool3d and nn.AvgPool3d as users write them."""
+
+    def __init__(self):
+        from torchvision.models.video.resnet import BasicBlock, Conv2Plus1D, Conv3DSimple
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, 8, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False),
+                                  nn.BatchNorm3d(8), nn.ReLU(inplace=True),
+                                  nn.MaxPool3d((1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)))
+        self.layer1 = BasicBlock(8, 8, Conv3DSimple)
+        down = nn.Sequential(nn.Conv3d(8, 16, 1, stride=2, bias=False), nn.BatchNorm3d(16))
+        self.layer2 = BasicBlock(8, 16, Conv2Plus1D, stride=2, downsample=down)
+        self.pool = nn.Sequential(nn.AvgPool3d((3, 2, 2), stride=1, padding=(1, 0, 0), count_include_pad=False),
+                                  nn.MaxPool3d(2, stride=2, ceil_mode=True), nn.AdaptiveAvgPool3d(1))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):  # x [N, 3, 8, 32, 32]: 8 frames
+        return self.fc(self.pool(self.layer2(self.layer1(self.stem(x)))).flatten(1))
+
+
+def video():
+    return Model(Video(), (3, 8, 32, 32), 10, lr_scale=0.1, float64_referee=True)
+
+
+class UNet3d(nn.Module):
+    """A 3-D U-Net's shape, as volumetric (medical) segmentation writes it: a Conv3d encoder, a
+    MaxPool3d down, an nn.ConvTranspose3d up (stride 2, output_padding 1), the skip concatenated,
+    then a 1x1x1 head, averaged over the volume into class scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Conv3d(2, 8, 3, padding=1, bias=False), nn.BatchNorm3d(8), nn.ReLU())
+        self.down = nn.Sequential(nn.MaxPool3d(2), nn.Conv3d(8, 16, 3, padding=1), nn.ReLU())
+        self.up = nn.ConvTranspose3d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.dec = nn.Sequential(nn.Conv3d(16, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv3d(8, 10, 1)
+
+    def forward(self, x):  # x [N, 2, 8, 12, 12]
+        e = self.enc(x)
+        return self.head(self.dec(torch.cat([e, self.up(self.down(e))], 1))).mean(dim=(2, 3, 4))
+
+
+def unet3d():
+    # Judged against float64: under AdamW, PyTorch's own float32 down.1.weight ends 1.2e-3 (of its
+    # max) from float64's, `of`'s 1e-5.
+    return Model(UNet3d(), (2, 8, 12, 12), 10, float64_referee=True)
+
+
 class MessagePassing(nn.Module):
     """Two rounds of sum aggregation over a fixed edge list, then a one-hot of the best-scored node
     and a pooling into run-time clusters."""
@@ -1707,7 +1764,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d]))
 
 
 def build(name):

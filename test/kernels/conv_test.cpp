@@ -81,7 +81,6 @@ TEST_CASE("conv: bad configs throw of::Error", "[kernels]") {
   testing::check_rejects("conv", none, {{1, 3, 5, 5}, {4, 3, 3, 3}}, {{1, 4, 4, 4}});  // out shape
   testing::check_rejects("conv", none, {{1, 3, 5, 5}, {4, 2, 3, 3}}, {{1, 4, 3, 3}});  // C/group
   testing::check_rejects("conv", none, {{1, 3, 5, 5}, {4, 3, 3, 3}, {3}}, {{1, 4, 3, 3}});  // bias
-  testing::check_rejects("conv", none, {{1, 3, 5, 5, 5}, {4, 3, 3, 3, 3}}, {{1, 4, 3, 3, 3}});  // 3-D
   testing::check_rejects("conv", none, {{1, 3, 5}, {4, 3, 3, 3}}, {{1, 4, 3}});             // 1-D X, 2-D W
   testing::check_rejects("conv", none, {{1, 3, 2, 2}, {4, 3, 3, 3}}, {{1, 4, 0, 0}});  // too small
   Attrs g2;

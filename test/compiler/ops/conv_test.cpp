@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/ops/ops.h"
+#include "compiler/ops/window.h"
 #include "op_test_util.h"
 
 namespace of::compiler::test {
@@ -58,10 +59,26 @@ TEST_CASE("conv: 1-D (nn.Conv1d) lowers as the 2-D kernel of height 1", "[compil
   CHECK(t.ints("dilations") == std::vector<int64_t>{1, 1});
 }
 
-TEST_CASE("conv: rejects 3-D convolution, and a weight of another rank than the input", "[compiler]") {
-  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 4, 4, 4}), f32({4, 3, 3, 3, 3})}),
-                      Catch::Contains("node 'Conv_0' (Conv)") && Catch::Contains("only 1-D and 2-D convolution is supported"));
-  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3, 3})}), Catch::Contains("expected rank 3 ([M,C/group,k])"));
+TEST_CASE("conv: 3-D (nn.Conv3d) lowers with three axes of attributes; its bias gradient sums N, D, H, W", "[compiler]") {
+  OneNode t(conv_def(), {f32({2, 3, 5, 9, 8}), f32({4, 3, 3, 7, 7}), f32({4})},
+            A().is("strides", {1, 2, 2}).is("pads", {1, 3, 3, 1, 3, 2}).is("dilations", {1, 1, 1}));
+  CHECK(t.shape() == Shape{2, 4, 5, 5, 4});  // (5+2-3)/1+1, (9+6-7)/2+1, (8+5-7)/2+1
+  CHECK(t.kernel() == "conv");
+  CHECK(t.ints("strides") == std::vector<int64_t>{1, 2, 2});
+  CHECK(t.ints("pads") == std::vector<int64_t>{1, 3, 3, 1, 3, 2});
+  CHECK(t.ints("dilations") == std::vector<int64_t>{1, 1, 1});
+  CHECK(batch_and_spatial_axes(5) == std::vector<int64_t>{0, 2, 3, 4});
+  OneNode same(conv_def(), {f32({1, 2, 4, 5, 6}), f32({3, 2, 3, 3, 3})}, A().s("auto_pad", "SAME_UPPER").is("strides", {2, 1, 2}));
+  CHECK(same.shape() == Shape{1, 3, 2, 5, 3});
+  CHECK(same.ints("pads") == std::vector<int64_t>{0, 1, 0, 1, 1, 1});
+}
+
+TEST_CASE("conv: rejects 4-D convolution, and a weight of another rank than the input", "[compiler]") {
+  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 4, 4, 4, 4}), f32({4, 3, 3, 3, 3, 3})}),
+                      Catch::Contains("node 'Conv_0' (Conv)") && Catch::Contains("only 1-D, 2-D and 3-D convolution is supported"));
+  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3, 3})}), Catch::Contains("expected rank 3 [M,C/group,kernel...]"));
+  REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 4, 4, 4}), f32({4, 3, 3, 3, 3})}, A().is("pads", {1, 1, 1, 1})),
+                      Catch::Contains("attribute pads has 4 values, expected 6"));
   REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 3, 10}), f32({4, 3, 3})}, A().is("strides", {1, 1})),
                       Catch::Contains("attribute strides has 2 values, expected 1"));
 }
@@ -69,7 +86,7 @@ TEST_CASE("conv: rejects 3-D convolution, and a weight of another rank than the 
 TEST_CASE("conv: rejects a weight whose channels do not match input channels / group", "[compiler]") {
   REQUIRE_THROWS_WITH(OneNode(conv_def(), {f32({1, 4, 8, 8}), f32({6, 4, 3, 3})}, A().i("group", 2)),
                       Catch::Contains("node 'Conv_0'") &&
-                          Catch::Contains("input 1 (weight) has shape [6,4,3,3], expected [*,2,*,*]"));
+                          Catch::Contains("input 1 (weight) has shape [6,4,3,3], expected [*,2,...]"));
 }
 
 TEST_CASE("conv: rejects output channels not divisible by group and a wrong bias", "[compiler]") {

@@ -62,9 +62,9 @@ TEST_CASE("pooling: 1-D (MaxPool1d, AvgPool1d) lowers as the 2-D kernels of heig
                       Catch::Contains("kernel_shape has 2 values, expected 1"));
 }
 
-TEST_CASE("max_pool: rejects 3-D pooling and bad strides", "[compiler]") {
-  REQUIRE_THROWS_WITH(OneNode(max_pool_def(), {f32({1, 1, 4, 4, 4})}, A().is("kernel_shape", {2, 2, 2})),
-                      Catch::Contains("only 1-D and 2-D max pooling is supported: input 0 has shape [1,1,4,4,4]"));
+TEST_CASE("max_pool: rejects 4-D pooling and bad strides", "[compiler]") {
+  REQUIRE_THROWS_WITH(OneNode(max_pool_def(), {f32({1, 1, 4, 4, 4, 4})}, A().is("kernel_shape", {2, 2, 2, 2})),
+                      Catch::Contains("only 1-D, 2-D and 3-D max pooling is supported: input 0 has shape [1,1,4,4,4,4]"));
   REQUIRE_THROWS_WITH(
       OneNode(max_pool_def(), {f32({1, 1, 4, 4})}, A().is("kernel_shape", {2, 2}).is("strides", {0, 1})),
       Catch::Contains("attribute strides = [0,1] must hold values >= 1"));

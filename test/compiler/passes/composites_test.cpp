@@ -146,3 +146,77 @@ TEST_CASE("composites: IsNaN and IsInf compare at run time and fold on constants
     CHECK(*y.contents() == want[k]);
   }
 }
+
+namespace {
+
+// y = op(x) over x [2, 3, 5, 8, 8] (a video clip's features), and a 2-D pooling beside it.
+Graph pooling_graph(const std::string& op, of::Attrs a3) {
+  Graph g;
+  g.name = "pool_3d";
+  auto input = [&](const std::string& name, of::Shape s) {
+    const ValueId v = g.add_value(name);
+    g.values[size_t(v)].desc = of::TensorDesc{std::move(s), of::DType::f32};
+    g.values[size_t(v)].known = true;
+    g.values[size_t(v)].graph_input = true;
+    g.inputs.push_back(v);
+    return v;
+  };
+  const ValueId x = input("x", {2, 3, 5, 8, 8}), image = input("image", {2, 3, 8, 8});
+  auto add = [&](const std::string& name, ValueId in, of::Attrs a) {
+    const ValueId y = g.add_value(name);
+    g.nodes.push_back(Node{.name = name, .op_type = op, .inputs = {in}, .outputs = {y}, .attrs = std::move(a)});
+    g.values[size_t(y)].graph_output = true;
+    g.outputs.push_back(y);
+  };
+  add("clip", x, std::move(a3));
+  of::Attrs a2;
+  a2.set_ints("kernel_shape", {2, 2});
+  add("frame", image, a2);
+  relink(g);
+  return g;
+}
+
+const Node& node_named(const Graph& g, const std::string& op, size_t k) {
+  size_t seen = 0;
+  for (const Node& n : g.nodes)
+    if (n.op_type == op && seen++ == k) return n;
+  FAIL("no " << op << " number " << k);
+  return g.nodes.front();
+}
+
+}  // namespace
+
+TEST_CASE("composites: 3-D pooling is a 2-D pooling over height and width, then one over the depth", "[compiler]") {
+  of::Attrs a;
+  a.set_ints("kernel_shape", {3, 3, 3});
+  a.set_ints("strides", {2, 2, 2});
+  a.set_ints("pads", {1, 1, 1, 1, 1, 1});
+  a.set_int("ceil_mode", 1);
+  Compilation c{.graph = pooling_graph("MaxPool", a)};
+  REQUIRE(InferShapes().run(c));
+  verify(c.graph, "infer-shapes");
+  CHECK(count(c.graph, "MaxPool") == 3);  // the clip's two stages and the frame's own
+  CHECK(count(c.graph, "Reshape") == 3);
+  const Node& plane = node_named(c.graph, "MaxPool", 0);
+  CHECK(c.graph.values[size_t(plane.inputs[0])].desc.shape == of::Shape{2, 15, 8, 8});
+  CHECK(c.graph.values[size_t(plane.outputs[0])].desc.shape == of::Shape{2, 15, 5, 5});  // ceil((8+2-3)/2)+1
+  CHECK(plane.kernel_attrs.get_ints("strides") == std::vector<int64_t>{2, 2});
+  const Node& depth = node_named(c.graph, "MaxPool", 1);
+  CHECK(c.graph.values[size_t(depth.inputs[0])].desc.shape == of::Shape{2, 3, 5, 25});
+  CHECK(depth.kernel_attrs.get_ints("kernel_shape") == std::vector<int64_t>{3, 1});
+  CHECK(depth.kernel_attrs.get_ints("pads") == std::vector<int64_t>{1, 0, 1, 0});
+  CHECK(c.graph.values[size_t(c.graph.outputs[0])].desc.shape == of::Shape{2, 3, 3, 5, 5});
+  CHECK(c.graph.values[size_t(c.graph.outputs[1])].desc.shape == of::Shape{2, 3, 7, 7});
+
+  // A window of one frame pools only the planes; count_include_pad reaches the stage.
+  of::Attrs frames;
+  frames.set_ints("kernel_shape", {1, 3, 3});
+  frames.set_ints("strides", {1, 2, 2});
+  frames.set_ints("pads", {0, 1, 1, 0, 1, 1});
+  frames.set_int("count_include_pad", 1);
+  Compilation avg{.graph = pooling_graph("AveragePool", frames)};
+  REQUIRE(InferShapes().run(avg));
+  CHECK(count(avg.graph, "AveragePool") == 2);
+  CHECK(node_named(avg.graph, "AveragePool", 0).kernel_attrs.get_int("count_include_pad", 0) == 1);
+  CHECK(avg.graph.values[size_t(avg.graph.outputs[0])].desc.shape == of::Shape{2, 3, 5, 4, 4});
+}

@@ -310,7 +310,7 @@ Attrs conv_attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides, std:
   return a;
 }
 
-TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations, groups and 1x1", "[cuda]") {
+TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations, groups, 1x1, 1-D and 3-D", "[cuda]") {
   struct Case {
     Shape x, w, y;
     Attrs attrs;
@@ -323,7 +323,11 @@ TEST_CASE("cuda twin: conv and its two gradients, with strides, pads, dilations,
       {{3, 4, 6, 6}, {4, 1, 3, 3}, {3, 4, 2, 2}, conv_attrs({3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 4)},        // depthwise, stride 3
       {{2, 4, 11, 10}, {6, 2, 3, 3}, {2, 6, 5, 3}, conv_attrs({3, 3}, {2, 3}, {2, 0, 1, 1}, {2, 1}, 2)},     // all at once
       {{0, 3, 9, 9}, {4, 3, 3, 3}, {0, 4, 9, 9}, conv_attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)},       // empty batch
-      {{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({1, 3}, {1, 2}, {0, 1, 0, 2}, {1, 1}, 1)}};                // 1-D (Conv1d)
+      {{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({1, 3}, {1, 2}, {0, 1, 0, 2}, {1, 1}, 1)},                 // 1-D (Conv1d)
+      {{2, 3, 4, 9, 9}, {4, 3, 3, 7, 7}, {2, 4, 4, 5, 5},
+       conv_attrs({3, 7, 7}, {1, 2, 2}, {1, 3, 3, 1, 3, 3}, {1, 1, 1}, 1)},                                      // 3-D (r3d_18's stem)
+      {{1, 4, 5, 6, 5}, {6, 2, 2, 3, 2}, {1, 6, 2, 6, 3},
+       conv_attrs({2, 3, 2}, {2, 1, 2}, {0, 1, 1, 1, 1, 0}, {2, 1, 1}, 2)}};                                   // 3-D, groups, dilation
   for (const Case& c : cases) {
     INFO("X " << shape_str(c.x) << " W " << shape_str(c.w));
     const HostTensor x = random_f32(c.x, 45), w = random_f32(c.w, 46), dy = random_f32(c.y, 47);
