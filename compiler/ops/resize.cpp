@@ -3,8 +3,12 @@
 // (bilinear on [N,C,H,W], linear on [N,C,L]) and cubic (bicubic, cubic_coeff_a) with the
 // coordinate transformations torch exports (asymmetric for nearest, pytorch_half_pixel or
 // align_corners for linear and cubic) and half_pixel; the output size from constant scales
-// (floor(input x scale)) or sizes. Only H and W (or L) resize. Antialias, exclude_outside, axes
-// and tf_crop_and_resize are refused by name.
+// (floor(input x scale)) or sizes. Only H and W (or L) resize, and D, H and W of [N,C,D,H,W]
+// (nn.Upsample(mode="trilinear" or "nearest") in 3-D U-Nets): a composite of two 2-D resizes, since
+// each output's taps and weights are products of per-axis ones: over height and width with the
+// depth folded into the channels ([N, C*D, H, W]), then over the depth, each slice's positions in
+// one row ([N, C, D, oH*oW] at width scale 1, which reads each position with weight 1). Antialias,
+// exclude_outside, axes and tf_crop_and_resize are refused by name.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,10 +30,12 @@ bool given(const OpCtx& c, size_t i) { return c.has_in(i) && numel(c.in(i).shape
 
 ResizePlan resize_plan(OpCtx& c) {
   const Shape& x = c.in(0).shape;
-  if (x.size() != 3 && x.size() != 4)
-    c.fail("only 1-D and 2-D resizing is supported: input 0 has shape {}, expected [N,C,L] or [N,C,H,W]", shape_str(x));
+  if (x.size() < 3 || x.size() > 5)
+    c.fail("only 1-D, 2-D and 3-D resizing is supported: input 0 has shape {}, expected [N,C,L], [N,C,H,W] or [N,C,D,H,W]",
+           shape_str(x));
   const std::string mode = c.attrs().get_str("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic") c.fail("mode '{}' is not supported (nearest, linear and cubic are)", mode);
+  if (x.size() == 5 && mode == "cubic") c.fail("mode 'cubic' is not supported in 3-D (torch has no tricubic either)");
   const std::string coord = c.attrs().get_str("coordinate_transformation_mode", "half_pixel");
   if (coord != "asymmetric" && coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners")
     c.fail("coordinate_transformation_mode '{}' is not supported", coord);
@@ -83,6 +89,27 @@ void lower_resize(OpCtx& c) {
   c.set_runtime_inputs({0});
 }
 
+bool resizes_3d(const OpCtx& c) { return c.in(0).shape.size() == 5; }
+
+void expand_resize_3d(ExpandCtx& c) {
+  const Shape x = c.shape(c.input(0)), y = c.shape(c.output(0));
+  const std::vector<float> scales = c.node().kernel_attrs.get_floats("scales");  // D, H, W (lowered)
+  // Sizes where the model gave sizes (the kernel's scale is then output over input, as here),
+  // else its scales, whose floor(input x scale) gives the same sizes.
+  const bool by_sizes = c.node().inputs.size() > 3 && c.node().inputs[3] != kNoValue && numel(c.shape(c.node().inputs[3])) > 0;
+  auto stage = [&](ValueId in, const Shape& out, float scale_h, float scale_w, ValueId into) {
+    Attrs a = c.attrs();
+    return c.emit("Resize", by_sizes ? std::vector<ValueId>{in, kNoValue, kNoValue, c.ints(out)}
+                                     : std::vector<ValueId>{in, kNoValue, c.floats({4}, {1.0f, 1.0f, scale_h, scale_w})},
+                  std::move(a), into);
+  };
+  ValueId v = c.emit("Reshape", {c.input(0), c.ints({x[0], x[1] * x[2], x[3], x[4]})});
+  v = stage(v, {x[0], x[1] * x[2], y[3], y[4]}, scales[1], scales[2], kNoValue);
+  v = c.emit("Reshape", {v, c.ints({x[0], x[1], x[2], y[3] * y[4]})});
+  v = stage(v, {x[0], x[1], y[2], y[3] * y[4]}, scales[0], 1.0f, kNoValue);
+  c.emit("Reshape", {v, c.ints(y)}, {}, c.output(0));
+}
+
 // dX: each dY element's share back at the taps that read it.
 void grad_resize(GradCtx& g) {
   if (g.wants(0)) g.add_in_grad(0, g.emit("ResizeGrad", "resize_grad", {g.out_grad(0)}, g.attrs(), g.desc(g.in(0))));
@@ -96,7 +123,10 @@ void resize_sbp(const Graph&, const Node&, std::vector<Signature>& out) {
 }  // namespace
 
 OpDef resize_def() {
-  return {"Resize", infer_resize, lower_resize, grad_resize, {}, {sbp_rule("resize", resize_sbp), sbp_rule("resize_grad", resize_sbp)}};
+  OpDef d{"Resize", infer_resize, lower_resize, grad_resize, {}, {sbp_rule("resize", resize_sbp), sbp_rule("resize_grad", resize_sbp)}};
+  d.expand = expand_resize_3d;
+  d.expands = resizes_3d;
+  return d;
 }
 
 }  // namespace of::compiler

@@ -132,8 +132,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 stem, nn.BatchNorm3d, nn.MaxPool3d((1,3,3)), nn.AvgPool3d without padded counts,
                 a ceil-mode nn.MaxPool3d(2) and nn.AdaptiveAvgPool3d(1) (3-D pooling: two 2-D stages).
   unet3d        a 3-D U-Net's shape on [4,2,8,12,12] (volumetric segmentation): Conv3d encoder,
-                MaxPool3d(2) down, nn.ConvTranspose3d(16,8,3,stride=2,padding=1,output_padding=1) up,
-                the skip concatenated, a 1x1x1 head averaged over the volume.
+                MaxPool3d(2) down, nn.ConvTranspose3d(16,8,3,stride=2,padding=1,output_padding=1) up
+                beside a trilinear F.interpolate(scale_factor=2), the skip concatenated, a 1x1x1
+                head resized to (5,7,9) (nearest, by sizes), averaged over the volume.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -1270,20 +1271,25 @@ def video():
 
 class UNet3d(nn.Module):
     """A 3-D U-Net's shape, as volumetric (medical) segmentation writes it: a Conv3d encoder, a
-    MaxPool3d down, an nn.ConvTranspose3d up (stride 2, output_padding 1), the skip concatenated,
-    then a 1x1x1 head, averaged over the volume into class scores."""
+    MaxPool3d down, an nn.ConvTranspose3d up (stride 2, output_padding 1) beside a trilinear
+    upsampling, the skip concatenated, then a 1x1x1 head, resized (nearest, to a given size) and
+    averaged over the volume into class scores."""
 
     def __init__(self):
         super().__init__()
         self.enc = nn.Sequential(nn.Conv3d(2, 8, 3, padding=1, bias=False), nn.BatchNorm3d(8), nn.ReLU())
         self.down = nn.Sequential(nn.MaxPool3d(2), nn.Conv3d(8, 16, 3, padding=1), nn.ReLU())
         self.up = nn.ConvTranspose3d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.lift = nn.Conv3d(16, 8, 1)
         self.dec = nn.Sequential(nn.Conv3d(16, 8, 3, padding=1), nn.ReLU())
         self.head = nn.Conv3d(8, 10, 1)
 
     def forward(self, x):  # x [N, 2, 8, 12, 12]
         e = self.enc(x)
-        return self.head(self.dec(torch.cat([e, self.up(self.down(e))], 1))).mean(dim=(2, 3, 4))
+        d = self.down(e)
+        u = self.up(d) + self.lift(nn.functional.interpolate(d, scale_factor=2, mode="trilinear"))
+        h = self.head(self.dec(torch.cat([e, u], 1)))
+        return nn.functional.interpolate(h, size=(5, 7, 9), mode="nearest").mean(dim=(2, 3, 4))
 
 
 def unet3d():

@@ -220,3 +220,34 @@ TEST_CASE("composites: 3-D pooling is a 2-D pooling over height and width, then 
   CHECK(node_named(avg.graph, "AveragePool", 0).kernel_attrs.get_int("count_include_pad", 0) == 1);
   CHECK(avg.graph.values[size_t(avg.graph.outputs[0])].desc.shape == of::Shape{2, 3, 5, 4, 4});
 }
+
+TEST_CASE("composites: 3-D resizing is a 2-D resize over height and width, then one over the depth", "[compiler]") {
+  Graph g;
+  g.name = "resize_3d";
+  const ValueId x = g.add_value("x");
+  g.values[size_t(x)].desc = of::TensorDesc{{2, 3, 4, 5, 6}, of::DType::f32};
+  g.values[size_t(x)].known = true;
+  g.values[size_t(x)].graph_input = true;
+  g.inputs = {x};
+  const ValueId sizes = constant_i64(g, "sizes", {2, 3, 8, 7, 12});
+  const ValueId y = g.add_value("y");
+  of::Attrs a;
+  a.set_str("mode", "linear");
+  g.nodes.push_back(Node{.name = "up", .op_type = "Resize", .inputs = {x, kNoValue, kNoValue, sizes}, .outputs = {y}, .attrs = a});
+  g.values[size_t(y)].graph_output = true;
+  g.outputs = {y};
+  relink(g);
+  Compilation c{.graph = std::move(g)};
+  REQUIRE(InferShapes().run(c));
+  verify(c.graph, "infer-shapes");
+  REQUIRE(count(c.graph, "Resize") == 2);
+  const Node& plane = node_named(c.graph, "Resize", 0);
+  CHECK(c.graph.values[size_t(plane.outputs[0])].desc.shape == of::Shape{2, 12, 7, 12});
+  CHECK(plane.kernel_attrs.get_str("mode") == "linear");
+  const std::vector<float> plane_scales = plane.kernel_attrs.get_floats("scales");
+  CHECK(plane_scales == std::vector<float>{7.0f / 5.0f, 2.0f});  // output over input, as the sizes give
+  const Node& depth = node_named(c.graph, "Resize", 1);
+  CHECK(c.graph.values[size_t(depth.inputs[0])].desc.shape == of::Shape{2, 3, 4, 84});
+  CHECK(depth.kernel_attrs.get_floats("scales") == std::vector<float>{2.0f, 1.0f});
+  CHECK(c.graph.values[size_t(c.graph.outputs[0])].desc.shape == of::Shape{2, 3, 8, 7, 12});
+}
