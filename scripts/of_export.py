@@ -285,12 +285,189 @@ def _index_add_symbolic(g, self, dim, index, other, alpha=None):
     return g.op("ScatterElements", self, g.op("Expand", along, g.op("Shape", other)), other, axis_i=dim, reduction_s="add")
 
 
+# The loss functions torch 1.13 cannot export (F.mse_loss, F.l1_loss, F.smooth_l1_loss,
+# F.huber_loss, F.binary_cross_entropy, F.soft_margin_loss, F.margin_ranking_loss,
+# F.hinge_embedding_loss, F.cosine_embedding_loss, F.poisson_nll_loss), written as the element-wise
+# ops of torch's own definitions (aten's loss kernels) and reduced as `reduction` says: 0 none,
+# 1 mean, 2 sum. Where picks each element's branch as torch's kernels do, so the gradients are
+# theirs too.
+def _const(g, value):
+    return g.op("Constant", value_t=torch.tensor(value, dtype=torch.float32))
+
+
+def _reduced(g, loss, reduction):
+    reduction = symbolic_helper._maybe_get_const(reduction, "i")
+    if reduction == 0:
+        return loss
+    if reduction == 1:
+        return g.op("ReduceMean", loss, keepdims_i=0)
+    if reduction == 2:
+        return g.op("ReduceSum", loss, keepdims_i=0)
+    return symbolic_helper._unimplemented("loss", f"reduction {reduction}", loss)
+
+
+def _mse_loss_symbolic(g, input, target, reduction):
+    d = g.op("Sub", input, target)
+    return _reduced(g, g.op("Mul", d, d), reduction)
+
+
+def _l1_loss_symbolic(g, input, target, reduction):
+    return _reduced(g, g.op("Abs", g.op("Sub", input, target)), reduction)
+
+
+def _piecewise_quadratic(g, input, target, bound, quadratic_scale, linear_scale):
+    """|d| < bound: quadratic_scale * d * d; else linear_scale * (|d| - bound / 2)."""
+    d = g.op("Sub", input, target)
+    z = g.op("Abs", d)
+    quadratic = g.op("Mul", g.op("Mul", d, d), _const(g, quadratic_scale))
+    linear = g.op("Mul", g.op("Sub", z, _const(g, 0.5 * bound)), _const(g, linear_scale))
+    return g.op("Where", g.op("Less", z, _const(g, bound)), quadratic, linear)
+
+
+def _smooth_l1_loss_symbolic(g, input, target, reduction, beta=None):
+    beta = 1.0 if beta is None else symbolic_helper._maybe_get_const(beta, "f")
+    if not isinstance(beta, float):
+        return symbolic_helper._unimplemented("smooth_l1_loss", "a beta known at export", input)
+    if beta == 0.0:  # torch: the L1 loss
+        return _l1_loss_symbolic(g, input, target, reduction)
+    return _reduced(g, _piecewise_quadratic(g, input, target, beta, 0.5 / beta, 1.0), reduction)
+
+
+def _huber_loss_symbolic(g, input, target, reduction, delta):
+    delta = symbolic_helper._maybe_get_const(delta, "f")
+    if not isinstance(delta, float):
+        return symbolic_helper._unimplemented("huber_loss", "a delta known at export", input)
+    return _reduced(g, _piecewise_quadratic(g, input, target, delta, 0.5, delta), reduction)
+
+
+def _binary_cross_entropy_symbolic(g, input, target, weight, reduction):
+    # -(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as torch's kernel does.
+    floor = _const(g, -100.0)
+    log_x = g.op("Max", g.op("Log", input), floor)
+    log_1mx = g.op("Max", g.op("Log", g.op("Sub", _const(g, 1.0), input)), floor)
+    loss = g.op("Neg", g.op("Add", g.op("Mul", target, log_x), g.op("Mul", g.op("Sub", _const(g, 1.0), target), log_1mx)))
+    if weight is not None and not symbolic_helper._is_none(weight):
+        loss = g.op("Mul", loss, weight)
+    return _reduced(g, loss, reduction)
+
+
+def _soft_margin_loss_symbolic(g, input, target, reduction):
+    return _reduced(g, g.op("Softplus", g.op("Neg", g.op("Mul", input, target))), reduction)
+
+
+def _margin_ranking_loss_symbolic(g, input1, input2, target, margin, reduction):
+    # max(0, -y (x1 - x2) + margin)
+    gap = g.op("Mul", g.op("Neg", target), g.op("Sub", input1, input2))
+    return _reduced(g, g.op("Relu", g.op("Add", gap, g.op("Cast", margin, to_i=1))), reduction)
+
+
+def _hinge_embedding_loss_symbolic(g, input, target, margin, reduction):
+    # aten: where(y != 1, max(margin - x, 0), 0) + where(y != -1, x, 0)
+    zero = _const(g, 0.0)
+    clamped = g.op("Relu", g.op("Sub", g.op("Cast", margin, to_i=1), input))
+    not_one = g.op("Not", g.op("Equal", target, _const(g, 1.0)))
+    not_minus_one = g.op("Not", g.op("Equal", target, _const(g, -1.0)))
+    loss = g.op("Add", g.op("Where", not_one, clamped, zero), g.op("Where", not_minus_one, input, zero))
+    return _reduced(g, loss, reduction)
+
+
+def _cosine_embedding_loss_symbolic(g, input1, input2, target, margin, reduction):
+    # aten: cos = sum(x1 x2) / sqrt((sum(x1^2) + 1e-12) (sum(x2^2) + 1e-12)) over the last axis;
+    # where(y == 1, 1 - cos, 0) + where(y == -1, max(0, cos - margin), 0)
+    rank = symbolic_helper._get_tensor_rank(input1)
+    if rank is None:
+        return symbolic_helper._unimplemented("cosine_embedding_loss", "a rank known at export", input1)
+
+    def last_sum(x):
+        if GLOBALS.export_onnx_opset_version >= 13:
+            return g.op("ReduceSum", x, g.op("Constant", value_t=torch.tensor([rank - 1])), keepdims_i=0)
+        return g.op("ReduceSum", x, axes_i=[rank - 1], keepdims_i=0)
+    eps = _const(g, 1e-12)
+    dot = last_sum(g.op("Mul", input1, input2))
+    norms = g.op("Mul", g.op("Add", last_sum(g.op("Mul", input1, input1)), eps), g.op("Add", last_sum(g.op("Mul", input2, input2)), eps))
+    cos = g.op("Div", dot, g.op("Sqrt", norms))
+    zero = _const(g, 0.0)
+    positive = g.op("Where", g.op("Equal", target, _const(g, 1.0)), g.op("Sub", _const(g, 1.0), cos), zero)
+    negative = g.op("Where", g.op("Equal", target, _const(g, -1.0)), g.op("Relu", g.op("Sub", cos, g.op("Cast", margin, to_i=1))), zero)
+    return _reduced(g, g.op("Add", positive, negative), reduction)
+
+
+def _poisson_nll_loss_symbolic(g, input, target, log_input, full, eps, reduction):
+    log_input = symbolic_helper._maybe_get_const(log_input, "b")
+    full = symbolic_helper._maybe_get_const(full, "b")
+    eps = symbolic_helper._maybe_get_const(eps, "f")
+    if not isinstance(log_input, bool) or not isinstance(full, bool) or not isinstance(eps, float):
+        return symbolic_helper._unimplemented("poisson_nll_loss", "log_input, full and eps known at export", input)
+    if log_input:  # exp(x) - t x
+        loss = g.op("Sub", g.op("Exp", input), g.op("Mul", target, input))
+    else:  # x - t log(x + eps)
+        loss = g.op("Sub", input, g.op("Mul", target, g.op("Log", g.op("Add", input, _const(g, eps)))))
+    if full:  # + Stirling's t log t - t + log(2 pi t) / 2 where t > 1
+        stirling = g.op("Add", g.op("Sub", g.op("Mul", target, g.op("Log", target)), target),
+                        g.op("Mul", _const(g, 0.5), g.op("Log", g.op("Mul", _const(g, 2 * 3.141592653589793), target))))
+        loss = g.op("Add", loss, g.op("Where", g.op("Greater", target, _const(g, 1.0)), stirling, _const(g, 0.0)))
+    return _reduced(g, loss, reduction)
+
+
+# nn.Bilinear (torch 1.13 cannot export aten::bilinear): y[..., k] = x1 W[k] x2 + b[k], W [out,
+# in1, in2], as x1 times W laid out [in1, out * in2], reshaped to [..., out, in2], times x2 and
+# summed over in2.
+def _bilinear_symbolic(g, input1, input2, weight, bias):
+    sizes = symbolic_helper._get_tensor_sizes(weight)
+    rank = symbolic_helper._get_tensor_rank(input1)
+    if not sizes or None in sizes or rank is None:
+        return symbolic_helper._unimplemented("bilinear", "shapes known at export", input1)
+    out, in1, in2 = sizes
+    w = g.op("Reshape", g.op("Transpose", weight, perm_i=[1, 0, 2]), g.op("Constant", value_t=torch.tensor([in1, out * in2])))
+    lead = g.op("Slice", g.op("Shape", input1), g.op("Constant", value_t=torch.tensor([0])), g.op("Constant", value_t=torch.tensor([rank - 1])))
+    left = g.op("Reshape", g.op("MatMul", input1, w), g.op("Concat", lead, g.op("Constant", value_t=torch.tensor([out, in2])), axis_i=0))
+    right = g.op("Unsqueeze", input2, g.op("Constant", value_t=torch.tensor([rank - 1])))
+    y = g.op("ReduceSum", g.op("Mul", left, right), g.op("Constant", value_t=torch.tensor([rank])), keepdims_i=0)
+    return y if bias is None or symbolic_helper._is_none(bias) else g.op("Add", y, bias)
+
+
+# nn.Threshold with a threshold other than 0 (torch 1.13 exports only 0): x > threshold ? x : value.
+def _threshold_symbolic(g, input, threshold, value):
+    return g.op("Where", g.op("Greater", input, g.op("Cast", threshold, to_i=1)), input, g.op("Cast", value, to_i=1))
+
+
+# nn.AdaptiveAvgPool2d to a size that does not divide the input (torch 1.13 refuses): its windows
+# [floor(i H / oh), ceil((i + 1) H / oh)) overlap and vary in length, but the pooling is linear and
+# separable: y = P_h x P_w^T with constant averaging matrices. Sizes that divide keep torch's
+# AveragePool.
+def _adaptive_avg_pool2d_symbolic(g, input, output_size):
+    sizes = symbolic_helper._get_tensor_sizes(input)
+    out = symbolic_helper._maybe_get_const(output_size, "is")
+    if not sizes or len(sizes) != 4 or None in sizes[2:] or not isinstance(out, list) or len(out) != 2 or \
+            all(s % o == 0 for s, o in zip(sizes[2:], out)):
+        return symbolic_opset9.adaptive_avg_pool2d(g, input, output_size)
+
+    def averaging(n, o):
+        p = torch.zeros(o, n)
+        for i in range(o):
+            lo, hi = (i * n) // o, -((-(i + 1) * n) // o)
+            p[i, lo:hi] = 1.0 / (hi - lo)
+        return p
+    rows = g.op("MatMul", input, g.op("Constant", value_t=averaging(sizes[3], out[1]).t().contiguous()))
+    return g.op("MatMul", g.op("Constant", value_t=averaging(sizes[2], out[0])), rows)
+
+
 @contextlib.contextmanager
 def _export_symbolics():
-    """.detach() marked for write_stop_gradients, bernoulli_(p) and channel dropout written as Dropouts."""
+    """.detach() marked for write_stop_gradients, bernoulli_(p) and channel dropout written as
+    Dropouts, and the functions torch 1.13 cannot export (losses, nn.Bilinear, ...) written out."""
     symbolics = {"aten::detach": _detach_symbolic, "aten::bernoulli": _bernoulli_symbolic,
                  "aten::feature_dropout": _feature_dropout_symbolic, "aten::feature_dropout_": _feature_dropout_symbolic,
-                 "aten::index_add": _index_add_symbolic}
+                 "aten::index_add": _index_add_symbolic, "aten::mse_loss": _mse_loss_symbolic,
+                 "aten::l1_loss": _l1_loss_symbolic, "aten::smooth_l1_loss": _smooth_l1_loss_symbolic,
+                 "aten::huber_loss": _huber_loss_symbolic, "aten::binary_cross_entropy": _binary_cross_entropy_symbolic,
+                 "aten::soft_margin_loss": _soft_margin_loss_symbolic,
+                 "aten::margin_ranking_loss": _margin_ranking_loss_symbolic,
+                 "aten::hinge_embedding_loss": _hinge_embedding_loss_symbolic,
+                 "aten::cosine_embedding_loss": _cosine_embedding_loss_symbolic,
+                 "aten::poisson_nll_loss": _poisson_nll_loss_symbolic, "aten::bilinear": _bilinear_symbolic,
+                 "aten::threshold": _threshold_symbolic,
+                 "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic}
     for name, fn in symbolics.items():
         torch.onnx.register_custom_op_symbolic(name, fn, _SYMBOLIC_OPSET)
     try:
@@ -349,6 +526,18 @@ def export_keeping_gradient_stops(model, args, path, **kwargs):
     check_forward(model, args)
     with _export_symbolics():
         torch.onnx.export(model, args, path, **kwargs)
+    proto = onnx.load(path)
+    if write_stop_gradients(proto):
+        onnx.save(proto, path)
+
+
+def export_for_inference(model, args, path, opset_version=14, **kwargs):
+    """torch.onnx.export(model, args, path) with the functions torch 1.13 cannot export written out
+    (nn.Bilinear, nn.Threshold, an nn.AdaptiveAvgPool2d whose size does not divide its input,
+    F.mse_loss and the other losses: _export_symbolics), for a model torch's default export refuses.
+    The model is exported as it is: call model.eval() first."""
+    with _export_symbolics():
+        torch.onnx.export(model, args, path, opset_version=opset_version, **kwargs)
     proto = onnx.load(path)
     if write_stop_gradients(proto):
         onnx.save(proto, path)

@@ -135,6 +135,15 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 MaxPool3d(2) down, nn.ConvTranspose3d(16,8,3,stride=2,padding=1,output_padding=1) up
                 beside a trilinear F.interpolate(scale_factor=2), the skip concatenated, a 1x1x1
                 head resized to (5,7,9) (nearest, by sizes), averaged over the volume.
+  exported_losses
+                an MLP returning its own loss: the sum of F.mse_loss, l1_loss,
+                smooth_l1_loss, huber_loss, binary_cross_entropy, soft_margin_loss,
+                margin_ranking_loss, hinge_embedding_loss, cosine_embedding_loss, poisson_nll_loss
+                on multi-hot targets (none of which torch 1.13 exports; scripts/of_export.py does).
+  exported_layers
+                Conv2d, nn.AdaptiveAvgPool2d((3,3)) of a 7x7 map,
+                nn.Threshold(0.1, -1.0), nn.Bilinear(16,12,10), on [4,3,7,7] (layers torch 1.13
+                cannot export; scripts/of_export.py writes them out).
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -340,7 +349,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers"]
 
 
 def parse_args():
@@ -375,7 +384,7 @@ try:
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
     from torch_load_checkpoint import read_safetensors
-    from of_export import export_keeping_gradient_stops, mark_parameters, padding_rows
+    from of_export import export_for_inference, export_keeping_gradient_stops, mark_parameters, padding_rows
 except ImportError as e:  # the models below are torch modules: nothing more can be defined
     print(f"zoo: FAIL: cannot run: {sys.executable} cannot import what the checks need: {e} "
           "(scripts/setup.sh installs it)")
@@ -400,7 +409,7 @@ class Model:
     def __init__(self, infer, feature, classes, label=(), train=None, tokens=False, zero_grad=None, lr_scale=1.0,
                  float64_referee=False, label_smoothing=0.0, ignore_index=None, own_loss=False, multi_hot=False,
                  summed=False, no_decay_1d=False, weight_decay=0.01, clip_norm=0.0, schedule=None, param_lr=(),
-                 clip_value=0.0, mixup=False, missing_values=False):
+                 clip_value=0.0, mixup=False, missing_values=False, written_out=False):
         self.infer, self.train = infer, train if train is not None else infer
         self.feature, self.label, self.classes, self.tokens = tuple(feature), tuple(label), classes, tokens
         # {state_dict key: slice} of elements whose gradient is zero in exact arithmetic (see
@@ -431,6 +440,9 @@ class Model:
         # Labels are float targets [n, *label], 1 with probability 0.3 and else 0 (a multi-label
         # classifier's), not class ids.
         self.multi_hot = multi_hot
+        # torch's default export refuses a layer of the model: its inference check exports with
+        # scripts/of_export.py's export_for_inference, as the README says.
+        self.written_out = written_out
         # Labels are class probabilities [n, classes], as torchvision's RandomMixup makes them:
         # lam * one_hot(a) + (1 - lam) * one_hot(b), lam ~ Beta(0.2, 0.2).
         self.mixup = mixup
@@ -955,6 +967,49 @@ def mixup():
     net = bn_cnn().infer
     return Model(net, (3, 8, 8), 10, label=(10,), own_loss=True, mixup=True,
                  train=WithLoss(net, nn.CrossEntropyLoss(weight=torch.linspace(0.5, 2.0, 10))))
+
+
+class ExportedLosses(nn.Module):
+    """A model whose forward adds up the torch.nn.functional losses torch 1.13 cannot export
+    (scripts/of_export.py writes them out), against a multi-hot target y and its signs 2y - 1."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, input, label):
+        out, sign = self.net(input), 2 * label - 1
+        return (F.mse_loss(out, label) + F.l1_loss(out, label) + F.smooth_l1_loss(out, label, beta=0.5)
+                + F.huber_loss(out, label, delta=0.7) + F.binary_cross_entropy(torch.sigmoid(out), label)
+                + F.soft_margin_loss(out, sign) + F.margin_ranking_loss(out[:, 0], out[:, 1], sign[:, 2], margin=0.1)
+                + F.hinge_embedding_loss(out, sign, margin=0.5)
+                + F.cosine_embedding_loss(out[:, :5], out[:, 5:], sign[:, 0], margin=0.2) + F.poisson_nll_loss(out, label))
+
+
+def exported_losses():
+    net = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 10))
+    return Model(net, (16,), 10, label=(10,), own_loss=True, multi_hot=True, train=ExportedLosses(net))
+
+
+class ExportedLayers(nn.Module):
+    """torch.nn layers torch 1.13 cannot export as they are (scripts/of_export.py writes them out):
+    nn.AdaptiveAvgPool2d to a size that does not divide its input, nn.Threshold with a threshold
+    other than 0, nn.Bilinear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = nn.AdaptiveAvgPool2d((3, 3))
+        self.fc, self.threshold = nn.Linear(72, 16), nn.Threshold(0.1, -1.0)
+        self.bilinear = nn.Bilinear(16, 12, 10)
+
+    def forward(self, x):  # x [N, 3, 7, 7]: 7 does not divide by 3
+        h = self.threshold(self.fc(self.pool(torch.relu(self.conv(x))).flatten(1)))
+        return self.bilinear(h, h[:, 2:14])
+
+
+def exported_layers():
+    return Model(ExportedLayers(), (3, 7, 7), 10, written_out=True)
 
 
 class FocalLoss(nn.Module):
@@ -1770,7 +1825,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers]))
 
 
 def build(name):
@@ -1870,15 +1925,17 @@ def to_opset18(proto):
     return proto
 
 
-def export(model, x, path, opset, train, input_names=None):
+def export(model, x, path, opset, train, input_names=None, written_out=False):
     """torch.onnx.export as a user calls it; its warnings are noise here (the ONNX file is what
-    gets checked) and its failure is a tool failure. Opset 18: the export at 17, rewritten."""
+    gets checked) and its failure is a tool failure. Opset 18: the export at 17, rewritten.
+    written_out: an inference export through scripts/of_export.py's export_for_inference (layers
+    torch's default export refuses), as the README tells users."""
     kwargs = dict(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) if train else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # Training: as scripts/of_export.py's export_for_training (.detach() kept, no_grad refused).
-            write = export_keeping_gradient_stops if train else torch.onnx.export
+            write = export_keeping_gradient_stops if train else export_for_inference if written_out else torch.onnx.export
             write(model, x, path, opset_version=min(opset, 17), input_names=input_names, **kwargs)
     except Exception as e:  # the exporter raises many types (RuntimeError, SymbolicValueError, ...)
         line = str(e).strip().splitlines()
@@ -1965,7 +2022,7 @@ def check_infer(args, name, m, work):
     with torch.no_grad():
         want = model(x).numpy()
     path = os.path.join(work, "model.onnx")
-    _, inputs, outputs = export(model, x, path, args.opset, train=False)
+    _, inputs, outputs = export(model, x, path, args.opset, train=False, written_out=m.written_out)
     if len(inputs) != 1 or len(outputs) != 1:
         raise Failure(f"the export has inputs {inputs} and outputs {outputs}, not one of each")
     plan = os.path.join(work, "p.ofp")

@@ -59,7 +59,7 @@ TEST_CASE("conv: 1-D (nn.Conv1d) lowers as the 2-D kernel of height 1", "[compil
   CHECK(t.ints("dilations") == std::vector<int64_t>{1, 1});
 }
 
-TEST_CASE("conv: 3-D (nn.Conv3d) lowers with three axes of attributes; its bias gradient sums N, D, H, W", "[compiler]") {
+TEST_CASE("conv: 3-D (nn.Conv3d) lowers with three axes of attributes, its bias gradient sums N, D, H, W", "[compiler]") {
   OneNode t(conv_def(), {f32({2, 3, 5, 9, 8}), f32({4, 3, 3, 7, 7}), f32({4})},
             A().is("strides", {1, 2, 2}).is("pads", {1, 3, 3, 1, 3, 2}).is("dilations", {1, 1, 1}));
   CHECK(t.shape() == Shape{2, 4, 5, 5, 4});  // (5+2-3)/1+1, (9+6-7)/2+1, (8+5-7)/2+1
