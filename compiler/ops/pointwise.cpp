@@ -108,8 +108,15 @@ int64_t const_int(OpCtx& c, size_t i, const char* what) {
   return x;
 }
 
-// Clip: min and max are optional constant inputs (absent: unbounded), of f32 (torchvision's
-// ReLU6, torch.clamp) or of int64 ids (`ids.clamp(max=V - 1)`: kernel clip_int, no gradient).
+// Clip: min and max are optional inputs (absent: unbounded), of f32 (torchvision's ReLU6,
+// torch.clamp) or of int64 ids (`ids.clamp(max=V - 1)`: kernel clip_int, no gradient). Constant
+// bounds are the clip kernel's attributes; a float bound computed at run time (torch.clamp(x,
+// min=t) of a 0-d tensor t) makes Clip a composite of Wheres, with torch's gradients: x's where it
+// is inside the bounds, a bound's where x is beyond it.
+bool runtime_bounds(const OpCtx& c) {
+  return c.in(0).dtype == DType::f32 && ((c.has_in(1) && !c.const_data(1)) || (c.has_in(2) && !c.const_data(2)));
+}
+
 void infer_clip(OpCtx& c) {
   c.expect_arity(1, 3);
   if (c.in(0).dtype == DType::i64) {
@@ -118,12 +125,26 @@ void infer_clip(OpCtx& c) {
     c.out(0) = c.in(0);
     return;
   }
-  if (c.has_in(1)) const_scalar(c, 1, "min");
-  if (c.has_in(2)) const_scalar(c, 2, "max");
+  for (size_t i : {size_t(1), size_t(2)}) {
+    if (!c.has_in(i)) continue;
+    if (c.const_data(i)) const_scalar(c, i, i == 1 ? "min" : "max");
+    else if (c.in(i).dtype != DType::f32 || !c.in(i).shape.empty())
+      c.fail("input {} ({}) has {} {}, expected an f32 scalar", i, i == 1 ? "min" : "max", dtype_name(c.in(i).dtype), shape_str(c.in(i).shape));
+  }
   infer_same(c);
 }
 
+// y = x < min ? min : x, then y > max ? max : y (NaN stays NaN).
+void expand_clip(ExpandCtx& c) {
+  const bool upper = c.node().inputs.size() > 2 && c.input(2) != kNoValue;
+  ValueId y = c.input(0);
+  if (c.node().inputs.size() > 1 && c.input(1) != kNoValue)
+    y = c.emit("Where", {c.emit("Less", {y, c.input(1)}), c.input(1), y}, {}, upper ? kNoValue : c.output(0));
+  if (upper) c.emit("Where", {c.emit("Greater", {y, c.input(2)}), c.input(2), y}, {}, c.output(0));
+}
+
 void lower_clip(OpCtx& c) {
+  if (runtime_bounds(c)) return;  // expand_clip
   Attrs a;
   if (c.in(0).dtype == DType::i64) {
     if (c.has_in(1)) a.set_int("min", const_int(c, 1, "min"));
@@ -166,6 +187,8 @@ std::vector<KernelSbp> with_grad(std::string_view forward, std::string_view grad
 OpDef clip_def() {
   OpDef d{"Clip", infer_clip, lower_clip, grad_by_kernel<kClip>, {}, with_grad("clip", "clip_grad")};
   d.kernels.push_back(sbp_rule("clip_int", sbp::elementwise));
+  d.expand = expand_clip;
+  d.expands = runtime_bounds;
   return d;
 }
 OpDef erf_def() { return {"Erf", infer_one, lower_plain<kErf>, grad_by_kernel<kErf>, {}, with_grad("erf", "erf_grad")}; }

@@ -698,6 +698,9 @@ bool Parallelizer::join_bucket(NodeId id) {
   const Layout& from = *home_[size_t(grad)];
   const TensorDesc& desc = g_.values[size_t(grad)].desc;
   if (phys_of_[size_t(grad)].size() != p.size() || boxed_.count({grad, layout_key(want)})) return false;
+  // A 0-d gradient (CLIP's logit_scale, a learned clipping bound) stays out: the update would read
+  // its part of the bucket as [1], and a plan's view cannot say [] (an empty view means none).
+  if (desc.shape.empty()) return false;
   const size_t hops = boxing_route(desc, from, want, &rank_of_device_).size() - 1;
   if (!bucketable(uint64_t(desc.bytes()), hops, from, want)) return false;
   size_t k = 0;

@@ -144,6 +144,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 Conv2d, nn.AdaptiveAvgPool2d((3,3)) of a 7x7 map,
                 nn.Threshold(0.1, -1.0), nn.Bilinear(16,12,10), on [4,3,7,7] (layers torch 1.13
                 cannot export; scripts/of_export.py writes them out).
+  linear_attention
+                causal linear attention on [4,6,8]: (q @ k^T).tril() @ v (Trilu of activations),
+                then torch.clamp(h, min=alpha - 1, max=alpha) with a learned 0-d alpha (PACT; Clip
+                with bounds computed at run time).
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -349,7 +353,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention"]
 
 
 def parse_args():
@@ -967,6 +971,27 @@ def mixup():
     net = bn_cnn().infer
     return Model(net, (3, 8, 8), 10, label=(10,), own_loss=True, mixup=True,
                  train=WithLoss(net, nn.CrossEntropyLoss(weight=torch.linspace(0.5, 2.0, 10))))
+
+
+class LinearAttention(nn.Module):
+    """Causal linear attention, the scores (q k^T) masked by .tril() instead of a softmax (as
+    linear-attention and RetNet-style code writes it), then a PACT activation: torch.clamp between
+    bounds computed from a learned 0-d parameter, as quantization-aware training clips."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.qkv, self.out = nn.Linear(8, 16), nn.Linear(16, 48), nn.Linear(16, 10)
+        self.alpha = nn.Parameter(torch.tensor(0.8))
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = self.embed(x)
+        q, k, v = self.qkv(h).chunk(3, -1)
+        h = h + (q @ k.transpose(1, 2)).tril() @ v / 4
+        return self.out(torch.clamp(h, min=self.alpha - 1.0, max=self.alpha).mean(1))
+
+
+def linear_attention():
+    return Model(LinearAttention(), (6, 8), 10)
 
 
 class ExportedLosses(nn.Module):
@@ -1825,7 +1850,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention]))
 
 
 def build(name):

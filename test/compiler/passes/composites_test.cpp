@@ -251,3 +251,68 @@ TEST_CASE("composites: 3-D resizing is a 2-D resize over height and width, then 
   CHECK(depth.kernel_attrs.get_floats("scales") == std::vector<float>{2.0f, 1.0f});
   CHECK(c.graph.values[size_t(c.graph.outputs[0])].desc.shape == of::Shape{2, 3, 8, 7, 12});
 }
+
+namespace {
+
+// y = op(x, extra...) over a run-time x [2, 3, 4] and constant or run-time extra inputs.
+Graph one_op_graph(const std::string& op, std::vector<ValueId (*)(Graph&)> extras, of::Attrs a) {
+  Graph g;
+  g.name = "one_op";
+  const ValueId x = g.add_value("x");
+  g.values[size_t(x)].desc = of::TensorDesc{{2, 3, 4}, of::DType::f32};
+  g.values[size_t(x)].known = true;
+  g.values[size_t(x)].graph_input = true;
+  g.inputs = {x};
+  std::vector<ValueId> inputs = {x};
+  for (auto make : extras) inputs.push_back(make(g));
+  const ValueId y = g.add_value("y");
+  g.nodes.push_back(Node{.name = op, .op_type = op, .inputs = inputs, .outputs = {y}, .attrs = std::move(a)});
+  g.values[size_t(y)].graph_output = true;
+  g.outputs = {y};
+  relink(g);
+  return g;
+}
+
+ValueId k_one(Graph& g) { return constant_i64(g, "k", {1}); }
+ValueId runtime_bound(Graph& g) {
+  const ValueId v = g.add_value("bound");
+  g.values[size_t(v)].desc = of::TensorDesc{{}, of::DType::f32};
+  g.values[size_t(v)].known = true;
+  g.values[size_t(v)].graph_input = true;
+  g.inputs.push_back(v);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("composites: Trilu of run-time data is Where over a constant mask of the last two axes", "[compiler]") {
+  of::Attrs upper;
+  upper.set_int("upper", 1);
+  Compilation c{.graph = one_op_graph("Trilu", {k_one}, upper)};
+  REQUIRE(InferShapes().run(c));
+  verify(c.graph, "infer-shapes");
+  REQUIRE(count(c.graph, "Where") == 1);
+  CHECK(count(c.graph, "Trilu") == 0);
+  const Node& where = node_named(c.graph, "Where", 0);
+  const Value& mask = c.graph.values[size_t(where.inputs[0])];
+  REQUIRE(mask.contents());
+  CHECK(mask.desc.shape == of::Shape{3, 4});
+  CHECK(mask.desc.dtype == of::DType::bool_);
+  // triu(k=1) of 3 x 4: kept where column - row >= 1
+  CHECK(*mask.contents() == std::vector<uint8_t>{0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1});
+  CHECK(c.graph.values[size_t(c.graph.outputs[0])].desc.shape == of::Shape{2, 3, 4});
+}
+
+TEST_CASE("composites: Clip with run-time bounds is two Wheres, with constant bounds the clip kernel", "[compiler]") {
+  Compilation run_time{.graph = one_op_graph("Clip", {runtime_bound, runtime_bound}, {})};
+  REQUIRE(InferShapes().run(run_time));
+  verify(run_time.graph, "infer-shapes");
+  CHECK(count(run_time.graph, "Clip") == 0);
+  CHECK(count(run_time.graph, "Where") == 2);
+  CHECK(count(run_time.graph, "Less") == 1);
+  CHECK(count(run_time.graph, "Greater") == 1);
+  Compilation lower_only{.graph = one_op_graph("Clip", {runtime_bound}, {})};
+  REQUIRE(InferShapes().run(lower_only));
+  CHECK(count(lower_only.graph, "Where") == 1);
+  CHECK(count(lower_only.graph, "Greater") == 0);
+}
