@@ -452,6 +452,91 @@ def _adaptive_avg_pool2d_symbolic(g, input, output_size):
     return g.op("MatMul", g.op("Constant", value_t=averaging(sizes[2], out[0])), rows)
 
 
+# nn.EmbeddingBag (recommendation models' sparse features: DLRM's tables), which torch exports as
+# an ONNX Loop over the bags (ofc refuses Loop). Written instead as:
+#  - bags of one length (a 2-D input, whose offsets torch makes constant and evenly spaced): the
+#    rows gathered as [bags, length, dim] and summed, averaged or maxed over the length;
+#  - offsets given at run time (a 1-D input and its offsets), from opset 16: each row added into
+#    its bag by ScatterElements(reduction="add"), the bag of entry i being the number of offsets
+#    <= i, less one; a mean divides by the bag's size (an empty bag gives zeros, as torch's).
+# per_sample_weights multiply the rows (mode sum); entries equal to padding_idx take no part (they
+# add nothing, count for nothing and their row gets no gradient, as torch's). Refused by name:
+# max over run-time offsets or with padding_idx, scale_grad_by_freq.
+def _embedding_bag_symbolic(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                            include_last_offset, padding_idx=None):
+    def refuse(what):
+        raise RuntimeError(f"of_export: nn.EmbeddingBag {what}")
+    mode = symbolic_helper._maybe_get_const(mode, "i")
+    if symbolic_helper._maybe_get_const(scale_grad_by_freq, "b") is True:
+        refuse("with scale_grad_by_freq=True is not supported")
+    last = symbolic_helper._maybe_get_const(include_last_offset, "b") is True
+    pad = None if padding_idx is None or symbolic_helper._is_none(padding_idx) else symbolic_helper._maybe_get_const(padding_idx, "i")
+    if pad is not None and pad < 0:
+        pad += symbolic_helper._get_tensor_sizes(weight)[0]
+    weights = None if per_sample_weights is None or symbolic_helper._is_none(per_sample_weights) else per_sample_weights
+    n = symbolic_helper._get_tensor_sizes(indices)
+    dim = symbolic_helper._get_tensor_sizes(weight)[1]
+    if not n or len(n) != 1 or n[0] is None or dim is None:
+        refuse("needs the number of indices and the embedding size known at export")
+    n = n[0]
+    rows = g.op("Gather", weight, indices, axis_i=0)  # [n, dim]
+    kept = None  # [n] float: 0 at padding_idx entries
+    if pad is not None:
+        if mode == 2:
+            refuse("mode='max' with padding_idx is not supported")
+        kept = g.op("Cast", g.op("Not", g.op("Equal", indices, g.op("Constant", value_t=torch.tensor(pad, dtype=torch.int64)))), to_i=1)
+    scale = kept if weights is None else weights if kept is None else g.op("Mul", weights, kept)
+    if scale is not None:
+        rows = g.op("Mul", rows, g.op("Unsqueeze", scale, g.op("Constant", value_t=torch.tensor([1]))))
+    starts = symbolic_helper._maybe_get_const(offsets, "is") if offsets.node().kind() == "onnx::Constant" else None
+    if isinstance(starts, list):
+        bags = len(starts) - (1 if last else 0)
+        length = n // bags if bags > 0 else 0
+        if bags > 0 and length > 0 and n == bags * length and starts[:bags] == list(range(0, n, length)):
+            grouped = g.op("Reshape", rows, g.op("Constant", value_t=torch.tensor([bags, length, dim])))
+            axis = g.op("Constant", value_t=torch.tensor([1]))
+            if mode == 2:
+                if GLOBALS.export_onnx_opset_version >= 18:
+                    return g.op("ReduceMax", grouped, axis, keepdims_i=0), None, None, None
+                return g.op("ReduceMax", grouped, axes_i=[1], keepdims_i=0), None, None, None
+            total = g.op("ReduceSum", grouped, axis, keepdims_i=0)
+            if mode == 0:
+                return total, None, None, None
+            if kept is None:
+                return g.op("Div", total, g.op("Constant", value_t=torch.tensor(float(length)))), None, None, None
+            count = g.op("ReduceSum", g.op("Reshape", kept, g.op("Constant", value_t=torch.tensor([bags, length]))), axis, keepdims_i=1)
+            return g.op("Div", total, g.op("Max", count, g.op("Constant", value_t=torch.tensor(1.0)))), None, None, None
+    if mode == 2:
+        refuse("mode='max' with offsets given at run time is not supported")
+    if GLOBALS.export_onnx_opset_version < 16:
+        refuse("with offsets given at run time needs opset_version=16 or later (ScatterElements adds from 16)")
+    bags = symbolic_helper._get_tensor_sizes(offsets)
+    if not bags or bags[0] is None:
+        refuse("needs the number of offsets known at export")
+    bags = bags[0] - (1 if last else 0)
+    starts = offsets if not last else g.op("Slice", offsets, g.op("Constant", value_t=torch.tensor([0])),
+                                                g.op("Constant", value_t=torch.tensor([bags])))
+    positions = g.op("Constant", value_t=torch.arange(n, dtype=torch.int64).unsqueeze(1))  # [n, 1]
+    started = g.op("Cast", g.op("LessOrEqual", g.op("Unsqueeze", starts, g.op("Constant", value_t=torch.tensor([0]))), positions), to_i=1)
+    bag = g.op("Sub", g.op("ReduceSum", started, g.op("Constant", value_t=torch.tensor([1])), keepdims_i=1),
+               g.op("Constant", value_t=torch.tensor(1.0)))  # [n, 1]
+    target = g.op("Expand", g.op("Cast", bag, to_i=7), g.op("Constant", value_t=torch.tensor([n, dim])))
+    zeros = g.op("Constant", value_t=torch.zeros(bags, dim))
+    total = g.op("ScatterElements", zeros, target, rows, axis_i=0, reduction_s="add")
+    if mode == 0:
+        return total, None, None, None
+    if kept is None:
+        ends = g.op("Concat", g.op("Slice", offsets, g.op("Constant", value_t=torch.tensor([1])),
+                                   g.op("Constant", value_t=torch.tensor([bags + 1 if last else bags]))),
+                    *([] if last else [g.op("Constant", value_t=torch.tensor([n]))]), axis_i=0)
+        count = g.op("Cast", g.op("Sub", ends, starts), to_i=1)
+    else:
+        count = g.op("ScatterElements", g.op("Constant", value_t=torch.zeros(bags)), g.op("Cast", g.op("Squeeze", bag, g.op("Constant", value_t=torch.tensor([1]))), to_i=7),
+                     kept, axis_i=0, reduction_s="add")
+    count = g.op("Unsqueeze", g.op("Max", count, g.op("Constant", value_t=torch.tensor(1.0))), g.op("Constant", value_t=torch.tensor([1])))
+    return g.op("Div", total, count), None, None, None
+
+
 @contextlib.contextmanager
 def _export_symbolics():
     """.detach() marked for write_stop_gradients, bernoulli_(p) and channel dropout written as
@@ -468,13 +553,18 @@ def _export_symbolics():
                  "aten::poisson_nll_loss": _poisson_nll_loss_symbolic, "aten::bilinear": _bilinear_symbolic,
                  "aten::threshold": _threshold_symbolic,
                  "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic}
+    # torch's own embedding_bag symbolics are registered for opsets 10 and 11: the exporter takes
+    # the latest at or below the export's, so ours is registered at 11 (ofc reads opset 13 on).
+    at_opset = {name: _SYMBOLIC_OPSET for name in symbolics}
+    symbolics["aten::embedding_bag"] = _embedding_bag_symbolic
+    at_opset["aten::embedding_bag"] = 11
     for name, fn in symbolics.items():
-        torch.onnx.register_custom_op_symbolic(name, fn, _SYMBOLIC_OPSET)
+        torch.onnx.register_custom_op_symbolic(name, fn, at_opset[name])
     try:
         yield
     finally:
         for name in symbolics:
-            torch.onnx.unregister_custom_op_symbolic(name, _SYMBOLIC_OPSET)
+            torch.onnx.unregister_custom_op_symbolic(name, at_opset[name])
 
 
 def write_stop_gradients(proto):

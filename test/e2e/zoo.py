@@ -148,6 +148,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 causal linear attention on [4,6,8]: (q @ k^T).tril() @ v (Trilu of activations),
                 then torch.clamp(h, min=alpha - 1, max=alpha) with a learned 0-d alpha (PACT; Clip
                 with bounds computed at run time).
+  recommender   a DLRM-style recommender on [4,14]: nn.EmbeddingBag sum with per_sample_weights
+                (3 ids), mean with padding_idx=0 (5 ids), max (2 ids), and mean over bags of
+                uneven lengths (a 1-D input with offsets: at opset 16, ScatterElements adds), ids
+                made from the float features, beside an MLP of the dense ones.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -353,7 +357,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender"]
 
 
 def parse_args():
@@ -992,6 +996,39 @@ class LinearAttention(nn.Module):
 
 def linear_attention():
     return Model(LinearAttention(), (6, 8), 10)
+
+
+class Recommender(nn.Module):
+    """A DLRM-style recommender's sparse features through nn.EmbeddingBag (torch exports it as a
+    Loop; scripts/of_export.py writes it out): a genre field of 3 ids summed with per-sample
+    weights, a history of 5 ids averaged with padding_idx 0 (no entry), a max over 2 tag ids, and
+    clicks in bags of uneven lengths (a 1-D input with offsets) averaged; ids made from the float
+    features, beside an MLP of the dense ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.bottom = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.genres = nn.EmbeddingBag(12, 8, mode="sum")
+        self.history = nn.EmbeddingBag(20, 8, mode="mean", padding_idx=0)
+        self.tags = nn.EmbeddingBag(9, 8, mode="max")
+        self.clicks = nn.EmbeddingBag(15, 8, mode="mean")
+        self.top = nn.Linear(40, 10)
+
+    def forward(self, x):  # x [N, 14]: 4 dense features, then 10 id-like ones
+        p = torch.sigmoid(x[:, 4:])
+        def ids(cols, n, shift=0):  # ids in [0, n); with a shift, 0 (history's padding) more often
+            return (p[:, cols] * n - shift).long().clamp(0, n - 1)
+        genres = self.genres(ids(slice(0, 3), 12), per_sample_weights=p[:, 0:3])
+        history = self.history(ids(slice(3, 8), 20, shift=4))
+        tags = self.tags(ids(slice(8, 10), 9))
+        n = x.shape[0]
+        starts = torch.tensor([0] + [3 * i + i % 2 for i in range(1, n)])  # bags of 4, 2, 4, ... ids
+        clicks = self.clicks(ids(slice(0, 3), 15).flatten(), starts)
+        return self.top(torch.cat([self.bottom(x[:, :4]), genres, history, tags, clicks], 1))
+
+
+def recommender():
+    return Model(Recommender(), (14,), 10, written_out=True)
 
 
 class ExportedLosses(nn.Module):
@@ -1850,7 +1887,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender]))
 
 
 def build(name):
