@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "compiler/ops/const_eval.h"
 #include "compiler/ops/op_def.h"
 
 namespace of::compiler {
@@ -22,6 +23,8 @@ const std::vector<uint8_t>* OpCtx::const_data(size_t i) const {
   const Value& v = g_.values[node_.inputs[i]];
   return v.contents();
 }
+
+bool OpCtx::parameter(size_t i) const { return has_in(i) && is_parameter(g_, g_.values[node_.inputs[i]]); }
 
 std::vector<int64_t> OpCtx::const_ints(size_t i) const {
   const std::vector<uint8_t>* d = const_data(i);

@@ -32,6 +32,10 @@ class OpCtx {
   const TensorDesc& in(size_t i) const;            // fails (naming the node) when absent
   // Constant contents of input i, or nullptr when it is not known at compile time.
   const std::vector<uint8_t>* const_data(size_t i) const;
+  // Input i is a parameter (const_eval.h's is_parameter: a float initializer under the model's
+  // own name), which may train: an op that could take it as a compile-time constant (Pow's
+  // exponent, Clip's bounds) reads it at run time instead, so that its gradient flows.
+  bool parameter(size_t i) const;
   // Integer contents of a constant int64/int32 input (e.g. Reshape's shape); fails if not constant.
   std::vector<int64_t> const_ints(size_t i) const;
   TensorDesc& out(size_t i);                        // marks output i known

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Erf, Exp, Sqrt, Reciprocal, Neg, Pow (constant exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
+// Erf, Exp, Sqrt, Reciprocal, Neg, Pow (a constant or a tensor exponent), Clip (ReLU6), LeakyRelu, HardSigmoid,
 // HardSwish, Log, Abs, Sin, Cos, Softplus (and so nn.Mish), Elu, Sign, Floor, Ceil, Round: element-wise f32, output shape = input shape. Gradients either have their own
 // kernel `<k>_grad(dy, x)` or are composed of existing ones (Exp, Sqrt, Reciprocal, Neg). Every
 // kernel here splits like any element-wise one.
@@ -84,14 +84,56 @@ void grad_neg(GradCtx& g) {
   if (g.wants(0)) g.add_in_grad(0, g.emit("NegGrad", "mul", {g.out_grad(0), g.scalar(-1.0f)}, {}, g.desc(g.in(0))));
 }
 
+// Pow: a constant scalar exponent is the pow kernel's attribute; any other float exponent (GeM
+// pooling's learned p, x ** t of two tensors) runs the broadcasting pow_tensor kernel, with
+// torch's gradients: dx = dy b x^(b-1) (0 where b == 0), db = dy y log(x) (0 where x == 0 and
+// b >= 0), each summed over what it was broadcast along.
+bool constant_exponent(const OpCtx& c) {
+  return c.const_data(1) && !c.parameter(1) && numel(c.in(1).shape) == 1 && c.in(1).dtype == DType::f32;
+}
+
 void infer_pow(OpCtx& c) {
   c.expect_arity(2, 2);
-  const_scalar(c, 1, "exponent");
-  if (c.in(1).shape.size() > c.in(0).shape.size()) c.fail("the exponent has a higher rank than the base");
-  infer_same(c);
+  if (constant_exponent(c)) {
+    if (c.in(1).shape.size() > c.in(0).shape.size()) c.fail("the exponent has a higher rank than the base");
+    infer_same(c);
+    return;
+  }
+  c.expect_float(0);
+  if (c.in(1).dtype != DType::f32) c.fail("input 1 (exponent) has dtype {}, expected float", dtype_name(c.in(1).dtype));
+  c.out(0) = TensorDesc{broadcast_shapes(c, c.in(0).shape, c.in(1).shape), DType::f32};
+}
+
+void grad_pow(GradCtx& g) {
+  if (g.node().kernel == kPow) {
+    grad_by_kernel<kPow>(g);
+    return;
+  }
+  const ValueId dy = g.out_grad(0), x = g.in(0), b = g.in(1), y = g.out(0);
+  const TensorDesc out = g.desc(y), mask{out.shape, DType::bool_};
+  const TensorDesc x_mask{g.desc(x).shape, DType::bool_}, b_mask{g.desc(b).shape, DType::bool_};
+  if (g.wants(0)) {
+    const ValueId lower = g.emit("PowGradExponent", "sub", {b, g.scalar(1.0f)}, {}, g.desc(b));
+    const ValueId slope = g.emit("PowGradSlope", "mul", {g.emit("PowGradPower", "pow_tensor", {x, lower}, {}, out), b}, {}, out);
+    const ValueId dx = g.emit("PowGradBase", "mul", {dy, slope}, {}, out);
+    const ValueId constant = g.emit("PowGradConstant", "equal", {b, g.scalar(0.0f)}, {}, b_mask);
+    g.add_in_grad(0, g.unbroadcast(g.emit("PowGradBaseZeros", "where", {constant, g.scalar(0.0f), dx}, {}, out), g.desc(x).shape));
+  }
+  if (g.wants(1)) {
+    const ValueId log_x = g.emit("PowGradLog", "log", {x}, {}, g.desc(x));
+    const ValueId db = g.emit("PowGradExp", "mul", {dy, g.emit("PowGradTimesLog", "mul", {y, log_x}, {}, out)}, {}, out);
+    const ValueId zero_base = g.emit("PowGradZeroBase", "equal", {x, g.scalar(0.0f)}, {}, x_mask);
+    const ValueId nonnegative = g.emit("PowGradNonnegative", "greater_or_equal", {b, g.scalar(0.0f)}, {}, b_mask);
+    const ValueId flat = g.emit("PowGradFlat", "logical_and", {zero_base, nonnegative}, {}, mask);
+    g.add_in_grad(1, g.unbroadcast(g.emit("PowGradExpZeros", "where", {flat, g.scalar(0.0f), db}, {}, out), g.desc(b).shape));
+  }
 }
 
 void lower_pow(OpCtx& c) {
+  if (!constant_exponent(c)) {
+    c.set_kernel("pow_tensor");
+    return;
+  }
   Attrs a;
   a.set_float("exponent", const_scalar(c, 1, "exponent"));
   c.set_kernel(kPow, std::move(a));
@@ -111,10 +153,11 @@ int64_t const_int(OpCtx& c, size_t i, const char* what) {
 // Clip: min and max are optional inputs (absent: unbounded), of f32 (torchvision's ReLU6,
 // torch.clamp) or of int64 ids (`ids.clamp(max=V - 1)`: kernel clip_int, no gradient). Constant
 // bounds are the clip kernel's attributes; a float bound computed at run time (torch.clamp(x,
-// min=t) of a 0-d tensor t) makes Clip a composite of Wheres, with torch's gradients: x's where it
-// is inside the bounds, a bound's where x is beyond it.
+// min=t) of a 0-d tensor t) or a parameter (a learned bound) makes Clip a composite of Wheres,
+// with torch's gradients: x's where it is inside the bounds, a bound's where x is beyond it.
 bool runtime_bounds(const OpCtx& c) {
-  return c.in(0).dtype == DType::f32 && ((c.has_in(1) && !c.const_data(1)) || (c.has_in(2) && !c.const_data(2)));
+  auto runtime = [&](size_t i) { return c.has_in(i) && (!c.const_data(i) || c.parameter(i)); };
+  return c.in(0).dtype == DType::f32 && (runtime(1) || runtime(2));
 }
 
 void infer_clip(OpCtx& c) {
@@ -127,7 +170,7 @@ void infer_clip(OpCtx& c) {
   }
   for (size_t i : {size_t(1), size_t(2)}) {
     if (!c.has_in(i)) continue;
-    if (c.const_data(i)) const_scalar(c, i, i == 1 ? "min" : "max");
+    if (c.const_data(i) && !c.parameter(i)) const_scalar(c, i, i == 1 ? "min" : "max");
     else if (c.in(i).dtype != DType::f32 || !c.in(i).shape.empty())
       c.fail("input {} ({}) has {} {}, expected an f32 scalar", i, i == 1 ? "min" : "max", dtype_name(c.in(i).dtype), shape_str(c.in(i).shape));
   }
@@ -217,7 +260,11 @@ OpDef cos_def() { return {"Cos", infer_one, lower_plain<kCos>, grad_by_kernel<kC
 OpDef softplus_def() { return {"Softplus", infer_one, lower_plain<kSoftplus>, grad_by_kernel<kSoftplus>, {}, with_grad("softplus", "softplus_grad")}; }
 OpDef elu_def() { return {"Elu", infer_one, lower_elu, grad_by_kernel<kElu>, {real_attr("alpha")}, with_grad("elu", "elu_grad")}; }
 OpDef neg_def() { return {"Neg", infer_one, lower_plain<kNeg>, grad_neg, {}, {sbp_rule("neg", sbp::elementwise_linear)}}; }
-OpDef pow_def() { return {"Pow", infer_pow, lower_pow, grad_by_kernel<kPow>, {}, with_grad("pow", "pow_grad")}; }
+OpDef pow_def() {
+  OpDef d{"Pow", infer_pow, lower_pow, grad_pow, {}, with_grad("pow", "pow_grad")};
+  d.kernels.push_back(sbp_rule("pow_tensor", sbp::elementwise));
+  return d;
+}
 OpDef reciprocal_def() { return {"Reciprocal", infer_one, lower_plain<kReciprocal>, grad_reciprocal, {}, {sbp_rule("reciprocal", sbp::elementwise)}}; }
 OpDef sqrt_def() { return {"Sqrt", infer_one, lower_plain<kSqrt>, grad_sqrt, {}, {sbp_rule("sqrt", sbp::elementwise)}}; }
 

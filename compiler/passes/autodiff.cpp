@@ -204,6 +204,20 @@ std::vector<ValueId> trainable_weights(Compilation& c) {
       check_finite_weight(g, v);
       weights.push_back(v);
     }
+  // A parameter torch trains that a node reads only when compiling (an attribute-like input taken
+  // as a constant) would silently keep its value: refused, naming the node.
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ValueId v = n.inputs[i];
+      if (v == kNoValue || seen[size_t(v)] || std::count(n.runtime_inputs.begin(), n.runtime_inputs.end(), v) > 0) continue;
+      const Value& val = g.values[size_t(v)];
+      if (!val.initializer || val.desc.dtype != DType::f32 || state[size_t(v)] || exporter_named(val.name) ||
+          frozen_by_option(c.options, val.name) || !listed_as_trained(g, val.name))
+        continue;
+      fail({.file = g.source_file, .node = n.name, .op = n.op_type},
+           "reads parameter '{}' (input {}) as a constant when compiling, so it could not train as torch trains it; "
+           "--freeze {} keeps it at its value", val.name, i, val.name);
+    }
   if (c.options.train || c.options.gradients) check_folded(c, folded);
   check_requires_grad_list(g);
   c.training.unsure.clear();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// add, sub, mul, div, max, min, prelu with numpy (multidirectional) broadcasting (add, sub and mul
+// add, sub, mul, div, max, min, prelu, pow_tensor with numpy (multidirectional) broadcasting (add, sub and mul
 // of int64 too: ids shifted or combined at run time, wrapping as torch's do); and the
 // comparisons greater, greater_or_equal, less, less_or_equal, equal (f32 or i64 operands) and
 // logical_and, logical_or (bool operands), whose results are bool (a byte, 0 or 1). The factory collapses adjacent
@@ -7,6 +7,7 @@
 // scalar operands and the trailing case ([M,N] op [N]) become one or two flat, vectorizable loops.
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <omp.h>
 
@@ -44,6 +45,10 @@ struct MaxOp {
 };
 struct MinOp {
   float operator()(float a, float b) const { return a < b || a != a ? a : b; }
+};
+// torch.pow(a, b) with a tensor exponent (GeM pooling's learned p): std::pow, as torch's.
+struct PowOp {
+  float operator()(float a, float b) const { return std::pow(a, b); }
 };
 // nn.PReLU: x where x > 0, else slope * x (a NaN x stays NaN).
 struct PreluOp {
@@ -231,6 +236,9 @@ std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) {
   return std::make_unique<Binary<PreluOp>>(cfg, "prelu");
+}
+std::unique_ptr<Kernel> make_pow_tensor(const KernelConfig& cfg) {
+  return std::make_unique<Binary<PowOp>>(cfg, "pow_tensor");
 }
 
 namespace {

@@ -50,6 +50,7 @@ __device__ inline float binary_op(float a, float b) {
   if constexpr (Op == BinaryOp::max) return a > b || a != a ? a : b;  // NaN wins, as the CPU twin
   if constexpr (Op == BinaryOp::min) return a < b || a != a ? a : b;
   if constexpr (Op == BinaryOp::prelu) return a > 0.0f ? a : b * a;
+  if constexpr (Op == BinaryOp::pow) return powf(a, b);
   return a / b;
 }
 
@@ -157,6 +158,7 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
     case BinaryOp::max: binary_kernel<BinaryOp::max><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::min: binary_kernel<BinaryOp::min><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::prelu: binary_kernel<BinaryOp::prelu><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::pow: binary_kernel<BinaryOp::pow><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
   }
 }
 

@@ -33,7 +33,7 @@ void launch_unary_grad(UnaryGradOp op, const float* dy, const float* t, float* d
 
 // y = op(a, b) over an iteration space of `rank` dims (outermost first) with per-operand element
 // strides (0 along broadcast axes); y is dense.
-enum class BinaryOp : int8_t { add, sub, mul, div, max, min, prelu };
+enum class BinaryOp : int8_t { add, sub, mul, div, max, min, prelu, pow };
 struct BroadcastSpace {
   int rank = 0;
   int64_t dims[kMaxRank] = {}, a_strides[kMaxRank] = {}, b_strides[kMaxRank] = {};

@@ -169,6 +169,7 @@ std::unique_ptr<Kernel> make_div(const KernelConfig& cfg) { return std::make_uni
 std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "max", BinaryOp::max); }
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "min", BinaryOp::min); }
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "prelu", BinaryOp::prelu); }
+std::unique_ptr<Kernel> make_pow_tensor(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "pow_tensor", BinaryOp::pow); }
 
 namespace {
 

@@ -152,6 +152,9 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 (3 ids), mean with padding_idx=0 (5 ids), max (2 ids), and mean over bags of
                 uneven lengths (a 1-D input with offsets: at opset 16, ScatterElements adds), ids
                 made from the float features, beside an MLP of the dense ones.
+  gem           a small CNN on [4,3,8,8] pooled by GeM (generalized mean with a learned exponent
+                p, as image retrieval pools: x.clamp(min=eps).pow(p), avg_pool2d, .pow(1 / p)):
+                Pow with a tensor exponent, its gradient to p.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -357,7 +360,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem"]
 
 
 def parse_args():
@@ -1029,6 +1032,26 @@ class Recommender(nn.Module):
 
 def recommender():
     return Model(Recommender(), (14,), 10, written_out=True)
+
+
+class GeM(nn.Module):
+    """Generalized-mean pooling with a learned exponent p, as image-retrieval models pool (cirtorch's
+    and timm's GeM): (mean over the map of x.clamp(min=eps) ** p) ** (1 / p)."""
+
+    def __init__(self, p=3.0, eps=1e-6):
+        super().__init__()
+        self.p, self.eps = nn.Parameter(torch.ones(1) * p), eps
+
+    def forward(self, x):
+        return F.avg_pool2d(x.clamp(min=self.eps).pow(self.p), (x.size(-2), x.size(-1))).pow(1.0 / self.p)
+
+
+def gem():
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU(),
+                        GeM(), nn.Flatten(), nn.Linear(16, 10))
+    # p's gradient is small beside its value 3: a rate 20x the others' moves it enough for the
+    # weight check to see it (param groups, as retrieval recipes give p its own).
+    return Model(net, (3, 8, 8), 10, param_lr=[("4.p", 20.0)])
 
 
 class ExportedLosses(nn.Module):
@@ -1887,7 +1910,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem]))
 
 
 def build(name):

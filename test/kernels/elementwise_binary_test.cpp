@@ -61,6 +61,27 @@ TEST_CASE("add/sub/mul/div/max/min/prelu: broadcasting shapes match per-element 
     }
 }
 
+TEST_CASE("pow_tensor: a tensor exponent broadcasts, and negative bases, zeros and NaN follow std::pow", "[kernels]") {
+  std::mt19937 rng(9);
+  for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{{{4, 6}, {1}}, {{2, 3, 4}, {3, 1}}, {{5}, {5}}, {{}, {2, 2}}}) {
+    INFO(shape_str(a) << " " << shape_str(b));
+    const auto av = testing::random_floats(numel(a), rng, 0.1f, 2.0f), bv = testing::random_floats(numel(b), rng, -2.0f, 3.0f);
+    const Shape y = broadcast(a, b);
+    std::vector<double> ref(numel(y));
+    for (int64_t i = 0; i < numel(y); ++i) {
+      const auto idx = testing::unravel(i, y);
+      ref[i] = std::pow(double(av[source_index(idx, a)]), double(bv[source_index(idx, b)]));
+    }
+    testing::check_close(testing::run_f32("pow_tensor", Attrs{}, {a, b}, {av, bv}, y), ref);
+  }
+  const auto special = testing::run_f32("pow_tensor", Attrs{}, {{5}, {5}}, {{-2.0f, 0.0f, 0.0f, -8.0f, 4.0f}, {2.0f, 0.0f, 2.5f, 1.0f / 3, 0.5f}}, {5});
+  CHECK(special[0] == 4.0f);   // a negative base to an integral power
+  CHECK(special[1] == 1.0f);   // 0 ** 0
+  CHECK(special[2] == 0.0f);
+  CHECK(std::isnan(special[3]));  // a negative base to a fractional power, as torch
+  CHECK(special[4] == 2.0f);
+}
+
 TEST_CASE("max/min: a NaN on either side gives NaN, as torch.maximum and torch.minimum", "[kernels]") {
   const std::vector<float> a = {NAN, 1.0f, 2.0f, -0.0f, 3.0f}, b = {1.0f, NAN, 2.0f, 0.0f, -3.0f};
   const auto mx = testing::run_f32("max", Attrs{}, {{5}, {5}}, {a, b}, {5});

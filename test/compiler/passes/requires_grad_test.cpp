@@ -153,3 +153,48 @@ TEST_CASE("requires_grad: an embedding's padding row reaches its Gather's gradie
   e.padding_rows = {{"wte.weight", 10}};
   CHECK_THROWS_WITH(mark_padding_rows(e), Catch::Contains("padding row 10 of 'wte.weight' is outside its 10 rows"));
 }
+
+namespace {
+
+// The MLP fixture with `op`(fc1's output, the float parameter `name` = [value]) between fc1 and
+// its ReLU: Pow's exponent, or Pad's constant value (pads all 0).
+onnx::ModelProto with_parameter_input(const std::string& op, const std::string& name, float value) {
+  onnx::ModelProto m = mlp();
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::TensorProto* p = g->add_initializer();
+  p->set_name(name);
+  p->set_data_type(onnx::TensorProto::FLOAT);
+  if (op == "Pow") p->add_dims(1);
+  p->add_float_data(value);
+  std::vector<std::string> inputs = {"/fc1/Gemm_output_0"};
+  if (op == "Pad") {
+    onnx::TensorProto* pads = g->add_initializer();
+    pads->set_name("pads");
+    pads->set_data_type(onnx::TensorProto::INT64);
+    pads->add_dims(4);
+    for (int k = 0; k < 4; ++k) pads->add_int64_data(0);
+    inputs.push_back("pads");
+  }
+  inputs.push_back(name);
+  onnx::NodeProto n;
+  n.set_name("/inserted/" + op);
+  n.set_op_type(op);
+  for (const std::string& i : inputs) n.add_input(i);
+  n.add_output("/inserted_output");
+  g->mutable_node(1)->set_input(0, "/inserted_output");  // the ReLU reads it
+  *g->mutable_node()->Add() = n;
+  // Nodes in topological order: the inserted one right after fc1.
+  for (int k = g->node_size() - 1; k > 1; --k) g->mutable_node()->SwapElements(k, k - 1);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("requires_grad: a parameter read as an exponent trains, one read only when compiling is refused", "[compiler]") {
+  const Compilation pow = testing::train_proto(with_parameter_input("Pow", "gem.p", 1.0f));
+  const std::vector<std::string> trained = testing::trained_names(pow);
+  CHECK(std::count(trained.begin(), trained.end(), "gem.p") == 1);
+  REQUIRE_THROWS_WITH(testing::train_proto(with_parameter_input("Pad", "pad.value", 0.5f)),
+                      Catch::Contains("node '/inserted/Pad' (Pad): reads parameter 'pad.value' (input 2) as a constant when compiling") &&
+                          Catch::Contains("--freeze pad.value keeps it at its value"));
+}

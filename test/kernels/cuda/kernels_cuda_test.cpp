@@ -43,7 +43,7 @@ TEST_CASE("cuda twin: activations and their gradients match the CPU kernels", "[
   check_twin("relu_grad", {}, {random_f32({300}, 2), random_f32({300}, 3)}, f32({{300}}), {}, 1, {{0, 1}});
 }
 
-TEST_CASE("cuda twin: add, sub, mul, div, max, min and prelu broadcast as numpy does", "[cuda]") {
+TEST_CASE("cuda twin: add, sub, mul, div, max, min, prelu and pow_tensor broadcast as numpy does", "[cuda]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{64, 100}, {64, 100}}, {{64, 100}, {100}}, {{64, 1}, {1, 100}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{}, {7, 3}}, {{0, 4}, {4}}};
   for (const char* name : {"add", "sub", "mul", "div", "max", "min", "prelu"})
@@ -58,6 +58,9 @@ TEST_CASE("cuda twin: add, sub, mul, div, max, min and prelu broadcast as numpy 
       }
       check_twin(name, {}, {random_f32(a, 4), random_f32(b, 5, 0.5f, 2.0f)}, f32({y}));
     }
+  // pow_tensor (a tensor exponent) on positive bases: powf against std::pow
+  check_twin("pow_tensor", {}, {random_f32({64, 100}, 6, 0.1f, 2.0f), random_f32({1}, 7, -2.0f, 3.0f)}, f32({{64, 100}}));
+  check_twin("pow_tensor", {}, {random_f32({2, 3, 4}, 8, 0.1f, 2.0f), random_f32({3, 1}, 9, -2.0f, 3.0f)}, f32({{2, 3, 4}}));
   // NaN on either side wins, as torch.maximum / torch.minimum; ties give the same value.
   for (const char* name : {"max", "min"})
     check_twin(name, {}, {f32_tensor({4}, {NAN, 1.0f, 2.0f, -3.0f}), f32_tensor({4}, {1.0f, NAN, 2.0f, 3.0f})}, f32({{4}}));
