@@ -2,7 +2,8 @@
 // Add, Sub, Mul, Div, and Max, Min of two inputs (torch.maximum, torch.minimum, torch.clamp with
 // tensor bounds): element-wise with numpy multidirectional broadcasting (opset 13+). Add, Sub and
 // Mul also take two int64 tensors (ids shifted or combined at run time: `ids + 4`,
-// `row * width + col`), wrapping on overflow as torch does; they have no gradient.
+// `row * width + col`), wrapping on overflow as torch does; they have no gradient. Mod: see
+// infer_mod.
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -25,6 +26,38 @@ void infer_binary(OpCtx& c) {
 
 template <const char* kKernel>
 void lower_binary(OpCtx& c) { c.set_kernel(kKernel); }
+
+// Mod (torch's %, torch.remainder, torch.fmod; Swin's window arithmetic folds on constants):
+// remainders of int64 ids (`ids % buckets`, the hashing trick) take the divisor's sign with
+// fmod 0 (kernel mod) and the dividend's with fmod 1 (kernel fmod); floats take fmod 1 only
+// (torch.fmod; torch.remainder of floats exports as a - b floor(a / b)), kernel fmod, with torch's
+// gradients: da = dy, db = -dy trunc(a / b).
+void infer_mod(OpCtx& c) {
+  c.expect_arity(2, 2);
+  if (c.in(0).dtype == DType::i64 && c.in(1).dtype == DType::i64) {
+    c.out(0) = TensorDesc{broadcast_shapes(c, c.in(0).shape, c.in(1).shape), DType::i64};
+    return;
+  }
+  c.expect_float(0);
+  c.expect_float(1);
+  if (c.attrs().get_int("fmod", 0) == 0) c.fail("fmod = 0 on floats: ONNX's Mod of floats needs fmod = 1");
+  c.out(0) = TensorDesc{broadcast_shapes(c, c.in(0).shape, c.in(1).shape), DType::f32};
+}
+
+void lower_mod(OpCtx& c) { c.set_kernel(c.attrs().get_int("fmod", 0) != 0 ? "fmod" : "mod"); }
+
+void grad_mod(GradCtx& g) {
+  const ValueId dy = g.out_grad(0), a = g.in(0), b = g.in(1);
+  const TensorDesc out = g.desc(dy);
+  if (g.wants(0)) g.add_in_grad(0, g.unbroadcast(dy, g.desc(a).shape));
+  if (!g.wants(1)) return;
+  const ValueId q = g.emit("ModGradQuotient", "div", {a, b}, {}, out);
+  const ValueId negative = g.emit("ModGradNegative", "less", {q, g.scalar(0.0f)}, {}, TensorDesc{out.shape, DType::bool_});
+  const ValueId trunc = g.emit("ModGradTrunc", "where", {negative, g.emit("ModGradCeil", "ceil", {q}, {}, out),
+                                                         g.emit("ModGradFloor", "floor", {q}, {}, out)}, {}, out);
+  const ValueId db = g.emit("ModGradDivisor", "mul", {g.emit("ModGradScaled", "mul", {dy, trunc}, {}, out), g.scalar(-1.0f)}, {}, out);
+  g.add_in_grad(1, g.unbroadcast(db, g.desc(b).shape));
+}
 
 constexpr char kAdd[] = "add", kSub[] = "sub", kMul[] = "mul", kDiv[] = "div", kMax[] = "max", kMin[] = "min";
 
@@ -83,6 +116,10 @@ OpDef sub_def() { return {"Sub", infer_binary, lower_binary<kSub>, grad_sub, {},
 OpDef mul_def() { return {"Mul", infer_binary, lower_binary<kMul>, grad_mul, {}, {sbp_rule("mul", sbp::elementwise)}}; }
 OpDef div_def() { return {"Div", infer_binary, lower_binary<kDiv>, grad_div, {}, {sbp_rule("div", sbp::elementwise)}}; }
 OpDef max_def() { return {"Max", infer_binary, lower_binary<kMax>, grad_extremum<true>, {}, {sbp_rule("max", sbp::elementwise)}}; }
+OpDef mod_def() {
+  return {"Mod", infer_mod, lower_mod, grad_mod, {bool_attr("fmod")},
+          {sbp_rule("mod", sbp::elementwise), sbp_rule("fmod", sbp::elementwise)}};
+}
 OpDef min_def() { return {"Min", infer_binary, lower_binary<kMin>, grad_extremum<false>, {}, {sbp_rule("min", sbp::elementwise)}}; }
 
 }  // namespace of::compiler

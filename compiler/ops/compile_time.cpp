@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shape, ConstantOfShape, Range, Mod, ScatterND, ReduceProd: the shape and mask
-// arithmetic exporters write (Mod and ScatterND: torchvision's Swin Transformer pads to whole
-// windows and fills its shifted windows' attention mask by slices; ReduceProd: x.std(dim) counts
+// Shape, ConstantOfShape, Range, ScatterND, ReduceProd: the shape and mask
+// arithmetic exporters write (ScatterND: torchvision's Swin Transformer
+// fills its shifted windows' attention mask by slices; ReduceProd: x.std(dim) counts
 // its elements from the shape). Plans have static shapes, so infer-shapes folds these into
 // constants (const_eval.cpp) before asking their OpDef; one reached here computes from run-time
-// data, which no kernel does yet. (Comparisons, logical ops, Cast and Trilu fold too, and also
-// run: compare.cpp, reshape.cpp, trilu.cpp.)
+// data, which no kernel does yet. (Comparisons, logical ops, Cast, Trilu and Mod fold too, and
+// also run: compare.cpp, reshape.cpp, trilu.cpp, binary.cpp.)
 #include "compiler/ops/ops.h"
 
 namespace of::compiler {
@@ -21,7 +21,6 @@ void lower_none(OpCtx&) {}
 
 OpDef constant_of_shape_def() { return {"ConstantOfShape", infer_compile_time, lower_none}; }
 OpDef range_def() { return {"Range", infer_compile_time, lower_none}; }
-OpDef mod_def() { return {"Mod", infer_compile_time, lower_none, nullptr, {bool_attr("fmod")}}; }
 OpDef reduce_prod_def() { return {"ReduceProd", infer_compile_time, lower_none, nullptr, {bool_attr("keepdims"), bool_attr("noop_with_empty_axes")}}; }
 OpDef scatter_nd_def() { return {"ScatterND", infer_compile_time, lower_none}; }
 OpDef shape_def() { return {"Shape", infer_compile_time, lower_none, nullptr, {int_attr("start", -kMaxInt, kMaxInt), int_attr("end", -kMaxInt, kMaxInt)}}; }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// add, sub, mul, div, max, min, prelu, pow_tensor with numpy (multidirectional) broadcasting (add, sub and mul
+// add, sub, mul, div, max, min, prelu, pow_tensor, mod, fmod with numpy (multidirectional) broadcasting (add, sub and mul
 // of int64 too: ids shifted or combined at run time, wrapping as torch's do); and the
 // comparisons greater, greater_or_equal, less, less_or_equal, equal (f32 or i64 operands) and
 // logical_and, logical_or (bool operands), whose results are bool (a byte, 0 or 1). The factory collapses adjacent
@@ -45,6 +45,21 @@ struct MaxOp {
 };
 struct MinOp {
   float operator()(float a, float b) const { return a < b || a != a ? a : b; }
+};
+// Remainders of int64 ids (the hashing trick's `ids % buckets`): mod takes the divisor's sign
+// (torch's % and torch.remainder, Python's), fmod the dividend's (torch.fmod; C++'s %). A zero
+// divisor gives 0 (torch raises; the runtime cannot), and INT64_MIN by -1 gives 0, where C++'s
+// would overflow. fmod of floats is std::fmod, as torch's.
+inline int64_t truncated_remainder(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
+struct ModOp {
+  int64_t operator()(int64_t a, int64_t b) const {
+    const int64_t r = truncated_remainder(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  }
+};
+struct FmodOp {
+  float operator()(float a, float b) const { return std::fmod(a, b); }
+  int64_t operator()(int64_t a, int64_t b) const { return truncated_remainder(a, b); }
 };
 // torch.pow(a, b) with a tensor exponent (GeM pooling's learned p): std::pow, as torch's.
 struct PowOp {
@@ -236,6 +251,14 @@ std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) {
 }
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) {
   return std::make_unique<Binary<PreluOp>>(cfg, "prelu");
+}
+std::unique_ptr<Kernel> make_mod(const KernelConfig& cfg) {
+  return std::make_unique<Binary<ModOp, int64_t, int64_t>>(cfg, "mod", DType::i64, DType::i64);
+}
+std::unique_ptr<Kernel> make_fmod(const KernelConfig& cfg) {
+  if (!cfg.inputs.empty() && cfg.inputs[0].dtype == DType::i64)
+    return std::make_unique<Binary<FmodOp, int64_t, int64_t>>(cfg, "fmod", DType::i64, DType::i64);
+  return std::make_unique<Binary<FmodOp>>(cfg, "fmod");
 }
 std::unique_ptr<Kernel> make_pow_tensor(const KernelConfig& cfg) {
   return std::make_unique<Binary<PowOp>>(cfg, "pow_tensor");

@@ -52,6 +52,8 @@ std::unique_ptr<Kernel> make_max(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_pow_tensor(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_mod(const KernelConfig& cfg);
+std::unique_ptr<Kernel> make_fmod(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_greater(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_greater_or_equal(const KernelConfig& cfg);
 std::unique_ptr<Kernel> make_less(const KernelConfig& cfg);

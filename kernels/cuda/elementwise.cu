@@ -51,6 +51,7 @@ __device__ inline float binary_op(float a, float b) {
   if constexpr (Op == BinaryOp::min) return a < b || a != a ? a : b;
   if constexpr (Op == BinaryOp::prelu) return a > 0.0f ? a : b * a;
   if constexpr (Op == BinaryOp::pow) return powf(a, b);
+  if constexpr (Op == BinaryOp::fmod) return fmodf(a, b);
   return a / b;
 }
 
@@ -71,6 +72,10 @@ template <BinaryOp Op>
 __device__ inline int64_t binary_op(int64_t a, int64_t b) {
   if constexpr (Op == BinaryOp::add) return int64_t(uint64_t(a) + uint64_t(b));
   if constexpr (Op == BinaryOp::sub) return int64_t(uint64_t(a) - uint64_t(b));
+  if constexpr (Op == BinaryOp::mod || Op == BinaryOp::fmod) {  // as the CPU twin: b of 0 or -1 gives 0
+    const int64_t r = b == 0 || b == -1 ? 0 : a % b;
+    return Op == BinaryOp::mod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  }
   return int64_t(uint64_t(a) * uint64_t(b));
 }
 
@@ -159,6 +164,8 @@ void launch_binary(BinaryOp op, const BroadcastSpace& s, const float* a, const f
     case BinaryOp::min: binary_kernel<BinaryOp::min><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::prelu: binary_kernel<BinaryOp::prelu><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::pow: binary_kernel<BinaryOp::pow><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::fmod: binary_kernel<BinaryOp::fmod><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    default: break;  // mod takes int64 operands only (its factory checks)
   }
 }
 
@@ -168,7 +175,9 @@ void launch_int_binary(BinaryOp op, const BroadcastSpace& s, const int64_t* a, c
   switch (op) {
     case BinaryOp::add: binary_kernel<BinaryOp::add><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
     case BinaryOp::sub: binary_kernel<BinaryOp::sub><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
-    default: binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;  // the config allows add, sub, mul
+    case BinaryOp::mod: binary_kernel<BinaryOp::mod><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    case BinaryOp::fmod: binary_kernel<BinaryOp::fmod><<<g, kThreads, 0, stream>>>(s, a, b, y); break;
+    default: binary_kernel<BinaryOp::mul><<<g, kThreads, 0, stream>>>(s, a, b, y); break;  // the config allows add, sub, mul, mod, fmod
   }
 }
 

@@ -33,13 +33,13 @@ void launch_unary_grad(UnaryGradOp op, const float* dy, const float* t, float* d
 
 // y = op(a, b) over an iteration space of `rank` dims (outermost first) with per-operand element
 // strides (0 along broadcast axes); y is dense.
-enum class BinaryOp : int8_t { add, sub, mul, div, max, min, prelu, pow };
+enum class BinaryOp : int8_t { add, sub, mul, div, max, min, prelu, pow, mod, fmod };
 struct BroadcastSpace {
   int rank = 0;
   int64_t dims[kMaxRank] = {}, a_strides[kMaxRank] = {}, b_strides[kMaxRank] = {};
   int64_t total = 0;
 };
-// int64 add, sub or mul (wrapping on overflow).
+// int64 add, sub or mul (wrapping on overflow), mod or fmod (the CPU twin's remainders).
 void launch_int_binary(BinaryOp op, const BroadcastSpace& space, const int64_t* a, const int64_t* b, int64_t* y, cudaStream_t stream);
 void launch_binary(BinaryOp op, const BroadcastSpace& space, const float* a, const float* b, float* y,
                    cudaStream_t stream);

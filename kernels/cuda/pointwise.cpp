@@ -94,8 +94,8 @@ BroadcastSpace broadcast_space(const KernelConfig& cfg, const char* name, DType 
 class Binary final : public Kernel {
  public:
   Binary(const KernelConfig& cfg, const char* name, BinaryOp op)
-      : op_(op), ints_((op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::mul) && !cfg.inputs.empty() &&
-                       cfg.inputs[0].dtype == DType::i64),
+      : op_(op), ints_((op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::mul || op == BinaryOp::mod ||
+                        op == BinaryOp::fmod) && !cfg.inputs.empty() && cfg.inputs[0].dtype == DType::i64),
         space_(broadcast_space(cfg, name, ints_ ? DType::i64 : DType::f32, ints_ ? DType::i64 : DType::f32)) {}
   void run(const RunCtx& ctx, const void* const* in, void* const* out) override {
     if (ints_)
@@ -170,6 +170,11 @@ std::unique_ptr<Kernel> make_max(const KernelConfig& cfg) { return std::make_uni
 std::unique_ptr<Kernel> make_min(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "min", BinaryOp::min); }
 std::unique_ptr<Kernel> make_prelu(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "prelu", BinaryOp::prelu); }
 std::unique_ptr<Kernel> make_pow_tensor(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "pow_tensor", BinaryOp::pow); }
+std::unique_ptr<Kernel> make_mod(const KernelConfig& cfg) {
+  if (cfg.inputs.empty() || cfg.inputs[0].dtype != DType::i64) fail(cpu::where_of(cfg), "mod: takes int64 operands (fmod takes floats)");
+  return std::make_unique<Binary>(cfg, "mod", BinaryOp::mod);
+}
+std::unique_ptr<Kernel> make_fmod(const KernelConfig& cfg) { return std::make_unique<Binary>(cfg, "fmod", BinaryOp::fmod); }
 
 namespace {
 

@@ -149,9 +149,10 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 then torch.clamp(h, min=alpha - 1, max=alpha) with a learned 0-d alpha (PACT; Clip
                 with bounds computed at run time).
   recommender   a DLRM-style recommender on [4,14]: nn.EmbeddingBag sum with per_sample_weights
-                (3 ids), mean with padding_idx=0 (5 ids), max (2 ids), and mean over bags of
+                (3 ids hashed by `% 12`), mean with padding_idx=0 (5 ids), max (2 ids), and mean over bags of
                 uneven lengths (a 1-D input with offsets: at opset 16, ScatterElements adds), ids
-                made from the float features, beside an MLP of the dense ones.
+                made from the float features, beside an MLP of the dense ones plus
+                torch.fmod(dense * 3, 1.0).
   gem           a small CNN on [4,3,8,8] pooled by GeM (generalized mean with a learned exponent
                 p, as image retrieval pools: x.clamp(min=eps).pow(p), avg_pool2d, .pow(1 / p)):
                 Pow with a tensor exponent, its gradient to p.
@@ -1003,8 +1004,8 @@ def linear_attention():
 
 class Recommender(nn.Module):
     """A DLRM-style recommender's sparse features through nn.EmbeddingBag (torch exports it as a
-    Loop; scripts/of_export.py writes it out): a genre field of 3 ids summed with per-sample
-    weights, a history of 5 ids averaged with padding_idx 0 (no entry), a max over 2 tag ids, and
+    Loop; scripts/of_export.py writes it out): a genre field of 3 ids hashed into 12 buckets
+    (`ids % 12`, Mod of int64) summed with per-sample weights, a history of 5 ids averaged with padding_idx 0 (no entry), a max over 2 tag ids, and
     clicks in bags of uneven lengths (a 1-D input with offsets) averaged; ids made from the float
     features, beside an MLP of the dense ones."""
 
@@ -1021,13 +1022,15 @@ class Recommender(nn.Module):
         p = torch.sigmoid(x[:, 4:])
         def ids(cols, n, shift=0):  # ids in [0, n); with a shift, 0 (history's padding) more often
             return (p[:, cols] * n - shift).long().clamp(0, n - 1)
-        genres = self.genres(ids(slice(0, 3), 12), per_sample_weights=p[:, 0:3])
+        genres = self.genres((p[:, 0:3] * 1000).long() % 12, per_sample_weights=p[:, 0:3])  # hashed: ids % buckets
         history = self.history(ids(slice(3, 8), 20, shift=4))
         tags = self.tags(ids(slice(8, 10), 9))
         n = x.shape[0]
         starts = torch.tensor([0] + [3 * i + i % 2 for i in range(1, n)])  # bags of 4, 2, 4, ... ids
         clicks = self.clicks(ids(slice(0, 3), 15).flatten(), starts)
-        return self.top(torch.cat([self.bottom(x[:, :4]), genres, history, tags, clicks], 1))
+        dense = self.bottom(x[:, :4])
+        dense = dense + torch.fmod(dense * 3, 1.0)  # a sawtooth of it (torch.fmod of floats)
+        return self.top(torch.cat([dense, genres, history, tags, clicks], 1))
 
 
 def recommender():

@@ -114,3 +114,23 @@ TEST_CASE("int64 add, sub and mul broadcast and wrap on overflow, clip_int clamp
 
 }  // namespace
 }  // namespace of::kernels
+
+TEST_CASE("mod and fmod of int64 ids take the divisor's and the dividend's sign, fmod of floats is std::fmod", "[kernels]") {
+  using namespace of;
+  using namespace of::kernels;
+  const std::vector<int64_t> a = {7, -7, 7, -7, 5, INT64_MIN, 0, 9};
+  const std::vector<int64_t> b = {3, 3, -3, -3, 0, -1, 4, 1};
+  const Shape s{8};
+  CHECK(testing::run_any<int64_t>("mod", DType::i64, {}, {s, s}, {a, b}, s) == std::vector<int64_t>{1, 2, -2, -1, 0, 0, 0, 0});
+  CHECK(testing::run_any<int64_t>("fmod", DType::i64, {}, {s, s}, {a, b}, s) == std::vector<int64_t>{1, -1, 1, -1, 0, 0, 0, 0});
+  // broadcast: the hashing trick's ids % buckets
+  CHECK(testing::run_any<int64_t>("mod", DType::i64, {}, {{2, 3}, {}}, {{10, 11, 12, -1, 25, 3}, {5}}, {2, 3}) ==
+        std::vector<int64_t>{0, 1, 2, 4, 0, 3});
+  const std::vector<float> x = {5.5f, -5.5f, 5.5f, 1.0f}, y = {2.0f, 2.0f, -2.0f, 0.0f};
+  const std::vector<float> r = testing::run_f32("fmod", {}, {{4}, {4}}, {x, y}, {4});
+  CHECK(r[0] == 1.5f);
+  CHECK(r[1] == -1.5f);
+  CHECK(r[2] == 1.5f);
+  CHECK(std::isnan(r[3]));
+  CHECK_THROWS(testing::run_f32("mod", {}, {{4}, {4}}, {x, y}, {4}));  // mod of floats: no such kernel
+}

@@ -41,6 +41,19 @@ TEST_CASE("binary: Add, Sub and Mul of int64 ids give int64, other mixes are ref
   REQUIRE_THROWS_WITH(OneNode(add_def(), {typed({4}, DType::i64), f32({4})}), Catch::Contains("(Add)") && Catch::Contains("i64"));
 }
 
+TEST_CASE("mod: int64 remainders run kernel mod or fmod, floats fmod only", "[compiler]") {
+  OneNode hashed(mod_def(), {typed({4, 3}, DType::i64), const_i64({12})});
+  CHECK(hashed.out().dtype == DType::i64);
+  CHECK(hashed.shape() == Shape{4, 3});
+  CHECK(hashed.kernel() == "mod");
+  CHECK(OneNode(mod_def(), {typed({4}, DType::i64), typed({4}, DType::i64)}, A().i("fmod", 1)).kernel() == "fmod");
+  OneNode sawtooth(mod_def(), {f32({4, 3}), f32({3})}, A().i("fmod", 1));
+  CHECK(sawtooth.kernel() == "fmod");
+  CHECK(sawtooth.out().dtype == DType::f32);
+  REQUIRE_THROWS_WITH(OneNode(mod_def(), {f32({4}), f32({4})}), Catch::Contains("(Mod): fmod = 0 on floats"));
+  REQUIRE_THROWS_WITH(OneNode(mod_def(), {typed({4}, DType::i64), f32({4})}), Catch::Contains("(Mod)"));
+}
+
 TEST_CASE("clip: int64 ids take int64 bounds and kernel clip_int", "[compiler]") {
   OneNode ids(clip_def(), {typed({4}, DType::i64), absent(), const_i64({7})});
   CHECK(ids.kernel() == "clip_int");

@@ -364,6 +364,11 @@ TEST_CASE("cuda twin: comparisons (f32, i64), logical ops, not and cast", "[cuda
   const HostTensor ids = i64_tensor({2, 3}, {1, -2, 3, INT64_MAX, 5, 6}), step = i64_tensor({3}, {10, 20, 30});
   for (const char* op : {"add", "sub", "mul"}) check_twin(op, {}, {ids, step}, {TensorDesc{{2, 3}, DType::i64}}, Tolerance{0, 0});
   check_twin("clip_int", ints({{"min", 0}, {"max", 4}}), {ids}, {TensorDesc{{2, 3}, DType::i64}}, Tolerance{0, 0});
+  // remainders: mod (the divisor's sign) and fmod (the dividend's) of int64, zero and -1 divisors; fmod of floats
+  const HostTensor dividend = i64_tensor({8}, {7, -7, 7, -7, 5, INT64_MIN, 0, 9}), divisor = i64_tensor({8}, {3, 3, -3, -3, 0, -1, 4, 1});
+  for (const char* op : {"mod", "fmod"}) check_twin(op, {}, {dividend, divisor}, {TensorDesc{{8}, DType::i64}}, Tolerance{0, 0});
+  check_twin("mod", {}, {ids, i64_tensor({}, {5})}, {TensorDesc{{2, 3}, DType::i64}}, Tolerance{0, 0});
+  check_twin("fmod", {}, {random_f32({64, 10}, 10, -8.0f, 8.0f), random_f32({10}, 11, 0.5f, 3.0f)}, f32({{64, 10}}), Tolerance{0, 0});
   // float to int64: truncated toward zero; NaN, infinities and out-of-range values INT64_MIN
   check_twin("cast", {}, {f32_tensor({8}, {2.9f, -2.9f, -0.5f, NAN, INFINITY, -INFINITY, 1e19f, -9.2233720e18f})},
              {TensorDesc{{8}, DType::i64}}, Tolerance{0, 0});
