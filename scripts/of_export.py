@@ -409,6 +409,42 @@ def _poisson_nll_loss_symbolic(g, input, target, log_input, full, eps, reduction
     return _reduced(g, loss, reduction)
 
 
+# F.pairwise_distance as torch computes it, the p-norm of x1 - x2 + eps over the last axis (torch
+# 1.13's symbolic takes (sum (x1 - x2)^p)^(1 / (p + eps)): no absolute value, eps in the wrong
+# place), and F.triplet_margin_loss on it: max(margin + d(a, p) - d(a, n), 0), with swap the
+# nearer of d(a, n) and d(p, n).
+def _p_norm_distance(g, x1, x2, p, eps, keepdim):
+    rank = symbolic_helper._get_tensor_rank(x1)
+    if not isinstance(p, float) or not isinstance(eps, float) or rank is None or p <= 0:
+        return symbolic_helper._unimplemented("pairwise_distance", "p > 0, eps and a rank known at export", x1)
+    d = g.op("Add", g.op("Sub", x1, x2), _const(g, eps))
+    last = g.op("Constant", value_t=torch.tensor([max(rank, symbolic_helper._get_tensor_rank(x2) or 0) - 1]))
+    if p == 1.0:
+        return g.op("ReduceSum", g.op("Abs", d), last, keepdims_i=int(keepdim))
+    if p == 2.0:
+        return g.op("Sqrt", g.op("ReduceSum", g.op("Mul", d, d), last, keepdims_i=int(keepdim)))
+    powered = g.op("Pow", g.op("Abs", d), _const(g, p))
+    return g.op("Pow", g.op("ReduceSum", powered, last, keepdims_i=int(keepdim)), _const(g, 1.0 / p))
+
+
+def _pairwise_distance_symbolic(g, x1, x2, p, eps, keepdim):
+    return _p_norm_distance(g, x1, x2, symbolic_helper._maybe_get_const(p, "f"), symbolic_helper._maybe_get_const(eps, "f"),
+                            bool(symbolic_helper._maybe_get_const(keepdim, "b")))
+
+
+def _triplet_margin_loss_symbolic(g, anchor, positive, negative, margin, p, eps, swap, reduction):
+    margin, p = symbolic_helper._maybe_get_const(margin, "f"), symbolic_helper._maybe_get_const(p, "f")
+    eps, swap = symbolic_helper._maybe_get_const(eps, "f"), symbolic_helper._maybe_get_const(swap, "b")
+    if not isinstance(margin, float) or not isinstance(swap, bool):
+        return symbolic_helper._unimplemented("triplet_margin_loss", "margin and swap known at export", anchor)
+    to_positive = _p_norm_distance(g, anchor, positive, p, eps, False)
+    to_negative = _p_norm_distance(g, anchor, negative, p, eps, False)
+    if swap:
+        to_negative = g.op("Min", to_negative, _p_norm_distance(g, positive, negative, p, eps, False))
+    loss = g.op("Relu", g.op("Add", g.op("Sub", to_positive, to_negative), _const(g, margin)))
+    return _reduced(g, loss, reduction)
+
+
 # nn.Bilinear (torch 1.13 cannot export aten::bilinear): y[..., k] = x1 W[k] x2 + b[k], W [out,
 # in1, in2], as x1 times W laid out [in1, out * in2], reshaped to [..., out, in2], times x2 and
 # summed over in2.
@@ -551,7 +587,8 @@ def _export_symbolics():
                  "aten::hinge_embedding_loss": _hinge_embedding_loss_symbolic,
                  "aten::cosine_embedding_loss": _cosine_embedding_loss_symbolic,
                  "aten::poisson_nll_loss": _poisson_nll_loss_symbolic, "aten::bilinear": _bilinear_symbolic,
-                 "aten::threshold": _threshold_symbolic,
+                 "aten::threshold": _threshold_symbolic, "aten::pairwise_distance": _pairwise_distance_symbolic,
+                 "aten::triplet_margin_loss": _triplet_margin_loss_symbolic,
                  "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic}
     # torch's own embedding_bag symbolics are registered for opsets 10 and 11: the exporter takes
     # the latest at or below the export's, so ours is registered at 11 (ofc reads opset 13 on).

@@ -156,6 +156,11 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   gem           a small CNN on [4,3,8,8] pooled by GeM (generalized mean with a learned exponent
                 p, as image retrieval pools: x.clamp(min=eps).pow(p), avg_pool2d, .pow(1 / p)):
                 Pow with a tensor exponent, its gradient to p.
+  metric_learning
+                re-identification's softmax + triplet loss on an MLP embedding: cross-entropy of a
+                head, F.triplet_margin_loss (p=2; p=3 with swap) against the reversed features
+                and the next sample, F.pairwise_distance (p=1) to a learned center (train checks
+                only: the negatives couple the batch).
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -361,7 +366,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem", "metric_learning"]
 
 
 def parse_args():
@@ -1077,6 +1082,34 @@ class ExportedLosses(nn.Module):
 def exported_losses():
     net = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 10))
     return Model(net, (16,), 10, label=(10,), own_loss=True, multi_hot=True, train=ExportedLosses(net))
+
+
+class MetricLearning(nn.Module):
+    """Re-identification's softmax + triplet training of an embedding: the cross-entropy of a
+    classifier head, F.triplet_margin_loss of each embedding with its positive (the sample's
+    features reversed) and negative (the next sample's embedding), once at p=2 and once at p=3
+    with swap, and F.pairwise_distance (p=1) to a learned center (torch 1.13 exports neither
+    triplet_margin_loss nor torch's own pairwise_distance; scripts/of_export.py writes both). Its
+    negatives couple the batch's samples, so it has no data-parallel check (DDP would draw them
+    from each rank's part)."""
+
+    def __init__(self, embed, head):
+        super().__init__()
+        self.embed, self.head = embed, head
+        self.center = nn.Parameter(torch.full((16,), 0.1))
+
+    def forward(self, input, label):
+        e, positive = self.embed(input), self.embed(input.flip(1))
+        negative = e.roll(1, 0)
+        return (F.cross_entropy(self.head(e), label) + F.triplet_margin_loss(e, positive, negative, margin=0.3)
+                + 0.5 * F.triplet_margin_loss(e, positive, negative, p=3, swap=True)
+                + 0.1 * F.pairwise_distance(e, self.center.expand_as(e), p=1).mean())
+
+
+def metric_learning():
+    embed, head = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16)), nn.Linear(16, 10)
+    loss = MetricLearning(embed, head)
+    return Model(nn.Sequential(embed, head), (16,), 10, own_loss=True, train=loss)
 
 
 class ExportedLayers(nn.Module):
@@ -1913,7 +1946,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem, metric_learning]))
 
 
 def build(name):
