@@ -77,12 +77,11 @@ void lower_average_pool(OpCtx& c) {
 bool pools_3d(const OpCtx& c) { return c.in(0).shape.size() == 5; }
 
 void expand_pool_3d(ExpandCtx& c, const char* op) {
-  const Shape x = c.shape(c.input(0)), y = c.shape(c.output(0));
   const Attrs& k = c.node().kernel_attrs;  // the lowered window: three axes, auto_pad resolved
   const std::vector<int64_t> ks = k.get_ints("kernel_shape"), st = k.get_ints("strides"), pads = k.get_ints("pads");
   const std::vector<int64_t> dil = k.get_ints("dilations", {1, 1, 1});
   auto stage = [&](ValueId in, std::vector<int64_t> kernel, std::vector<int64_t> strides, std::vector<int64_t> p,
-                   std::vector<int64_t> dilations, ValueId into) {
+                   std::vector<int64_t> dilations) {
     Attrs a;
     a.set_ints("kernel_shape", std::move(kernel));
     a.set_ints("strides", std::move(strides));
@@ -90,20 +89,14 @@ void expand_pool_3d(ExpandCtx& c, const char* op) {
     if (std::string_view(op) == "MaxPool") a.set_ints("dilations", std::move(dilations));
     else a.set_int("count_include_pad", c.attrs().get_int("count_include_pad", 0));
     a.set_int("ceil_mode", c.attrs().get_int("ceil_mode", 0));
-    return c.emit(op, {in}, std::move(a), into);
+    return c.emit(op, {in}, std::move(a));
   };
   auto trivial = [&](size_t axis) { return ks[axis] == 1 && st[axis] == 1 && pads[axis] == 0 && pads[axis + 3] == 0; };
-  ValueId v = c.input(0);
-  const bool depth = !trivial(0), plane = !trivial(1) || !trivial(2);
-  if (plane) {
-    v = c.emit("Reshape", {v, c.ints({x[0], x[1] * x[2], x[3], x[4]})});
-    v = stage(v, {ks[1], ks[2]}, {st[1], st[2]}, {pads[1], pads[2], pads[4], pads[5]}, {dil[1], dil[2]}, kNoValue);
-  }
-  if (depth) {
-    v = c.emit("Reshape", {v, c.ints({x[0], x[1], x[2], y[3] * y[4]})});
-    v = stage(v, {ks[0], 1}, {st[0], 1}, {pads[0], 0, pads[3], 0}, {dil[0], 1}, kNoValue);
-  }
-  c.emit("Reshape", {v, c.ints(y)}, {}, c.output(0));
+  WindowStage plane, depth;
+  if (!trivial(1) || !trivial(2))
+    plane = [&](ValueId v) { return stage(v, {ks[1], ks[2]}, {st[1], st[2]}, {pads[1], pads[2], pads[4], pads[5]}, {dil[1], dil[2]}); };
+  if (!trivial(0)) depth = [&](ValueId v) { return stage(v, {ks[0], 1}, {st[0], 1}, {pads[0], 0, pads[3], 0}, {dil[0], 1}); };
+  expand_by_planes_then_depth(c, plane, depth);
 }
 
 void expand_max_pool(ExpandCtx& c) { expand_pool_3d(c, "MaxPool"); }

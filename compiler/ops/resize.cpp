@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "compiler/ops/ops.h"
+#include "compiler/ops/window.h"
 
 namespace of::compiler {
 namespace {
@@ -97,17 +98,14 @@ void expand_resize_3d(ExpandCtx& c) {
   // Sizes where the model gave sizes (the kernel's scale is then output over input, as here),
   // else its scales, whose floor(input x scale) gives the same sizes.
   const bool by_sizes = c.node().inputs.size() > 3 && c.node().inputs[3] != kNoValue && numel(c.shape(c.node().inputs[3])) > 0;
-  auto stage = [&](ValueId in, const Shape& out, float scale_h, float scale_w, ValueId into) {
-    Attrs a = c.attrs();
+  auto stage = [&](ValueId in, const Shape& out, float scale_h, float scale_w) {
     return c.emit("Resize", by_sizes ? std::vector<ValueId>{in, kNoValue, kNoValue, c.ints(out)}
                                      : std::vector<ValueId>{in, kNoValue, c.floats({4}, {1.0f, 1.0f, scale_h, scale_w})},
-                  std::move(a), into);
+                  c.attrs());
   };
-  ValueId v = c.emit("Reshape", {c.input(0), c.ints({x[0], x[1] * x[2], x[3], x[4]})});
-  v = stage(v, {x[0], x[1] * x[2], y[3], y[4]}, scales[1], scales[2], kNoValue);
-  v = c.emit("Reshape", {v, c.ints({x[0], x[1], x[2], y[3] * y[4]})});
-  v = stage(v, {x[0], x[1], y[2], y[3] * y[4]}, scales[0], 1.0f, kNoValue);
-  c.emit("Reshape", {v, c.ints(y)}, {}, c.output(0));
+  expand_by_planes_then_depth(
+      c, [&](ValueId v) { return stage(v, {x[0], x[1] * x[2], y[3], y[4]}, scales[1], scales[2]); },
+      [&](ValueId v) { return stage(v, {x[0], x[1], y[2], y[3] * y[4]}, scales[0], 1.0f); });
 }
 
 // dX: each dY element's share back at the taps that read it.

@@ -42,6 +42,14 @@ Shape window_output(const Shape& input, int64_t channels, const Window& w) {
   return out;
 }
 
+void expand_by_planes_then_depth(ExpandCtx& c, const WindowStage& plane, const WindowStage& depth) {
+  const Shape x = c.shape(c.input(0)), y = c.shape(c.output(0));
+  ValueId v = c.input(0);
+  if (plane) v = plane(c.emit("Reshape", {v, c.ints({x[0], x[1] * x[2], x[3], x[4]})}));
+  if (depth) v = depth(c.emit("Reshape", {v, c.ints({x[0], x[1], x[2], y[3] * y[4]})}));
+  c.emit("Reshape", {v, c.ints(y)}, {}, c.output(0));
+}
+
 std::vector<int64_t> batch_and_spatial_axes(size_t rank) {
   std::vector<int64_t> axes = {0};
   for (size_t i = 2; i < rank; ++i) axes.push_back(int64_t(i));

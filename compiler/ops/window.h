@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "compiler/ops/op_def.h"
@@ -47,6 +48,14 @@ int expect_spatial_rank(const OpCtx& c, std::string_view what);
 
 // The output shape [N, M, out...] over the input's spatial axes.
 Shape window_output(const Shape& input, int64_t channels, const Window& w);
+
+// A 3-D window op as two 2-D ones (the composites of 3-D pooling and resizing, whose windows and
+// weights separate by axes): the composite's input [N,C,D,H,W] viewed as [N, C*D, H, W] goes
+// through `plane` (height and width), its result viewed as [N, C, D, oH*oW] through `depth` (a
+// [kD, 1] window), into the composite's output [N, C, oD, oH, oW]. Either stage may be empty
+// (skipped: a window of one position along its axes).
+using WindowStage = std::function<ValueId(ValueId)>;
+void expand_by_planes_then_depth(ExpandCtx& c, const WindowStage& plane, const WindowStage& depth);
 
 // The axes a bias's gradient sums over: the batch (0) and the spatial ones of a rank-`rank` tensor.
 std::vector<int64_t> batch_and_spatial_axes(size_t rank);
