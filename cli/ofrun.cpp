@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
       const bool merging = merge && std::filesystem::exists(calibrate_path);
       const std::optional<of::MachineCosts> before = merging ? std::optional(of::read_machine_costs(calibrate_path)) : std::nullopt;
       of::MachineCosts c = of::runtime::calibrate();
-      if (before) c.kernels = before->kernels, c.shapes = before->shapes;
+      if (before) c.kernels = before->kernels, c.shapes = before->shapes, c.shared_shapes = before->shared_shapes;
       const int64_t tasks = plan ? of::runtime::calibrate_kernels(*plan, c) : 0;
       of::write_machine_costs(c, calibrate_path);
       fmt::print("ofrun: calibrated: matrix {:.2f} GFLOP/s, convolution {:.2f}, recurrent {:.2f}, memory {:.2f} GB/s, copy {:.2f} GB/s, "

@@ -15,6 +15,23 @@ namespace {
 
 constexpr const char* kRateNames[4] = {"matrix_flops_per_s", "convolution_flops_per_s", "recurrent_flops_per_s", "memory_bytes_per_s"};
 
+// `field` of `j` (absent: nothing), an object of kernel_shape_key -> seconds of one act.
+void read_shapes(const nlohmann::json& j, const std::string& path, const std::string& name, std::map<std::string, double>& out) {
+  if (!j.contains(name)) return;
+  if (!j[name].is_object()) fail({.file = path, .field = name}, "not an object of kernel shapes and seconds");
+  constexpr size_t kMaxShapes = 1 << 20, kMaxKey = 4096;
+  if (j[name].size() > kMaxShapes) fail({.file = path, .field = name}, "more than {} entries", kMaxShapes);
+  for (const auto& item : j[name].items()) {
+    const std::string key = item.key();
+    if (key.empty() || key.size() > kMaxKey) fail({.file = path, .field = name}, "a key of {} characters (1 to {})", key.size(), kMaxKey);
+    const std::string field = name + "." + key.substr(0, key.find(' '));
+    if (!item.value().is_number()) fail({.file = path, .field = field}, "not a number (seconds of one act)");
+    const double v = item.value().get<double>();
+    if (!std::isfinite(v) || v < 0 || v > 10) fail({.file = path, .field = field}, "{} is outside [0, 10] seconds", v);
+    out[key] = v;
+  }
+}
+
 }  // namespace
 
 std::string kernel_shape_key(std::string_view kernel, const Attrs& attrs, const std::vector<TensorDesc>& in,
@@ -50,6 +67,8 @@ MachineCosts builtin_cuda_costs() {
   c.rank_bytes_per_s = 4e10;
   c.rank_latency_s = 1e-5;
   c.host_bytes_per_s = 4e10;
+  c.shared_rates = c.rates;  // GPUs share nothing a rate would show (shared_cores 1: unused)
+  c.shared_copy_bytes_per_s = c.copy_bytes_per_s;
   c.source = "built-in (cuda)";
   return c;
 }
@@ -91,20 +110,23 @@ MachineCosts read_machine_costs(const std::string& path) {
       c.kernels[name] = KernelRate{value("rate", 1e3, 1e18), value("fixed_s", 0, 1)};
     }
   }
-  if (j.contains("shapes")) {
-    if (!j["shapes"].is_object()) fail({.file = path, .field = "shapes"}, "not an object of kernel shapes and seconds");
-    constexpr size_t kMaxShapes = 1 << 20, kMaxKey = 4096;
-    if (j["shapes"].size() > kMaxShapes) fail({.file = path, .field = "shapes"}, "more than {} entries", kMaxShapes);
-    for (const auto& item : j["shapes"].items()) {
-      const std::string key = item.key();
-      if (key.empty() || key.size() > kMaxKey) fail({.file = path, .field = "shapes"}, "a key of {} characters (1 to {})", key.size(), kMaxKey);
-      const std::string field = "shapes." + key.substr(0, key.find(' '));
-      if (!item.value().is_number()) fail({.file = path, .field = field}, "not a number (seconds of one act)");
-      const double v = item.value().get<double>();
-      if (!std::isfinite(v) || v < 0 || v > 10) fail({.file = path, .field = field}, "{} is outside [0, 10] seconds", v);
-      c.shapes[key] = v;
+  read_shapes(j, path, "shapes", c.shapes);
+  // Contention (files before it have none: nothing is slowed). Sharing cores never speeds work up.
+  if (j.contains("shared_cores")) {
+    if (!j["shared_cores"].is_number_integer()) fail({.file = path, .field = "shared_cores"}, "not an integer");
+    const int64_t n = j["shared_cores"].get<int64_t>();
+    if (n < 1 || n > 4096) fail({.file = path, .field = "shared_cores"}, "{} is outside [1, 4096]", n);
+    c.shared_cores = int32_t(n);
+    for (size_t k = 0; k < c.rates.size(); ++k) {
+      const std::string field = std::string("shared_") + kRateNames[k];
+      c.shared_rates[k] = number(field.c_str(), 1e3, c.rates[k]);
     }
+    c.shared_copy_bytes_per_s = number("shared_copy_bytes_per_s", 1e3, c.copy_bytes_per_s);
+  } else {
+    c.shared_rates = c.rates;
+    c.shared_copy_bytes_per_s = c.copy_bytes_per_s;
   }
+  read_shapes(j, path, "shared_shapes", c.shared_shapes);
   if (j.contains("measured_on") && j["measured_on"].is_string()) c.measured_on = j["measured_on"].get<std::string>();
   c.source = path;
   return c;
@@ -125,6 +147,13 @@ void write_machine_costs(const MachineCosts& c, const std::string& path) {
   for (const auto& [name, k] : c.kernels) j["kernels"][name] = {{"rate", k.rate}, {"fixed_s", k.fixed_s}};
   j["shapes"] = nlohmann::json::object();
   for (const auto& [key, seconds] : c.shapes) j["shapes"][key] = seconds;
+  if (c.shared_cores > 1) {  // else not measured: the reader takes the rates alone
+    j["shared_cores"] = c.shared_cores;
+    for (size_t k = 0; k < c.rates.size(); ++k) j[std::string("shared_") + kRateNames[k]] = c.shared_rates[k];
+    j["shared_copy_bytes_per_s"] = c.shared_copy_bytes_per_s;
+    j["shared_shapes"] = nlohmann::json::object();
+    for (const auto& [key, seconds] : c.shared_shapes) j["shared_shapes"][key] = seconds;
+  }
   const std::string text = j.dump(2) + "\n";
   write_file_atomic(path, text.data(), text.size());
 }

@@ -39,6 +39,17 @@ struct MachineCosts {
   // a plan's own tasks: what a rate cannot say (a product of 32 rows is not half the time of one
   // of 64: the weight is read and packed whole either way). Looked up before `kernels`.
   std::map<std::string, double> shapes;
+  // The same work with `shared_cores` cores of the host each running a copy of it at once, as a
+  // rank's CPU devices do (data parallelism: every device updates its own replica of the weights
+  // in step with the others): they share the memory bandwidth and the last-level cache, and an
+  // optimizer's update, memory-bound, ran 2.5x slower beside its twin on this 2-core machine.
+  // shared_cores 1: not measured, nothing is slowed. An act beside k busy devices of its rank
+  // costs its time alone plus min(1, k / (shared_cores - 1)) of the difference
+  // (compiler/parallel/step_time.h). Rates per kernels::WorkKind; shapes as `shapes`.
+  int32_t shared_cores = 1;
+  std::array<double, 4> shared_rates = rates;
+  double shared_copy_bytes_per_s = copy_bytes_per_s;
+  std::map<std::string, double> shared_shapes;
   std::string source;               // "built-in" or the file it came from (for people)
   std::string measured_on;          // calibration's host name and date; empty for the built-in
 };

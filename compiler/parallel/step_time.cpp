@@ -39,11 +39,12 @@ uint64_t out_bytes(const Plan& p, const Task& t) {
 
 }  // namespace
 
-double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c) {
+double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c, bool shared) {
   const Plan& p = pp.plan;
   double s = c.task_overhead_s;
+  const double copy_bytes_per_s = shared ? c.shared_copy_bytes_per_s : c.copy_bytes_per_s;
   switch (t.kind) {
-    case TaskKind::source: return s + double(out_bytes(p, t)) / c.copy_bytes_per_s;
+    case TaskKind::source: return s + double(out_bytes(p, t)) / copy_bytes_per_s;
     case TaskKind::sink:
     case TaskKind::snapshot: return s;
     case TaskKind::transfer: {
@@ -52,24 +53,29 @@ double act_seconds(const PlayedPlan& pp, const Task& t, const MachineCosts& c) {
       const plan::DeviceRef& here = p.devices[size_t(t.device)];
       const double bytes = double(out_bytes(p, t));
       if (there.rank != here.rank) return s + c.rank_latency_s + bytes / c.rank_bytes_per_s;
-      return s + bytes / (there.kind != here.kind ? c.host_bytes_per_s : c.copy_bytes_per_s);  // h2d, d2h or within a kind
+      return s + bytes / (there.kind != here.kind ? c.host_bytes_per_s : copy_bytes_per_s);  // h2d, d2h or within a kind
     }
     case TaskKind::collective: {
       double bytes = double(out_bytes(p, t));
       for (const plan::TaskInput& in : t.inputs) bytes += double(input_desc(pp, in).bytes());
-      return s + bytes / c.copy_bytes_per_s;
+      return s + bytes / copy_bytes_per_s;
     }
     case TaskKind::compute: break;
   }
   std::vector<TensorDesc> in;
   for (const plan::TaskInput& i : t.inputs) in.push_back(input_desc(pp, i));
   const std::vector<TensorDesc> out = plan::output_descs(p, t);
-  if (!c.shapes.empty())  // measured on these very shapes
-    if (auto it = c.shapes.find(kernel_shape_key(t.kernel, t.attrs, in, out)); it != c.shapes.end()) return s + it->second;
+  const std::map<std::string, double>& shapes = shared ? c.shared_shapes : c.shapes;
+  if (!shapes.empty())  // measured on these very shapes
+    if (auto it = shapes.find(kernel_shape_key(t.kernel, t.attrs, in, out)); it != shapes.end()) return s + it->second;
   const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
+  // Not measured beside the others: its time alone, slowed as its kind of work is.
+  const double slowed = shared ? c.rates[size_t(w.kind)] / c.shared_rates[size_t(w.kind)] : 1.0;
+  if (shared && !c.shapes.empty())
+    if (auto it = c.shapes.find(kernel_shape_key(t.kernel, t.attrs, in, out)); it != c.shapes.end()) return s + it->second * slowed;
   const double work = w.measure();
-  if (auto it = c.kernels.find(t.kernel); it != c.kernels.end()) return s + it->second.fixed_s + work / it->second.rate;
-  return s + work / c.rates[size_t(w.kind)];
+  if (auto it = c.kernels.find(t.kernel); it != c.kernels.end()) return s + (it->second.fixed_s + work / it->second.rate) * slowed;
+  return s + work / c.rates[size_t(w.kind)] * slowed;
 }
 
 namespace {
@@ -89,10 +95,19 @@ class Play {
     for (const plan::DeviceRef& d : p.devices) {
       worker_of_.push_back(d.kind == 0 ? d.rank : int32_t(workers_.size()));
       if (d.kind != 0) workers_.emplace_back();
-      workers_[size_t(worker_of_.back())].push(0.0);
+      workers_[size_t(worker_of_.back())].push_back(0.0);
     }
     cost_.reserve(p.tasks.size());
     for (const Task& t : p.tasks) cost_.push_back(act_seconds(pp, t, costs));
+    // Acts of a rank's CPU devices slow each other down (shared memory bandwidth and caches) when
+    // the costs say by how much: their cost beside every other core busy.
+    if (costs.shared_cores > 1) {
+      shared_others_ = double(costs.shared_cores - 1);
+      shared_cost_.assign(p.tasks.size(), 0.0);
+      for (const Task& t : p.tasks)
+        if (p.devices[size_t(t.device)].kind == 0 && workers_[size_t(worker_of_[size_t(t.device)])].size() > 1)
+          shared_cost_[size_t(t.id)] = act_seconds(pp, t, costs, true);
+    }
     busy_.assign(p.devices.size(), 0.0);
     // Reserved once: the states keep pointers to their actions, the queue's messages ids.
     actions_.reserve(p.tasks.size());
@@ -163,12 +178,22 @@ class Play {
     const Task& t = pp_.plan.tasks[size_t(task)];
     // The worker that frees first runs it, once the task's own act before it has ended.
     auto& workers = workers_[size_t(worker_of_[size_t(t.device)])];
-    const double start = std::max({now_, workers.top(), task_free_[size_t(task)]});
-    workers.pop();
-    const double end = start + cost_[size_t(task)];
-    workers.push(end);
+    std::pop_heap(workers.begin(), workers.end(), std::greater<>());
+    const double start = std::max({now_, workers.back(), task_free_[size_t(task)]});
+    double cost = cost_[size_t(task)];
+    if (!shared_cost_.empty() && shared_cost_[size_t(task)] > cost) {
+      // Beside k busy workers of its rank, k / (shared_cores - 1) of the way to its shared cost.
+      // (Weighing each by how long its act overlaps this one predicted worse: acts that start
+      // later are not foreseen, so devices in step saw half the contention they have.)
+      double busy = 0;
+      for (size_t w = 0; w + 1 < workers.size(); ++w) busy += workers[w] > start ? 1 : 0;
+      cost += (shared_cost_[size_t(task)] - cost) * std::min(1.0, busy / shared_others_);
+    }
+    const double end = start + cost;
+    workers.back() = end;
+    std::push_heap(workers.begin(), workers.end(), std::greater<>());
     task_free_[size_t(task)] = end;
-    busy_[size_t(t.device)] += cost_[size_t(task)];
+    busy_[size_t(t.device)] += cost;
     events_.push(Event{end, seq_++, task});
     if (t.kind == TaskKind::sink) {
       if (sink_of_.empty()) sink_of_.assign(pp_.plan.tasks.size(), -1);
@@ -182,8 +207,11 @@ class Play {
 
   const PlayedPlan& pp_;
   std::vector<double> cost_, task_free_, busy_;
-  // Per rank (its CPU devices) and per GPU, when each of its workers is free (a min-heap).
-  std::vector<std::priority_queue<double, std::vector<double>, std::greater<>>> workers_;
+  std::vector<double> shared_cost_;  // per task beside every other core busy; empty: not modelled
+  double shared_others_ = 1;         // MachineCosts::shared_cores - 1
+  // Per rank (its CPU devices) and per GPU, when each of its workers is free (a min-heap by
+  // std::push_heap: a submit also counts the busy ones).
+  std::vector<std::vector<double>> workers_;
   std::vector<int32_t> worker_of_;  // per device, its entry in workers_
   // The task states' lists, released at once with the play (a plan at scale has millions).
   std::pmr::monotonic_buffer_resource memory_;

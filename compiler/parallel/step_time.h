@@ -14,8 +14,11 @@
 //    backward), and an idle device's worker runs another's acts.
 // A step ends when the sink has its last piece, as ofrun's progress counts it. Memory sharing's
 // order edges and frames are registers of the plan, so they are played like any other. Snapshot
-// tasks act for nothing between saves and cost their overhead. Not modelled: kernels sharing a
-// core's caches or memory bandwidth with another device's, and the time a run takes to start.
+// tasks act for nothing between saves and cost their overhead. A rank's CPU devices share the
+// memory bandwidth and last-level cache: with costs that measured it (MachineCosts::shared_*), an
+// act that starts while k other workers of its rank are busy costs its time alone plus
+// min(1, k / (shared_cores - 1)) of the way to its time beside every core busy. Not modelled:
+// the time a run takes to start.
 #pragma once
 
 #include <vector>
@@ -39,8 +42,9 @@ struct PlayedPlan {
   int64_t pieces_per_step = 1;
 };
 
-// The cost of one act of `task` (seconds).
-double act_seconds(const PlayedPlan& p, const plan::Task& task, const MachineCosts& costs);
+// The cost of one act of `task` (seconds): alone, or (`shared`) with every core of its host busy
+// (the shared_* costs; a kernel not measured so is slowed as its kind of work is).
+double act_seconds(const PlayedPlan& p, const plan::Task& task, const MachineCosts& costs, bool shared = false);
 
 // `steps` >= 2 steps are measured, after one that fills the pipeline and before one more.
 StepPrediction predict_step(const PlayedPlan& p, const MachineCosts& costs, int steps = 2);

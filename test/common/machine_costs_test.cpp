@@ -38,7 +38,20 @@ TEST_CASE("machine costs: written and read back", "[common]") {
   CHECK(r.kernels.at("conv").rate == 3e10);
   CHECK(r.kernels.at("conv").fixed_s == 2e-5);
   CHECK(r.shapes == c.shapes);
+  CHECK(r.shared_cores == 1);  // not measured: nothing slowed
+  CHECK(r.shared_rates == r.rates);
+  CHECK(r.shared_copy_bytes_per_s == r.copy_bytes_per_s);
   CHECK(r.source == path);
+  c.shared_cores = 2;
+  c.shared_rates = {1.2e10, 2.4e10, 3e9, 3.5e9};
+  c.shared_copy_bytes_per_s = c.copy_bytes_per_s / 2;
+  c.shared_shapes["sgd_update : f32[8] -> f32[8]"] = 2e-6;
+  write_machine_costs(c, path);
+  const MachineCosts s = read_machine_costs(path);
+  CHECK(s.shared_cores == 2);
+  CHECK(s.shared_rates == c.shared_rates);
+  CHECK(s.shared_copy_bytes_per_s == c.shared_copy_bytes_per_s);
+  CHECK(s.shared_shapes == c.shared_shapes);
   CHECK(builtin_costs().source == "built-in");
   std::filesystem::remove(path);
 }
@@ -58,6 +71,9 @@ TEST_CASE("machine costs: a file without host_bytes_per_s (before GPU plans) rea
   write_text(path, text);
   CHECK(read_machine_costs(path).host_bytes_per_s == 7e9);
   CHECK(builtin_cuda_costs().host_bytes_per_s < builtin_cuda_costs().copy_bytes_per_s);  // PCIe below NVLink
+  // Files before contention was measured: not measured, and the rates alone stand in.
+  CHECK(read_machine_costs(path).shared_cores == 1);
+  CHECK(read_machine_costs(path).shared_rates == read_machine_costs(path).rates);
   std::filesystem::remove(path);
 }
 
@@ -66,6 +82,10 @@ TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
   MachineCosts c = builtin_costs();
   c.kernels["gemm"] = KernelRate{5e10, 1e-6};
   c.shapes["gemm : f32[2,2] f32[2,2] -> f32[2,2]"] = 2e-6;
+  c.shared_cores = 2;
+  c.shared_rates = c.rates;
+  c.shared_copy_bytes_per_s = c.copy_bytes_per_s;
+  c.shared_shapes["relu : f32[3] -> f32[3]"] = 4e-6;
   write_machine_costs(c, path);
   std::ifstream in(path);
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -96,6 +116,13 @@ TEST_CASE("machine costs: a bad file is refused naming the field", "[common]") {
   CHECK_THAT(refused(replaced("-> f32[2,2]\": ", "-> f32[2,2]\": \"soon\", \"y\": ")), Catch::Contains("shapes.gemm") && Catch::Contains("not a number"));
   CHECK_THAT(refused(replaced("\"shapes\": {", "\"shapes\": [], \"z\": {")), Catch::Contains("shapes") && Catch::Contains("not an object"));
   CHECK_THAT(refused(replaced("\"gemm : f32", "\"" + std::string(5000, 'g') + " : f32")), Catch::Contains("shapes") && Catch::Contains("characters (1 to 4096)"));
+  CHECK_THAT(refused(replaced("\"shared_cores\": 2", "\"shared_cores\": 0")), Catch::Contains("shared_cores") && Catch::Contains("outside"));
+  CHECK_THAT(refused(replaced("\"shared_cores\": 2", "\"shared_cores\": 2.5")), Catch::Contains("shared_cores") && Catch::Contains("not an integer"));
+  // Sharing cores never speeds work up: a shared rate above the rate alone is a broken file.
+  CHECK_THAT(refused(replaced("\"shared_memory_bytes_per_s\": ", "\"shared_memory_bytes_per_s\": 1e17, \"x\": ")),
+             Catch::Contains("shared_memory_bytes_per_s") && Catch::Contains("outside"));
+  CHECK_THAT(refused(replaced("\"shared_matrix_flops_per_s\"", "\"shared_matrix\"")), Catch::Contains("shared_matrix_flops_per_s") && Catch::Contains("missing"));
+  CHECK_THAT(refused(replaced("-> f32[3]\": ", "-> f32[3]\": -")), Catch::Contains("shared_shapes.relu") && Catch::Contains("outside"));
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(read_machine_costs(path), Catch::Contains(path));
 }

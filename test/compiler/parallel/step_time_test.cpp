@@ -173,6 +173,57 @@ TEST_CASE("step time: a kernel measured on the task's exact shapes costs what wa
   CHECK(act_seconds(pp, b.p.tasks[size_t(mm)], c) == Approx(1e-6 + 3e-4).epsilon(1e-9));
 }
 
+TEST_CASE("step time: beside every core busy, a kernel costs its shared measurement, else its time alone slowed as its kind", "[compiler]") {
+  Builder b(1);
+  const plan::TaskId mm = gemm_64x32x16(b);
+  const PlayedPlan pp{b.p, b.tensors, 1};
+  MachineCosts c = round_costs();
+  c.shared_cores = 2;
+  c.shared_rates = c.rates;
+  c.shared_rates[size_t(kernels::WorkKind::matrix)] = 0.25e9;  // a quarter of the matrix rate beside the other core
+  const double alone = 2.0 * 64 * 16 * 32 / 1e9;
+  CHECK(act_seconds(pp, b.p.tasks[size_t(mm)], c) == Approx(1e-6 + alone).epsilon(1e-9));
+  CHECK(act_seconds(pp, b.p.tasks[size_t(mm)], c, true) == Approx(1e-6 + 4 * alone).epsilon(1e-9));
+  const plan::Task& t = b.p.tasks[size_t(mm)];
+  const std::string key = kernel_shape_key("gemm", t.attrs, {TensorDesc{{64, 32}}, TensorDesc{{32, 16}}}, {TensorDesc{{64, 16}}});
+  c.shapes[key] = 3e-4;  // measured alone only: that, slowed as matrix work is
+  CHECK(act_seconds(pp, t, c, true) == Approx(1e-6 + 12e-4).epsilon(1e-9));
+  c.shared_shapes[key] = 5e-4;  // measured beside the other core too
+  CHECK(act_seconds(pp, t, c, true) == Approx(1e-6 + 5e-4).epsilon(1e-9));
+  CHECK(act_seconds(pp, t, c) == Approx(1e-6 + 3e-4).epsilon(1e-9));
+}
+
+TEST_CASE("step time: two devices of one rank busy at once slow each other as the costs measured, one device never", "[compiler]") {
+  // Per device: source -> relu (10 floats in, 10000 out: 81.08 us alone) -> sink.
+  auto chains = [](int devices) {
+    Builder b(devices);
+    for (int d = 0; d < devices; ++d) {
+      const plan::TaskId src = b.task(plan::TaskKind::source, "", d, {});
+      const plan::TaskId relu = b.task(plan::TaskKind::compute, "relu", d, {b.regst(src, 10)});
+      b.task(plan::TaskKind::sink, "", d, {b.regst(relu, 10000)});
+    }
+    return b;
+  };
+  MachineCosts shared = round_costs();
+  shared.shared_cores = 2;
+  shared.shared_rates = shared.rates;
+  shared.shared_rates[size_t(kernels::WorkKind::memory)] /= 2;  // memory-bound work at half speed beside the other core
+  for (int devices : {1, 2}) {
+    INFO(devices << " devices");
+    Builder b = chains(devices);
+    const double alone = predict_step(PlayedPlan{b.p, b.tensors, 1}, round_costs()).step_seconds;
+    const double beside = predict_step(PlayedPlan{b.p, b.tensors, 1}, shared).step_seconds;
+    CHECK(alone == Approx(1.08e-6 + 81.08e-6 + 1e-6).epsilon(0.05));  // the chains overlap
+    if (devices == 1) {
+      CHECK(beside == Approx(alone).epsilon(1e-12));  // one worker: nothing beside it
+    } else {
+      // The chains run at once, relu beside relu: at least one of them pays its shared cost.
+      CHECK(beside > alone + 70e-6);
+      CHECK(beside < alone + 2 * 82e-6);
+    }
+  }
+}
+
 TEST_CASE("step time: accumulation acts per micro-batch, the update once per step, and readers wait for the new version", "[compiler]") {
   Builder b(1);
   const plan::TaskId src = b.task(plan::TaskKind::source, "", 0, {});
