@@ -263,6 +263,55 @@ std::vector<std::string> cumulative_batch_norms(const onnx::ModelProto& model, c
   return names;
 }
 
+// Imports an If's branch `bg` into g.branches and returns its index. What the branch reads from
+// outside it (values `find` knows, and its own Constants, which become values of `g`) is added to
+// the If node's inputs (each once). Inside a branch: ops of one output, no nested If.
+template <typename Find>
+int64_t import_branch(Graph& g, const onnx::GraphProto& bg, const std::string& label, Node& if_node, const Where& w, Find& find) {
+  Branch b;
+  std::unordered_map<std::string, BranchRef> local;  // the names the branch defines
+  auto capture = [&](ValueId v) {
+    auto at = std::find(if_node.inputs.begin(), if_node.inputs.end(), v);
+    if (at == if_node.inputs.end()) at = if_node.inputs.insert(if_node.inputs.end(), v);
+    return BranchRef{false, int32_t(at - if_node.inputs.begin())};
+  };
+  auto ref = [&](const std::string& in, const Where& where) {
+    if (in.empty()) return BranchRef{false, -1};
+    if (auto it = local.find(in); it != local.end()) return it->second;
+    const ValueId v = find(in);
+    if (v == kNoValue) fail(where, "{}: '{}' is made neither earlier in the branch nor outside it", label, in);
+    return capture(v);
+  };
+  if (bg.initializer_size() > 0) fail(w, "{} has initializers, which are not supported inside an If's branch", label);
+  int index = 0;
+  for (const onnx::NodeProto& np : bg.node()) {
+    const std::string name = np.name().empty() ? fmt::format("{}/{}_{}", label, np.op_type(), index) : np.name();
+    ++index;
+    const Where bw{.file = w.file, .node = name, .op = np.op_type()};
+    if (np.output_size() != 1 || np.output(0).empty() || local.count(np.output(0)) || find(np.output(0)) != kNoValue)
+      fail(bw, "inside an If's branch, an op needs one output with a new name (this one has {})", np.output_size());
+    const bool standard = np.domain().empty() || np.domain() == "ai.onnx";
+    if (np.op_type() == "Constant" && standard) {
+      import_constant(g, np, bw, false);
+      local[np.output(0)] = capture(ValueId(g.values.size() - 1));
+      continue;
+    }
+    if (np.op_type() == "If" && standard) fail(bw, "an If inside an If's branch is not supported");
+    if (!find_op(np.domain(), np.op_type())) fail(bw, "unsupported operator type inside an If's branch");
+    BranchNode n{.name = name, .op_type = np.op_type(), .domain = np.domain(), .output = np.output(0)};
+    import_attrs(np, n.attrs, bw);
+    for (const std::string& in : np.input()) n.inputs.push_back(ref(in, bw));
+    local[np.output(0)] = BranchRef{true, int32_t(b.nodes.size())};
+    b.nodes.push_back(std::move(n));
+  }
+  for (const onnx::ValueInfoProto& out : bg.output()) {
+    if (out.name().empty()) fail(w, "{} has an unnamed output", label);
+    b.outputs.push_back(ref(out.name(), w));
+  }
+  g.branches.push_back(std::move(b));
+  return int64_t(g.branches.size()) - 1;
+}
+
 }  // namespace
 
 Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) {
@@ -405,7 +454,8 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
       continue;
     }
     Node node{.name = name, .op_type = np.op_type(), .domain = np.domain()};
-    import_attrs(np, node.attrs, w);
+    const bool is_if = np.op_type() == "If" && np.domain().empty();
+    if (!is_if) import_attrs(np, node.attrs, w);  // an If's are its branches (below)
     // torch writes torch.isinf(x) as IsInf(Cast(x, to=DOUBLE)), which would need float64 at run
     // time: a float32's infinities and NaNs stay what they are in float64 and no finite float32
     // becomes one, so such a cast, read by nothing else, is imported as one to FLOAT.
@@ -424,6 +474,19 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
       if (v == kNoValue) fail(w, "input '{}' is not produced before this node (nodes must be topologically sorted)", in);
       g.values[v].consumers.push_back(self);
       node.inputs.push_back(v);
+    }
+    if (is_if) {
+      if (np.input_size() != 1 || node.inputs[0] == kNoValue) fail(w, "expects 1 input (the condition)");
+      for (const onnx::AttributeProto& a : np.attribute()) {
+        if (a.type() != onnx::AttributeProto::GRAPH || (a.name() != "then_branch" && a.name() != "else_branch"))
+          fail(w, "attribute '{}' is not then_branch or else_branch", a.name());
+        const size_t captured = node.inputs.size();
+        node.attrs.set_int(a.name(), import_branch(g, a.g(), name + "/" + a.name(), node, w, find));
+        for (size_t i = captured; i < node.inputs.size(); ++i) g.values[node.inputs[i]].consumers.push_back(self);
+        if (g.branches.back().outputs.size() != size_t(np.output_size()))
+          fail(w, "its {} has {} outputs, the If {}", a.name(), g.branches.back().outputs.size(), np.output_size());
+      }
+      if (!node.attrs.has("then_branch") || !node.attrs.has("else_branch")) fail(w, "needs both then_branch and else_branch");
     }
     // Unused optional outputs are named "" by exporters: drop trailing ones.
     int n_out = np.output_size();

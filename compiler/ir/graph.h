@@ -106,6 +106,25 @@ struct Node {
   int32_t slots = 0;
 };
 
+// A branch of an If node (ONNX then_branch / else_branch), held beside the graph until
+// infer-shapes knows the If's condition and puts the taken branch's nodes in the If's place
+// (compiler/ops/if_branch.h). What a branch reads from outside it (outer values, its own
+// constants) the If node reads too, so that every pass before sees the dependence.
+struct BranchRef {
+  bool local = false;  // an output of the branch's node `index`; else input `index` of the If node
+  int32_t index = 0;   // -1: an absent optional input
+};
+struct BranchNode {
+  std::string name, op_type, domain;
+  Attrs attrs;
+  std::vector<BranchRef> inputs;
+  std::string output;  // its one output's name in the model
+};
+struct Branch {
+  std::vector<BranchNode> nodes;  // in order
+  std::vector<BranchRef> outputs;
+};
+
 struct Graph {
   std::string name;
   std::string source_file;                  // names the model in errors
@@ -132,6 +151,8 @@ struct Graph {
   // the cumulative average of every batch's, which the export cannot say (it writes the first
   // batch's factor, 1, as momentum 0: torch's momentum 1.0).
   std::vector<std::string> cumulative_batch_norms;
+  // The branches of the model's If nodes (their attributes then_branch and else_branch index it).
+  std::vector<Branch> branches;
 
   ValueId add_value(std::string name);
 };

@@ -84,6 +84,7 @@ OpDef reduce_prod_def();
 OpDef scatter_nd_def();
 OpDef shape_def();
 OpDef trilu_def();
+OpDef if_def();  // if_branch.cpp (If with a condition known when compiling: its taken branch)
 OpDef dropout_def();              // dropout.cpp
 OpDef clip_def();                 // pointwise.cpp
 OpDef erf_def();

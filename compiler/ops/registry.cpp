@@ -49,6 +49,7 @@ const std::vector<OpDef>& all_ops() {
       hard_sigmoid_def(),
       hard_swish_def(),
       identity_def(),
+      if_def(),
       instance_norm_def(),
       is_inf_def(),
       is_nan_def(),

@@ -3,11 +3,13 @@
 // OpDef's lower()) that exists in the kernel registry for the node's device and dtype, no
 // node computes only from compile-time constants (those were folded into constants), and no
 // composite op is left (each is replaced, in place, by the ops its OpDef's expand() emits: once
-// its inputs have shapes, which is why it happens here).
+// its inputs have shapes, which is why it happens here), nor any If (its condition folds here,
+// and the branch it takes replaces it: compiler/ops/if_branch.h).
 #include <algorithm>
 
 #include "common/error.h"
 #include "compiler/ops/const_eval.h"
+#include "compiler/ops/if_branch.h"
 #include "compiler/ops/registry.h"
 #include "compiler/passes/pass.h"
 #include "kernels/catalog.h"
@@ -24,6 +26,15 @@ bool InferShapes::run(Compilation& c) {
   std::vector<std::vector<Node>> expansions(g.nodes.size());
   bool expanded = false;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].op_type == "If" && g.nodes[n].domain.empty()) {
+      // Its condition is folded by now: the taken branch's nodes take its place, inferred next.
+      const size_t added = take_if_branch(g, n);
+      folded.insert(folded.begin() + long(n), added - 1, false);
+      composite.insert(composite.begin() + long(n), added - 1, false);
+      expansions.insert(expansions.begin() + long(n), added - 1, std::vector<Node>{});
+      --n;
+      continue;
+    }
     Node& node = g.nodes[n];
     const OpDef* def = find_op(node.domain, node.op_type);
     OF_ASSERT(def, "import let an unsupported op through: " + node.op_type);

@@ -161,6 +161,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 head, F.triplet_margin_loss (p=2; p=3 with swap) against the reversed features
                 and the next sample, F.pairwise_distance (p=1) to a learned center (train checks
                 only: the negatives couple the batch).
+  lrn           a CNN on [4,3,8,8] with nn.LocalResponseNorm (AlexNet's size 5, alpha 1e-4, k 2; and
+                size 3, alpha 1, k 1): torch exports its squeeze as an If whose condition ofc folds.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -366,7 +368,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem", "metric_learning"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem", "metric_learning", "lrn"]
 
 
 def parse_args():
@@ -1110,6 +1112,16 @@ def metric_learning():
     embed, head = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16)), nn.Linear(16, 10)
     loss = MetricLearning(embed, head)
     return Model(nn.Sequential(embed, head), (16,), 10, own_loss=True, train=loss)
+
+
+def lrn():
+    # The original AlexNet's and GoogLeNet's local response normalization across channels: torch
+    # exports its squeeze of the pooled squares as an If (the size is not known while exporting),
+    # whose condition ofc folds. AlexNet's own parameters, and a strong one whose mistakes show.
+    return Model(nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=2.0),
+                               nn.MaxPool2d(2), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+                               nn.LocalResponseNorm(3, alpha=1.0, beta=0.75, k=1.0), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                               nn.Linear(16, 10)), (3, 8, 8), 10)
 
 
 class ExportedLayers(nn.Module):
@@ -1946,7 +1958,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem, metric_learning]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem, metric_learning, lrn]))
 
 
 def build(name):
