@@ -408,6 +408,16 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
     }
   }
   for (const onnx::ValueInfoProto& out : gp.output()) only_tested_special[out.name()] = false;
+  // Values that only Cast nodes read (see the Cast to INT32 below).
+  std::unordered_map<std::string, bool> only_cast;
+  for (const onnx::NodeProto& np : gp.node()) {
+    const bool cast = np.op_type() == "Cast" && np.domain().empty();
+    for (const std::string& in : np.input()) {
+      auto [it, fresh] = only_cast.try_emplace(in, cast);
+      if (!fresh) it->second = it->second && cast;
+    }
+  }
+  for (const onnx::ValueInfoProto& out : gp.output()) only_cast[out.name()] = false;
 
   struct Unsupported {
     std::string type;
@@ -463,6 +473,14 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
         node.attrs.get_int("to", 0) == onnx::TensorProto::DOUBLE) {
       const auto tested = only_tested_special.find(np.output(0));
       if (tested != only_tested_special.end() && tested->second) node.attrs.set_int("to", onnx::TensorProto::FLOAT);
+    }
+    // torch writes `x * (x > 0).int()` as Cast(Cast(x > 0, to=INT32), to=FLOAT) (its type
+    // promotion): int32 at run time, which ofc has not. A cast to int32 that only casts read goes
+    // through int64 instead: the same values for everything int32 holds (beyond it, a float's
+    // cast to int32 is undefined anyway).
+    if (np.op_type() == "Cast" && np.domain().empty() && np.output_size() == 1 && node.attrs.get_int("to", 0) == onnx::TensorProto::INT32) {
+      const auto cast = only_cast.find(np.output(0));
+      if (cast != only_cast.end() && cast->second) node.attrs.set_int("to", onnx::TensorProto::INT64);
     }
     const auto self = NodeId(g.nodes.size());
     for (const std::string& in : np.input()) {
