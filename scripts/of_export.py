@@ -18,7 +18,9 @@ is written as the op `of.StopGradient`, which ofc passes on without a gradient; 
 `noise.bernoulli_(1 - p)` (torchvision's stochastic depth, timm's drop_path) and nn.Dropout1d/2d/3d,
 which torch 1.13 cannot export in training, as Dropouts of ones (_bernoulli_symbolic,
 _feature_dropout_symbolic); and Tensor.index_add, from opset 16, as a ScatterElements that adds
-(_index_add_symbolic: torch's own keeps one of a repeated index's additions). The rest is
+(_index_add_symbolic: torch's own keeps one of a repeated index's additions). Functions torch 1.13
+cannot export at all (losses, nn.Bilinear, Tensor.unflatten, torch.logaddexp, xlogy, ...) are
+written out with ops whose gradients are torch's. The rest is
 refused in one line naming the code (check_forward): a result computed under `torch.no_grad()`
 from tensors that require grad or read through `.data` (the exporter writes the latter's value at
 export time as a constant), a torch.autograd.Function (its own backward), a reentrant
@@ -467,6 +469,55 @@ def _threshold_symbolic(g, input, threshold, value):
     return g.op("Where", g.op("Greater", input, g.op("Cast", threshold, to_i=1)), input, g.op("Cast", value, to_i=1))
 
 
+# Tensor functions torch 1.13 has no symbolic for, written with ops whose gradients give torch's.
+def _unflatten_symbolic(g, input, dim, sizes):
+    shape = symbolic_helper._get_tensor_sizes(input)
+    dim, sizes = symbolic_helper._maybe_get_const(dim, "i"), symbolic_helper._maybe_get_const(sizes, "is")
+    if not shape or None in shape or not isinstance(dim, int) or not isinstance(sizes, list):
+        return symbolic_helper._unimplemented("unflatten", "shapes, dim and sizes known at export", input)
+    dim = dim % len(shape)
+    return g.op("Reshape", input, g.op("Constant", value_t=torch.tensor(shape[:dim] + list(sizes) + shape[dim + 1:])))
+
+
+def _expm1_symbolic(g, input):
+    # exp(x) - 1: within float32 rounding of torch's in absolute terms (not relative, near 0).
+    return g.op("Sub", g.op("Exp", input), _const(g, 1.0))
+
+
+def _logaddexp_symbolic(g, a, b):
+    # m + log(exp(a - m) + exp(b - m)), m = max(a, b): its gradient is exp(a - out) however Max
+    # splits a tie (the shift cancels), as torch's.
+    m = g.op("Max", a, b)
+    return g.op("Add", m, g.op("Log", g.op("Add", g.op("Exp", g.op("Sub", a, m)), g.op("Exp", g.op("Sub", b, m)))))
+
+
+def _xlogy_symbolic(g, x, y):
+    # 0 where x == 0 (whatever y), else x * log(y); both gradients 0 there, as torch's.
+    x, y = g.op("Cast", x, to_i=1), g.op("Cast", y, to_i=1)
+    zero = _const(g, 0.0)
+    return g.op("Where", g.op("Equal", x, zero), zero, g.op("Mul", x, g.op("Log", y)))
+
+
+def _hypot_symbolic(g, a, b):
+    return g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
+
+
+def _frac_symbolic(g, input):
+    # x - trunc(x), trunc(x) = sign(x) * floor(|x|): gradient 1, as torch's.
+    return g.op("Sub", input, g.op("Mul", g.op("Sign", input), g.op("Floor", g.op("Abs", input))))
+
+
+def _diff_symbolic(g, input, n, dim, prepend, append):
+    n, dim = symbolic_helper._maybe_get_const(n, "i"), symbolic_helper._maybe_get_const(dim, "i")
+    if n != 1 or not symbolic_helper._is_none(prepend) or not symbolic_helper._is_none(append) or not isinstance(dim, int):
+        return symbolic_helper._unimplemented("diff", "n=1 and a dim known at export, without prepend or append", input)
+    axis = g.op("Constant", value_t=torch.tensor([dim]))
+    big = g.op("Constant", value_t=torch.tensor([2**62]))
+    upper = g.op("Slice", input, g.op("Constant", value_t=torch.tensor([1])), big, axis)
+    lower = g.op("Slice", input, g.op("Constant", value_t=torch.tensor([0])), g.op("Constant", value_t=torch.tensor([-1])), axis)
+    return g.op("Sub", upper, lower)
+
+
 # nn.AdaptiveAvgPool2d to a size that does not divide the input (torch 1.13 refuses): its windows
 # [floor(i H / oh), ceil((i + 1) H / oh)) overlap and vary in length, but the pooling is linear and
 # separable: y = P_h x P_w^T with constant averaging matrices. Sizes that divide keep torch's
@@ -589,7 +640,9 @@ def _export_symbolics():
                  "aten::poisson_nll_loss": _poisson_nll_loss_symbolic, "aten::bilinear": _bilinear_symbolic,
                  "aten::threshold": _threshold_symbolic, "aten::pairwise_distance": _pairwise_distance_symbolic,
                  "aten::triplet_margin_loss": _triplet_margin_loss_symbolic,
-                 "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic}
+                 "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic, "aten::unflatten": _unflatten_symbolic,
+                 "aten::expm1": _expm1_symbolic, "aten::logaddexp": _logaddexp_symbolic, "aten::xlogy": _xlogy_symbolic,
+                 "aten::hypot": _hypot_symbolic, "aten::frac": _frac_symbolic, "aten::diff": _diff_symbolic}
     # torch's own embedding_bag symbolics are registered for opsets 10 and 11: the exporter takes
     # the latest at or below the export's, so ours is registered at 11 (ofc reads opset 13 on).
     at_opset = {name: _SYMBOLIC_OPSET for name in symbolics}

@@ -163,6 +163,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
                 only: the negatives couple the batch).
   lrn           a CNN on [4,3,8,8] with nn.LocalResponseNorm (AlexNet's size 5, alpha 1e-4, k 2; and
                 size 3, alpha 1, k 1): torch exports its squeeze as an If whose condition ofc folds.
+  exported_math an MLP on [4,16] through Tensor.unflatten, torch.logaddexp, expm1, hypot, frac, xlogy
+                (an entropy; x = 0 where a ReLU is off) and diff, which of_export writes out.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -368,7 +370,7 @@ MODEL_NAMES = ["linear3d", "mlp_nobias", "resnet18", "mobilenet_v2", "gpt", "enc
                "decoder_batch_first", "nanogpt", "densenet", "pads", "swin", "pointwise", "conv1d", "unet", "upsample", "norms", "maxpool_time",
                "extremum", "normalize", "prelu", "einsum", "rearrange", "masks", "argmax", "segment", "shufflenet",
                "weighted_ce", "summed_ce", "deeplab_aux", "multilabel", "nll", "pos_encoding", "finetune",
-               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem", "metric_learning", "lrn"]
+               "padded_lm", "bn_cumulative", "gpt_llrd", "llama", "bn_batch_stats", "stop_gradient", "quant_aware", "vq_vae", "mixup", "focal", "moe", "actor_critic", "weight_norm", "l1_norms", "rnn", "nan_to_num", "bucketize", "scatter", "video", "unet3d", "exported_losses", "exported_layers", "linear_attention", "recommender", "gem", "metric_learning", "lrn", "exported_math"]
 
 
 def parse_args():
@@ -1112,6 +1114,27 @@ def metric_learning():
     embed, head = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16)), nn.Linear(16, 10)
     loss = MetricLearning(embed, head)
     return Model(nn.Sequential(embed, head), (16,), 10, own_loss=True, train=loss)
+
+
+class ExportedMath(nn.Module):
+    """Tensor functions torch 1.13 cannot export, which scripts/of_export.py writes out:
+    Tensor.unflatten (attention's heads), torch.logaddexp, torch.expm1, torch.hypot, torch.frac,
+    torch.xlogy (an entropy, and x = 0 where a ReLU is off) and torch.diff."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 24), nn.Linear(4 * 12, 10)
+
+    def forward(self, x):
+        q = self.fc1(x).unflatten(1, (4, 6))
+        a = torch.logaddexp(q, q.flip(2)) + torch.expm1(q.tanh()) + torch.hypot(q, q.roll(1, 2)) + torch.frac(q * 2)
+        p = torch.softmax(q, 2)
+        entropy = -torch.xlogy(p, p).sum(2, keepdim=True) + torch.xlogy(q.relu(), q.abs() + 0.5)
+        return self.fc2(torch.cat([a + entropy, torch.diff(q, dim=2), q[:, :, :1]], 2).flatten(1))
+
+
+def exported_math():
+    return Model(ExportedMath(), (16,), 10, written_out=True)
 
 
 def lrn():
@@ -1958,7 +1981,7 @@ MODELS = dict(zip(MODEL_NAMES, [linear3d, mlp_nobias, resnet18, mobilenet_v2, gp
                                 decoder_batch_first, nanogpt, densenet, pads, swin, pointwise, conv1d, unet, upsample, norms, maxpool_time,
                                 extremum, normalize, prelu, einsum, rearrange, masks, argmax, segment, shufflenet,
                                 weighted_ce, summed_ce, deeplab_aux, multilabel, nll, pos_encoding, finetune,
-                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem, metric_learning, lrn]))
+                                padded_lm, bn_cumulative, gpt_llrd, llama, bn_batch_stats, stop_gradient, quant_aware, vq_vae, mixup, focal, moe, actor_critic, weight_norm, l1_norms, rnn, nan_to_num, bucketize, scatter, video, unet3d, exported_losses, exported_layers, linear_attention, recommender, gem, metric_learning, lrn, exported_math]))
 
 
 def build(name):
