@@ -518,6 +518,27 @@ def _diff_symbolic(g, input, n, dim, prepend, append):
     return g.op("Sub", upper, lower)
 
 
+def _logcumsumexp_symbolic(g, input, dim):
+    # m + log(cumsum(exp(x - m))), m the largest element along dim: the shift cancels in the
+    # gradient (softmax-weighted prefix sums, as torch's), and no exp overflows.
+    dim = symbolic_helper._maybe_get_const(dim, "i")
+    if not isinstance(dim, int):
+        return symbolic_helper._unimplemented("logcumsumexp", "a dim known at export", input)
+    m = g.op("ReduceMax", input, axes_i=[dim], keepdims_i=1)
+    total = g.op("CumSum", g.op("Exp", g.op("Sub", input, m)), g.op("Constant", value_t=torch.tensor(dim)))
+    return g.op("Add", m, g.op("Log", total))
+
+
+def _diag_embed_symbolic(g, input, offset, dim1, dim2):
+    offset, dim1, dim2 = (symbolic_helper._maybe_get_const(v, "i") for v in (offset, dim1, dim2))
+    sizes = symbolic_helper._get_tensor_sizes(input)
+    if offset != 0 or not sizes or sizes[-1] is None or (dim1 % (len(sizes) + 1), dim2 % (len(sizes) + 1)) != (len(sizes) - 1, len(sizes)):
+        return symbolic_helper._unimplemented("diag_embed", "offset 0 into the last two axes, and a size known at export", input)
+    # x[..., i] on the diagonal of [..., n, n]: x[..., None] times the identity.
+    unsqueezed = g.op("Unsqueeze", input, g.op("Constant", value_t=torch.tensor([len(sizes)])))
+    return g.op("Mul", unsqueezed, g.op("Constant", value_t=torch.eye(sizes[-1])))
+
+
 # nn.AdaptiveAvgPool2d to a size that does not divide the input (torch 1.13 refuses): its windows
 # [floor(i H / oh), ceil((i + 1) H / oh)) overlap and vary in length, but the pooling is linear and
 # separable: y = P_h x P_w^T with constant averaging matrices. Sizes that divide keep torch's
@@ -642,7 +663,8 @@ def _export_symbolics():
                  "aten::triplet_margin_loss": _triplet_margin_loss_symbolic,
                  "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic, "aten::unflatten": _unflatten_symbolic,
                  "aten::expm1": _expm1_symbolic, "aten::logaddexp": _logaddexp_symbolic, "aten::xlogy": _xlogy_symbolic,
-                 "aten::hypot": _hypot_symbolic, "aten::frac": _frac_symbolic, "aten::diff": _diff_symbolic}
+                 "aten::hypot": _hypot_symbolic, "aten::frac": _frac_symbolic, "aten::diff": _diff_symbolic,
+                 "aten::logcumsumexp": _logcumsumexp_symbolic, "aten::diag_embed": _diag_embed_symbolic}
     # torch's own embedding_bag symbolics are registered for opsets 10 and 11: the exporter takes
     # the latest at or below the export's, so ours is registered at 11 (ofc reads opset 13 on).
     at_opset = {name: _SYMBOLIC_OPSET for name in symbolics}

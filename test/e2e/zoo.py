@@ -164,7 +164,8 @@ Every model is small, built after torch.manual_seed(0), float32, batch 4:
   lrn           a CNN on [4,3,8,8] with nn.LocalResponseNorm (AlexNet's size 5, alpha 1e-4, k 2; and
                 size 3, alpha 1, k 1): torch exports its squeeze as an If whose condition ofc folds.
   exported_math an MLP on [4,16] through Tensor.unflatten, torch.logaddexp, expm1, hypot, frac, xlogy
-                (an entropy; x = 0 where a ReLU is off) and diff, which of_export writes out.
+                (an entropy; x = 0 where a ReLU is off), diff, logcumsumexp and diag_embed, which of_export
+                writes out.
   densenet      torchvision's DenseNet (densenet121's code) with growth 8, blocks (2,2,2) and 16
                 initial features, on [4,3,32,32] (concatenated features; its transitions' AvgPool2d,
                 which torch exports as a Pad of zeros before the AveragePool).
@@ -1119,7 +1120,8 @@ def metric_learning():
 class ExportedMath(nn.Module):
     """Tensor functions torch 1.13 cannot export, which scripts/of_export.py writes out:
     Tensor.unflatten (attention's heads), torch.logaddexp, torch.expm1, torch.hypot, torch.frac,
-    torch.xlogy (an entropy, and x = 0 where a ReLU is off) and torch.diff."""
+    torch.xlogy (an entropy, and x = 0 where a ReLU is off), torch.diff, torch.logcumsumexp (over
+    the heads) and torch.diag_embed."""
 
     def __init__(self):
         super().__init__()
@@ -1130,7 +1132,9 @@ class ExportedMath(nn.Module):
         a = torch.logaddexp(q, q.flip(2)) + torch.expm1(q.tanh()) + torch.hypot(q, q.roll(1, 2)) + torch.frac(q * 2)
         p = torch.softmax(q, 2)
         entropy = -torch.xlogy(p, p).sum(2, keepdim=True) + torch.xlogy(q.relu(), q.abs() + 0.5)
-        return self.fc2(torch.cat([a + entropy, torch.diff(q, dim=2), q[:, :, :1]], 2).flatten(1))
+        scaled = torch.diag_embed(q[:, :, :3].sigmoid()) @ q[:, :, 3:].unsqueeze(3)  # [N,4,3,1]
+        return self.fc2(torch.cat([a + entropy, torch.diff(q, dim=2), torch.logcumsumexp(q[:, :, :1] * 3, 1) + scaled[:, :, :1, 0]],
+                                  2).flatten(1))
 
 
 def exported_math():
