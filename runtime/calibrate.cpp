@@ -134,6 +134,7 @@ Rates kernel_rates(const char* kernel, const Attrs& attrs, const std::vector<Ten
   const double work = kernels::kernel_work(kernel, attrs, in, out).measure();
   if (shared < 2) return Rates{work / s, work / s};
   std::vector<KernelBench> benches;
+  benches.reserve(size_t(shared));
   for (int32_t i = 0; i < shared; ++i) benches.emplace_back(kernel, attrs, in, out, name, 0.01f);
   // Sharing never speeds work up: a faster reading is noise.
   return Rates{work / s, work / std::max(s, shared_seconds(benches, budget, false))};
@@ -287,8 +288,14 @@ int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task)
     const kernels::KernelWork w = kernels::kernel_work(t.kernel, t.attrs, in, out);
     samples[t.kernel].push_back(Sample{w.measure(), s});
     seen[key] = s;
-    if (shared > 1) {
+    // A copy per core of a large shape's buffers (an embedding table on a many-core host) may not
+    // fit: such a shape is slowed as its kind of work is instead (compiler/parallel/step_time.h).
+    uint64_t bytes = 0;
+    for (const TensorDesc& d : in) bytes += uint64_t(d.bytes());
+    for (const TensorDesc& d : out) bytes += uint64_t(d.bytes());
+    if (shared > 1 && bytes * uint64_t(shared) <= (uint64_t(2) << 30)) {
       std::vector<KernelBench> benches;
+      benches.reserve(size_t(shared));
       for (int32_t i = 0; i < shared; ++i) benches.emplace_back(t.kernel, t.attrs, in, out, t.name, 0, fresh);
       c.shared_shapes[key] = std::max(s, shared_seconds(benches, per_task, true));
     }

@@ -8,7 +8,9 @@
 // between ranks are not measured here (they need two processes): those keep the built-in
 // figures, and the file says so. Given a plan, the kernels of that plan are measured as it runs
 // them, which is what makes a prediction of that model's plans close (shapes matter: a
-// convolution of 3 input channels runs at a fraction of one of 64).
+// convolution of 3 input channels runs at a fraction of one of 64). Each rate is also measured
+// with every core of the host running a copy at once (MachineCosts::shared_*): a rank's devices
+// share the memory bandwidth and caches.
 #pragma once
 
 #include "common/machine_costs.h"
@@ -23,7 +25,9 @@ MachineCosts calibrate(double seconds = 0.5);
 // is 0, in range; a shape that several tasks share, once), records each in c.shapes and fits, per
 // kernel name, an act's time to fixed_s + work / rate over that kernel's shapes (least squares; a
 // plain rate where the fit is not positive). Kernels that plan does not have keep what `c` had.
-// Returns how many shapes were measured.
+// Where a rank of `p` has several CPU devices, each shape is also timed with c.shared_cores
+// threads running a copy of it at once (c.shared_shapes; shapes whose copies would pass 2 GiB
+// are not). Returns how many shapes were measured.
 int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double seconds_per_task = 0.02);
 
 }  // namespace of::runtime

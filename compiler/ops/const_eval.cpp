@@ -163,7 +163,7 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
   // Inputs every op below reads without checking; a malformed node fails here by name.
   static const std::vector<std::pair<std::string, size_t>> kMinInputs = {
       {"Shape", 1}, {"Identity", 1}, {"Cast", 1}, {"Not", 1}, {"Neg", 1}, {"Sqrt", 1}, {"Reciprocal", 1}, {"Unsqueeze", 1}, {"Squeeze", 1}, {"Reshape", 2}, {"Concat", 1}, {"Gather", 2},
-      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}, {"ReduceProd", 1}, {"Split", 1}};
+      {"Slice", 3}, {"Expand", 2}, {"ConstantOfShape", 1}, {"Range", 3}, {"Transpose", 1}, {"Trilu", 1}, {"Mod", 2}, {"ScatterND", 3}, {"ScatterElements", 3}, {"ReduceProd", 1}, {"Split", 1}};
   for (const auto& [name, need] : kMinInputs)
     if (op == name)
       for (size_t i = 0; i < need; ++i)
@@ -269,6 +269,40 @@ std::optional<std::vector<Ct>> evaluate(const Node& node, const std::vector<Ct>&
         const double u = upd.v[size_t(t * slice + e)];
         o = reduction == "add" ? o + u : reduction == "mul" ? o * u : u;
       }
+    }
+    if (r.dtype == DType::f32)
+      for (double& x : r.v) x = double(float(x));
+    return one(r);
+  }
+  if (op == "ScatterElements") {  // of constants (Tensor.index_fill's index arithmetic on a shape)
+    const Ct &data = in[0], &idx = in[1], &upd = in[2];
+    const std::string reduction = a.get_str("reduction", "none");
+    if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+      bad(fmt::format("reduction '{}' is not supported", reduction));
+    const auto rank = int64_t(data.shape.size());
+    if (rank < 1 || int64_t(idx.shape.size()) != rank) bad("indices must have data's rank (>= 1)");
+    if (upd.shape != idx.shape) bad(fmt::format("updates have shape {}, indices {}", shape_str(upd.shape), shape_str(idx.shape)));
+    const int64_t axis = norm_axis(a.get_int("axis", 0), rank, bad);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && idx.shape[size_t(d)] > data.shape[size_t(d)])
+        bad(fmt::format("indices' axis {} ({}) is longer than data's ({})", d, idx.shape[size_t(d)], data.shape[size_t(d)]));
+    const std::vector<int64_t> st = strides_of(data.shape), ist = strides_of(idx.shape);
+    Ct r = data;
+    for (int64_t e = 0; e < idx.n(); ++e) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t j = (e / ist[size_t(d)]) % idx.shape[size_t(d)];
+        if (d == axis) {
+          j = to_i64(idx.v[size_t(e)]);
+          const int64_t dim = data.shape[size_t(axis)];
+          if (j < 0) j += dim;
+          if (j < 0 || j >= dim) bad(fmt::format("index {} is out of range for axis {} of size {}", to_i64(idx.v[size_t(e)]), axis, dim));
+        }
+        off += j * st[size_t(d)];
+      }
+      double& o = r.v[size_t(off)];
+      const double u = upd.v[size_t(e)];
+      o = reduction == "add" ? o + u : reduction == "mul" ? o * u : reduction == "max" ? std::max(o, u) : reduction == "min" ? std::min(o, u) : u;
     }
     if (r.dtype == DType::f32)
       for (double& x : r.v) x = double(float(x));

@@ -190,7 +190,7 @@ TEST_CASE("const_eval: Trilu keeps torch.triu / torch.tril of a constant, k abov
   REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'T1' (Trilu)") && Catch::Contains("rank 2"));
 }
 
-TEST_CASE("const_eval: Mod as Python's % and as fmod, ReduceProd of a shape, ScatterND filling a mask by slices", "[compiler]") {
+TEST_CASE("const_eval: Mod as Python's % and as fmod, ReduceProd of a shape, ScatterND filling a mask by slices, ScatterElements", "[compiler]") {
   Graph g;
   auto i64 = [&](const std::string& name, std::vector<int64_t> xs, of::Shape shape) {
     const ValueId v = g.add_value(name);
@@ -237,4 +237,20 @@ TEST_CASE("const_eval: Mod as Python's % and as fmod, ReduceProd of a shape, Sca
   g.nodes.push_back(Node{.name = "S0", .op_type = "ScatterND", .inputs = {mask, i64("far", {0, 3}, {1, 2}), i64("u2", {1, 1}, {1, 2})},
                          .outputs = {g.add_value("s0")}});
   REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'S0' (ScatterND)") && Catch::Contains("index 3 is out of range"));
+  // ScatterElements along axis 1 of [2,3] (Tensor.index_fill's index arithmetic): row r's
+  // column idx[r][c] takes upd[r][c]; a negative index counts from the end; add and max combine.
+  const ValueId base = i64("base", {0, 0, 0, 5, 5, 5}, {2, 3});
+  const ValueId cols = i64("cols", {2, 0, -1, 1}, {2, 2});
+  const ValueId vals = i64("vals", {7, 8, 9, 4}, {2, 2});
+  of::Attrs axis1;
+  axis1.set_int("axis", 1);
+  CHECK(fold("ScatterElements", {base, cols, vals}, axis1) == std::vector<int64_t>{8, 0, 7, 5, 4, 9});
+  of::Attrs add1 = axis1, max1 = axis1;
+  add1.set_str("reduction", "add");
+  max1.set_str("reduction", "max");
+  CHECK(fold("ScatterElements", {base, cols, vals}, add1) == std::vector<int64_t>{8, 0, 7, 5, 9, 14});
+  CHECK(fold("ScatterElements", {base, cols, vals}, max1) == std::vector<int64_t>{8, 0, 7, 5, 5, 9});
+  g.nodes.push_back(Node{.name = "E0", .op_type = "ScatterElements", .inputs = {base, i64("c3", {3}, {1, 1}), i64("v3", {1}, {1, 1})},
+                         .outputs = {g.add_value("e0")}, .attrs = axis1});
+  REQUIRE_THROWS_WITH(try_fold(g, g.nodes.back()), Catch::Contains("node 'E0' (ScatterElements)") && Catch::Contains("index 3 is out of range"));
 }
