@@ -539,6 +539,23 @@ def _diag_embed_symbolic(g, input, offset, dim1, dim2):
     return g.op("Mul", unsqueezed, g.op("Constant", value_t=torch.eye(sizes[-1])))
 
 
+# nn.Conv1d/2d/3d(padding="same" | "valid") (torch 1.13 cannot export aten::_convolution_mode): a
+# Conv with the pads torch computes, d * (k - 1) per axis, the odd one on the far side.
+def _convolution_mode_symbolic(g, input, weight, bias, stride, padding, dilation, groups):
+    mode = symbolic_helper._maybe_get_const(padding, "s")
+    stride, dilation = symbolic_helper._maybe_get_const(stride, "is"), symbolic_helper._maybe_get_const(dilation, "is")
+    groups = symbolic_helper._maybe_get_const(groups, "i")
+    sizes = symbolic_helper._get_tensor_sizes(weight)
+    if mode not in ("same", "valid") or not sizes or None in sizes or not isinstance(stride, list) or \
+            not isinstance(dilation, list) or not isinstance(groups, int):
+        return symbolic_helper._unimplemented("convolution", "padding 'same' or 'valid', and shapes known at export", input)
+    kernel = sizes[2:]
+    total = [d * (k - 1) if mode == "same" else 0 for d, k in zip(dilation, kernel)]
+    args = [input, weight] + ([] if bias is None or symbolic_helper._is_none(bias) else [bias])
+    return g.op("Conv", *args, kernel_shape_i=kernel, strides_i=stride, dilations_i=dilation, group_i=groups,
+                pads_i=[t // 2 for t in total] + [t - t // 2 for t in total])
+
+
 # nn.AdaptiveAvgPool2d to a size that does not divide the input (torch 1.13 refuses): its windows
 # [floor(i H / oh), ceil((i + 1) H / oh)) overlap and vary in length, but the pooling is linear and
 # separable: y = P_h x P_w^T with constant averaging matrices. Sizes that divide keep torch's
@@ -664,7 +681,8 @@ def _export_symbolics():
                  "aten::adaptive_avg_pool2d": _adaptive_avg_pool2d_symbolic, "aten::unflatten": _unflatten_symbolic,
                  "aten::expm1": _expm1_symbolic, "aten::logaddexp": _logaddexp_symbolic, "aten::xlogy": _xlogy_symbolic,
                  "aten::hypot": _hypot_symbolic, "aten::frac": _frac_symbolic, "aten::diff": _diff_symbolic,
-                 "aten::logcumsumexp": _logcumsumexp_symbolic, "aten::diag_embed": _diag_embed_symbolic}
+                 "aten::logcumsumexp": _logcumsumexp_symbolic, "aten::diag_embed": _diag_embed_symbolic,
+                 "aten::_convolution_mode": _convolution_mode_symbolic}
     # torch's own embedding_bag symbolics are registered for opsets 10 and 11: the exporter takes
     # the latest at or below the export's, so ours is registered at 11 (ofc reads opset 13 on).
     at_opset = {name: _SYMBOLIC_OPSET for name in symbolics}

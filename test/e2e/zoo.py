@@ -1154,17 +1154,24 @@ def lrn():
 class ExportedLayers(nn.Module):
     """torch.nn layers torch 1.13 cannot export as they are (scripts/of_export.py writes them out):
     nn.AdaptiveAvgPool2d to a size that does not divide its input, nn.Threshold with a threshold
-    other than 0, nn.Bilinear."""
+    other than 0, nn.Bilinear, convolutions with padding="same" (an even kernel: the extra pad on
+    the far side; dilated and grouped; 1-D) and "valid"."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.same = nn.Conv2d(8, 8, 4, padding="same")
+        self.dilated = nn.Conv2d(8, 8, 3, padding="same", dilation=2, groups=2)
+        self.conv1d, self.valid = nn.Conv1d(8, 8, 2, padding="same"), nn.Conv2d(8, 8, 1, padding="valid")
         self.pool = nn.AdaptiveAvgPool2d((3, 3))
         self.fc, self.threshold = nn.Linear(72, 16), nn.Threshold(0.1, -1.0)
         self.bilinear = nn.Bilinear(16, 12, 10)
 
     def forward(self, x):  # x [N, 3, 7, 7]: 7 does not divide by 3
-        h = self.threshold(self.fc(self.pool(torch.relu(self.conv(x))).flatten(1)))
+        h = torch.relu(self.conv(x))
+        h = torch.relu(self.same(h)) + self.dilated(h)
+        h = self.valid(h) + self.conv1d(h.flatten(2)).view_as(h)
+        h = self.threshold(self.fc(self.pool(h).flatten(1)))
         return self.bilinear(h, h[:, 2:14])
 
 
