@@ -577,6 +577,29 @@ def _adaptive_avg_pool2d_symbolic(g, input, output_size):
     return g.op("MatMul", g.op("Constant", value_t=averaging(sizes[2], out[0])), rows)
 
 
+# nn.AdaptiveMaxPool2d to a size that does not divide the input (torch 1.13 refuses): the maximum
+# over a rectangle is the maximum over its rows of the maxima over its columns, so per output
+# column a ReduceMax over its window of columns, then per output row one over its rows. The
+# gradient goes to the first maximum in row-major order, as torch's. The indices are not written
+# (return_indices=True is refused by the exporter: an output nothing makes).
+def _adaptive_max_pool2d_symbolic(g, input, output_size):
+    sizes = symbolic_helper._get_tensor_sizes(input)
+    out = symbolic_helper._maybe_get_const(output_size, "is")
+    if not sizes or len(sizes) != 4 or None in sizes[2:] or not isinstance(out, list) or len(out) != 2 or \
+            all(s % o == 0 for s, o in zip(sizes[2:], out)):
+        return symbolic_opset9.adaptive_max_pool2d(g, input, output_size)
+
+    def windows(x, axis, n, o):
+        parts = []
+        for i in range(o):
+            lo, hi = (i * n) // o, -((-(i + 1) * n) // o)
+            part = g.op("Slice", x, g.op("Constant", value_t=torch.tensor([lo])), g.op("Constant", value_t=torch.tensor([hi])),
+                        g.op("Constant", value_t=torch.tensor([axis])))
+            parts.append(g.op("ReduceMax", part, axes_i=[axis], keepdims_i=1))
+        return g.op("Concat", *parts, axis_i=axis)
+    return windows(windows(input, 3, sizes[3], out[1]), 2, sizes[2], out[0]), None
+
+
 # nn.EmbeddingBag (recommendation models' sparse features: DLRM's tables), which torch exports as
 # an ONNX Loop over the bags (ofc refuses Loop). Written instead as:
 #  - bags of one length (a 2-D input, whose offsets torch makes constant and evenly spaced): the
@@ -682,7 +705,7 @@ def _export_symbolics():
                  "aten::expm1": _expm1_symbolic, "aten::logaddexp": _logaddexp_symbolic, "aten::xlogy": _xlogy_symbolic,
                  "aten::hypot": _hypot_symbolic, "aten::frac": _frac_symbolic, "aten::diff": _diff_symbolic,
                  "aten::logcumsumexp": _logcumsumexp_symbolic, "aten::diag_embed": _diag_embed_symbolic,
-                 "aten::_convolution_mode": _convolution_mode_symbolic}
+                 "aten::_convolution_mode": _convolution_mode_symbolic, "aten::adaptive_max_pool2d": _adaptive_max_pool2d_symbolic}
     # torch's own embedding_bag symbolics are registered for opsets 10 and 11: the exporter takes
     # the latest at or below the export's, so ours is registered at 11 (ofc reads opset 13 on).
     at_opset = {name: _SYMBOLIC_OPSET for name in symbolics}

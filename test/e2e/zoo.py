@@ -1155,7 +1155,8 @@ class ExportedLayers(nn.Module):
     """torch.nn layers torch 1.13 cannot export as they are (scripts/of_export.py writes them out):
     nn.AdaptiveAvgPool2d to a size that does not divide its input, nn.Threshold with a threshold
     other than 0, nn.Bilinear, convolutions with padding="same" (an even kernel: the extra pad on
-    the far side; dilated and grouped; 1-D) and "valid"."""
+    the far side; dilated and grouped; 1-D) and "valid", adaptive max pooling to a size that does
+    not divide its input."""
 
     def __init__(self):
         super().__init__()
@@ -1171,7 +1172,7 @@ class ExportedLayers(nn.Module):
         h = torch.relu(self.conv(x))
         h = torch.relu(self.same(h)) + self.dilated(h)
         h = self.valid(h) + self.conv1d(h.flatten(2)).view_as(h)
-        h = self.threshold(self.fc(self.pool(h).flatten(1)))
+        h = self.threshold(self.fc((self.pool(h) + F.adaptive_max_pool2d(h, (3, 3))).flatten(1)))
         return self.bilinear(h, h[:, 2:14])
 
 
