@@ -259,12 +259,10 @@ KernelRate fit(const std::vector<Sample>& v) {
 
 int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double per_task) {
   kernels::set_kernel_threads(1);
-  // Acts beside each other only matter where a rank has several CPU devices.
-  std::map<int32_t, int32_t> cpu_devices_of_rank;
-  int32_t most = 0;
-  for (const plan::DeviceRef& d : p.devices)
-    if (d.kind == 0) most = std::max(most, ++cpu_devices_of_rank[d.rank]);
-  const int32_t shared = most > 1 ? c.shared_cores : 1;
+  // Beside every core busy too, even for a plan of one device: the same model's plans on several
+  // devices of a rank run many of its shapes (every optimizer update), and ofc --auto weighs them
+  // from one calibration.
+  const int32_t shared = c.shared_cores;
   std::map<std::string, std::vector<Sample>> samples;
   int64_t measured = 0;
   std::map<std::string, double> seen;  // this plan's shapes: each measured once (devices repeat them)

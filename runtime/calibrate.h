@@ -25,9 +25,8 @@ MachineCosts calibrate(double seconds = 0.5);
 // is 0, in range; a shape that several tasks share, once), records each in c.shapes and fits, per
 // kernel name, an act's time to fixed_s + work / rate over that kernel's shapes (least squares; a
 // plain rate where the fit is not positive). Kernels that plan does not have keep what `c` had.
-// Where a rank of `p` has several CPU devices, each shape is also timed with c.shared_cores
-// threads running a copy of it at once (c.shared_shapes; shapes whose copies would pass 2 GiB
-// are not). Returns how many shapes were measured.
+// Each shape is also timed with c.shared_cores threads running a copy of it at once
+// (c.shared_shapes; shapes whose copies would pass 2 GiB are not). Returns how many shapes were measured.
 int64_t calibrate_kernels(const plan::Plan& p, MachineCosts& c, double seconds_per_task = 0.02);
 
 }  // namespace of::runtime

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <thread>
 #include <regex>
 #include <set>
 
@@ -46,6 +48,16 @@ TEST_CASE("predict: ofrun --calibrate writes the costs ofc --costs reads and a r
   CHECK(costs.at("format") == "of-costs");
   CHECK(costs.at("matrix_flops_per_s").get<double>() > 1e6);
   CHECK(costs.at("task_overhead_s").get<double>() > 0);
+  // Every rate also beside every other core busy (a rank's devices share memory and caches): never
+  // faster than alone.
+  const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 64u);
+  if (cores > 1) {
+    CHECK(costs.at("shared_cores").get<int64_t>() == int64_t(cores));
+    CHECK(costs.at("shared_memory_bytes_per_s").get<double>() <= costs.at("memory_bytes_per_s").get<double>());
+    CHECK(costs.at("shared_copy_bytes_per_s").get<double>() <= costs.at("copy_bytes_per_s").get<double>());
+  } else {
+    CHECK_FALSE(costs.contains("shared_cores"));
+  }
 
   CmdResult c = ofc_mlp(d, "p.ofp", "--costs " + (d / "costs.json"));
   INFO(c.out << c.err);
@@ -92,6 +104,12 @@ TEST_CASE("predict: ofrun --calibrate writes the costs ofc --costs reads and a r
   for (const auto& item : one.items()) CHECK(both.contains(item.key()));
   CHECK(both.contains("gemm alpha=1 beta=1 trans_a=1 trans_b=0 : f32[32,1024] f32[32,1024] -> f32[1024,1024]"));
   CHECK(merged.out.find(fmt::format("{} in the file", both.size())) != std::string::npos);
+  if (cores > 1) {  // and each shape beside the other cores, merged alike
+    const json shared = json::parse(slurp(d / "c2.json")).at("shared_shapes");
+    CHECK(shared.size() == both.size());
+    CHECK(shared.contains("gemm alpha=1 beta=1 trans_a=1 trans_b=0 : f32[64,1024] f32[64,1024] -> f32[1024,1024]"));
+    CHECK(shared.contains("gemm alpha=1 beta=1 trans_a=1 trans_b=0 : f32[32,1024] f32[32,1024] -> f32[1024,1024]"));
+  }
   // Merging into a file that is not a costs file is refused, and the file is left as it was.
   std::ofstream(d / "notes.json") << "{\"mine\": 1}\n";
   CmdResult not_costs = run_cmd(bin("ofrun") + " " + (d / "dp.ofp") + " --calibrate " + (d / "notes.json") + " --merge", d);
