@@ -263,6 +263,22 @@ std::vector<std::string> cumulative_batch_norms(const onnx::ModelProto& model, c
   return names;
 }
 
+// Per value name that some node reads: whether every node that reads it passes `reader` (a graph
+// output never does: the user reads it).
+template <typename Reader>
+std::unordered_map<std::string, bool> read_only_by(const onnx::GraphProto& gp, Reader reader) {
+  std::unordered_map<std::string, bool> only;
+  for (const onnx::NodeProto& np : gp.node()) {
+    const bool passes = reader(np);
+    for (const std::string& in : np.input()) {
+      auto [it, fresh] = only.try_emplace(in, passes);
+      if (!fresh) it->second = it->second && passes;
+    }
+  }
+  for (const onnx::ValueInfoProto& out : gp.output()) only[out.name()] = false;
+  return only;
+}
+
 // Imports an If's branch `bg` into g.branches and returns its index. What the branch reads from
 // outside it (values `find` knows, and its own Constants, which become values of `g`) is added to
 // the If node's inputs (each once). Inside a branch: ops of one output, no nested If.
@@ -385,39 +401,18 @@ Graph import_onnx_bytes(const void* data, size_t size, const std::string& path) 
   if (g.inputs.empty()) fail(file, "the graph has no inputs to feed");
 
   // Values that only Cast(to FLOAT) and Where nodes read (see import_constant).
-  std::unordered_map<std::string, bool> only_cast_to_float;
-  for (const onnx::NodeProto& np : gp.node()) {
+  const auto only_cast_to_float = read_only_by(gp, [](const onnx::NodeProto& np) {
+    if (np.domain().empty() && np.op_type() == "Where") return true;
     bool to_float = np.op_type() == "Cast" && np.domain().empty();
-    if (to_float)
-      for (const onnx::AttributeProto& a : np.attribute())
-        if (a.name() == "to") to_float = a.i() == onnx::TensorProto::FLOAT;
-    to_float = to_float || (np.op_type() == "Where" && np.domain().empty());
-    for (const std::string& in : np.input()) {
-      auto [it, fresh] = only_cast_to_float.try_emplace(in, to_float);
-      if (!fresh) it->second = it->second && to_float;
-    }
-  }
-  for (const onnx::ValueInfoProto& out : gp.output()) only_cast_to_float[out.name()] = false;
+    for (const onnx::AttributeProto& a : np.attribute())
+      if (to_float && a.name() == "to") to_float = a.i() == onnx::TensorProto::FLOAT;
+    return to_float;
+  });
   // Values that only IsInf and IsNaN read (see the Cast to DOUBLE below).
-  std::unordered_map<std::string, bool> only_tested_special;
-  for (const onnx::NodeProto& np : gp.node()) {
-    const bool test = (np.op_type() == "IsInf" || np.op_type() == "IsNaN") && np.domain().empty();
-    for (const std::string& in : np.input()) {
-      auto [it, fresh] = only_tested_special.try_emplace(in, test);
-      if (!fresh) it->second = it->second && test;
-    }
-  }
-  for (const onnx::ValueInfoProto& out : gp.output()) only_tested_special[out.name()] = false;
+  const auto only_tested_special = read_only_by(
+      gp, [](const onnx::NodeProto& np) { return (np.op_type() == "IsInf" || np.op_type() == "IsNaN") && np.domain().empty(); });
   // Values that only Cast nodes read (see the Cast to INT32 below).
-  std::unordered_map<std::string, bool> only_cast;
-  for (const onnx::NodeProto& np : gp.node()) {
-    const bool cast = np.op_type() == "Cast" && np.domain().empty();
-    for (const std::string& in : np.input()) {
-      auto [it, fresh] = only_cast.try_emplace(in, cast);
-      if (!fresh) it->second = it->second && cast;
-    }
-  }
-  for (const onnx::ValueInfoProto& out : gp.output()) only_cast[out.name()] = false;
+  const auto only_cast = read_only_by(gp, [](const onnx::NodeProto& np) { return np.op_type() == "Cast" && np.domain().empty(); });
 
   struct Unsupported {
     std::string type;
