@@ -560,17 +560,32 @@ def _convolution_mode_symbolic(g, input, weight, bias, stride, padding, dilation
 # [floor(i H / oh), ceil((i + 1) H / oh)) overlap and vary in length, but the pooling is linear and
 # separable: y = P_h x P_w^T with constant averaging matrices. Sizes that divide keep torch's
 # AveragePool.
-def _adaptive_avg_pool2d_symbolic(g, input, output_size):
+def _adaptive_sizes(input, output_size):
+    """(input sizes, output size) of a 2-D adaptive pooling whose output does not divide its
+    input, known at export; None where torch's own symbolic serves (sizes that divide)."""
     sizes = symbolic_helper._get_tensor_sizes(input)
     out = symbolic_helper._maybe_get_const(output_size, "is")
     if not sizes or len(sizes) != 4 or None in sizes[2:] or not isinstance(out, list) or len(out) != 2 or \
             all(s % o == 0 for s, o in zip(sizes[2:], out)):
+        return None
+    return sizes, out
+
+
+def _adaptive_window(i, n, o):
+    """Window i of o over n positions, as torch's adaptive pooling: [floor(i n / o), ceil((i + 1) n / o))."""
+    return (i * n) // o, -((-(i + 1) * n) // o)
+
+
+def _adaptive_avg_pool2d_symbolic(g, input, output_size):
+    known = _adaptive_sizes(input, output_size)
+    if known is None:
         return symbolic_opset9.adaptive_avg_pool2d(g, input, output_size)
+    sizes, out = known
 
     def averaging(n, o):
         p = torch.zeros(o, n)
         for i in range(o):
-            lo, hi = (i * n) // o, -((-(i + 1) * n) // o)
+            lo, hi = _adaptive_window(i, n, o)
             p[i, lo:hi] = 1.0 / (hi - lo)
         return p
     rows = g.op("MatMul", input, g.op("Constant", value_t=averaging(sizes[3], out[1]).t().contiguous()))
@@ -583,16 +598,15 @@ def _adaptive_avg_pool2d_symbolic(g, input, output_size):
 # gradient goes to the first maximum in row-major order, as torch's. The indices are not written
 # (return_indices=True is refused by the exporter: an output nothing makes).
 def _adaptive_max_pool2d_symbolic(g, input, output_size):
-    sizes = symbolic_helper._get_tensor_sizes(input)
-    out = symbolic_helper._maybe_get_const(output_size, "is")
-    if not sizes or len(sizes) != 4 or None in sizes[2:] or not isinstance(out, list) or len(out) != 2 or \
-            all(s % o == 0 for s, o in zip(sizes[2:], out)):
+    known = _adaptive_sizes(input, output_size)
+    if known is None:
         return symbolic_opset9.adaptive_max_pool2d(g, input, output_size)
+    sizes, out = known
 
     def windows(x, axis, n, o):
         parts = []
         for i in range(o):
-            lo, hi = (i * n) // o, -((-(i + 1) * n) // o)
+            lo, hi = _adaptive_window(i, n, o)
             part = g.op("Slice", x, g.op("Constant", value_t=torch.tensor([lo])), g.op("Constant", value_t=torch.tensor([hi])),
                         g.op("Constant", value_t=torch.tensor([axis])))
             parts.append(g.op("ReduceMax", part, axes_i=[axis], keepdims_i=1))
