@@ -134,6 +134,26 @@ TEST_CASE("onnx_import: a float64 Constant only Cast to float32 reads becomes fl
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpragmas"
 #pragma GCC diagnostic ignored "-Wrestrict"
+// A graph input or output `name` of ONNX element type `type` and shape [2].
+static void declare_pair(onnx::ValueInfoProto* v, const char* name, int type) {
+  v->mutable_name()->assign(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  t->mutable_shape()->add_dim()->set_dim_value(2);
+}
+
+// out = Cast(in, to=`to`), appended to `g`.
+static void add_cast(onnx::GraphProto* g, const char* in, const char* out, int to) {
+  onnx::NodeProto* c = g->add_node();
+  c->set_op_type("Cast");
+  c->add_input(in);
+  c->add_output(out);
+  onnx::AttributeProto* a = c->add_attribute();
+  a->set_name("to");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(to);
+}
+
 // y = IsInf(Cast(x, to=DOUBLE)), as torch writes torch.isinf(x); `also_read`: the cast's output is
 // also a graph output.
 static std::string isinf_of_double_model(bool also_read) {
@@ -141,23 +161,10 @@ static std::string isinf_of_double_model(bool also_read) {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(14);
   onnx::GraphProto* g = m.mutable_graph();
-  auto declare = [](onnx::ValueInfoProto* v, const char* name, int type) {
-    v->mutable_name()->assign(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(type);
-    t->mutable_shape()->add_dim()->set_dim_value(2);
-  };
-  declare(g->add_input(), "x", onnx::TensorProto::FLOAT);
-  declare(g->add_output(), "y", onnx::TensorProto::BOOL);
-  if (also_read) declare(g->add_output(), "xd", onnx::TensorProto::DOUBLE);
-  onnx::NodeProto* cast = g->add_node();
-  cast->set_op_type("Cast");
-  cast->add_input("x");
-  cast->add_output("xd");
-  onnx::AttributeProto* to = cast->add_attribute();
-  to->set_name("to");
-  to->set_type(onnx::AttributeProto::INT);
-  to->set_i(onnx::TensorProto::DOUBLE);
+  declare_pair(g->add_input(), "x", onnx::TensorProto::FLOAT);
+  declare_pair(g->add_output(), "y", onnx::TensorProto::BOOL);
+  if (also_read) declare_pair(g->add_output(), "xd", onnx::TensorProto::DOUBLE);
+  add_cast(g, "x", "xd", onnx::TensorProto::DOUBLE);
   onnx::NodeProto* test = g->add_node();
   test->set_op_type("IsInf");
   test->add_input("xd");
@@ -189,27 +196,11 @@ static std::string int32_cast_model(bool also_read) {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(14);
   onnx::GraphProto* g = m.mutable_graph();
-  auto declare = [](onnx::ValueInfoProto* v, const char* name, int type) {
-    v->mutable_name()->assign(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(type);
-    t->mutable_shape()->add_dim()->set_dim_value(2);
-  };
-  declare(g->add_input(), "x", onnx::TensorProto::FLOAT);
-  declare(g->add_output(), "y", onnx::TensorProto::FLOAT);
-  if (also_read) declare(g->add_output(), "xi", onnx::TensorProto::INT32);
-  auto cast = [&](const char* in, const char* out, int to) {
-    onnx::NodeProto* c = g->add_node();
-    c->set_op_type("Cast");
-    c->add_input(in);
-    c->add_output(out);
-    onnx::AttributeProto* a = c->add_attribute();
-    a->set_name("to");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(to);
-  };
-  cast("x", "xi", onnx::TensorProto::INT32);
-  cast("xi", "y", onnx::TensorProto::FLOAT);
+  declare_pair(g->add_input(), "x", onnx::TensorProto::FLOAT);
+  declare_pair(g->add_output(), "y", onnx::TensorProto::FLOAT);
+  if (also_read) declare_pair(g->add_output(), "xi", onnx::TensorProto::INT32);
+  add_cast(g, "x", "xi", onnx::TensorProto::INT32);
+  add_cast(g, "xi", "y", onnx::TensorProto::FLOAT);
   return m.SerializeAsString();
 }
 #pragma GCC diagnostic pop
