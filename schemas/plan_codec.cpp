@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/file_util.h"
+#include "schemas/plan_copies.h"
 #include "schemas/plan_format.h"
 #include "schemas/plan_generated.h"
 
@@ -51,6 +52,47 @@ struct Reader {
   }
 };
 
+// The runs of copies of a table (schemas/plan_copies.h): `write(run, copies)` stores each run's
+// first entry, with its Copies where it stands for more than itself.
+template <class T, class W>
+void write_runs(FlatBufferBuilder& b, const std::vector<T>& entries, W write) {
+  for (const Run& run : find_runs(entries)) {
+    Offset<fb::Copies> copies = 0;
+    if (run.copies.count > 1)
+      copies = fb::CreateCopies(b, run.copies.count, b.CreateVector(run.copies.steps), run.copies.name_step,
+                                run.copies.shard_step.empty() ? 0 : b.CreateVector(run.copies.shard_step));
+    write(entries[run.first], copies);
+  }
+}
+
+// Appends the entries a stored one stands for: itself, and its copies (plan_copies.h). A plan
+// may expand to many times its size, but not without bound: `left` is how many entries the whole
+// plan may still add (a corrupt count would otherwise ask for more memory than there is).
+template <class T>
+void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, const std::string& field, int64_t& left) {
+  if (!c) {
+    if (--left < 0) fail({.file = r.path, .field = field}, "the plan holds more entries than its size allows: it is corrupt");
+    out.push_back(std::move(first));
+    return;
+  }
+  Copies copies;
+  copies.count = c->count();
+  copies.steps = r.vec(c->steps(), field + ".copies.steps");
+  copies.name_step = c->name_step();
+  if (c->shard_step()) copies.shard_step = r.vec(c->shard_step(), field + ".copies.shard_step");
+  if (copies.count < 1 || copies.count > left)
+    fail({.file = r.path, .field = field + ".copies.count"}, "{} copies: {}", copies.count,
+         copies.count < 1 ? "not a count" : "more entries than the plan's size allows: it is corrupt");
+  left -= copies.count;
+  out.reserve(out.size() + size_t(copies.count));
+  for (int64_t k = 0; k < copies.count; ++k) {
+    T copy;
+    if (!shifted(first, k, copies, copy))
+      fail({.file = r.path, .field = field + ".copies"}, "copy {} of {}: its steps are not one per reference, or shift one or its name out of range: the plan is corrupt", k, copies.count);
+    out.push_back(std::move(copy));
+  }
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode(const Plan& p) {
@@ -65,9 +107,10 @@ std::vector<uint8_t> encode(const Plan& p) {
 
   // Physical tensors; their layouts are in `layouts`, as text for people.
   std::vector<Offset<fb::LogicalTensor>> tensors;
-  for (const LogicalTensor& t : p.tensors)
+  write_runs(b, p.tensors, [&](const LogicalTensor& t, Offset<fb::Copies> copies) {
     tensors.push_back(fb::CreateLogicalTensor(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype), 0, 0,
-                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin), t.model, t.zeros));
+                                              b.CreateVector(t.full_shape), b.CreateVector(t.shard_begin), t.model, t.zeros, copies));
+  });
   std::vector<Offset<fb::TensorLayout>> layouts;
   for (const TensorLayout& t : p.layouts)
     layouts.push_back(fb::CreateTensorLayout(b, b.CreateString(t.name), b.CreateVector(t.desc.shape), fb::DType(t.desc.dtype),
@@ -77,22 +120,23 @@ std::vector<uint8_t> encode(const Plan& p) {
     boxings.push_back(fb::CreateBoxing(b, b.CreateString(x.tensor), b.CreateString(x.kind), b.CreateString(x.from), b.CreateString(x.to),
                                        b.CreateString(x.consumer), x.bytes, x.backward));
   std::vector<Offset<fb::Arena>> arenas;
-  for (const Arena& a : p.arenas) {
+  write_runs(b, p.arenas, [&](const Arena& a, Offset<fb::Copies> copies) {
     fb::Device d = device_of(p.devices.at(size_t(a.device)));
-    arenas.push_back(fb::CreateArena(b, a.id, &d, a.bytes));
-  }
+    arenas.push_back(fb::CreateArena(b, a.id, &d, a.bytes, copies));
+  });
   std::vector<Offset<fb::Regst>> regsts;
-  for (const Regst& r : p.regsts) {
+  write_runs(b, p.regsts, [&](const Regst& r, Offset<fb::Copies> copies) {
     std::vector<Offset<fb::Blob>> blobs;
     for (const Blob& bl : r.blobs)
       blobs.push_back(fb::CreateBlob(b, bl.tensor, b.CreateVector(bl.desc.shape), fb::DType(bl.desc.dtype), bl.offset, bl.bytes));
     regsts.push_back(fb::CreateRegst(b, r.id, r.producer, b.CreateVector(r.consumers), r.slots, r.slot_bytes, r.arena,
                                      b.CreateVector(r.offsets), b.CreateVector(blobs), r.persistent, r.acts_per_piece,
-                                     r.pieces_per_version, r.share_group));
-  }
+                                     r.pieces_per_version, r.share_group, copies));
+  });
   std::vector<Offset<fb::ShareGroup>> share_groups;
-  for (const ShareGroup& g : p.share_groups)
-    share_groups.push_back(fb::CreateShareGroup(b, g.slots, b.CreateVector(g.tasks), b.CreateVector(g.frames)));
+  write_runs(b, p.share_groups, [&](const ShareGroup& g, Offset<fb::Copies> copies) {
+    share_groups.push_back(fb::CreateShareGroup(b, g.slots, b.CreateVector(g.tasks), b.CreateVector(g.frames), copies));
+  });
   std::vector<Offset<fb::MemoryOption>> memory_options;
   for (const MemoryOption& m : p.memory_options)
     memory_options.push_back(fb::CreateMemoryOption(b, b.CreateString(m.flags), b.CreateVector(m.peaks)));
@@ -101,10 +145,11 @@ std::vector<uint8_t> encode(const Plan& p) {
     candidates.push_back(fb::CreateCandidate(b, b.CreateString(k.flags), k.step_seconds, k.peak_bytes, b.CreateString(k.refused)));
   auto prediction = fb::CreatePrediction(b, p.prediction.step_seconds, b.CreateString(p.prediction.costs), b.CreateVector(candidates));
   std::vector<Offset<fb::Variable>> variables;
-  for (const Variable& v : p.variables)
-    variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes));
+  write_runs(b, p.variables, [&](const Variable& v, Offset<fb::Copies> copies) {
+    variables.push_back(fb::CreateVariable(b, v.id, v.tensor, b.CreateString(v.key), v.arena, v.offset, v.bytes, copies));
+  });
   std::vector<Offset<fb::Task>> tasks;
-  for (const Task& t : p.tasks) {
+  write_runs(b, p.tasks, [&](const Task& t, Offset<fb::Copies> copies) {
     std::vector<Offset<fb::TaskInput>> inputs;
     for (const TaskInput& in : t.inputs)
       inputs.push_back(fb::CreateTaskInput(b, fb::InputKind(in.kind), in.id, in.blob, in.view.empty() ? 0 : b.CreateVector(in.view)));
@@ -116,8 +161,8 @@ std::vector<uint8_t> encode(const Plan& p) {
     tasks.push_back(fb::CreateTask(b, t.id, fb::TaskKind(t.kind), b.CreateString(t.name), b.CreateString(t.op),
                                    b.CreateString(t.kernel), &d, t.stream, b.CreateVector(inputs),
                                    b.CreateVector(t.in_regsts), b.CreateVector(t.out_regsts), b.CreateVector(attrs),
-                                   b.CreateVectorOfStrings(t.io_names), t.stage, t.once_per_version));
-  }
+                                   b.CreateVectorOfStrings(t.io_names), t.stage, t.once_per_version, copies));
+  });
   auto job = fb::CreateJob(b, fb::JobKind(p.job.kind), p.job.batch, p.job.pieces, p.job.seed, b.CreateString(p.job.label),
                            p.job.micro_batches, b.CreateString(p.job.optimizer), p.job.lr, b.CreateString(p.job.schedule),
                            b.CreateString(p.job.eval_plan));
@@ -169,6 +214,9 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
 
   Reader r{path};
   Plan p;
+  // Entries the plan may hold once its copies are expanded: a generous multiple of its size (a
+  // task stored once for 1024 devices is about 300 bytes), so that a corrupt count fails here.
+  int64_t left = std::max<int64_t>(int64_t(1) << 20, 16 * int64_t(fb_size));
   // The body repeats the header's version; a body that disagrees is not a plan this reads.
   if (root->version() != plan_format::kVersion)
     fail(file, "version: the plan body says {}, its header {}: the plan is corrupt", root->version(), plan_format::kVersion);
@@ -202,12 +250,13 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     }
     lt.model = t->model();
     lt.zeros = t->zeros();
-    p.tensors.push_back(std::move(lt));
+    expand(p.tensors, std::move(lt), t->copies(), r, f, left);
   }
   auto arenas = r.need(root->arenas(), "arenas");
   for (flatbuffers::uoffset_t i = 0; i < arenas->size(); ++i) {
     const fb::Arena* a = arenas->Get(i);
-    p.arenas.push_back(Arena{a->id(), device_index(a->device(), fmt::format("arenas[{}].device", i)), a->bytes()});
+    expand(p.arenas, Arena{a->id(), device_index(a->device(), fmt::format("arenas[{}].device", i)), a->bytes()}, a->copies(), r,
+           fmt::format("arenas[{}]", i), left);
   }
   auto regsts = r.need(root->regsts(), "regsts");
   for (flatbuffers::uoffset_t i = 0; i < regsts->size(); ++i) {
@@ -225,13 +274,13 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       out.blobs.push_back(Blob{bl->tensor(), {r.shape(bl->shape(), bf + ".shape"), r.dtype(bl->dtype(), bf + ".dtype")},
                                bl->offset(), bl->bytes()});
     }
-    p.regsts.push_back(std::move(out));
+    expand(p.regsts, std::move(out), g->copies(), r, f, left);
   }
   auto variables = r.need(root->variables(), "variables");
   for (flatbuffers::uoffset_t i = 0; i < variables->size(); ++i) {
     const fb::Variable* v = variables->Get(i);
-    p.variables.push_back(Variable{v->id(), v->tensor(), r.str(v->key(), fmt::format("variables[{}].key", i)),
-                                   v->arena(), v->offset(), v->bytes()});
+    expand(p.variables, Variable{v->id(), v->tensor(), r.str(v->key(), fmt::format("variables[{}].key", i)), v->arena(), v->offset(), v->bytes()},
+           v->copies(), r, fmt::format("variables[{}]", i), left);
   }
   auto tasks = r.need(root->tasks(), "tasks");
   for (flatbuffers::uoffset_t i = 0; i < tasks->size(); ++i) {
@@ -259,7 +308,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
       else out.attrs.set_ints(name, {});
     }
     for (const flatbuffers::String* s : *r.need(t->io_names(), f + ".io_names")) out.io_names.push_back(r.need(s, f + ".io_names")->str());
-    p.tasks.push_back(std::move(out));
+    expand(p.tasks, std::move(out), t->copies(), r, f, left);
   }
   p.weights = r.str(root->weights(), "weights");
   p.weights_bytes = root->weights_bytes();
@@ -288,7 +337,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
     for (flatbuffers::uoffset_t i = 0; i < root->share_groups()->size(); ++i) {
       const std::string f = fmt::format("share_groups[{}]", i);
       const fb::ShareGroup* g = r.need(root->share_groups()->Get(i), f);
-      p.share_groups.push_back(ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), r.vec(g->frames(), f + ".frames")});
+      expand(p.share_groups, ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), r.vec(g->frames(), f + ".frames")}, g->copies(), r, f, left);
     }
   if (root->memory_options())
     for (flatbuffers::uoffset_t i = 0; i < root->memory_options()->size(); ++i) {

@@ -119,6 +119,8 @@ bool LowerToTasks::run(Compilation& c) {
     const int32_t d = source_devices[size_t(s)];
     Task source{.id = s, .kind = TaskKind::source, .name = s == 0 ? "source" : fmt::format("source@{}", d), .op = "Source", .device = host_of(d)};
     for (ValueId v : source_values[size_t(s)]) source.io_names.push_back(g.values[v].name);
+    // A source belongs to the stage of the device it feeds (a later stage reads its labels itself).
+    if (size_t(d) < c.parallel.stage_of_device.size()) source.stage = c.parallel.stage_of_device[size_t(d)];
     const Regst r = make_regst(tg, s, g, source_values[size_t(s)], slots, host_of(d));
     source.out_regsts.push_back(r.id);
     for (size_t i = 0; i < source_values[size_t(s)].size(); ++i) home[source_values[size_t(s)][i]] = {InputKind::regst, r.id, int32_t(i)};

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -115,8 +116,8 @@ class Parallelizer {
   // A constant no node changes: any device may hold its own copy, made at compile time.
   bool immutable(ValueId v) const;
   Layout input_hint(ValueId v, const Placement& p) const;
-  // Where graph input v is read from the data: one source per rank that reads it (rank_sources).
-  Layout input_home(ValueId v) const;
+  // Where graph input v is read from the data: one source per group of devices that reads it.
+  Layout input_home(ValueId v, const std::vector<int32_t>& group_of_device) const;
   bool trainable(ValueId v) const { return std::count(weights_.begin(), weights_.end(), v) > 0; }
   // A weight, or computed from weights alone by a deferred node (an nn.Linear weight's Transpose):
   // its consumers choose its layout as they choose a weight's.
@@ -285,28 +286,32 @@ Layout Parallelizer::input_hint(ValueId v, const Placement& p) const {
 }
 
 // A plan of several ranks reads its data on every rank that consumes it: each rank's source reads
-// the rows its own devices need, so rank 0 ships no batches. The home is the first device of every
-// rank whose devices want v, in rank order. When each of those ranks' devices read only rows of
-// that rank's even share (data-parallel devices numbered rank by rank), v is split by rows over
-// them; otherwise (a step's scalars, a batch tensor-parallel ranks all read whole) every one of
-// them reads it whole, which costs a read and no transfer. Boxing brings each device its box from
-// there, as from any other layout.
-Layout Parallelizer::input_home(ValueId v) const {
-  std::vector<int32_t> first_of_rank;  // per rank: its lowest device that reads v, or -1
+// the rows its own devices need, so rank 0 ships no batches. A data-parallel plan of one rank does
+// the same per device: each device's source reads its own rows, so no device slices and copies
+// the batch for the others, and every device runs the same tasks (the plan file stores them once:
+// schemas/plan_copies.h). `group_of_device` says which: the rank, or the device itself.
+//
+// The home is the first device of every group whose devices want v, in group order. When each of
+// those groups' devices read only rows of that group's even share (data-parallel devices numbered
+// group by group), v is split by rows over them; otherwise (a step's scalars, a batch
+// tensor-parallel ranks all read whole) every one of them reads it whole, which costs a read and
+// no transfer. Boxing brings each device its box from there, as from any other layout.
+Layout Parallelizer::input_home(ValueId v, const std::vector<int32_t>& group_of_device) const {
+  std::vector<int32_t> first_of_group;  // per group: its lowest device that reads v, or -1
   const auto it = wants_.find(v);
   const std::vector<Layout> none;
   const std::vector<Layout>& wanted = it == wants_.end() ? none : it->second;
   for (const Layout& l : wanted)
     for (int32_t d : l.placement.devices) {
-      const auto r = size_t(rank_of_device_[size_t(d)]);
-      if (first_of_rank.size() <= r) first_of_rank.resize(r + 1, -1);
-      if (first_of_rank[r] < 0 || d < first_of_rank[r]) first_of_rank[r] = d;
+      const auto r = size_t(group_of_device[size_t(d)]);
+      if (first_of_group.size() <= r) first_of_group.resize(r + 1, -1);
+      if (first_of_group[r] < 0 || d < first_of_group[r]) first_of_group[r] = d;
     }
-  std::vector<int32_t> devices, share_of_rank(first_of_rank.size(), -1);
-  for (size_t r = 0; r < first_of_rank.size(); ++r)
-    if (first_of_rank[r] >= 0) {
-      share_of_rank[r] = int32_t(devices.size());
-      devices.push_back(first_of_rank[r]);
+  std::vector<int32_t> devices, share_of_group(first_of_group.size(), -1);
+  for (size_t r = 0; r < first_of_group.size(); ++r)
+    if (first_of_group[r] >= 0) {
+      share_of_group[r] = int32_t(devices.size());
+      devices.push_back(first_of_group[r]);
     }
   if (devices.empty()) devices.push_back(0);  // read by no runtime task: the lead source keeps it
   const Shape& s = g_.values[size_t(v)].desc.shape;
@@ -315,7 +320,7 @@ Layout Parallelizer::input_home(ValueId v) const {
   for (const Layout& l : wanted)
     for (size_t j = 0; split && j < l.placement.size(); ++j) {
       const Region box = local_region(s, l.placement, l.sbp, j);
-      const int64_t share = s[0] / n, first = share * share_of_rank[size_t(rank_of_device_[size_t(l.placement.devices[j])])];
+      const int64_t share = s[0] / n, first = share * share_of_group[size_t(group_of_device[size_t(l.placement.devices[j])])];
       split = box.begin[0] >= first && box.begin[0] + box.size[0] <= first + share;
     }
   return Layout{Placement{devices, {n}}, NdSbp{split ? Sbp::S(0) : Sbp::B()}};
@@ -880,7 +885,13 @@ void Parallelizer::run() {
   // where they really come from can be settled now that every reader has chosen.
   const bool ranks = std::any_of(rank_of_device_.begin(), rank_of_device_.end(), [](int32_t r) { return r > 0; });
   if (ranks)
-    for (ValueId v : g_.inputs) home_[size_t(v)] = input_home(v);
+    for (ValueId v : g_.inputs) home_[size_t(v)] = input_home(v, rank_of_device_);
+  else if (dp_level_ < levels_.size() && o_.tp == 1) {
+    // One rank, data parallel only: a source per device (see input_home).
+    std::vector<int32_t> each(rank_of_device_.size());
+    std::iota(each.begin(), each.end(), 0);
+    for (ValueId v : g_.inputs) home_[size_t(v)] = input_home(v, each);
+  }
 
   phys_.name = g_.name;
   phys_.source_file = g_.source_file;

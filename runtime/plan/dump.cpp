@@ -2,6 +2,7 @@
 #include "runtime/plan/dump.h"
 
 #include "runtime/plan/memory_kinds.h"
+#include "schemas/plan_copies.h"
 
 #include <algorithm>
 
@@ -99,6 +100,10 @@ std::string dump_text(const plan::Plan& p, const std::string& path) {
   for (const auto& v : p.variables) weight_bytes += v.bytes;
   line(fmt::format("tasks    {}   registers {}   variables {} ({})", p.tasks.size(), p.regsts.size(), p.variables.size(),
                    human_bytes(weight_bytes)));
+  // Copies of one op on many devices are stored once (schemas/plan_copies.h).
+  const size_t stored_tasks = plan::find_runs(p.tasks).size(), stored_regsts = plan::find_runs(p.regsts).size();
+  if (stored_tasks < p.tasks.size() || stored_regsts < p.regsts.size())
+    line(fmt::format("stored   {} tasks and {} registers in the file: the rest are their copies on other devices", stored_tasks, stored_regsts));
   line(fmt::format("weights  {} ({} bytes)", p.weights, p.weights_bytes));
   // Model tensors no task reads: checkpoints carry them so that load_state_dict finds them.
   auto names = [](const std::vector<std::string>& v) {
@@ -135,6 +140,7 @@ std::string dump_json(const plan::Plan& p) {
   auto device = [](const plan::DeviceRef& d) { return json{{"rank", d.rank}, {"kind", d.kind == 0 ? "cpu" : "cuda"}, {"index", d.index}}; };
   json j;
   j["version"] = p.version;
+  j["stored"] = {{"tasks", plan::find_runs(p.tasks).size()}, {"regsts", plan::find_runs(p.regsts).size()}};
   j["model"] = p.model;
   j["job"] = {{"kind", job_name(p.job.kind)}, {"batch", p.job.batch}, {"pieces", p.job.pieces}, {"seed", p.job.seed},
               {"label", p.job.label}, {"micro_batches", p.job.micro_batches}, {"optimizer", p.job.optimizer},

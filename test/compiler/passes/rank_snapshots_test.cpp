@@ -8,24 +8,13 @@
 #include <set>
 
 #include "compiler/compile.h"
+#include "test/compiler/fixture_mlp.h"
 
 using namespace of::compiler;
 
 namespace {
 
-Compilation compile_mlp(int32_t dp, int32_t tp, int32_t pp) {
-  CompileOptions o;
-  o.loss = "cross_entropy";
-  o.train = true;
-  o.optimizer = "sgd:momentum=0.9";
-  o.ranks = dp * tp * pp;
-  o.devices = dp * tp * pp;
-  o.dp = dp;
-  o.tp = tp;
-  o.pp = pp;
-  o.micro_batches = pp > 1 ? pp : 1;
-  return compile_model(std::string(OF_FIXTURES_DIR) + "/mlp.onnx", o);
-}
+Compilation compile_mlp(int32_t dp, int32_t tp, int32_t pp) { return compile_fixture_mlp("sgd:momentum=0.9", dp * tp * pp, dp, tp, pp); }
 
 struct Snapshot {
   int32_t rank;

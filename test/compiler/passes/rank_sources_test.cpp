@@ -2,34 +2,22 @@
 // A plan of several ranks reads its data on every rank that consumes it (parallelize's
 // input_home, lower_to_tasks' sources): data-parallel ranks each read their own rows, so no batch
 // crosses ranks; ranks that all read an input whole (tensor parallelism) each read it whole; a
-// pipeline stage's rank reads only the inputs its stage consumes. The lead source (task 0, on
-// device 0) reads nothing; every other source is paced by one register.
+// pipeline stage's rank reads only the inputs its stage consumes; data-parallel devices of one
+// rank read their own rows too. The lead source (task 0, on device 0) reads nothing; every other
+// source is paced by one register.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <map>
 
 #include "compiler/compile.h"
+#include "test/compiler/fixture_mlp.h"
 
 using namespace of::compiler;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(OF_FIXTURES_DIR) + "/" + name; }
-
-Compilation compile_mlp(int32_t ranks, int32_t dp, int32_t tp, int32_t pp) {
-  CompileOptions o;
-  o.loss = "cross_entropy";
-  o.train = true;
-  o.optimizer = "sgd";
-  o.ranks = ranks;
-  o.devices = dp * tp * pp;
-  o.dp = dp;
-  o.tp = tp;
-  o.pp = pp;
-  o.micro_batches = pp > 1 ? pp : 1;
-  return compile_model(fixture("mlp.onnx"), o);
-}
+Compilation compile_mlp(int32_t ranks, int32_t dp, int32_t tp, int32_t pp) { return compile_fixture_mlp("sgd", ranks, dp, tp, pp); }
 
 struct SourceBox {
   int32_t rank;
@@ -151,9 +139,30 @@ TEST_CASE("rank sources: a pipeline stage's rank reads only what its stage consu
   CHECK(moved(c, "label") == 0);
 }
 
-TEST_CASE("rank sources: a plan of one rank keeps one source", "[compiler]") {
-  const Compilation c = compile_mlp(1, 2, 1, 1);
-  size_t sources = 0;
-  for (const Task& t : c.tasks.tasks) sources += t.kind == TaskKind::source;
-  CHECK(sources == 1);
+TEST_CASE("rank sources: data-parallel devices of one rank each read their own rows", "[compiler]") {
+  const Compilation c = compile_mlp(1, 4, 1, 1);
+  check_sources(c);
+  const auto boxes = source_boxes(c);
+  for (const char* name : {"input", "label"}) {
+    const std::vector<SourceBox>& b = boxes.at(name);
+    REQUIRE(b.size() == 4);
+    for (int64_t k = 0; k < 4; ++k) {
+      CHECK(b[size_t(k)].row == 16 * k);
+      CHECK(b[size_t(k)].rows == 16);
+    }
+    CHECK(moved(c, name) == 0);  // no device slices and copies the batch for the others
+  }
+  // The step's scalars: each device's source reads them whole.
+  CHECK(boxes.at("train/lr").size() == 4);
+  CHECK(moved(c, "train/lr") == 0);
+}
+
+TEST_CASE("rank sources: a tensor-parallel plan of one rank keeps one source", "[compiler]") {
+  for (const auto& [dp, tp] : {std::pair{1, 2}, std::pair{2, 2}}) {
+    const Compilation c = compile_mlp(1, dp, tp, 1);
+    check_sources(c);
+    size_t sources = 0;
+    for (const Task& t : c.tasks.tasks) sources += t.kind == TaskKind::source;
+    CHECK(sources == 1);
+  }
 }
