@@ -84,7 +84,6 @@ void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, 
     fail({.file = r.path, .field = field + ".copies.count"}, "{} copies: {}", copies.count,
          copies.count < 1 ? "not a count" : "more entries than the plan's size allows: it is corrupt");
   left -= copies.count;
-  out.reserve(out.size() + size_t(copies.count));
   for (int64_t k = 0; k < copies.count; ++k) {
     T copy;
     if (!shifted(first, k, copies, copy))
