@@ -52,6 +52,11 @@ struct Reader {
   }
 };
 
+// A plan in memory holds at most this many times the bytes of its file, or 64 MiB: a data-parallel
+// plan stores each op's task once for all devices (the 64-device plan of a 480-block residual MLP
+// holds 21 times its file's bytes), and a corrupt copy count must fail before it is allocated.
+constexpr uint64_t kExpansion = 256;
+
 // The runs of copies of a table (schemas/plan_copies.h): `write(run, copies)` stores each run's
 // first entry, with its Copies where it stands for more than itself.
 template <class T, class W>
@@ -66,12 +71,13 @@ void write_runs(FlatBufferBuilder& b, const std::vector<T>& entries, W write) {
 }
 
 // Appends the entries a stored one stands for: itself, and its copies (plan_copies.h). A plan
-// may expand to many times its size, but not without bound: `left` is how many entries the whole
-// plan may still add (a corrupt count would otherwise ask for more memory than there is).
+// may expand to many times its size, but not without bound: `left` is how many bytes of memory
+// the whole plan may still take (a corrupt count would otherwise ask for more than there is).
 template <class T>
-void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, const std::string& field, int64_t& left) {
+void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, const std::string& field, uint64_t& left) {
+  const uint64_t each = held_bytes(first);
   if (!c) {
-    if (--left < 0) fail({.file = r.path, .field = field}, "the plan holds more entries than its size allows: it is corrupt");
+    left -= std::min(left, each);  // bounded by the file's size already
     out.push_back(std::move(first));
     return;
   }
@@ -80,10 +86,12 @@ void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, 
   copies.steps = r.vec(c->steps(), field + ".copies.steps");
   copies.name_step = c->name_step();
   if (c->shard_step()) copies.shard_step = r.vec(c->shard_step(), field + ".copies.shard_step");
-  if (copies.count < 1 || copies.count > left)
-    fail({.file = r.path, .field = field + ".copies.count"}, "{} copies: {}", copies.count,
-         copies.count < 1 ? "not a count" : "more entries than the plan's size allows: it is corrupt");
-  left -= copies.count;
+  if (copies.count < 1) fail({.file = r.path, .field = field + ".copies.count"}, "{} copies: not a count", copies.count);
+  if (uint64_t(copies.count) > left / each)
+    fail({.file = r.path, .field = field + ".copies.count"},
+         "{} copies of {} bytes: the plan would expand to more than {} times its size in memory; it is corrupt", copies.count, each,
+         kExpansion);
+  left -= uint64_t(copies.count) * each;
   for (int64_t k = 0; k < copies.count; ++k) {
     T copy;
     if (!shifted(first, k, copies, copy))
@@ -213,9 +221,9 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
 
   Reader r{path};
   Plan p;
-  // Entries the plan may hold once its copies are expanded: a generous multiple of its size (a
-  // task stored once for 1024 devices is about 300 bytes), so that a corrupt count fails here.
-  int64_t left = std::max<int64_t>(int64_t(1) << 20, 16 * int64_t(fb_size));
+  // The memory the plan may take once its copies are expanded (plan_copies.h): a multiple of its
+  // size, so that a corrupt count fails here, before it is allocated.
+  uint64_t left = std::max<uint64_t>(uint64_t(64) << 20, kExpansion * fb_size);
   // The body repeats the header's version; a body that disagrees is not a plan this reads.
   if (root->version() != plan_format::kVersion)
     fail(file, "version: the plan body says {}, its header {}: the plan is corrupt", root->version(), plan_format::kVersion);

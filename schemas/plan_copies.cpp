@@ -197,7 +197,32 @@ std::vector<Run> runs_of(const std::vector<T>& e) {
   return runs;
 }
 
+template <class V>
+uint64_t vector_bytes(const V& v) {
+  return uint64_t(v.size()) * sizeof(typename V::value_type);
+}
+
 }  // namespace
+
+uint64_t held_bytes(const Task& e) {
+  uint64_t n = sizeof(Task) + e.name.size() + e.op.size() + e.kernel.size() + vector_bytes(e.inputs) + vector_bytes(e.in_regsts) +
+               vector_bytes(e.out_regsts) + vector_bytes(e.io_names) + vector_bytes(e.attrs.all());
+  for (const TaskInput& in : e.inputs) n += vector_bytes(in.view);
+  for (const std::string& s : e.io_names) n += s.size();
+  for (const Attr& a : e.attrs.all()) n += a.name.size() + vector_bytes(a.ints) + vector_bytes(a.floats) + a.str.size();
+  return n;
+}
+uint64_t held_bytes(const Regst& e) {
+  uint64_t n = sizeof(Regst) + vector_bytes(e.consumers) + vector_bytes(e.offsets) + vector_bytes(e.blobs);
+  for (const Blob& b : e.blobs) n += vector_bytes(b.desc.shape);
+  return n;
+}
+uint64_t held_bytes(const Variable& e) { return sizeof(Variable) + e.key.size(); }
+uint64_t held_bytes(const Arena&) { return sizeof(Arena); }
+uint64_t held_bytes(const LogicalTensor& e) {
+  return sizeof(LogicalTensor) + e.name.size() + vector_bytes(e.desc.shape) + vector_bytes(e.full_shape) + vector_bytes(e.shard_begin);
+}
+uint64_t held_bytes(const ShareGroup& e) { return sizeof(ShareGroup) + vector_bytes(e.tasks) + vector_bytes(e.frames); }
 
 std::vector<Run> find_runs(const std::vector<Task>& e) { return runs_of(e); }
 std::vector<Run> find_runs(const std::vector<Regst>& e) { return runs_of(e); }

@@ -44,6 +44,15 @@ std::vector<Run> find_runs(const std::vector<Arena>& entries);
 std::vector<Run> find_runs(const std::vector<LogicalTensor>& entries);
 std::vector<Run> find_runs(const std::vector<ShareGroup>& entries);
 
+// About the bytes an entry holds in memory (itself and what its vectors and strings hold): what
+// decoding a run of copies costs, bounded before it is expanded.
+uint64_t held_bytes(const Task& e);
+uint64_t held_bytes(const Regst& e);
+uint64_t held_bytes(const Variable& e);
+uint64_t held_bytes(const Arena& e);
+uint64_t held_bytes(const LogicalTensor& e);
+uint64_t held_bytes(const ShareGroup& e);
+
 // Copy k of `first`: every reference advanced by k times its step. Returns false (and leaves
 // `out` unspecified) where a shifted reference leaves the range of an int32 or a name's number.
 bool shifted(const Task& first, int64_t k, const Copies& c, Task& out);

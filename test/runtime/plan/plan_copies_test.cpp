@@ -176,6 +176,15 @@ TEST_CASE("plan_copies: a corrupt count is refused by name, before it asks for m
   }
 }
 
+TEST_CASE("plan_copies: a plan that would take more than 256 times its file's bytes in memory is refused before it is expanded", "[runtime]") {
+  // 1000 copies of a task holding 80 KB of attributes: stored once (about 80 KB), 80 MB expanded.
+  plan::Plan p = replicated_plan(1000);
+  for (size_t k = 1000; k < 2000; ++k) p.tasks[k].attrs.set_ints("table", std::vector<int64_t>(10000, 7));
+  const std::vector<uint8_t> bytes = plan::encode(p);
+  CHECK(bytes.size() < 200000);
+  CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"), Catch::Contains("tasks[1].copies.count") && Catch::Contains("256 times its size"));
+}
+
 TEST_CASE("plan_copies: a copy whose reference leaves an int32, whose name would go below 0 or that lacks a step is refused", "[runtime]") {
   const plan::Plan p = replicated_plan(2);
   plan::Copies c;
