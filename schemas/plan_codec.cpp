@@ -23,6 +23,7 @@ DeviceRef device_from(const fb::Device& d) { return DeviceRef{d.rank(), int8_t(d
 // Decoding helpers: a missing field fails naming it.
 struct Reader {
   const std::string& path;
+  uint64_t limit;  // decode's memory_limit
 
   template <typename T>
   const T* need(const T* p, const std::string& field) const {
@@ -52,10 +53,11 @@ struct Reader {
   }
 };
 
-// A plan in memory holds at most this many times the bytes of its file, or 64 MiB: a data-parallel
-// plan stores each op's task once for all devices (the 64-device plan of a 480-block residual MLP
-// holds 21 times its file's bytes), and a corrupt copy count must fail before it is allocated.
-constexpr uint64_t kExpansion = 256;
+// "1.5 GiB", for the memory limit in messages.
+std::string human_size(uint64_t bytes) {
+  if (bytes >= (uint64_t(1) << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(uint64_t(1) << 30));
+  return fmt::format("{} MiB", bytes >> 20);
+}
 
 // The runs of copies of a table (schemas/plan_copies.h): `write(run, copies)` stores each run's
 // first entry, with its Copies where it stands for more than itself.
@@ -70,14 +72,16 @@ void write_runs(FlatBufferBuilder& b, const std::vector<T>& entries, W write) {
   }
 }
 
-// Appends the entries a stored one stands for: itself, and its copies (plan_copies.h). A plan
-// may expand to many times its size, but not without bound: `left` is how many bytes of memory
-// the whole plan may still take (a corrupt count would otherwise ask for more than there is).
+// Appends the entries a stored one stands for: itself, and its copies (plan_copies.h). `left` is
+// how many bytes of memory the plan may still take (decode's memory_limit): whether a plan fits
+// depends on what it holds, not on how its file stores it, and a corrupt count fails before its
+// copies are made.
 template <class T>
 void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, const std::string& field, uint64_t& left) {
   const uint64_t each = held_bytes(first);
   if (!c) {
-    left -= std::min(left, each);  // bounded by the file's size already
+    if (each > left) fail({.file = r.path, .field = field}, "the plan takes more than {} in memory, its limit here", human_size(r.limit));
+    left -= each;
     out.push_back(std::move(first));
     return;
   }
@@ -88,9 +92,8 @@ void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, 
   if (c->shard_step()) copies.shard_step = r.vec(c->shard_step(), field + ".copies.shard_step");
   if (copies.count < 1) fail({.file = r.path, .field = field + ".copies.count"}, "{} copies: not a count", copies.count);
   if (uint64_t(copies.count) > left / each)
-    fail({.file = r.path, .field = field + ".copies.count"},
-         "{} copies of {} bytes: the plan would expand to more than {} times its size in memory; it is corrupt", copies.count, each,
-         kExpansion);
+    fail({.file = r.path, .field = field + ".copies.count"}, "{} copies of {} bytes: the plan would take more than {} in memory, its limit here",
+         copies.count, each, human_size(r.limit));
   left -= uint64_t(copies.count) * each;
   for (int64_t k = 0; k < copies.count; ++k) {
     T copy;
@@ -193,7 +196,7 @@ std::vector<uint8_t> encode(const Plan& p) {
   return file;
 }
 
-Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
+Plan decode(const uint8_t* bytes, size_t size, const std::string& path, uint64_t memory_limit) {
   const Where file{.file = path};
   if (size < plan_format::kHeaderBytes || std::memcmp(bytes, plan_format::kMagic, 8) != 0)
     fail(file, "not an of plan (bad magic)");
@@ -219,11 +222,9 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path) {
   if (!fb::VerifyPlanBuffer(verifier)) fail(file, "FlatBuffers verification failed: the plan is corrupt");
   const fb::Plan* root = fb::GetPlan(aligned.data());
 
-  Reader r{path};
+  Reader r{path, memory_limit};
   Plan p;
-  // The memory the plan may take once its copies are expanded (plan_copies.h): a multiple of its
-  // size, so that a corrupt count fails here, before it is allocated.
-  uint64_t left = std::max<uint64_t>(uint64_t(64) << 20, kExpansion * fb_size);
+  uint64_t left = memory_limit;
   // The body repeats the header's version; a body that disagrees is not a plan this reads.
   if (root->version() != plan_format::kVersion)
     fail(file, "version: the plan body says {}, its header {}: the plan is corrupt", root->version(), plan_format::kVersion);

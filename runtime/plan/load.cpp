@@ -336,7 +336,8 @@ void verify_plan(const plan::Plan& p, const std::string& path) {
 
 plan::Plan load_plan(const std::string& path) {
   std::vector<uint8_t> bytes = read_file(path);
-  plan::Plan p = plan::decode(bytes.data(), bytes.size(), path);
+  // Half this machine's memory: the plan's copies (schemas/plan_copies.h) are expanded in memory.
+  plan::Plan p = plan::decode(bytes.data(), bytes.size(), path, physical_memory() / 2);
   verify_plan(p, path);
   return p;
 }
