@@ -206,7 +206,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path, uint64_t
   std::memcpy(&crc, bytes + 16, 4);
   std::memcpy(&version, bytes + 20, 4);
   if (version != plan_format::kVersion)
-    fail(file, "plan version {} is not supported (this ofrun reads version {})", version, plan_format::kVersion);
+    fail(file, "plan version {} is not supported (this ofrun reads version {}): compile the model again with this ofc", version, plan_format::kVersion);
   if (fb_size != size - plan_format::kHeaderBytes)
     fail(file, "truncated or padded: header says {} bytes of plan, file holds {}", fb_size, size - plan_format::kHeaderBytes);
   const uint8_t* buf = bytes + plan_format::kHeaderBytes;

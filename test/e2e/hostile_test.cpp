@@ -187,7 +187,7 @@ const std::vector<Row>& rows() {
       {"plan: wrong magic", bytes_row([](std::string& b) { b[0] = 'X'; }),
        "ofrun: error: {d}/bad.ofp: not an of plan (bad magic)"},
       {"plan: unknown version", bytes_row([](std::string& b) { b[20] = 9; }),
-       "ofrun: error: {d}/bad.ofp: plan version 9 is not supported (this ofrun reads version 7)"},
+       "ofrun: error: {d}/bad.ofp: plan version 9 is not supported (this ofrun reads version 7): compile the model again with this ofc"},
       {"plan: size field claims a terabyte", bytes_row([](std::string& b) { b[13] = 1; }),
        "ofrun: error: {d}/bad.ofp: truncated or padded: header says {size+2^40} bytes of plan, file holds {size}"},
       {"plan: a flipped byte in the middle", bytes_row([](std::string& b) { b[b.size() / 2] ^= 0x5a; }),
