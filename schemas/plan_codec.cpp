@@ -72,12 +72,21 @@ void write_runs(FlatBufferBuilder& b, const std::vector<T>& entries, W write) {
   }
 }
 
+// Whether an entry's device (tasks and arenas have one) is an index into cluster.devices: the
+// stored entry's is by construction, a copy's only if its step keeps it there.
+bool device_in(const Task& t, size_t devices) { return t.device >= 0 && size_t(t.device) < devices; }
+bool device_in(const Arena& a, size_t devices) { return a.device >= 0 && size_t(a.device) < devices; }
+template <class T>
+bool device_in(const T&, size_t) {
+  return true;
+}
+
 // Appends the entries a stored one stands for: itself, and its copies (plan_copies.h). `left` is
 // how many bytes of memory the plan may still take (decode's memory_limit): whether a plan fits
 // depends on what it holds, not on how its file stores it, and a corrupt count fails before its
 // copies are made.
 template <class T>
-void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, const std::string& field, uint64_t& left) {
+void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, const std::string& field, uint64_t& left, size_t devices) {
   const uint64_t each = held_bytes(first);
   if (!c) {
     if (each > left) fail({.file = r.path, .field = field}, "the plan takes more than {} in memory, its limit here", human_size(r.limit));
@@ -99,6 +108,9 @@ void expand(std::vector<T>& out, T first, const fb::Copies* c, const Reader& r, 
     T copy;
     if (!shifted(first, k, copies, copy))
       fail({.file = r.path, .field = field + ".copies"}, "copy {} of {}: its steps are not one per reference, or shift one or its name out of range: the plan is corrupt", k, copies.count);
+    if (!device_in(copy, devices))
+      fail({.file = r.path, .field = field + ".copies"}, "copy {} of {} is on a device past the {} of cluster.devices: the plan is corrupt", k,
+           copies.count, devices);
     out.push_back(std::move(copy));
   }
 }
@@ -258,13 +270,13 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path, uint64_t
     }
     lt.model = t->model();
     lt.zeros = t->zeros();
-    expand(p.tensors, std::move(lt), t->copies(), r, f, left);
+    expand(p.tensors, std::move(lt), t->copies(), r, f, left, p.devices.size());
   }
   auto arenas = r.need(root->arenas(), "arenas");
   for (flatbuffers::uoffset_t i = 0; i < arenas->size(); ++i) {
     const fb::Arena* a = arenas->Get(i);
     expand(p.arenas, Arena{a->id(), device_index(a->device(), fmt::format("arenas[{}].device", i)), a->bytes()}, a->copies(), r,
-           fmt::format("arenas[{}]", i), left);
+           fmt::format("arenas[{}]", i), left, p.devices.size());
   }
   auto regsts = r.need(root->regsts(), "regsts");
   for (flatbuffers::uoffset_t i = 0; i < regsts->size(); ++i) {
@@ -282,13 +294,13 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path, uint64_t
       out.blobs.push_back(Blob{bl->tensor(), {r.shape(bl->shape(), bf + ".shape"), r.dtype(bl->dtype(), bf + ".dtype")},
                                bl->offset(), bl->bytes()});
     }
-    expand(p.regsts, std::move(out), g->copies(), r, f, left);
+    expand(p.regsts, std::move(out), g->copies(), r, f, left, p.devices.size());
   }
   auto variables = r.need(root->variables(), "variables");
   for (flatbuffers::uoffset_t i = 0; i < variables->size(); ++i) {
     const fb::Variable* v = variables->Get(i);
     expand(p.variables, Variable{v->id(), v->tensor(), r.str(v->key(), fmt::format("variables[{}].key", i)), v->arena(), v->offset(), v->bytes()},
-           v->copies(), r, fmt::format("variables[{}]", i), left);
+           v->copies(), r, fmt::format("variables[{}]", i), left, p.devices.size());
   }
   auto tasks = r.need(root->tasks(), "tasks");
   for (flatbuffers::uoffset_t i = 0; i < tasks->size(); ++i) {
@@ -316,7 +328,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path, uint64_t
       else out.attrs.set_ints(name, {});
     }
     for (const flatbuffers::String* s : *r.need(t->io_names(), f + ".io_names")) out.io_names.push_back(r.need(s, f + ".io_names")->str());
-    expand(p.tasks, std::move(out), t->copies(), r, f, left);
+    expand(p.tasks, std::move(out), t->copies(), r, f, left, p.devices.size());
   }
   p.weights = r.str(root->weights(), "weights");
   p.weights_bytes = root->weights_bytes();
@@ -345,7 +357,7 @@ Plan decode(const uint8_t* bytes, size_t size, const std::string& path, uint64_t
     for (flatbuffers::uoffset_t i = 0; i < root->share_groups()->size(); ++i) {
       const std::string f = fmt::format("share_groups[{}]", i);
       const fb::ShareGroup* g = r.need(root->share_groups()->Get(i), f);
-      expand(p.share_groups, ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), r.vec(g->frames(), f + ".frames")}, g->copies(), r, f, left);
+      expand(p.share_groups, ShareGroup{g->slots(), r.vec(g->tasks(), f + ".tasks"), r.vec(g->frames(), f + ".frames")}, g->copies(), r, f, left, p.devices.size());
     }
   if (root->memory_options())
     for (flatbuffers::uoffset_t i = 0; i < root->memory_options()->size(); ++i) {

@@ -123,6 +123,12 @@ bool same(const LogicalTensor& a, const LogicalTensor& b) {
 }
 bool same(const ShareGroup& a, const ShareGroup& b) { return a.slots == b.slots && a.tasks == b.tasks && a.frames == b.frames; }
 
+// x + k * step, or false where that overflows an int64 (the steps come from a file).
+bool advanced(int64_t x, int64_t k, int64_t step, int64_t& out) {
+  int64_t by = 0;
+  return !__builtin_mul_overflow(k, step, &by) && !__builtin_add_overflow(x, by, &out);
+}
+
 template <class T>
 bool shift(const T& first, int64_t k, const Copies& c, T& out) {
   out = first;
@@ -130,26 +136,29 @@ bool shift(const T& first, int64_t k, const Copies& c, T& out) {
   bool fits = true;
   size_t i = 0;
   each_ref(out, [&](Ref, int32_t& r) {
-    const int64_t v = i < c.steps.size() ? int64_t(r) + k * c.steps[i] : int64_t(std::numeric_limits<int64_t>::max());
+    int64_t v = 0;
+    if (i >= c.steps.size() || !advanced(r, k, c.steps[i], v) || v < std::numeric_limits<int32_t>::min() ||
+        v > std::numeric_limits<int32_t>::max())
+      fits = false;
+    else
+      r = int32_t(v);
     ++i;
-    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) fits = false;
-    else r = int32_t(v);
   });
-  if (i != c.steps.size()) return false;  // one step per reference
+  if (!fits || i != c.steps.size()) return false;  // one step per reference, each landing in an int32
   if (std::string* name = name_of(out); name && c.name_step != 0) {
-    int64_t n = 0;
+    int64_t n = 0, v = 0;
     const size_t at = name_number(*name, n);
-    const int64_t v = n + k * c.name_step;
-    if (at == std::string::npos || v < 0) return false;
+    if (at == std::string::npos || !advanced(n, k, c.name_step, v) || v < 0) return false;
     name->replace(at, std::string::npos, std::to_string(v));
   }
   if constexpr (std::is_same_v<T, LogicalTensor>) {
     if (!c.shard_step.empty()) {
       if (c.shard_step.size() != out.shard_begin.size()) return false;
-      for (size_t a = 0; a < out.shard_begin.size(); ++a) out.shard_begin[a] += k * c.shard_step[a];
+      for (size_t a = 0; a < out.shard_begin.size(); ++a)
+        if (!advanced(out.shard_begin[a], k, c.shard_step[a], out.shard_begin[a])) return false;
     }
   }
-  return fits;
+  return true;
 }
 
 // The steps that make b from a, if b is a copy of a (the check of the whole entry, shift then
@@ -170,7 +179,11 @@ bool steps_between(const T& a, const T& b, Copies& c) {
   }
   if constexpr (std::is_same_v<T, LogicalTensor>) {
     if (a.shard_begin.size() != b.shard_begin.size()) return false;
-    for (size_t i = 0; i < a.shard_begin.size(); ++i) c.shard_step.push_back(b.shard_begin[i] - a.shard_begin[i]);
+    for (size_t i = 0; i < a.shard_begin.size(); ++i) {
+      int64_t step = 0;
+      if (__builtin_sub_overflow(b.shard_begin[i], a.shard_begin[i], &step)) return false;  // a decoded file's boxes may be anything
+      c.shard_step.push_back(step);
+    }
     if (std::all_of(c.shard_step.begin(), c.shard_step.end(), [](int64_t s) { return s == 0; })) c.shard_step.clear();
   }
   return true;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include "common/error.h"
 #include "common/file_util.h"
@@ -192,7 +193,14 @@ TEST_CASE("plan_copies: a plan that would take more memory than the limit is ref
   CHECK_THROWS_WITH(plan::decode(whole.data(), whole.size(), "p.ofp"), Catch::Contains("more than 64 MiB in memory"));
 }
 
-TEST_CASE("plan_copies: a copy whose reference leaves an int32, whose name would go below 0 or that lacks a step is refused", "[runtime]") {
+TEST_CASE("plan_copies: a copy on a device the cluster does not hold is refused (the encoder reads devices by index)", "[runtime]") {
+  plan::Plan p = replicated_plan(4);
+  p.devices.resize(1);  // the copies on devices 1..3 have none
+  const std::vector<uint8_t> bytes = plan::encode(p);
+  CHECK_THROWS_WITH(plan::decode(bytes.data(), bytes.size(), "p.ofp"), Catch::Contains("copies") && Catch::Contains("past the 1 of cluster.devices"));
+}
+
+TEST_CASE("plan_copies: a copy whose reference leaves an int32, whose name would go below 0, whose step overflows or that lacks a step is refused", "[runtime]") {
   const plan::Plan p = replicated_plan(2);
   plan::Copies c;
   c.count = 3;
@@ -209,4 +217,14 @@ TEST_CASE("plan_copies: a copy whose reference leaves an int32, whose name would
   CHECK(out.name == "source@1");
   c.steps = {1, 1};  // a step short
   CHECK_FALSE(plan::shifted(p.tasks[0], 1, c, out));
+  // Steps a file could hold whose product with the copy's index overflows an int64.
+  c.steps = {std::numeric_limits<int64_t>::max() / 2, 1, 1};
+  CHECK_FALSE(plan::shifted(p.tasks[0], 3, c, out));
+  c.steps = {1, 1, 1};
+  c.name_step = std::numeric_limits<int64_t>::max();
+  CHECK_FALSE(plan::shifted(p.tasks[0], 2, c, out));
+  plan::Copies boxes;
+  boxes.steps = {};
+  boxes.shard_step = {std::numeric_limits<int64_t>::min(), 0};
+  CHECK_FALSE(plan::shifted(p.tensors[0], 2, boxes, *std::make_unique<plan::LogicalTensor>()));
 }
