@@ -50,9 +50,10 @@ done
 # Models ofc refuses (test/fixtures/hostile/): near misses of a valid model.
 cp test/fixtures/hostile/*.onnx "$seeds/onnx/"
 # Training plans and their evaluation plans, one device and parallel (boxes of weights, boxing
-# tasks, accumulators, weight versions per step), and their weights.
+# tasks, accumulators, weight versions per step, runs of copies on 4 data-parallel devices), and
+# their weights.
 for flags in "" "--optimizer adam" "--micro-batches 2" "--devices 2:cpu --dp 2" "--devices 2:cpu --tp 2" \
-    "--devices 2:cpu --pp 2 --micro-batches 2" "--devices 4:cpu --dp 2 --tp 2"; do
+    "--devices 2:cpu --pp 2 --micro-batches 2" "--devices 4:cpu --dp 2 --tp 2" "--devices 4:cpu --dp 4"; do
   name=tiny_train$(echo "$flags" | tr -cd 'a-z0-9')
   ASAN_OPTIONS=detect_leaks=0 build-fuzz/cli/ofc test/fixtures/tiny_b16.onnx -o "$seeds/plan/$name.ofp" --train --loss cross_entropy $flags >/dev/null
   mv "$seeds/plan/$name.safetensors" "$seeds/safetensors/"
