@@ -162,6 +162,11 @@ TEST_CASE("parallel: a data-parallel plan on 64 devices has O(devices x ops) tas
   const size_t tasks_one = dump_json(d, one).at("tasks").size(), tasks_wide = dump_json(d, wide).at("tasks").size();
   INFO(tasks_one << " tasks on one device, " << tasks_wide << " on 64");
   CHECK(tasks_wide <= 2 * 64 * tasks_one);
+  // Devices 1..63 run copies of one task list, which the file stores once (schemas/plan_copies.h):
+  // what it stores per device is the sources and the collective parts (1282 tasks, 252 stored).
+  const size_t stored_wide = dump_json(d, wide).at("stored").at("tasks").get<size_t>();
+  CHECK(4 * stored_wide <= tasks_wide);
+  CHECK(run_cmd(bin("ofdump") + " " + wide, d).out.find(fmt::format("stored   {} tasks", stored_wide)) != std::string::npos);
   const std::vector<double> want = train_losses(d, one, 3), got = train_losses(d, wide, 3);
   REQUIRE(got.size() == 3);
   for (size_t s = 0; s < 3; ++s) {
